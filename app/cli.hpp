@@ -1,0 +1,36 @@
+// Subcommands of the `mhaviz` executable other than the GUI.
+#pragma once
+
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace mhaviz::cli {
+
+struct DumpOptions {
+  std::string session;
+  std::string output;  // empty: standard output
+  bool eval = false;
+};
+void add_dump(CLI::App& app, DumpOptions& o);
+int run_dump(const DumpOptions& o);
+
+struct BenchOptions {
+  std::string variant = "weight_split";
+  int tokens = 1024, d_in = 768, d_out = 768, heads = 12, batch = 1;
+  int repeat = 0;  // 0: adaptive, at least 1 s of runs
+  int warmup = 2;
+  unsigned long long seed = 123;
+  double dropout = 0.0;
+  bool qkv_bias = false;
+  bool no_causal = false;
+};
+void add_bench(CLI::App& app, BenchOptions& o);
+int run_bench(const BenchOptions& o);
+
+// Prints "mhaviz: <message>" on stderr and returns the usage-error status 2.
+int usage_error(const std::string& message);
+
+}  // namespace mhaviz::cli

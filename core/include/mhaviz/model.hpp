@@ -1,0 +1,79 @@
+// Model configuration, parameters initialised exactly as PyTorch does after
+// torch.manual_seed(seed), and the forward pass that records a Trace.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mhaviz/tensor.hpp"
+
+namespace mhaviz {
+
+enum class Variant { Wrapper, WeightSplit, FusedQkv };
+
+std::string_view variant_name(Variant v);  // "wrapper", "weight_split", "fused_qkv"
+bool parse_variant(std::string_view name, Variant& out);
+
+struct ModelConfig {
+  Variant variant = Variant::Wrapper;
+  int d_out = 2;
+  int num_heads = 2;
+  int context_length = 6;
+  double dropout = 0.0;
+  bool qkv_bias = false;
+  bool causal = true;
+  std::uint64_t seed = 123;
+  // Training mode applies dropout, as the seeds' notebooks do; eval mode draws nothing.
+  bool training = true;
+};
+
+// head_dim: d_out for the wrapper (each head projects to d_out), d_out / num_heads otherwise.
+int head_dim(const ModelConfig& c);
+// Width of the concatenated/merged context: num_heads * head_dim.
+int merged_dim(const ModelConfig& c);
+
+// nn.Linear(in, out): weight [out, in] row-major, optional bias [out].
+struct Linear {
+  std::string name;  // state_dict prefix, e.g. "heads.0.W_query" or "out_proj"
+  int in = 0;
+  int out = 0;
+  std::vector<float> weight;
+  std::vector<float> bias;  // empty when the layer has no bias
+};
+
+struct Model {
+  ModelConfig config;
+  int d_in = 0;
+  // In PyTorch construction order (see model.cpp), which is the order the generator fed them.
+  std::vector<Linear> layers;
+  // Generator state after parameter init: dropout masks continue this stream.
+  std::mt19937 rng_after_init;
+
+  const Linear& layer(std::string_view name) const;  // throws std::out_of_range
+  Linear& layer(std::string_view name);
+  std::int64_t parameter_count() const;
+};
+
+// torch.nn.init-compatible uniform draw: one 32-bit draw per value.
+float torch_uniform(std::mt19937& gen, float from, float to);
+// torch.bernoulli-compatible dropout draw in [0, 1): two 32-bit draws, 53 bits.
+double torch_uniform53(std::mt19937& gen);
+
+// Builds and initialises every Linear in construction order from config.seed.
+// Precondition: the config passed validate_model (session.hpp); d_in > 0.
+Model build_model(const ModelConfig& config, int d_in);
+
+// Weight-split model whose heads are the wrapper's heads: W_query/W_key/W_value
+// are the heads' matrices stacked row-wise ([h*d_out, d_in]); out_proj is the
+// identity with zero bias. Forward of both gives identical attention weights and
+// output (dropout off).
+Model weight_split_from_wrapper(const Model& wrapper);
+// Weight-split model computing the same function as a fused_qkv model: the fused
+// [3*d_out, d_in] rows (per head: q | k | v) are regrouped into W_query, W_key,
+// W_value; linear_layer becomes out_proj.
+Model weight_split_from_fused(const Model& fused);
+
+}  // namespace mhaviz

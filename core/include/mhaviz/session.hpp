@@ -1,0 +1,83 @@
+// Session files (tokens, embeddings, model config), validation with one-line
+// errors, built-in lessons, and token-derived embeddings.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mhaviz/model.hpp"
+#include "mhaviz/tensor.hpp"
+
+namespace mhaviz {
+
+// Documented limits (README "Session format"). Past them a session is refused.
+struct Limits {
+  static constexpr int kMaxTokens = 4096;
+  static constexpr int kMaxDim = 8192;        // d_in, d_out, num_heads * head_dim
+  static constexpr int kMaxHeads = 256;
+  static constexpr int kMaxBatch = 64;
+  static constexpr int kMaxContext = 65536;
+  static constexpr int kMaxTokenBytes = 256;
+  static constexpr double kMaxAbsValue = 1e6;  // embedding values
+  static constexpr std::int64_t kMaxMemoryBytes = std::int64_t{2} << 30;  // estimated forward memory
+  static constexpr std::int64_t kMaxFileBytes = std::int64_t{256} << 20;
+  static constexpr int kMaxJsonDepth = 64;
+};
+
+// A one-line, user-facing error that names the field and the value.
+class SessionError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Session {
+  std::vector<std::string> tokens;
+  std::vector<std::vector<float>> embeddings;  // tokens.size() rows of d_in
+  int batch = 1;
+  ModelConfig model;
+
+  int d_in() const { return embeddings.empty() ? 0 : static_cast<int>(embeddings.front().size()); }
+  int num_tokens() const { return static_cast<int>(tokens.size()); }
+  // (batch, T, d_in): the sequence stacked batch times, as the seeds do with torch.stack.
+  Tensor input_tensor() const;
+};
+
+// Estimated peak bytes of a forward with its Trace (parameters + every kept intermediate).
+std::int64_t estimate_memory_bytes(const ModelConfig& c, int d_in, int tokens, int batch);
+
+// Throws SessionError on the first problem found.
+void validate_model(const ModelConfig& c, int d_in, int tokens, int batch);
+void validate_session(const Session& s);
+
+// Parses and validates. Throws SessionError ("model.d_out: ..." style messages).
+Session parse_session(std::string_view json_text);
+std::string session_to_json(const Session& s);  // pretty, round-trips exactly
+
+// A session from a path, "-" (standard input) or a built-in lesson name.
+Session load_session(const std::string& path_or_lesson);
+
+// Atomic write: a temporary file in the same directory, then rename over path.
+// Throws SessionError ("output: cannot write '...': reason"); never leaves a partial file.
+void write_file_atomic(const std::string& path, std::string_view contents);
+std::string read_file(const std::string& path);  // throws SessionError naming the path
+
+struct LessonInfo {
+  std::string name;
+  std::string description;
+};
+// The built-in lessons, the default ("seed003-wrapper") first.
+const std::vector<LessonInfo>& lessons();
+bool is_lesson(std::string_view name);
+Session lesson(std::string_view name);  // throws SessionError for unknown names
+inline constexpr std::string_view kDefaultLesson = "seed003-wrapper";
+
+// A deterministic embedding for a token: the same text always gives the same
+// vector (as an embedding lookup would), values in [-1, 1] with two decimals.
+std::vector<float> token_embedding(std::string_view token, int d_in);
+// Tokens split on whitespace.
+std::vector<std::string> split_tokens(std::string_view text);
+
+}  // namespace mhaviz

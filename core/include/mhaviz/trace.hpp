@@ -1,0 +1,87 @@
+// The forward pass and everything it computed, named and shaped for panels and exports.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mhaviz/model.hpp"
+#include "mhaviz/tensor.hpp"
+
+namespace mhaviz {
+
+// The five views of a head's (T, T) attention matrix, in pipeline order.
+enum class Stage { Scores, Masked, Scaled, Weights, Dropped };
+inline constexpr int kStageCount = 5;
+std::string_view stage_name(Stage s);   // "scores", "masked", "scaled", "weights", "dropped"
+std::string_view stage_title(Stage s);  // "Raw scores q·kᵀ", ...
+bool parse_stage(std::string_view name, Stage& out);
+
+// What one forward costs, counted the way PyTorch would execute the seeds' modules.
+struct Cost {
+  std::int64_t matmul_calls = 0;  // Linear calls plus batched matmuls (q·kᵀ, weights·v)
+  std::int64_t flops = 0;         // 2·m·n·k summed over every matmul
+  std::int64_t parameters = 0;
+};
+Cost forward_cost(const ModelConfig& c, int d_in, int tokens, int batch);
+
+struct Trace {
+  ModelConfig config;
+  int batch = 0, tokens = 0, d_in = 0, heads = 0, head_dim = 0;
+
+  Tensor input;  // (b, T, d_in)
+  // Projections as the variant computes them:
+  //   wrapper:      queries/keys/values (b, T, h*d_out), head i's Linear output in columns [i*d_out, (i+1)*d_out)
+  //   weight_split: queries/keys/values (b, T, d_out)
+  //   fused_qkv:    qkv (b, T, 3*d_out); queries/keys/values hold its per-head chunks re-merged (b, T, d_out)
+  Tensor queries, keys, values;
+  Tensor qkv;              // fused_qkv only, else empty
+  Tensor q, k, v;          // (b, h, T, hd) per-head, after view + transpose (or permute + chunk)
+  Tensor scores;           // (b, h, T, T) q·kᵀ, before mask and scale
+  Tensor weights;          // (b, h, T, T) softmax(masked scores / sqrt(hd))
+  std::vector<std::uint8_t> keep;  // (b, h, T, T) 1 = kept by dropout; empty when no dropout was drawn
+  Tensor dropped;          // (b, h, T, T) after dropout; empty when no dropout was drawn (equal to weights)
+  Tensor context;          // (b, h, T, hd) weights · v
+  Tensor context_merged;   // (b, T, h*hd) transpose back + merge (wrapper: concatenation)
+  Tensor output;           // wrapper: == context_merged; others (b, T, d_out) after the output projection
+  Cost cost;
+
+  bool dropout_applied() const { return !dropped.empty(); }
+  const Tensor& weights_after_dropout() const { return dropout_applied() ? dropped : weights; }
+  bool masked(int i, int j) const { return config.causal && j > i; }
+  bool kept(int b, int h, int i, int j) const;
+  float scale() const;  // 1 / sqrt(head_dim), as applied
+
+  // One head's (T, T) matrix of a stage, row-major, written to out (size T*T).
+  // Masked cells of Masked/Scaled are -inf, as PyTorch holds them.
+  void stage_matrix(Stage s, int b, int h, float* out) const;
+  std::vector<float> stage_matrix(Stage s, int b, int h) const;
+  float stage_value(Stage s, int b, int h, int i, int j) const;
+};
+
+// Forward pass. input: (b, T, d_in) with d_in == model.d_in, T <= context_length.
+// Returns the Trace with every intermediate. Dropout draws continue model.rng_after_init
+// (a copy: forward is repeatable and const).
+Trace forward(const Model& model, const Tensor& input);
+// Same, into an existing Trace whose buffers are reused when shapes are unchanged
+// (the app recomputes into one Trace on every edit).
+void forward(const Model& model, const Tensor& input, Trace& out);
+
+// Slow, obviously-correct loop version of forward(), the oracle for tests.
+Trace forward_reference(const Model& model, const Tensor& input);
+
+// The seeds' "common mistake" (seed 002): merge (b, h, T, hd) -> (b, T, h*hd) with a plain
+// reshape and no transpose back. Returns (b, T, h*hd); compare with trace.context_merged.
+Tensor mistaken_merge(const Trace& trace);
+
+// Tensors under PyTorch names: state_dict names plus attn_scores, attn_weights,
+// attn_weights_dropped, context, output (see tests/data/reference/README.md), and the
+// other intermediates under their Trace names (queries, keys, values, q, k, v, ...).
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+std::vector<NamedTensor> named_tensors(const Model& model, const Trace& trace);
+
+}  // namespace mhaviz

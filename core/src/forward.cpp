@@ -1,0 +1,200 @@
+// The fast forward pass: Eigen expressions whose products go to OpenBLAS, element-wise
+// stages split over threads. reference.cpp holds the loop version it is tested against.
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "mhaviz/trace.hpp"
+#include "parallel.hpp"
+
+namespace mhaviz {
+namespace {
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using CMap = Eigen::Map<const RowMat>;
+using Map = Eigen::Map<RowMat>;
+using StridedMap = Eigen::Map<RowMat, 0, Eigen::OuterStride<>>;
+
+// Reuses the buffer's capacity: an unchanged shape costs no allocation or zeroing.
+void reshape(Tensor& t, Shape shape) {
+  t.shape = std::move(shape);
+  t.data.resize(static_cast<std::size_t>(shape_numel(t.shape)));
+}
+
+// x: (N, in) row-major; writes x · Wᵀ + bias, (N, out), into y with row stride ld.
+void linear_into(const Linear& l, const float* x, std::int64_t n, float* y, std::int64_t ld) {
+  CMap X(x, n, l.in);
+  CMap W(l.weight.data(), l.out, l.in);
+  StridedMap Y(y, n, l.out, Eigen::OuterStride<>(ld));
+  Y.noalias() = X * W.transpose();
+  if (!l.bias.empty()) Y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(l.bias.data(), l.out);
+}
+
+// src: (b, T, row_stride) row-major; head h, feature d lives at column offset + h*head_stride + d.
+// dst: (b, h, T, hd), i.e. view(b, T, h, ·) followed by transpose(1, 2).
+void gather_heads(const float* src, std::int64_t row_stride, std::int64_t offset, std::int64_t head_stride,
+                  int b, int T, int H, int hd, float* dst) {
+  for (int bi = 0; bi < b; ++bi)
+    for (int h = 0; h < H; ++h)
+      for (int t = 0; t < T; ++t) {
+        const float* s = src + (static_cast<std::int64_t>(bi) * T + t) * row_stride + offset + h * head_stride;
+        float* d = dst + ((static_cast<std::int64_t>(bi) * H + h) * T + t) * hd;
+        std::copy(s, s + hd, d);
+      }
+}
+
+// src: (b, h, T, hd) -> dst: (b, T, h*hd), i.e. transpose(1, 2) then view(b, T, h*hd).
+void merge_heads(const float* src, int b, int T, int H, int hd, float* dst) {
+  for (int bi = 0; bi < b; ++bi)
+    for (int h = 0; h < H; ++h)
+      for (int t = 0; t < T; ++t) {
+        const float* s = src + ((static_cast<std::int64_t>(bi) * H + h) * T + t) * hd;
+        float* d = dst + (static_cast<std::int64_t>(bi) * T + t) * H * hd + static_cast<std::int64_t>(h) * hd;
+        std::copy(s, s + hd, d);
+      }
+}
+
+}  // namespace
+
+// input (b, T, d_in) -> trace with every intermediate (see trace.hpp for shapes).
+// Steps: 1 project, 2 split heads, 3 scores, 4 mask + scale + softmax, 5 dropout,
+// 6 context, 7 merge, 8 output projection.
+void forward(const Model& model, const Tensor& input, Trace& tr) {
+  const ModelConfig& c = model.config;
+  const int b = static_cast<int>(input.shape[0]), T = static_cast<int>(input.shape[1]);
+  const int H = c.num_heads, hd = head_dim(c), M = merged_dim(c);
+  const std::int64_t N = static_cast<std::int64_t>(b) * T, TT = static_cast<std::int64_t>(T) * T;
+  const std::int64_t P = static_cast<std::int64_t>(b) * H;  // (batch, head) pairs
+  tr.config = c;
+  tr.batch = b;
+  tr.tokens = T;
+  tr.d_in = model.d_in;
+  tr.heads = H;
+  tr.head_dim = hd;
+  tr.input = input;
+  tr.cost = forward_cost(c, model.d_in, T, b);
+
+  // 1-2. Projections and the split into heads.
+  const Shape per_head{b, H, T, hd};
+  reshape(tr.q, per_head);
+  reshape(tr.k, per_head);
+  reshape(tr.v, per_head);
+  reshape(tr.queries, {b, T, M});
+  reshape(tr.keys, {b, T, M});
+  reshape(tr.values, {b, T, M});
+  Tensor* qkv_out[3] = {&tr.queries, &tr.keys, &tr.values};
+  Tensor* heads_out[3] = {&tr.q, &tr.k, &tr.v};
+  if (c.variant == Variant::FusedQkv) {
+    reshape(tr.qkv, {b, T, 3 * c.d_out});
+    linear_into(model.layer("qkv_layer"), input.ptr(), N, tr.qkv.ptr(), 3 * c.d_out);
+    // reshape (b, T, h, 3*hd) -> permute (b, h, T, 3*hd) -> chunk(3, dim=-1)
+    for (int part = 0; part < 3; ++part) {
+      gather_heads(tr.qkv.ptr(), 3 * c.d_out, static_cast<std::int64_t>(part) * hd, 3 * hd, b, T, H, hd, heads_out[part]->ptr());
+      merge_heads(heads_out[part]->ptr(), b, T, H, hd, qkv_out[part]->ptr());
+    }
+  } else {
+    tr.qkv = Tensor();
+    static constexpr const char* kNames[3] = {"W_query", "W_key", "W_value"};
+    for (int part = 0; part < 3; ++part) {
+      if (c.variant == Variant::Wrapper) {
+        for (int h = 0; h < H; ++h)
+          linear_into(model.layer("heads." + std::to_string(h) + "." + kNames[part]), input.ptr(), N,
+                      qkv_out[part]->ptr() + static_cast<std::int64_t>(h) * hd, M);
+      } else {
+        linear_into(model.layer(kNames[part]), input.ptr(), N, qkv_out[part]->ptr(), M);
+      }
+      gather_heads(qkv_out[part]->ptr(), M, 0, hd, b, T, H, hd, heads_out[part]->ptr());
+    }
+  }
+
+  // 3. Raw scores q·kᵀ per (batch, head).
+  reshape(tr.scores, {b, H, T, T});
+  for (std::int64_t p = 0; p < P; ++p) {
+    CMap qp(tr.q.ptr() + p * T * hd, T, hd), kp(tr.k.ptr() + p * T * hd, T, hd);
+    Map sp(tr.scores.ptr() + p * TT, T, T);
+    sp.noalias() = qp * kp.transpose();
+  }
+
+  // 4. softmax(masked scores / sqrt(hd)) row by row; masked cells are exactly 0.
+  reshape(tr.weights, {b, H, T, T});
+  const float divisor = static_cast<float>(std::sqrt(static_cast<double>(hd)));
+  const bool causal = c.causal;
+  detail::parallel_for(P * T, T * 8, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const int i = static_cast<int>(r % T);
+      const std::int64_t valid = causal ? i + 1 : T;
+      const float* s = tr.scores.ptr() + r * T;
+      float* w = tr.weights.ptr() + r * T;
+      Eigen::Map<Eigen::ArrayXf> row(w, valid);
+      row = Eigen::Map<const Eigen::ArrayXf>(s, valid) / divisor;
+      const float mx = row.maxCoeff();
+      row = (row - mx).exp();
+      row /= row.sum();
+      std::fill(w + valid, w + T, 0.0f);
+    }
+  });
+
+  // 5. Dropout in training mode, drawn in PyTorch's order from the generator state after init:
+  // wrapper heads run one after another, each over (b, T, T); split variants over (b, h, T, T).
+  const bool drop = c.training && c.dropout > 0.0;
+  if (drop) {
+    reshape(tr.dropped, {b, H, T, T});
+    tr.keep.assign(static_cast<std::size_t>(P * TT), 0);
+    std::mt19937 gen = model.rng_after_init;
+    const double keep_p = 1.0 - c.dropout;
+    const float scale = 1.0f / static_cast<float>(keep_p);
+    auto draw_pair = [&](std::int64_t p) {
+      for (std::int64_t e = p * TT; e < (p + 1) * TT; ++e) {
+        const bool kept = torch_uniform53(gen) < keep_p;
+        tr.keep[static_cast<std::size_t>(e)] = kept ? 1 : 0;
+        tr.dropped.data[static_cast<std::size_t>(e)] = kept ? tr.weights.data[static_cast<std::size_t>(e)] * scale : 0.0f;
+      }
+    };
+    if (c.variant == Variant::Wrapper) {
+      for (int h = 0; h < H; ++h)
+        for (int bi = 0; bi < b; ++bi) draw_pair(static_cast<std::int64_t>(bi) * H + h);
+    } else {
+      for (std::int64_t p = 0; p < P; ++p) draw_pair(p);
+    }
+  } else {
+    tr.dropped = Tensor();
+    tr.keep.clear();
+  }
+  const Tensor& wd = tr.weights_after_dropout();
+
+  // 6. Context = weights · v per (batch, head).
+  reshape(tr.context, per_head);
+  // Under the causal mask the weights are lower-triangular (dropout keeps zeros zero), so
+  // row block [r0, r1) only needs keys [0, r1): half the FLOPs at large T.
+  const int block = causal ? 128 : T;
+  for (std::int64_t p = 0; p < P; ++p) {
+    CMap wp(wd.ptr() + p * TT, T, T), vp(tr.v.ptr() + p * T * hd, T, hd);
+    Map cp(tr.context.ptr() + p * T * hd, T, hd);
+    for (int r0 = 0; r0 < T; r0 += block) {
+      const int rows = std::min(block, T - r0), keys = causal ? r0 + rows : T;
+      cp.middleRows(r0, rows).noalias() = wp.block(r0, 0, rows, keys) * vp.topRows(keys);
+    }
+  }
+
+  // 7. Transpose back and merge: (b, h, T, hd) -> (b, T, h*hd). The wrapper's torch.cat is the same layout.
+  reshape(tr.context_merged, {b, T, M});
+  merge_heads(tr.context.ptr(), b, T, H, hd, tr.context_merged.ptr());
+
+  // 8. Output projection (none in the wrapper).
+  if (c.variant == Variant::Wrapper) {
+    tr.output = tr.context_merged;
+  } else {
+    const Linear& out = model.layer(c.variant == Variant::WeightSplit ? "out_proj" : "linear_layer");
+    reshape(tr.output, {b, T, c.d_out});
+    linear_into(out, tr.context_merged.ptr(), N, tr.output.ptr(), c.d_out);
+  }
+}
+
+Trace forward(const Model& model, const Tensor& input) {
+  Trace tr;
+  forward(model, input, tr);
+  return tr;
+}
+
+}  // namespace mhaviz

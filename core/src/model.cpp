@@ -1,0 +1,186 @@
+#include "mhaviz/model.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace mhaviz {
+
+std::string_view variant_name(Variant v) {
+  switch (v) {
+    case Variant::Wrapper: return "wrapper";
+    case Variant::WeightSplit: return "weight_split";
+    case Variant::FusedQkv: return "fused_qkv";
+  }
+  return "?";
+}
+
+bool parse_variant(std::string_view name, Variant& out) {
+  for (Variant v : {Variant::Wrapper, Variant::WeightSplit, Variant::FusedQkv}) {
+    if (variant_name(v) == name) {
+      out = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+int head_dim(const ModelConfig& c) {
+  if (c.variant == Variant::Wrapper) return c.d_out;
+  return c.num_heads > 0 ? c.d_out / c.num_heads : 0;
+}
+
+int merged_dim(const ModelConfig& c) { return c.num_heads * head_dim(c); }
+
+const Linear& Model::layer(std::string_view name) const {
+  for (const auto& l : layers)
+    if (l.name == name) return l;
+  throw std::out_of_range("no layer named " + std::string(name));
+}
+
+Linear& Model::layer(std::string_view name) {
+  return const_cast<Linear&>(static_cast<const Model&>(*this).layer(name));
+}
+
+std::int64_t Model::parameter_count() const {
+  std::int64_t n = 0;
+  for (const auto& l : layers) n += static_cast<std::int64_t>(l.weight.size() + l.bias.size());
+  return n;
+}
+
+// torch's uniform_real for float: 24 random bits scaled in double, then rounded to float.
+float torch_uniform(std::mt19937& gen, float from, float to) {
+  const std::uint32_t r = static_cast<std::uint32_t>(gen());
+  const double x = static_cast<double>(r & 0xFFFFFFu) * (1.0 / 16777216.0);
+  return static_cast<float>(x * (static_cast<double>(to) - static_cast<double>(from)) + static_cast<double>(from));
+}
+
+// torch's bernoulli_ on CPU draws a 64-bit value (two 32-bit draws, high word first)
+// and keeps 53 bits.
+double torch_uniform53(std::mt19937& gen) {
+  const std::uint64_t a = static_cast<std::uint32_t>(gen());
+  const std::uint64_t b = static_cast<std::uint32_t>(gen());
+  const std::uint64_t r = ((a << 32) | b) & ((std::uint64_t{1} << 53) - 1);
+  return static_cast<double>(r) * (1.0 / 9007199254740992.0);
+}
+
+namespace {
+
+// nn.Linear.reset_parameters(): kaiming_uniform_(a=sqrt(5)) on the weight, then
+// uniform_(-1/sqrt(fan_in), 1/sqrt(fan_in)) on the bias; bounds computed in double
+// exactly as torch.nn.init does in Python.
+Linear make_linear(std::mt19937& gen, std::string name, int in, int out, bool bias) {
+  Linear l;
+  l.name = std::move(name);
+  l.in = in;
+  l.out = out;
+  const double gain = std::sqrt(2.0 / (1.0 + 5.0));
+  const double std_dev = gain / std::sqrt(static_cast<double>(in));
+  const double bound = std::sqrt(3.0) * std_dev;
+  const float lo = static_cast<float>(-bound), hi = static_cast<float>(bound);
+  l.weight.resize(static_cast<std::size_t>(in) * static_cast<std::size_t>(out));
+  for (auto& w : l.weight) w = torch_uniform(gen, lo, hi);
+  if (bias) {
+    const double bb = 1.0 / std::sqrt(static_cast<double>(in));
+    const float blo = static_cast<float>(-bb), bhi = static_cast<float>(bb);
+    l.bias.resize(static_cast<std::size_t>(out));
+    for (auto& b : l.bias) b = torch_uniform(gen, blo, bhi);
+  }
+  return l;
+}
+
+}  // namespace
+
+Model build_model(const ModelConfig& config, int d_in) {
+  Model m;
+  m.config = config;
+  m.d_in = d_in;
+  std::mt19937 gen(static_cast<std::mt19937::result_type>(config.seed));
+  // torch.manual_seed takes 64 bits but seeds mt19937 with the low 32: same here.
+  const int d = config.d_out;
+  switch (config.variant) {
+    case Variant::Wrapper:
+      for (int h = 0; h < config.num_heads; ++h) {
+        const std::string p = "heads." + std::to_string(h) + ".";
+        m.layers.push_back(make_linear(gen, p + "W_query", d_in, d, config.qkv_bias));
+        m.layers.push_back(make_linear(gen, p + "W_key", d_in, d, config.qkv_bias));
+        m.layers.push_back(make_linear(gen, p + "W_value", d_in, d, config.qkv_bias));
+      }
+      break;
+    case Variant::WeightSplit:
+      m.layers.push_back(make_linear(gen, "W_query", d_in, d, config.qkv_bias));
+      m.layers.push_back(make_linear(gen, "W_key", d_in, d, config.qkv_bias));
+      m.layers.push_back(make_linear(gen, "W_value", d_in, d, config.qkv_bias));
+      m.layers.push_back(make_linear(gen, "out_proj", d, d, true));
+      break;
+    case Variant::FusedQkv:
+      m.layers.push_back(make_linear(gen, "qkv_layer", d_in, 3 * d, config.qkv_bias));
+      m.layers.push_back(make_linear(gen, "linear_layer", d, d, true));
+      break;
+  }
+  m.rng_after_init = gen;
+  return m;
+}
+
+Model weight_split_from_wrapper(const Model& wrapper) {
+  const ModelConfig& wc = wrapper.config;
+  Model m;
+  m.config = wc;
+  m.config.variant = Variant::WeightSplit;
+  m.config.d_out = wc.num_heads * wc.d_out;
+  m.d_in = wrapper.d_in;
+  m.rng_after_init = wrapper.rng_after_init;
+  const int D = m.config.d_out;
+  for (const char* which : {"W_query", "W_key", "W_value"}) {
+    Linear l;
+    l.name = which;
+    l.in = wrapper.d_in;
+    l.out = D;
+    for (int h = 0; h < wc.num_heads; ++h) {
+      const Linear& src = wrapper.layer("heads." + std::to_string(h) + "." + which);
+      l.weight.insert(l.weight.end(), src.weight.begin(), src.weight.end());
+      l.bias.insert(l.bias.end(), src.bias.begin(), src.bias.end());
+    }
+    m.layers.push_back(std::move(l));
+  }
+  Linear out;
+  out.name = "out_proj";
+  out.in = out.out = D;
+  out.weight.assign(static_cast<std::size_t>(D) * static_cast<std::size_t>(D), 0.0f);
+  for (int i = 0; i < D; ++i) out.weight[static_cast<std::size_t>(i) * static_cast<std::size_t>(D + 1)] = 1.0f;
+  out.bias.assign(static_cast<std::size_t>(D), 0.0f);
+  m.layers.push_back(std::move(out));
+  return m;
+}
+
+Model weight_split_from_fused(const Model& fused) {
+  const ModelConfig& fc = fused.config;
+  const int hd = head_dim(fc), H = fc.num_heads, D = fc.d_out, din = fused.d_in;
+  Model m;
+  m.config = fc;
+  m.config.variant = Variant::WeightSplit;
+  m.d_in = din;
+  m.rng_after_init = fused.rng_after_init;
+  const Linear& qkv = fused.layer("qkv_layer");
+  const char* names[3] = {"W_query", "W_key", "W_value"};
+  for (int part = 0; part < 3; ++part) {
+    Linear l;
+    l.name = names[part];
+    l.in = din;
+    l.out = D;
+    // Output feature h*hd + d of part p comes from fused row h*3*hd + p*hd + d.
+    for (int h = 0; h < H; ++h)
+      for (int d = 0; d < hd; ++d) {
+        const std::size_t row = static_cast<std::size_t>(h * 3 * hd + part * hd + d);
+        l.weight.insert(l.weight.end(), qkv.weight.begin() + static_cast<std::ptrdiff_t>(row * static_cast<std::size_t>(din)),
+                        qkv.weight.begin() + static_cast<std::ptrdiff_t>((row + 1) * static_cast<std::size_t>(din)));
+        if (!qkv.bias.empty()) l.bias.push_back(qkv.bias[row]);
+      }
+    m.layers.push_back(std::move(l));
+  }
+  Linear out = fused.layer("linear_layer");
+  out.name = "out_proj";
+  m.layers.push_back(std::move(out));
+  return m;
+}
+
+}  // namespace mhaviz

@@ -1,0 +1,142 @@
+// The oracle: forward() written as plain loops over PyTorch's index formulas, with
+// double accumulation. Slow on purpose; tests compare the fast path against it.
+#include <cmath>
+#include <limits>
+
+#include "mhaviz/trace.hpp"
+
+namespace mhaviz {
+namespace {
+
+// y[n, o] = sum_i x[n, i] * W[o, i] + bias[o]; x (N, in) -> y (N, out)
+std::vector<float> linear_loops(const Linear& l, const std::vector<float>& x, std::int64_t n) {
+  std::vector<float> y(static_cast<std::size_t>(n * l.out));
+  for (std::int64_t r = 0; r < n; ++r)
+    for (int o = 0; o < l.out; ++o) {
+      double acc = l.bias.empty() ? 0.0 : l.bias[static_cast<std::size_t>(o)];
+      for (int i = 0; i < l.in; ++i)
+        acc += static_cast<double>(x[static_cast<std::size_t>(r * l.in + i)]) *
+               l.weight[static_cast<std::size_t>(o) * static_cast<std::size_t>(l.in) + static_cast<std::size_t>(i)];
+      y[static_cast<std::size_t>(r * l.out + o)] = static_cast<float>(acc);
+    }
+  return y;
+}
+
+}  // namespace
+
+Trace forward_reference(const Model& model, const Tensor& input) {
+  const ModelConfig& c = model.config;
+  const int b = static_cast<int>(input.shape[0]), T = static_cast<int>(input.shape[1]);
+  const int H = c.num_heads, hd = head_dim(c), M = merged_dim(c), D = c.d_out;
+  const std::int64_t N = static_cast<std::int64_t>(b) * T;
+  Trace tr;
+  tr.config = c;
+  tr.batch = b;
+  tr.tokens = T;
+  tr.d_in = model.d_in;
+  tr.heads = H;
+  tr.head_dim = hd;
+  tr.input = input;
+  tr.cost = forward_cost(c, model.d_in, T, b);
+  tr.q = tr.k = tr.v = Tensor({b, H, T, hd});
+  tr.queries = tr.keys = tr.values = Tensor({b, T, M});
+  Tensor* per_head[3] = {&tr.q, &tr.k, &tr.v};
+  Tensor* merged[3] = {&tr.queries, &tr.keys, &tr.values};
+  const char* names[3] = {"W_query", "W_key", "W_value"};
+
+  // Projections, then q[b, h, t, d] read from the projection by the variant's index formula.
+  std::vector<float> proj[3];
+  if (c.variant == Variant::FusedQkv) {
+    tr.qkv = Tensor({b, T, 3 * D});
+    tr.qkv.data = linear_loops(model.layer("qkv_layer"), input.data, N);
+  }
+  for (int part = 0; part < 3; ++part) {
+    if (c.variant == Variant::WeightSplit) proj[part] = linear_loops(model.layer(names[part]), input.data, N);
+    for (int h = 0; h < H; ++h) {
+      std::vector<float> head_proj;
+      if (c.variant == Variant::Wrapper)
+        head_proj = linear_loops(model.layer("heads." + std::to_string(h) + "." + names[part]), input.data, N);
+      for (int bi = 0; bi < b; ++bi)
+        for (int t = 0; t < T; ++t)
+          for (int d = 0; d < hd; ++d) {
+            const std::int64_t row = static_cast<std::int64_t>(bi) * T + t;
+            float val = 0.0f;
+            switch (c.variant) {
+              case Variant::Wrapper: val = head_proj[static_cast<std::size_t>(row * hd + d)]; break;
+              case Variant::WeightSplit: val = proj[part][static_cast<std::size_t>(row * D + h * hd + d)]; break;
+              case Variant::FusedQkv: val = tr.qkv.data[static_cast<std::size_t>(row * 3 * D + h * 3 * hd + part * hd + d)]; break;
+            }
+            per_head[part]->at({bi, h, t, d}) = val;
+            merged[part]->at({bi, t, static_cast<std::int64_t>(h) * hd + d}) = val;
+          }
+    }
+  }
+
+  tr.scores = tr.weights = Tensor({b, H, T, T});
+  const double divisor = static_cast<float>(std::sqrt(static_cast<double>(hd)));
+  for (int bi = 0; bi < b; ++bi)
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < T; ++i) {
+        double row_max = -std::numeric_limits<double>::infinity();
+        std::vector<double> scaled(static_cast<std::size_t>(T));
+        for (int j = 0; j < T; ++j) {
+          double acc = 0.0;
+          for (int d = 0; d < hd; ++d) acc += static_cast<double>(tr.q.at({bi, h, i, d})) * tr.k.at({bi, h, j, d});
+          tr.scores.at({bi, h, i, j}) = static_cast<float>(acc);
+          scaled[static_cast<std::size_t>(j)] = static_cast<double>(static_cast<float>(acc)) / divisor;
+          if (!(c.causal && j > i)) row_max = std::max(row_max, scaled[static_cast<std::size_t>(j)]);
+        }
+        double sum = 0.0;
+        for (int j = 0; j < T; ++j) {
+          const double e = (c.causal && j > i) ? 0.0 : std::exp(scaled[static_cast<std::size_t>(j)] - row_max);
+          scaled[static_cast<std::size_t>(j)] = e;
+          sum += e;
+        }
+        for (int j = 0; j < T; ++j) tr.weights.at({bi, h, i, j}) = static_cast<float>(scaled[static_cast<std::size_t>(j)] / sum);
+      }
+
+  if (c.training && c.dropout > 0.0) {
+    tr.dropped = Tensor({b, H, T, T});
+    tr.keep.assign(static_cast<std::size_t>(tr.weights.numel()), 0);
+    std::mt19937 gen = model.rng_after_init;
+    auto draw = [&](int bi, int h) {
+      for (int i = 0; i < T; ++i)
+        for (int j = 0; j < T; ++j) {
+          const bool kept = torch_uniform53(gen) < 1.0 - c.dropout;
+          tr.keep[static_cast<std::size_t>(tr.weights.offset({bi, h, i, j}))] = kept;
+          tr.dropped.at({bi, h, i, j}) = kept ? tr.weights.at({bi, h, i, j}) * (1.0f / static_cast<float>(1.0 - c.dropout)) : 0.0f;
+        }
+    };
+    if (c.variant == Variant::Wrapper) {
+      for (int h = 0; h < H; ++h)
+        for (int bi = 0; bi < b; ++bi) draw(bi, h);
+    } else {
+      for (int bi = 0; bi < b; ++bi)
+        for (int h = 0; h < H; ++h) draw(bi, h);
+    }
+  }
+  const Tensor& wd = tr.weights_after_dropout();
+
+  tr.context = Tensor({b, H, T, hd});
+  tr.context_merged = Tensor({b, T, M});
+  for (int bi = 0; bi < b; ++bi)
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < T; ++i)
+        for (int d = 0; d < hd; ++d) {
+          double acc = 0.0;
+          for (int j = 0; j < T; ++j) acc += static_cast<double>(wd.at({bi, h, i, j})) * tr.v.at({bi, h, j, d});
+          tr.context.at({bi, h, i, d}) = static_cast<float>(acc);
+          tr.context_merged.at({bi, i, static_cast<std::int64_t>(h) * hd + d}) = static_cast<float>(acc);
+        }
+
+  if (c.variant == Variant::Wrapper) {
+    tr.output = tr.context_merged;
+  } else {
+    tr.output = Tensor({b, T, D});
+    tr.output.data = linear_loops(model.layer(c.variant == Variant::WeightSplit ? "out_proj" : "linear_layer"),
+                                  tr.context_merged.data, N);
+  }
+  return tr;
+}
+
+}  // namespace mhaviz

@@ -1,0 +1,389 @@
+#include "mhaviz/session.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "mhaviz/trace.hpp"
+
+namespace mhaviz {
+
+using json = nlohmann::json;
+
+namespace {
+
+[[noreturn]] void fail(const std::string& field, const std::string& problem) { throw SessionError(field + ": " + problem); }
+
+// A value as the user wrote it, short enough for a one-line message.
+std::string show(const json& v) {
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+std::string type_name(const json& v) {
+  if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
+  if (v.is_number_float()) return "a number";
+  return std::string(v.is_array() ? "an array" : v.is_object() ? "an object" : v.is_string() ? "a string"
+                     : v.is_boolean() ? "a boolean" : "null");
+}
+
+const json& require(const json& obj, const std::string& prefix, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end()) fail(prefix + key, "missing (required field)");
+  return *it;
+}
+
+void reject_unknown(const json& obj, const std::string& where, std::initializer_list<const char*> known) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || it.key() == k;
+    if (!ok) fail(where.empty() ? it.key() : where + "." + it.key(), "unknown field (value " + show(it.value()) + ")");
+  }
+}
+
+std::int64_t get_int(const json& v, const std::string& field, std::int64_t lo, std::int64_t hi) {
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
+    fail(field, show(v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  if (!v.is_number_integer()) fail(field, "expected an integer, got " + type_name(v) + " " + show(v));
+  const std::int64_t x = v.get<std::int64_t>();
+  if (x < lo || x > hi) fail(field, show(v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return x;
+}
+
+bool get_bool(const json& v, const std::string& field) {
+  if (!v.is_boolean()) fail(field, "expected true or false, got " + type_name(v) + " " + show(v));
+  return v.get<bool>();
+}
+
+// Nesting depth outside strings, checked before parsing so that hostile input
+// cannot exhaust the stack of anything that walks the tree.
+void check_depth(std::string_view text) {
+  int depth = 0;
+  bool in_string = false, escape = false;
+  for (char ch : text) {
+    if (in_string) {
+      if (escape) escape = false;
+      else if (ch == '\\') escape = true;
+      else if (ch == '"') in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > Limits::kMaxJsonDepth)
+        fail("session", "JSON nested deeper than " + std::to_string(Limits::kMaxJsonDepth) + " levels");
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    }
+  }
+}
+
+// A float written with the fewest digits that read back to the same float (0.43, not 0.4300000071525574).
+json float_json(float f) {
+  char buf[32];
+  auto res = std::to_chars(buf, buf + sizeof buf, f);
+  return json(std::strtod(std::string(buf, res.ptr).c_str(), nullptr));
+}
+
+std::string human_bytes(std::int64_t b) {
+  char buf[64];
+  if (b >= (std::int64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(b) / (1 << 30));
+  else std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1 << 20));
+  return buf;
+}
+
+}  // namespace
+
+Tensor Session::input_tensor() const {
+  const int T = num_tokens(), din = d_in();
+  Tensor t({batch, T, din});
+  for (int b = 0; b < batch; ++b)
+    for (int i = 0; i < T; ++i)
+      std::copy(embeddings[static_cast<std::size_t>(i)].begin(), embeddings[static_cast<std::size_t>(i)].end(),
+                t.data.begin() + (static_cast<std::ptrdiff_t>(b) * T + i) * din);
+  return t;
+}
+
+std::int64_t estimate_memory_bytes(const ModelConfig& c, int d_in, int tokens, int batch) {
+  const std::int64_t b = batch, T = tokens, M = static_cast<std::int64_t>(c.num_heads) * head_dim(c), D = c.d_out;
+  const std::int64_t params = forward_cost(c, d_in, tokens, batch).parameters;
+  const std::int64_t attn = b * c.num_heads * T * T;  // one (b, h, T, T) tensor
+  const bool drop = c.training && c.dropout > 0.0;
+  std::int64_t floats = params + b * T * d_in   // parameters, input
+                        + 6 * b * T * M          // queries/keys/values and q/k/v
+                        + (c.variant == Variant::FusedQkv ? 3 * b * T * D : 0)
+                        + 2 * attn               // scores, weights
+                        + (drop ? attn : 0)      // dropped
+                        + 2 * b * T * M + b * T * D;  // context, merged, output
+  return floats * 4 + (drop ? attn : 0);          // + keep mask bytes
+}
+
+void validate_model(const ModelConfig& c, int d_in, int tokens, int batch) {
+  auto range = [](const std::string& field, std::int64_t v, std::int64_t lo, std::int64_t hi) {
+    if (v < lo || v > hi) fail(field, std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  };
+  range("tokens", tokens, 1, Limits::kMaxTokens);
+  range("d_in", d_in, 1, Limits::kMaxDim);
+  range("batch", batch, 1, Limits::kMaxBatch);
+  range("model.d_out", c.d_out, 1, Limits::kMaxDim);
+  range("model.num_heads", c.num_heads, 1, Limits::kMaxHeads);
+  range("model.context_length", c.context_length, 1, Limits::kMaxContext);
+  if (!(c.dropout >= 0.0 && c.dropout < 1.0)) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", c.dropout);
+    fail("model.dropout", std::string(buf) + " is outside [0, 1)");
+  }
+  if (c.variant != Variant::Wrapper && c.d_out % c.num_heads != 0)
+    fail("model.d_out", std::to_string(c.d_out) + " is not divisible by model.num_heads = " + std::to_string(c.num_heads) +
+                            " (" + std::string(variant_name(c.variant)) + " splits d_out into equal heads)");
+  if (c.variant == Variant::Wrapper && static_cast<std::int64_t>(c.num_heads) * c.d_out > Limits::kMaxDim)
+    fail("model.num_heads", std::to_string(c.num_heads) + " heads of d_out " + std::to_string(c.d_out) +
+                                " concatenate to " + std::to_string(static_cast<std::int64_t>(c.num_heads) * c.d_out) +
+                                " features, over the limit of " + std::to_string(Limits::kMaxDim));
+  if (tokens > c.context_length)
+    fail("tokens", std::to_string(tokens) + " tokens exceed model.context_length = " + std::to_string(c.context_length));
+  const std::int64_t need = estimate_memory_bytes(c, d_in, tokens, batch);
+  if (need > Limits::kMaxMemoryBytes)
+    fail("model", "this configuration needs an estimated " + human_bytes(need) + " (limit " + human_bytes(Limits::kMaxMemoryBytes) +
+                      "): reduce tokens, batch, num_heads or d_out");
+}
+
+void validate_session(const Session& s) {
+  if (s.tokens.empty()) fail("tokens", "empty: a session needs at least one token");
+  if (static_cast<std::int64_t>(s.tokens.size()) > Limits::kMaxTokens)
+    fail("tokens", std::to_string(s.tokens.size()) + " tokens is over the limit of " + std::to_string(Limits::kMaxTokens));
+  for (std::size_t i = 0; i < s.tokens.size(); ++i) {
+    const std::string& t = s.tokens[i];
+    const std::string field = "tokens[" + std::to_string(i) + "]";
+    if (t.empty()) fail(field, "empty token");
+    if (static_cast<int>(t.size()) > Limits::kMaxTokenBytes)
+      fail(field, "token of " + std::to_string(t.size()) + " bytes is over the limit of " + std::to_string(Limits::kMaxTokenBytes));
+  }
+  if (s.embeddings.size() != s.tokens.size())
+    fail("embeddings", std::to_string(s.embeddings.size()) + " rows for " + std::to_string(s.tokens.size()) + " tokens (one row per token)");
+  const std::size_t din = s.embeddings.front().size();
+  if (din == 0) fail("embeddings[0]", "empty row: d_in must be at least 1");
+  if (static_cast<std::int64_t>(din) > Limits::kMaxDim)
+    fail("embeddings[0]", std::to_string(din) + " values is over the d_in limit of " + std::to_string(Limits::kMaxDim));
+  for (std::size_t i = 0; i < s.embeddings.size(); ++i) {
+    const auto& row = s.embeddings[i];
+    if (row.size() != din)
+      fail("embeddings[" + std::to_string(i) + "]", std::to_string(row.size()) + " values, expected " + std::to_string(din) +
+                                                         " as in embeddings[0]");
+    for (std::size_t j = 0; j < row.size(); ++j)
+      if (!std::isfinite(row[j]) || std::fabs(row[j]) > Limits::kMaxAbsValue) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%g", static_cast<double>(row[j]));
+        fail("embeddings[" + std::to_string(i) + "][" + std::to_string(j) + "]", std::string(buf) + " is not a finite number within ±1e6");
+      }
+  }
+  validate_model(s.model, static_cast<int>(din), s.num_tokens(), s.batch);
+}
+
+Session parse_session(std::string_view text) {
+  if (static_cast<std::int64_t>(text.size()) > Limits::kMaxFileBytes)
+    fail("session", std::to_string(text.size()) + " bytes is over the limit of " + std::to_string(Limits::kMaxFileBytes));
+  check_depth(text);
+  json j;
+  try {
+    j = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    std::string what = e.what();
+    const auto pos = what.find("] ");
+    if (pos != std::string::npos) what = what.substr(pos + 2);
+    for (char& ch : what)
+      if (ch == '\n' || ch == '\r') ch = ' ';
+    fail("session", "malformed JSON: " + what);
+  }
+  if (!j.is_object()) fail("session", "expected a JSON object, got " + type_name(j));
+  reject_unknown(j, "", {"format", "version", "tokens", "embeddings", "batch", "model"});
+  const json& format = require(j, "", "format");
+  if (format != "mhaviz-session") fail("format", show(format) + " is not \"mhaviz-session\"");
+  const json& version = require(j, "", "version");
+  if (!version.is_number_integer() || version.get<std::int64_t>() != 1) fail("version", show(version) + " is not a supported version (1)");
+
+  Session s;
+  const json& tokens = require(j, "", "tokens");
+  if (!tokens.is_array()) fail("tokens", "expected an array of strings, got " + type_name(tokens));
+  if (tokens.size() > static_cast<std::size_t>(Limits::kMaxTokens))
+    fail("tokens", std::to_string(tokens.size()) + " tokens is over the limit of " + std::to_string(Limits::kMaxTokens));
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    if (!tokens[i].is_string()) fail("tokens[" + std::to_string(i) + "]", "expected a string, got " + type_name(tokens[i]) + " " + show(tokens[i]));
+    s.tokens.push_back(tokens[i].get<std::string>());
+  }
+  const json& emb = require(j, "", "embeddings");
+  if (!emb.is_array()) fail("embeddings", "expected an array of rows, got " + type_name(emb));
+  if (emb.size() > static_cast<std::size_t>(Limits::kMaxTokens))
+    fail("embeddings", std::to_string(emb.size()) + " rows is over the limit of " + std::to_string(Limits::kMaxTokens));
+  for (std::size_t i = 0; i < emb.size(); ++i) {
+    const std::string field = "embeddings[" + std::to_string(i) + "]";
+    if (!emb[i].is_array()) fail(field, "expected an array of numbers, got " + type_name(emb[i]) + " " + show(emb[i]));
+    if (emb[i].size() > static_cast<std::size_t>(Limits::kMaxDim))
+      fail(field, std::to_string(emb[i].size()) + " values is over the d_in limit of " + std::to_string(Limits::kMaxDim));
+    std::vector<float> row;
+    row.reserve(emb[i].size());
+    for (std::size_t k = 0; k < emb[i].size(); ++k) {
+      const json& v = emb[i][k];
+      const std::string vf = field + "[" + std::to_string(k) + "]";
+      if (!v.is_number()) fail(vf, "expected a number, got " + type_name(v) + " " + show(v));
+      const double d = v.get<double>();
+      if (!std::isfinite(d) || std::fabs(d) > Limits::kMaxAbsValue) fail(vf, show(v) + " is not a finite number within ±1e6");
+      row.push_back(static_cast<float>(d));
+    }
+    s.embeddings.push_back(std::move(row));
+  }
+  s.batch = static_cast<int>(get_int(require(j, "", "batch"), "batch", 1, Limits::kMaxBatch));
+
+  const json& m = require(j, "", "model");
+  if (!m.is_object()) fail("model", "expected an object, got " + type_name(m));
+  reject_unknown(m, "model", {"variant", "d_out", "num_heads", "context_length", "dropout", "qkv_bias", "causal", "seed", "training"});
+  const json& variant = require(m, "model.", "variant");
+  if (!variant.is_string() || !parse_variant(variant.get<std::string>(), s.model.variant))
+    fail("model.variant", show(variant) + " is not one of \"wrapper\", \"weight_split\", \"fused_qkv\"");
+  s.model.d_out = static_cast<int>(get_int(require(m, "model.", "d_out"), "model.d_out", 1, Limits::kMaxDim));
+  s.model.num_heads = static_cast<int>(get_int(require(m, "model.", "num_heads"), "model.num_heads", 1, Limits::kMaxHeads));
+  s.model.context_length =
+      static_cast<int>(get_int(require(m, "model.", "context_length"), "model.context_length", 1, Limits::kMaxContext));
+  const json& dropout = require(m, "model.", "dropout");
+  if (!dropout.is_number()) fail("model.dropout", "expected a number in [0, 1), got " + type_name(dropout) + " " + show(dropout));
+  s.model.dropout = dropout.get<double>();
+  if (!(s.model.dropout >= 0.0 && s.model.dropout < 1.0)) fail("model.dropout", show(dropout) + " is outside [0, 1)");
+  s.model.qkv_bias = get_bool(require(m, "model.", "qkv_bias"), "model.qkv_bias");
+  s.model.causal = get_bool(require(m, "model.", "causal"), "model.causal");
+  const json& seed = require(m, "model.", "seed");
+  if (seed.is_number_unsigned()) s.model.seed = seed.get<std::uint64_t>();
+  else if (seed.is_number_integer() && seed.get<std::int64_t>() >= 0) s.model.seed = static_cast<std::uint64_t>(seed.get<std::int64_t>());
+  else fail("model.seed", "expected an integer in [0, 2^64), got " + show(seed));
+  if (auto it = m.find("training"); it != m.end()) s.model.training = get_bool(*it, "model.training");
+  validate_session(s);
+  return s;
+}
+
+std::string session_to_json(const Session& s) {
+  json j;
+  j["format"] = "mhaviz-session";
+  j["version"] = 1;
+  j["tokens"] = s.tokens;
+  json emb = json::array();
+  for (const auto& row : s.embeddings) {
+    json r = json::array();
+    for (float f : row) r.push_back(float_json(f));
+    emb.push_back(std::move(r));
+  }
+  j["embeddings"] = std::move(emb);
+  j["batch"] = s.batch;
+  const ModelConfig& c = s.model;
+  j["model"] = {{"variant", std::string(variant_name(c.variant))},
+                {"d_out", c.d_out},
+                {"num_heads", c.num_heads},
+                {"context_length", c.context_length},
+                {"dropout", c.dropout},
+                {"qkv_bias", c.qkv_bias},
+                {"causal", c.causal},
+                {"seed", c.seed},
+                {"training", c.training}};
+  return j.dump(1) + "\n";
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("session", "cannot read '" + path + "': " + std::strerror(errno));
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail("session", "cannot read '" + path + "': it is a directory");
+  if (::stat(path.c_str(), &st) == 0 && st.st_size > Limits::kMaxFileBytes)
+    fail("session", "'" + path + "' is " + std::to_string(st.st_size) + " bytes, over the limit of " + std::to_string(Limits::kMaxFileBytes));
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) fail("session", "cannot read '" + path + "': read error");
+  return s;
+}
+
+Session load_session(const std::string& what) {
+  if (what == "-") {
+    std::string s((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    return parse_session(s);
+  }
+  struct stat st {};
+  if (::stat(what.c_str(), &st) != 0 && is_lesson(what)) return lesson(what);
+  if (::stat(what.c_str(), &st) != 0)
+    fail("session", "'" + what + "' is neither a readable file nor a built-in lesson (see `mhaviz lessons`)");
+  return parse_session(read_file(what));
+}
+
+void write_file_atomic(const std::string& path, std::string_view contents) {
+  const std::string where = "output";
+  auto failure = [&](const std::string& why) { fail(where, "cannot write '" + path + "': " + why); };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) failure("it is a directory");
+  std::string tmpl = path + ".tmp-XXXXXX";
+  std::vector<char> name(tmpl.begin(), tmpl.end());
+  name.push_back('\0');
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) failure(std::strerror(errno));
+  const std::string tmp(name.data());
+  std::size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      failure(why);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  // A new file gets the usual 0644 (mkstemp makes 0600); an existing one keeps its mode.
+  const mode_t mode = (::stat(path.c_str(), &st) == 0) ? (st.st_mode & 07777) : 0644;
+  if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    failure(why);
+  }
+  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    failure(why);
+  }
+}
+
+std::vector<std::string> split_tokens(std::string_view text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : text) {
+    if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v') {
+      if (!cur.empty()) out.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur.push_back(ch);
+    }
+  }
+  if (!cur.empty()) out.push_back(std::move(cur));
+  return out;
+}
+
+std::vector<float> token_embedding(std::string_view token, int d_in) {
+  // FNV-1a of the text seeds a generator whose output the standard fixes, so every
+  // build on every machine gives a word the same vector.
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char ch : token) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  std::mt19937_64 gen(h);
+  std::vector<float> v(static_cast<std::size_t>(std::max(0, d_in)));
+  for (auto& x : v) x = static_cast<float>(static_cast<int>(gen() % 201) - 100) / 100.0f;
+  return v;
+}
+
+}  // namespace mhaviz

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""Times PyTorch's CPU forward of the seeds' MultiHeadAttention (seed 003) beside
+`mhaviz bench` at the same sizes, in the same run, and prints medians and ratios.
+
+Usage: scripts/bench_vs_torch.py PATH/TO/mhaviz [--tokens 128 512 1024] [--rounds 3]
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import time
+
+import torch
+import torch.nn as nn
+
+
+class MultiHeadAttention(nn.Module):
+    """Seed 003's MultiHeadAttention, as printed there."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        assert d_out % num_heads == 0
+        self.d_out = d_out
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        queries = self.W_query(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        values = self.W_value(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        attn_scores = queries @ keys.transpose(2, 3)
+        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
+        attn_scores.masked_fill_(mask_bool, -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        return self.out_proj(context_vec)
+
+
+def torch_median_ms(tokens, d, heads, repeat):
+    torch.manual_seed(123)
+    mha = MultiHeadAttention(d, d, tokens, 0.0, heads)
+    x = torch.rand(1, tokens, d) * 2 - 1
+    times = []
+    with torch.no_grad():
+        for _ in range(2):
+            mha(x)
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            mha(x)
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def mhaviz_median_ms(binary, tokens, d, heads, repeat):
+    out = subprocess.run([binary, "bench", "--variant", "weight_split", "--tokens", str(tokens), "--d-in", str(d),
+                          "--d-out", str(d), "--heads", str(heads), "--repeat", str(repeat)],
+                         check=True, capture_output=True, text=True).stdout
+    m = re.search(r"median_ms=([0-9.]+) gflops=([0-9.]+) peak_rss_mib=([0-9.]+)", out)
+    return float(m.group(1)), float(m.group(3))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mhaviz")
+    ap.add_argument("--tokens", type=int, nargs="+", default=[128, 512, 1024])
+    ap.add_argument("--d", type=int, default=768)
+    ap.add_argument("--heads", type=int, default=12)
+    ap.add_argument("--torch-threads", type=int, nargs="+", default=sorted({1, os.cpu_count()}),
+                    help="thread counts to time torch with; the fastest is the reference at each size")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds; the median of round medians is reported")
+    args = ap.parse_args()
+    print(f"torch {torch.__version__} (fastest of {args.torch_threads} threads, no_grad); "
+          f"d_in = d_out = {args.d}, {args.heads} heads, b = 1; median of {args.rounds} alternating rounds")
+    print(f"{'T':>6} {'torch ms':>10} {'threads':>8} {'mhaviz ms':>10} {'ratio':>7} {'mhaviz RSS MiB':>15}")
+    for tokens in args.tokens:
+        repeat = 30 if tokens <= 256 else 10
+        ours, theirs, rss = [], {n: [] for n in args.torch_threads}, 0.0
+        for _ in range(args.rounds):  # alternate so both see the same machine noise
+            for n in args.torch_threads:
+                torch.set_num_threads(n)
+                theirs[n].append(torch_median_ms(tokens, args.d, args.heads, repeat))
+            ms, rss = mhaviz_median_ms(args.mhaviz, tokens, args.d, args.heads, repeat)
+            ours.append(ms)
+        threads, t = min(((n, statistics.median(v)) for n, v in theirs.items()), key=lambda x: x[1])
+        o = statistics.median(ours)
+        print(f"{tokens:>6} {t:>10.2f} {threads:>8} {o:>10.2f} {o / t:>7.2f} {rss:>15.1f}")
+
+
+if __name__ == "__main__":
+    main()

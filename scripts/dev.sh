@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The README's two commands:
+#   scripts/dev.sh run   install what is missing, build the release preset, open the app
+#   scripts/dev.sh test  install what is missing, build the dev preset, run every test
+# Idempotent; as root or as a user with sudo. Extra arguments after `run` go to mhaviz.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian 12 packages: build tools, libraries found by find_package/pkg-config, and what
+# the tests drive the app with (Xvfb, xdotool, python3).
+PACKAGES=(
+  g++ cmake make pkg-config git python3
+  libeigen3-dev nlohmann-json3-dev libcli11-dev libopenblas-dev libgtest-dev
+  libimgui-dev libglfw3-dev libgl-dev libegl-dev libstb-dev fonts-dejavu-core
+  xvfb xauth xdotool x11-utils
+)
+
+install_missing() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "Installing: ${missing[*]}"
+  local sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -q
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+build() {
+  cmake --preset "$1"
+  cmake --build --preset "$1"
+}
+
+case "${1:-}" in
+  run)
+    shift
+    install_missing
+    build release
+    exec build/release/app/mhaviz "$@"
+    ;;
+  test)
+    install_missing
+    build dev
+    ctest --preset dev
+    ;;
+  *)
+    echo "usage: scripts/dev.sh run [SESSION] | test" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""The mhaviz command line as a user runs it: outputs, every validation error, exit
+codes, and no partial output files. Usage: test_cli.py MHAVIZ TEST_DATA_DIR"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+MHAVIZ = sys.argv[1] if len(sys.argv) > 1 else "mhaviz"
+DATA = sys.argv[2] if len(sys.argv) > 2 else "tests/data"
+REF = os.path.join(DATA, "reference")
+NAMES = ["seed003-wrapper", "seed003-weight-split-6d", "book-weight-split-3d", "journey-dropout-half",
+         "seed002-fused-qkv-encoder"]
+
+
+def run(*args, stdin=None, env=None):
+    return subprocess.run([MHAVIZ, *args], input=stdin, capture_output=True, text=True, timeout=120, env=env)
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+class Basics(unittest.TestCase):
+    def test_version(self):
+        r = run("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout.strip(), r"^mhaviz \d+\.\d+\.\d+$")
+
+    def test_help_on_every_subcommand(self):
+        for sub, needle in [([], "dump"), (["dump"], "--output"), (["bench"], "--tokens"), (["lessons"], "lessons")]:
+            r = run(*sub, "--help")
+            self.assertEqual(r.returncode, 0, sub)
+            self.assertIn(needle, r.stdout, sub)
+
+    def test_lessons(self):
+        r = run("lessons")
+        self.assertEqual(r.returncode, 0)
+        names = [line.split()[0] for line in r.stdout.splitlines()]
+        self.assertEqual(names[0], "seed003-wrapper")
+        for n in NAMES + ["gpt2-small-256", "gpt2-xl-128", "transformer-base-64"]:
+            self.assertIn(n, names)
+
+
+class Dump(unittest.TestCase):
+    def check_against_reference(self, dumped, name):
+        expected = load(os.path.join(REF, "expected", name + ".json"))["tensors"]
+        tensors = dumped["tensors"]
+        for key, want in expected.items():
+            self.assertIn(key, tensors, f"{name}: {key}")
+            self.assertEqual(tensors[key]["shape"], want["shape"], f"{name}: {key}")
+            for got, w in zip(tensors[key]["data"], want["data"]):
+                self.assertLessEqual(abs(got - w), 2e-5 + 1e-4 * abs(w), f"{name}: {key}")
+
+    def test_reference_sessions_by_path_and_by_lesson_name(self):
+        for name in NAMES:
+            for arg in (os.path.join(REF, "sessions", name + ".json"), name):
+                r = run("dump", arg)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                d = json.loads(r.stdout)
+                self.assertEqual(d["format"], "mhaviz-dump")
+                self.check_against_reference(d, name)
+
+    def test_state_dict_names_and_shapes(self):
+        d = json.loads(run("dump", "seed003-weight-split-6d").stdout)["tensors"]
+        self.assertEqual(d["W_query.weight"]["shape"], [6, 6])
+        self.assertEqual(d["out_proj.bias"]["shape"], [6])
+        self.assertEqual(d["q"]["shape"], [2, 2, 3, 3])
+        self.assertEqual(d["output"]["shape"], [2, 3, 6])
+        d = json.loads(run("dump", "seed002-fused-qkv-encoder").stdout)["tensors"]
+        self.assertEqual(d["qkv_layer.weight"]["shape"], [24, 8])
+        self.assertEqual(d["linear_layer.bias"]["shape"], [8])
+
+    def test_numbers_have_nine_significant_digits_at_most(self):
+        text = run("dump", "seed003-wrapper").stdout
+        data = text[text.index('"tensors"'):]
+        for num in re.findall(r"-?\d+\.\d+(?:e[-+]\d+)?", data):
+            digits = re.sub(r"e.*", "", num).replace("-", "").replace(".", "").lstrip("0")
+            self.assertLessEqual(len(digits), 9, num)
+
+    def test_stdin_and_output_file(self):
+        with open(os.path.join(REF, "sessions", "seed003-wrapper.json")) as f:
+            text = f.read()
+        r = run("dump", "-", stdin=text)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.check_against_reference(json.loads(r.stdout), "seed003-wrapper")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out.json")
+            r = run("dump", "seed003-wrapper", "-o", out)
+            self.assertEqual((r.returncode, r.stdout), (0, ""))
+            self.check_against_reference(load(out), "seed003-wrapper")
+            self.assertEqual(os.listdir(tmp), ["out.json"])
+
+    def test_eval_flag_turns_dropout_off(self):
+        d = json.loads(run("dump", "journey-dropout-half", "--eval").stdout)["tensors"]
+        self.assertEqual(d["attn_weights_dropped"]["data"], d["attn_weights"]["data"])
+        d = json.loads(run("dump", "journey-dropout-half").stdout)["tensors"]
+        self.assertNotEqual(d["attn_weights_dropped"]["data"], d["attn_weights"]["data"])
+
+
+def base_session():
+    return load(os.path.join(REF, "sessions", "seed003-wrapper.json"))
+
+
+def edited(fn):
+    s = base_session()
+    fn(s)
+    return json.dumps(s)
+
+
+def set_path(path, value):
+    def fn(s):
+        node = s
+        for k in path[:-1]:
+            node = node[k]
+        node[path[-1]] = value
+    return fn
+
+
+def delete(path):
+    def fn(s):
+        node = s
+        for k in path[:-1]:
+            node = node[k]
+        del node[path[-1]]
+    return fn
+
+
+def many_tokens(n, width=3):
+    def fn(s):
+        s["tokens"] = ["w"] * n
+        s["embeddings"] = [[0.5] * width] * n
+        s["model"]["context_length"] = max(n, 1)
+    return fn
+
+
+# (what, session text, field the message starts with, text the message must contain)
+BAD_SESSIONS = [
+    ("malformed JSON", '{"format": "mhaviz-session",', "session", "malformed JSON"),
+    ("not an object", "[1, 2, 3]", "session", "JSON object"),
+    ("NaN literal", json.dumps(base_session()).replace("0.43", "NaN"), "session", "malformed"),
+    ("deep nesting", "[" * 5000 + "]" * 5000, "session", "nested deeper"),
+    ("empty file", "", "session", "malformed"),
+    ("wrong format", edited(set_path(["format"], "x")), "format", '"x"'),
+    ("missing field", edited(delete(["model", "num_heads"])), "model.num_heads", "missing"),
+    ("extra field", edited(set_path(["extra"], 1)), "extra", "unknown"),
+    ("extra model field", edited(set_path(["model", "heads"], 3)), "model.heads", "unknown"),
+    ("wrong type tokens", edited(set_path(["tokens"], "Your journey")), "tokens", "array"),
+    ("wrong type d_out", edited(set_path(["model", "d_out"], "2")), "model.d_out", '"2"'),
+    ("float d_out", edited(set_path(["model", "d_out"], 2.5)), "model.d_out", "2.5"),
+    ("zero heads", edited(set_path(["model", "num_heads"], 0)), "model.num_heads", "0"),
+    ("negative d_out", edited(set_path(["model", "d_out"], -2)), "model.d_out", "-2"),
+    ("huge d_out", edited(set_path(["model", "d_out"], 1000000)), "model.d_out", "1000000"),
+    ("huge tokens", edited(many_tokens(5000)), "tokens", "5000"),
+    ("empty tokens", edited(many_tokens(0)), "tokens", "empty"),
+    ("1e308 value", edited(set_path(["embeddings", 0, 0], 1e308)), "embeddings[0][0]", "1e+308"),
+    ("ragged", edited(set_path(["embeddings", 2], [0.1])), "embeddings[2]", "1 values"),
+    ("not divisible", edited(lambda s: s["model"].update(variant="weight_split", d_out=5)), "model.d_out", "5"),
+    ("T > context_length", edited(set_path(["model", "context_length"], 4)), "tokens", "6 tokens"),
+    ("dropout 1", edited(set_path(["model", "dropout"], 1)), "model.dropout", "1"),
+    ("unknown variant", edited(set_path(["model", "variant"], "flash")), "model.variant", '"flash"'),
+    ("unicode very long token", edited(set_path(["tokens", 0], "é" * 200)), "tokens[0]", "400 bytes"),
+    ("memory", edited(lambda s: (many_tokens(2000, 1)(s), s.update(batch=64), s["model"].update(num_heads=64))),
+     "model", "GiB"),
+]
+
+
+class BadInput(unittest.TestCase):
+    def test_every_bad_session_gives_one_line_exit_2_and_no_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for what, text, field, needle in BAD_SESSIONS:
+                src = os.path.join(tmp, "bad.json")
+                with open(src, "w") as f:
+                    f.write(text)
+                out = os.path.join(tmp, "out.json")
+                r = run("dump", src, "-o", out)
+                self.assertEqual(r.returncode, 2, what)
+                lines = r.stderr.splitlines()
+                self.assertEqual(len(lines), 1, f"{what}: {r.stderr!r}")
+                self.assertTrue(lines[0].startswith(f"mhaviz: {field}: "), f"{what}: {lines[0]}")
+                self.assertIn(needle, lines[0], what)
+                self.assertFalse(os.path.exists(out), what)
+                self.assertEqual(r.stdout, "", what)
+        print(f"bad sessions tried: {len(BAD_SESSIONS)}", file=sys.stderr)
+
+    def test_failed_dump_leaves_existing_output_intact(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out.json")
+            with open(out, "w") as f:
+                f.write("precious")
+            r = run("dump", "no-such-lesson-or-file", "-o", out)
+            self.assertEqual(r.returncode, 2)
+            with open(out) as f:
+                self.assertEqual(f.read(), "precious")
+            self.assertEqual(os.listdir(tmp), ["out.json"])
+
+    def test_unreadable_and_unwritable_paths(self):
+        r = run("dump", "/nonexistent/session.json")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("/nonexistent/session.json", r.stderr)
+        r = run("dump", "seed003-wrapper", "-o", "/nonexistent/dir/out.json")
+        self.assertEqual(r.returncode, 2)
+        self.assertTrue(r.stderr.startswith("mhaviz: output: cannot write '/nonexistent/dir/out.json'"), r.stderr)
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run("dump", tmp)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("directory", r.stderr)
+
+    def test_bad_flags(self):
+        cases = [
+            (["dump"], "session"),
+            (["dump", "seed003-wrapper", "--frobnicate"], "frobnicate"),
+            (["bench", "--variant", "flash"], "--variant"),
+            (["bench", "--heads", "5", "--tokens", "8", "--d-in", "8", "--d-out", "8"], "model.d_out"),
+            (["bench", "--tokens", "abc"], "tokens"),
+            (["bench", "--tokens", "0"], "tokens"),
+            (["bench", "--repeat", "-3"], "--repeat"),
+            (["--no-such-flag"], "no-such-flag"),
+        ]
+        for args, needle in cases:
+            r = run(*args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, f"{args}: {r.stderr!r}")
+            self.assertIn(needle, r.stderr, args)
+
+
+class Bench(unittest.TestCase):
+    def test_machine_readable_last_line(self):
+        r = run("bench", "--variant", "weight_split", "--tokens", "16", "--d-in", "16", "--d-out", "16", "--heads", "4",
+                "--repeat", "20")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        last = r.stdout.strip().splitlines()[-1]
+        m = re.fullmatch(r"median_ms=([0-9.]+) gflops=([0-9.]+) peak_rss_mib=([0-9.]+)", last)
+        self.assertIsNotNone(m, last)
+        self.assertGreater(float(m.group(1)), 0)
+        self.assertIn("20 runs", r.stdout)
+
+    def test_every_variant(self):
+        for v in ["wrapper", "weight_split", "fused_qkv"]:
+            r = run("bench", "--variant", v, "--tokens", "32", "--d-in", "32", "--d-out", "32", "--heads", "4",
+                    "--repeat", "3", "--dropout", "0.1")
+            self.assertEqual(r.returncode, 0, v + r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])

@@ -1,0 +1,194 @@
+// Properties every forward must have, on random shapes and all three variants.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "test_util.hpp"
+
+namespace mhaviz {
+namespace {
+
+const Variant kVariants[] = {Variant::Wrapper, Variant::WeightSplit, Variant::FusedQkv};
+
+TEST(Invariants, FastForwardEqualsLoopOracle) {
+  std::mt19937 gen(7);
+  for (int trial = 0; trial < 60; ++trial) {
+    for (Variant v : kVariants) {
+      const Session s = test::random_session(gen, v, trial % 2 == 1);
+      const Model m = build_model(s.model, s.d_in());
+      const Trace fast = forward(m, s.input_tensor());
+      const Trace slow = forward_reference(m, s.input_tensor());
+      ASSERT_EQ(fast.keep, slow.keep) << "dropout draws differ, trial " << trial;
+      const auto a = named_tensors(m, fast), b = named_tensors(m, slow);
+      ASSERT_EQ(a.size(), b.size());
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        ASSERT_EQ(a[i].name, b[i].name);
+        ASSERT_EQ(a[i].tensor.shape, b[i].tensor.shape) << a[i].name;
+        for (std::size_t e = 0; e < a[i].tensor.data.size(); ++e)
+          ASSERT_NEAR(a[i].tensor.data[e], b[i].tensor.data[e], 1e-5 + 1e-5 * std::fabs(b[i].tensor.data[e]))
+              << variant_name(v) << " trial " << trial << " " << a[i].name << "[" << e << "]";
+      }
+    }
+  }
+}
+
+TEST(Invariants, SoftmaxRowsSumToOneAndMaskedCellsAreZero) {
+  std::mt19937 gen(11);
+  for (int trial = 0; trial < 40; ++trial)
+    for (Variant v : kVariants) {
+      const Session s = test::random_session(gen, v, false);
+      const Trace t = forward(build_model(s.model, s.d_in()), s.input_tensor());
+      for (int b = 0; b < t.batch; ++b)
+        for (int h = 0; h < t.heads; ++h)
+          for (int i = 0; i < t.tokens; ++i) {
+            double sum = 0;
+            for (int j = 0; j < t.tokens; ++j) {
+              const float w = t.weights.at({b, h, i, j});
+              EXPECT_GE(w, 0.0f);
+              if (t.masked(i, j)) {
+                EXPECT_EQ(w, 0.0f);
+              }
+              sum += w;
+            }
+            EXPECT_NEAR(sum, 1.0, 1e-5);
+          }
+    }
+}
+
+TEST(Invariants, CausalOutputIgnoresLaterTokens) {
+  std::mt19937 gen(13);
+  for (int trial = 0; trial < 30; ++trial)
+    for (Variant v : kVariants) {
+      Session s = test::random_session(gen, v, false);
+      s.model.causal = true;
+      if (s.num_tokens() < 2) continue;
+      const Model m = build_model(s.model, s.d_in());
+      const Trace before = forward(m, s.input_tensor());
+      const int changed = std::uniform_int_distribution<int>(1, s.num_tokens() - 1)(gen);
+      for (auto& x : s.embeddings[static_cast<std::size_t>(changed)]) x += 1.5f;
+      const Trace after = forward(m, s.input_tensor());
+      const int width = static_cast<int>(before.output.shape[2]);
+      bool later_changed = false;
+      for (int b = 0; b < s.batch; ++b)
+        for (int t = 0; t < s.num_tokens(); ++t)
+          for (int j = 0; j < width; ++j) {
+            if (t < changed) ASSERT_EQ(before.output.at({b, t, j}), after.output.at({b, t, j})) << "token " << t;
+            else later_changed = later_changed || before.output.at({b, t, j}) != after.output.at({b, t, j});
+          }
+      EXPECT_TRUE(later_changed) << "changing token " << changed << " changed nothing";
+    }
+}
+
+TEST(Invariants, WrapperEqualsWeightSplitWithStackedWeights) {
+  std::mt19937 gen(17);
+  for (int trial = 0; trial < 40; ++trial) {
+    const Session s = test::random_session(gen, Variant::Wrapper, false);
+    const Model wrapper = build_model(s.model, s.d_in());
+    const Model split = weight_split_from_wrapper(wrapper);
+    ASSERT_EQ(split.config.d_out % split.config.num_heads, 0);
+    const Trace a = forward(wrapper, s.input_tensor()), b = forward(split, s.input_tensor());
+    ASSERT_EQ(a.weights.shape, b.weights.shape);
+    for (std::size_t i = 0; i < a.weights.data.size(); ++i) EXPECT_NEAR(a.weights.data[i], b.weights.data[i], 1e-6);
+    ASSERT_EQ(a.output.shape, b.output.shape);
+    for (std::size_t i = 0; i < a.output.data.size(); ++i) EXPECT_NEAR(a.output.data[i], b.output.data[i], 1e-6);
+  }
+}
+
+TEST(Invariants, FusedEqualsWeightSplitWithRearrangedWeights) {
+  std::mt19937 gen(19);
+  for (int trial = 0; trial < 40; ++trial) {
+    const Session s = test::random_session(gen, Variant::FusedQkv, false);
+    const Model fused = build_model(s.model, s.d_in());
+    const Model split = weight_split_from_fused(fused);
+    const Trace a = forward(fused, s.input_tensor()), b = forward(split, s.input_tensor());
+    for (std::size_t i = 0; i < a.q.data.size(); ++i) ASSERT_NEAR(a.q.data[i], b.q.data[i], 1e-6);
+    for (std::size_t i = 0; i < a.weights.data.size(); ++i) EXPECT_NEAR(a.weights.data[i], b.weights.data[i], 1e-6);
+    for (std::size_t i = 0; i < a.output.data.size(); ++i) EXPECT_NEAR(a.output.data[i], b.output.data[i], 1e-6);
+  }
+}
+
+TEST(Invariants, MistakenMergeScramblesExactlyAsAFlatReshape) {
+  const Session s = lesson("seed003-weight-split-6d");
+  const Trace t = forward(build_model(s.model, s.d_in()), s.input_tensor());
+  const Tensor wrong = mistaken_merge(t);
+  const int T = t.tokens, hd = t.head_dim, M = t.heads * hd;
+  ASSERT_EQ(wrong.shape, t.context_merged.shape);
+  bool differs = false;
+  for (int b = 0; b < t.batch; ++b)
+    for (int r = 0; r < T; ++r)
+      for (int c = 0; c < M; ++c) {
+        // Flat position r*M + c of batch b in the (h, T, hd) buffer: head, token, feature.
+        const int flat = r * M + c, h = flat / (T * hd), tok = (flat / hd) % T, d = flat % hd;
+        EXPECT_EQ(wrong.at({b, r, c}), t.context.at({b, h, tok, d}));
+        EXPECT_EQ(t.context_merged.at({b, r, c}), t.context.at({b, c / hd, r, c % hd}));
+        differs = differs || wrong.at({b, r, c}) != t.context_merged.at({b, r, c});
+      }
+  EXPECT_TRUE(differs);
+}
+
+TEST(Invariants, StagesDeriveFromScores) {
+  const Session s = lesson("journey-dropout-half");
+  const Trace t = forward(build_model(s.model, s.d_in()), s.input_tensor());
+  ASSERT_TRUE(t.dropout_applied());
+  for (int h = 0; h < t.heads; ++h) {
+    const auto raw = t.stage_matrix(Stage::Scores, 1, h), masked = t.stage_matrix(Stage::Masked, 1, h);
+    const auto scaled = t.stage_matrix(Stage::Scaled, 1, h), dropped = t.stage_matrix(Stage::Dropped, 1, h);
+    for (int i = 0; i < t.tokens; ++i)
+      for (int j = 0; j < t.tokens; ++j) {
+        const std::size_t e = static_cast<std::size_t>(i * t.tokens + j);
+        EXPECT_EQ(raw[e], t.scores.at({1, h, i, j}));
+        if (j > i) {
+          EXPECT_TRUE(std::isinf(masked[e]) && masked[e] < 0);
+          EXPECT_TRUE(std::isinf(scaled[e]) && scaled[e] < 0);
+        } else {
+          EXPECT_EQ(masked[e], raw[e]);
+          EXPECT_FLOAT_EQ(scaled[e], raw[e] / std::sqrt(static_cast<float>(t.head_dim)));
+        }
+        EXPECT_EQ(dropped[e], t.kept(1, h, i, j) ? t.weights.at({1, h, i, j}) * 2.0f : 0.0f);
+        EXPECT_EQ(t.stage_value(Stage::Scaled, 1, h, i, j), scaled[e]);
+      }
+  }
+}
+
+TEST(Invariants, ForwardIsRepeatableAndReusesBuffers) {
+  const Session s = lesson("journey-dropout-half");
+  const Model m = build_model(s.model, s.d_in());
+  Trace reused;
+  forward(m, s.input_tensor(), reused);
+  const Trace fresh = forward(m, s.input_tensor());
+  forward(m, s.input_tensor(), reused);
+  EXPECT_EQ(reused.keep, fresh.keep);
+  EXPECT_EQ(reused.output.data, fresh.output.data);
+  // Eval mode draws nothing and drops nothing.
+  ModelConfig eval = s.model;
+  eval.training = false;
+  const Trace e = forward(build_model(eval, s.d_in()), s.input_tensor());
+  EXPECT_FALSE(e.dropout_applied());
+  EXPECT_EQ(e.weights.data, fresh.weights.data);
+}
+
+TEST(Cost, ParameterCountsMatchTheModels) {
+  ModelConfig c;
+  c.variant = Variant::WeightSplit;
+  c.d_out = 768;
+  c.num_heads = 12;
+  c.context_length = 1024;
+  EXPECT_EQ(forward_cost(c, 768, 4, 1).parameters, 2360064);
+  std::mt19937 gen(23);
+  for (int trial = 0; trial < 20; ++trial)
+    for (Variant v : kVariants) {
+      const Session s = test::random_session(gen, v, false);
+      const Model m = build_model(s.model, s.d_in());
+      EXPECT_EQ(forward_cost(s.model, s.d_in(), s.num_tokens(), s.batch).parameters, m.parameter_count());
+    }
+  // The seeds' argument: the wrapper needs h times the matmul calls.
+  c.variant = Variant::Wrapper;
+  c.d_out = 64;
+  EXPECT_EQ(forward_cost(c, 768, 4, 1).matmul_calls, 60);
+  c.variant = Variant::FusedQkv;
+  c.d_out = 768;
+  EXPECT_EQ(forward_cost(c, 768, 4, 1).matmul_calls, 4);
+}
+
+}  // namespace
+}  // namespace mhaviz

@@ -1,0 +1,166 @@
+// Session format: parsing, one-line errors naming field and value, round trips, atomic
+// writes, lessons, token embeddings.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <functional>
+
+#include <filesystem>
+
+#include "test_util.hpp"
+
+namespace mhaviz {
+namespace {
+
+using nlohmann::json;
+
+json base_session() { return json::parse(test::slurp(test::data_path("reference/sessions/seed003-wrapper.json"))); }
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_session(text);
+  } catch (const SessionError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+struct BadCase {
+  const char* what;
+  std::function<void(json&)> edit;
+  const char* field;  // the message starts with "<field>: "
+  const char* value;  // and names the value
+};
+
+TEST(Session, EveryBadValueNamesFieldAndValue) {
+  const std::vector<BadCase> cases = {
+      {"d_out not divisible", [](json& j) { j["model"]["variant"] = "weight_split"; j["model"]["d_out"] = 7; }, "model.d_out", "7"},
+      {"unknown variant", [](json& j) { j["model"]["variant"] = "grouped"; }, "model.variant", "\"grouped\""},
+      {"T > context_length", [](json& j) { j["model"]["context_length"] = 5; }, "tokens", "6"},
+      {"dropout 1", [](json& j) { j["model"]["dropout"] = 1.0; }, "model.dropout", "1"},
+      {"dropout negative", [](json& j) { j["model"]["dropout"] = -0.1; }, "model.dropout", "-0.1"},
+      {"dropout string", [](json& j) { j["model"]["dropout"] = "0.1"; }, "model.dropout", "\"0.1\""},
+      {"zero heads", [](json& j) { j["model"]["num_heads"] = 0; }, "model.num_heads", "0"},
+      {"negative d_out", [](json& j) { j["model"]["d_out"] = -4; }, "model.d_out", "-4"},
+      {"fractional d_out", [](json& j) { j["model"]["d_out"] = 2.5; }, "model.d_out", "2.5"},
+      {"huge d_out", [](json& j) { j["model"]["d_out"] = 1000000; }, "model.d_out", "1000000"},
+      {"huge batch", [](json& j) { j["batch"] = 1000; }, "batch", "1000"},
+      {"batch bool", [](json& j) { j["batch"] = true; }, "batch", "true"},
+      {"causal string", [](json& j) { j["model"]["causal"] = "yes"; }, "model.causal", "\"yes\""},
+      {"negative seed", [](json& j) { j["model"]["seed"] = -1; }, "model.seed", "-1"},
+      {"missing model.d_out", [](json& j) { j["model"].erase("d_out"); }, "model.d_out", "missing"},
+      {"missing tokens", [](json& j) { j.erase("tokens"); }, "tokens", "missing"},
+      {"extra field", [](json& j) { j["colour"] = "red"; }, "colour", "\"red\""},
+      {"extra model field", [](json& j) { j["model"]["heads"] = 2; }, "model.heads", "2"},
+      {"empty tokens", [](json& j) { j["tokens"] = json::array(); j["embeddings"] = json::array(); }, "tokens", "empty"},
+      {"token not string", [](json& j) { j["tokens"][2] = 5; }, "tokens[2]", "5"},
+      {"ragged", [](json& j) { j["embeddings"][3] = {0.1, 0.2}; }, "embeddings[3]", "2 values"},
+      {"empty row", [](json& j) { for (auto& r : j["embeddings"]) r = json::array(); }, "embeddings[0]", "empty"},
+      {"rows != tokens", [](json& j) { j["embeddings"].erase(5); }, "embeddings", "5 rows"},
+      {"huge value", [](json& j) { j["embeddings"][1][2] = 1e308; }, "embeddings[1][2]", "1e+308"},
+      {"string value", [](json& j) { j["embeddings"][0][0] = "x"; }, "embeddings[0][0]", "\"x\""},
+      {"long token", [](json& j) { j["tokens"][0] = std::string(300, 'a'); }, "tokens[0]", "300 bytes"},
+      {"wrong format", [](json& j) { j["format"] = "other"; }, "format", "\"other\""},
+      {"wrong version", [](json& j) { j["version"] = 2; }, "version", "2"},
+      {"memory", [](json& j) {
+         j["tokens"] = json::array();
+         j["embeddings"] = json::array();
+         for (int i = 0; i < 600; ++i) {
+           j["tokens"].push_back("w");
+           j["embeddings"].push_back({0.1, 0.2, 0.3});
+         }
+         j["model"]["d_out"] = 64; j["model"]["num_heads"] = 64; j["model"]["context_length"] = 600; j["batch"] = 64;
+       }, "model", "GiB"},
+  };
+  for (const auto& c : cases) {
+    json j = base_session();
+    c.edit(j);
+    const std::string msg = error_of(j.dump());
+    ASSERT_FALSE(msg.empty()) << c.what << ": accepted";
+    EXPECT_EQ(msg.rfind(std::string(c.field) + ": ", 0), 0u) << c.what << ": " << msg;
+    EXPECT_NE(msg.find(c.value), std::string::npos) << c.what << ": " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << c.what;
+  }
+}
+
+TEST(Session, MalformedAndHostileJson) {
+  EXPECT_EQ(error_of("{\"format\": ").rfind("session: malformed JSON", 0), 0u);
+  EXPECT_EQ(error_of("[1, 2]").rfind("session: expected a JSON object", 0), 0u);
+  EXPECT_EQ(error_of("{\"a\": NaN}").rfind("session: malformed JSON", 0), 0u);
+  EXPECT_EQ(error_of(std::string(100000, '[')).rfind("session: JSON nested deeper", 0), 0u);
+  EXPECT_EQ(error_of("").rfind("session: malformed JSON", 0), 0u);
+}
+
+TEST(Session, RoundTripsExactly) {
+  for (const auto& l : lessons()) {
+    const Session s = lesson(l.name);
+    const std::string text = session_to_json(s);
+    const Session back = parse_session(text);
+    EXPECT_EQ(back.tokens, s.tokens) << l.name;
+    EXPECT_EQ(back.embeddings, s.embeddings) << l.name;
+    EXPECT_EQ(session_to_json(back), text) << l.name;
+  }
+  // Floats are written with the fewest digits that read back exactly.
+  EXPECT_NE(session_to_json(lesson("seed003-wrapper")).find("0.43"), std::string::npos);
+  EXPECT_EQ(session_to_json(lesson("seed003-wrapper")).find("0.4300000"), std::string::npos);
+}
+
+TEST(Session, LessonsAreValidAndTheDefaultComesFirst) {
+  ASSERT_EQ(lessons().front().name, kDefaultLesson);
+  for (const auto& l : lessons()) EXPECT_NO_THROW(validate_session(lesson(l.name))) << l.name;
+  const Session g = lesson("gpt2-small-256");
+  EXPECT_EQ(g.num_tokens(), 256);
+  EXPECT_EQ(g.d_in(), 768);
+  EXPECT_EQ(forward_cost(g.model, g.d_in(), 256, 1).parameters, 2360064);
+  EXPECT_THROW(lesson("no-such-lesson"), SessionError);
+}
+
+TEST(Session, AtomicWriteKeepsOldFileOnFailure) {
+  const auto dir = std::filesystem::temp_directory_path() / ("mhaviz-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "s.json").string();
+  write_file_atomic(path, "first");
+  EXPECT_EQ(test::slurp(path), "first");
+  write_file_atomic(path, "second");
+  EXPECT_EQ(test::slurp(path), "second");
+  // Writing into a missing directory fails with a one-line message naming the path.
+  try {
+    write_file_atomic((dir / "missing" / "x.json").string(), "x");
+    FAIL() << "no error";
+  } catch (const SessionError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing/x.json"), std::string::npos);
+  }
+  // A read-only directory: the old file stays intact and no temporary is left behind.
+  if (::geteuid() != 0) {
+    ::chmod(dir.c_str(), 0555);
+    EXPECT_THROW(write_file_atomic(path, "third"), SessionError);
+    ::chmod(dir.c_str(), 0755);
+    EXPECT_EQ(test::slurp(path), "second");
+  }
+  EXPECT_THROW(write_file_atomic(dir.string(), "onto a directory"), SessionError);
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++files;
+  EXPECT_EQ(files, 1u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Session, TokenEmbeddingsAreDeterministicLookups) {
+  EXPECT_EQ(token_embedding("journey", 8), token_embedding("journey", 8));
+  EXPECT_NE(token_embedding("journey", 8), token_embedding("Journey", 8));
+  const auto v = token_embedding("step", 16);
+  ASSERT_EQ(v.size(), 16u);
+  for (float x : v) {
+    EXPECT_GE(x, -1.0f);
+    EXPECT_LE(x, 1.0f);
+    EXPECT_FLOAT_EQ(x * 100.0f, std::round(x * 100.0f));
+  }
+  // Wider vectors extend narrower ones: changing d_in adds or drops columns only.
+  const auto w = token_embedding("step", 20);
+  EXPECT_TRUE(std::equal(v.begin(), v.end(), w.begin()));
+  EXPECT_EQ(split_tokens("  Your journey\tstarts\n"), (std::vector<std::string>{"Your", "journey", "starts"}));
+  EXPECT_TRUE(split_tokens(" \t ").empty());
+}
+
+}  // namespace
+}  // namespace mhaviz
