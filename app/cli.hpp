@@ -1,7 +1,9 @@
 // Subcommands of the `mhaviz` executable other than the GUI.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -29,6 +31,15 @@ struct BenchOptions {
 };
 void add_bench(CLI::App& app, BenchOptions& o);
 int run_bench(const BenchOptions& o);
+
+struct ExportOptions {
+  std::string session, tensor, format, output;
+  std::vector<std::int64_t> select;
+  int decimals = 4;
+  bool eval = false;
+};
+void add_export(CLI::App& app, ExportOptions& o);
+int run_export(const ExportOptions& o);
 
 // Prints "mhaviz: <message>" on stderr and returns the usage-error status 2.
 int usage_error(const std::string& message);

@@ -102,6 +102,62 @@ class Dump(unittest.TestCase):
         self.assertNotEqual(d["attn_weights_dropped"]["data"], d["attn_weights"]["data"])
 
 
+class Export(unittest.TestCase):
+    def test_npy_header_dtype_shape_and_data_equal_the_dump(self):
+        import ast
+        import struct
+        dumped = json.loads(run("dump", "seed003-wrapper").stdout)["tensors"]
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in ["output", "attn_weights", "heads.1.W_value.weight"]:
+                out = os.path.join(tmp, "t.npy")
+                r = run("export", "seed003-wrapper", "--tensor", name, "--format", "npy", "-o", out)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                with open(out, "rb") as f:
+                    raw = f.read()
+                self.assertEqual(raw[:8], b"\x93NUMPY\x01\x00")
+                hlen = struct.unpack("<H", raw[8:10])[0]
+                header = ast.literal_eval(raw[10:10 + hlen].decode("latin1"))
+                self.assertEqual(header["descr"], "<f4")
+                self.assertFalse(header["fortran_order"])
+                self.assertEqual(list(header["shape"]), dumped[name]["shape"])
+                data = struct.unpack(f"<{len(raw[10 + hlen:]) // 4}f", raw[10 + hlen:])
+                self.assertEqual(len(data), len(dumped[name]["data"]))
+                for a, b in zip(data, dumped[name]["data"]):
+                    self.assertAlmostEqual(a, b, delta=1e-8 + 1e-7 * abs(b))
+
+    def test_latex_and_csv(self):
+        r = run("export", "seed003-wrapper", "--tensor", "attn_scores_masked", "--format", "latex", "--select", "0,0",
+                "--decimals", "2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines[0], "\\begin{bmatrix} ")
+        self.assertEqual(lines[-1], "\\end{bmatrix}")
+        self.assertEqual(len(lines), 8)
+        self.assertEqual(lines[1].count("-\\infty"), 5)
+        r = run("export", "seed003-wrapper", "--tensor", "output", "--format", "csv")
+        rows = r.stdout.splitlines()
+        self.assertEqual(len(rows), 12)  # (2, 6, 4): leading dimensions stacked as rows
+        self.assertEqual(rows[0].split(",")[0], "-0.451920271")
+
+    def test_errors(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "x")
+            for args, needle in [
+                (["--tensor", "nope", "--format", "csv"], "--tensor: 'nope'"),
+                (["--tensor", "output", "--format", "xlsx"], "--format: 'xlsx'"),
+                (["--tensor", "attn_weights", "--format", "latex"], "--select"),
+                (["--tensor", "attn_weights", "--format", "latex", "--select", "0,9"], "out of range"),
+            ]:
+                r = run("export", "seed003-wrapper", *args, "-o", out)
+                self.assertEqual(r.returncode, 2, args)
+                self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+                self.assertIn(needle, r.stderr)
+                self.assertFalse(os.path.exists(out))
+            r = run("export", "seed003-wrapper", "--tensor", "output", "--format", "npy", "-o", "/proc/forbidden.npy")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("output: cannot write", r.stderr)
+
+
 def base_session():
     return load(os.path.join(REF, "sessions", "seed003-wrapper.json"))
 
