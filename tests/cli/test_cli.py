@@ -201,6 +201,7 @@ BAD_SESSIONS = [
     ("NaN literal", json.dumps(base_session()).replace("0.43", "NaN"), "session", "malformed"),
     ("deep nesting", "[" * 5000 + "]" * 5000, "session", "nested deeper"),
     ("empty file", "", "session", "malformed"),
+    ("1e400 literal", json.dumps(base_session()).replace("0.43", "1e400"), "session", "number overflow"),
     ("wrong format", edited(set_path(["format"], "x")), "format", '"x"'),
     ("missing field", edited(delete(["model", "num_heads"])), "model.num_heads", "missing"),
     ("extra field", edited(set_path(["extra"], 1)), "extra", "unknown"),

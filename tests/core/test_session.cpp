@@ -90,6 +90,9 @@ TEST(Session, MalformedAndHostileJson) {
   EXPECT_EQ(error_of("{\"a\": NaN}").rfind("session: malformed JSON", 0), 0u);
   EXPECT_EQ(error_of(std::string(100000, '[')).rfind("session: JSON nested deeper", 0), 0u);
   EXPECT_EQ(error_of("").rfind("session: malformed JSON", 0), 0u);
+  // Found by the fuzzer: a float past the double range is json::out_of_range, not parse_error.
+  EXPECT_EQ(error_of("[20E4320000000").rfind("session: malformed JSON: number overflow", 0), 0u);
+  EXPECT_EQ(error_of("{\"batch\": 1e400}").rfind("session: malformed JSON: number overflow", 0), 0u);
 }
 
 TEST(Session, RoundTripsExactly) {
