@@ -1,0 +1,432 @@
+// The window, the main loop (the canonical Dear ImGui GLFW + OpenGL3 loop), fonts,
+// themes, frame statistics and the exit hooks used by tests.
+#include <GL/gl.h>
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_opengl3.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cmath>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "app_state.hpp"
+#include "embedded.hpp"
+
+namespace mhaviz::gui {
+namespace {
+
+// Set by SIGTERM/SIGINT: leave the loop as if the frame limit was reached (state is
+// written, nothing is asked). A signal handler can only reach namespace-scope state.
+volatile std::sig_atomic_t g_terminate = 0;
+extern "C" void on_terminate_signal(int) { g_terminate = 1; }
+
+// Latin-1 plus the symbols the UI and the stage titles use (ellipsis, arrows, √, ∞, ᵀ, −).
+const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2026, 0x2026,
+                                0x2190, 0x2193, 0x2212, 0x2212, 0x221A, 0x221A, 0x221E, 0x221E,
+                                0x2264, 0x2265, 0};
+
+constexpr int kWarmupFrames = 10;
+
+// [SECTION] Compute threads
+// The core's GEMMs run on OpenBLAS threads. In the app a recompute overlaps with the
+// software rasteriser (llvmpipe) presenting the previous frame, so BLAS gets one core
+// less than the machine has (measured on 2 cores: perturbed frames 35-50 ms instead of
+// 55-60 ms under load). The user's OPENBLAS_NUM_THREADS wins. Weak: absent BLAS, no-op.
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+
+void limit_compute_threads() {
+  if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr || openblas_set_num_threads == nullptr) return;
+  const unsigned hw = std::thread::hardware_concurrency();
+  openblas_set_num_threads(static_cast<int>(hw > 2 ? hw - 1 : 1));
+}
+
+// [SECTION] Fonts and style
+void build_fonts(AppState& s, bool recreate_texture) {
+  ImGuiIO& io = ImGui::GetIO();
+  io.Fonts->Clear();
+  ImFontConfig cfg;
+  cfg.FontDataOwnedByAtlas = false;  // the TTF lives in the binary's read-only data
+  cfg.OversampleH = 2;
+  const float px = std::round(s.settings.font_size * s.settings.ui_scale);
+  const std::string_view sans = embedded_font("DejaVuSans.ttf");
+  const std::string_view mono = embedded_font("DejaVuSansMono.ttf");
+  void* sans_p = const_cast<char*>(sans.data());
+  void* mono_p = const_cast<char*>(mono.data());
+  s.ui.font_ui = io.Fonts->AddFontFromMemoryTTF(sans_p, static_cast<int>(sans.size()), px, &cfg, kGlyphRanges);
+  s.ui.font_mono = io.Fonts->AddFontFromMemoryTTF(mono_p, static_cast<int>(mono.size()), px, &cfg, kGlyphRanges);
+  io.Fonts->Build();
+  if (recreate_texture) {
+    ImGui_ImplOpenGL3_DestroyFontsTexture();
+    ImGui_ImplOpenGL3_CreateFontsTexture();
+  }
+  s.ui.fonts_dirty = false;
+}
+
+void apply_style(AppState& s) {
+  ImGuiStyle style;
+  if (s.settings.dark) {
+    ImGui::StyleColorsDark(&style);
+    style.Colors[ImGuiCol_WindowBg] = ImVec4(0.09f, 0.09f, 0.10f, 1.0f);
+    style.Colors[ImGuiCol_ChildBg] = ImVec4(0.09f, 0.09f, 0.10f, 1.0f);
+  } else {
+    ImGui::StyleColorsLight(&style);
+    style.Colors[ImGuiCol_WindowBg] = ImVec4(0.96f, 0.96f, 0.96f, 1.0f);
+    style.Colors[ImGuiCol_FrameBg] = ImVec4(0.84f, 0.86f, 0.89f, 1.0f);
+    style.Colors[ImGuiCol_FrameBgHovered] = ImVec4(0.76f, 0.82f, 0.90f, 1.0f);
+    style.Colors[ImGuiCol_PlotHistogram] = ImVec4(0.85f, 0.35f, 0.0f, 1.0f);
+  }
+  style.WindowRounding = 0.0f;
+  style.FrameRounding = 3.0f;
+  style.GrabRounding = 3.0f;
+  style.WindowBorderSize = 0.0f;
+  style.ChildBorderSize = 1.0f;
+  style.FramePadding = ImVec2(6.0f, 4.0f);
+  style.ItemSpacing = ImVec2(8.0f, 5.0f);
+  style.GrabMinSize = 12.0f;
+  style.ScaleAllSizes(s.settings.ui_scale);
+  ImGui::GetStyle() = style;
+  s.renderer.dark = s.settings.dark;
+  s.ui.style_dirty = false;
+}
+
+// [SECTION] Activity tracking (GLFW callbacks chained by the ImGui backend)
+void note_event(GLFWwindow* w) {
+  if (auto* s = static_cast<AppState*>(glfwGetWindowUserPointer(w))) s->last_event_time = glfwGetTime();
+}
+void on_cursor(GLFWwindow* w, double, double) { note_event(w); }
+void on_button(GLFWwindow* w, int, int, int) { note_event(w); }
+void on_key(GLFWwindow* w, int, int, int, int) { note_event(w); }
+void on_char(GLFWwindow* w, unsigned int) { note_event(w); }
+void on_scroll(GLFWwindow* w, double, double) { note_event(w); }
+void on_size(GLFWwindow* w, int, int) { note_event(w); }
+
+// [SECTION] Frame
+void draw_frame(AppState& s) {
+  s.renderer.draws.clear();
+  s.ui.cell_layout.clear();
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(vp->WorkPos);
+  ImGui::SetNextWindowSize(vp->WorkSize);
+  const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
+                                 ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_MenuBar |
+                                 ImGuiWindowFlags_NoBringToFrontOnFocus;
+  ImGui::Begin("mhaviz", nullptr, flags);
+  draw_menu_bar(s);
+  handle_shortcuts(s);
+
+  const float fh = ImGui::GetFontSize();
+  const float status_h = ImGui::GetFrameHeightWithSpacing();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float left_w = std::clamp(fh * 22.5f, 320.0f, avail.x * 0.38f);
+  if (s.view.show_controls) {
+    ImGui::BeginChild("left", ImVec2(left_w, avail.y - status_h), true);
+    if (ImGui::CollapsingHeader("Model", ImGuiTreeNodeFlags_DefaultOpen)) draw_controls(s);
+    if (ImGui::CollapsingHeader("Tokens and embeddings", ImGuiTreeNodeFlags_DefaultOpen)) draw_tokens(s);
+    ImGui::EndChild();
+    ImGui::SameLine();
+  }
+  ImGui::BeginGroup();
+  // Shapes strip: as tall as its content was last frame (at least three lines).
+  const float shapes_h = std::max(ImGui::GetTextLineHeightWithSpacing() * 3.0f, s.ui.shapes_content_h) +
+                         ImGui::GetStyle().WindowPadding.y * 2.0f;
+  ImGui::BeginChild("right", ImVec2(0.0f, avail.y - status_h - shapes_h - ImGui::GetStyle().ItemSpacing.y), true,
+                    ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  if (walkthrough_active(s)) {
+    draw_walkthrough(s);
+  } else if (s.opts.no_heatmaps) {
+    refresh(s);
+    ImGui::TextDisabled("Heatmaps hidden (--no-heatmaps).");
+  } else {
+    draw_heatmaps(s);
+  }
+  ImGui::EndChild();
+  ImGui::BeginChild("shapes", ImVec2(0.0f, shapes_h), true, ImGuiWindowFlags_NoScrollbar);
+  draw_shapes(s);
+  s.ui.shapes_content_h = ImGui::GetCursorPosY() - ImGui::GetStyle().WindowPadding.y - ImGui::GetStyle().ItemSpacing.y;
+  ImGui::EndChild();
+  ImGui::EndGroup();
+
+  // Status bar.
+  const double now = glfwGetTime();
+  if (!s.ui.status.empty() && now < s.ui.status_until) {
+    if (s.ui.status_is_error) ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.35f, 1.0f), "%s", s.ui.status.c_str());
+    else ImGui::TextUnformatted(s.ui.status.c_str());
+  } else {
+    ImGui::TextDisabled("Hover a cell for details.  Keys: 1-5 stage   [ ] head   E enlarge   C controls   Ctrl+O open   Ctrl+S save");
+  }
+  ImGui::End();
+  draw_dialogs(s);
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t i = std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
+  return v[i];
+}
+
+void apply_initial_overrides(AppState& s) {
+  const Options& o = s.opts;
+  if (o.width > 0) s.settings.window_width = o.width;
+  if (o.height > 0) s.settings.window_height = o.height;
+  if (o.font_size > 0) s.settings.font_size = o.font_size;
+  if (!o.theme.empty()) s.settings.dark = o.theme != "light";
+  if (o.log_scale) s.settings.log_weights = true;
+  Colormap c;
+  if (!o.colormap.empty() && parse_colormap(o.colormap, c)) s.settings.colormap = c;
+  Stage st;
+  if (!o.stage.empty() && parse_stage(o.stage, st)) s.view.stage = st;
+}
+
+// After the first recompute (refresh clamps them to the trace).
+void apply_initial_view(AppState& s) {
+  s.view.batch = s.opts.batch;
+  if (s.opts.head >= 0) {
+    s.view.head = s.opts.head;
+    s.view.enlarged = true;
+  }
+}
+
+}  // namespace
+
+// [SECTION] Entry point
+int run(const Options& opts) {
+  AppState s;
+  s.opts = opts;
+  const bool measuring = opts.frame_stats || opts.perturb;
+  limit_compute_threads();
+  resolve_paths(s);
+  load_settings(s);
+  apply_initial_overrides(s);
+
+  // The document: the argument, else the autosave, else the default lesson.
+  if (!opts.session.empty()) {
+    try {
+      Session ses = load_session(opts.session);
+      const bool lesson_name = is_lesson(opts.session);
+      set_document(s, std::move(ses), lesson_name || opts.session == "-" ? "" : opts.session,
+                   lesson_name ? "lesson " + opts.session : opts.session);
+      if (!lesson_name && opts.session != "-") add_recent(s, opts.session);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "mhaviz: %s\n", e.what());
+      return 2;  // bad input, as in dump and export
+    }
+  } else if (opts.no_restore || !restore_autosave(s)) {
+    set_document(s, lesson(kDefaultLesson), "", "lesson " + std::string(kDefaultLesson));
+  }
+  s.autosaved_revision = s.doc.revision;
+  refresh(s);
+  apply_initial_view(s);
+  refresh(s);
+
+  if (!glfwInit()) {
+    const char* why = nullptr;
+    glfwGetError(&why);
+    std::fprintf(stderr,
+                 "mhaviz: cannot open a window: no display%s%s (set DISPLAY, run under xvfb-run, or use `mhaviz dump`)\n",
+                 why ? ": " : "", why ? why : "");
+    return 2;
+  }
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+  s.window = glfwCreateWindow(s.settings.window_width, s.settings.window_height, "mhaviz", nullptr, nullptr);
+  if (!s.window) {
+    const char* why = nullptr;
+    glfwGetError(&why);
+    std::fprintf(stderr, "mhaviz: cannot open a window: %s (needs OpenGL 3.3; try xvfb-run or `mhaviz dump`)\n",
+                 why ? why : "unknown error");
+    glfwTerminate();
+    return 2;
+  }
+  glfwMakeContextCurrent(s.window);
+  glfwSwapInterval(measuring ? 0 : 1);
+  glfwSetWindowUserPointer(s.window, &s);
+  // Installed before the ImGui backend, which chains to them.
+  glfwSetCursorPosCallback(s.window, on_cursor);
+  glfwSetMouseButtonCallback(s.window, on_button);
+  glfwSetKeyCallback(s.window, on_key);
+  glfwSetCharCallback(s.window, on_char);
+  glfwSetScrollCallback(s.window, on_scroll);
+  glfwSetFramebufferSizeCallback(s.window, on_size);
+
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  io.IniFilename = nullptr;  // no imgui.ini in the working directory; settings.json holds ours
+  io.LogFilename = nullptr;
+  ImGui_ImplGlfw_InitForOpenGL(s.window, true);
+  ImGui_ImplOpenGL3_Init("#version 330 core");
+  build_fonts(s, false);
+  apply_style(s);
+
+  std::string gl_error_text;
+  if (!renderer_init(s.renderer, gl_error_text)) {
+    std::fprintf(stderr, "mhaviz: %s\n", gl_error_text.c_str());
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+    glfwDestroyWindow(s.window);
+    glfwTerminate();
+    return 3;
+  }
+
+  std::signal(SIGTERM, on_terminate_signal);
+  std::signal(SIGINT, on_terminate_signal);
+
+  int status = 0;
+  std::map<std::string, std::vector<float>> written_rects;
+  using clock = std::chrono::steady_clock;
+  const auto ms = [](clock::time_point a, clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  auto prev_start = clock::now();
+  s.last_event_time = glfwGetTime();
+  // The previous frame is presented at the start of the next iteration, so that a
+  // recompute (CPU) overlaps with the rasterisation and presentation of the last frame
+  // (llvmpipe finishes drawing inside SwapBuffers). The recomputed trace is still drawn
+  // in the frame whose input changed.
+  bool swap_pending = false;
+  while (!s.quit) {
+    const auto start = clock::now();
+    if (s.frame > kWarmupFrames) s.frame_ms.push_back(ms(prev_start, start));
+    prev_start = start;
+
+    // [SECTION] Events: poll while busy or measuring, otherwise sleep until input.
+    const double now = glfwGetTime();
+    const bool busy = measuring || opts.exit_after_frames > 0 || now - s.last_event_time < 1.0 ||
+                      s.compute.model_dirty || s.compute.input_dirty || s.frame < 5;
+    if (busy) {
+      glfwPollEvents();
+    } else {
+      if (swap_pending) glfwSwapBuffers(s.window);
+      swap_pending = false;
+      glfwWaitEventsTimeout(0.5);
+    }
+    if (g_terminate) break;
+    if (glfwWindowShouldClose(s.window)) {
+      glfwSetWindowShouldClose(s.window, GLFW_FALSE);
+      s.quit_requested = true;
+    }
+    if (s.quit_requested && s.ui.dialog == Dialog::None) {
+      if (s.doc.modified) {
+        s.ui.dialog = Dialog::ConfirmQuit;
+        s.ui.dialog_just_opened = true;
+      } else {
+        break;
+      }
+    }
+
+    if (opts.perturb && s.doc.session.num_tokens() > 0) {
+      // One input value changes every frame: forces a forward and a texture upload.
+      s.doc.session.embeddings[0][0] += static_cast<float>(0.01 * s.perturb_sign);
+      s.perturb_sign = -s.perturb_sign;
+      mark_input_dirty(s);
+    }
+    const auto t_events = clock::now();
+    if (swap_pending && (s.compute.model_dirty || s.compute.input_dirty)) {
+      // Recompute on a worker while this thread presents the previous frame.
+      std::thread worker([&s] { refresh(s); });
+      glfwSwapBuffers(s.window);
+      worker.join();
+    } else if (swap_pending) {
+      glfwSwapBuffers(s.window);
+    }
+    swap_pending = false;
+    refresh(s);
+    if (s.ui.fonts_dirty) build_fonts(s, true);
+    if (s.ui.style_dirty) apply_style(s);
+    const std::string title = "mhaviz - " + s.doc.origin + (s.doc.modified ? " *" : "");
+    if (title != s.ui.window_title) {
+      glfwSetWindowTitle(s.window, title.c_str());
+      s.ui.window_title = title;
+    }
+
+    const auto t_ui = clock::now();
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    if (opts.ignore_mouse) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
+    ImGui::NewFrame();
+    draw_frame(s);
+    ImGui::Render();
+
+    int fb_w = 0, fb_h = 0;
+    glfwGetFramebufferSize(s.window, &fb_w, &fb_h);
+    glViewport(0, 0, fb_w, fb_h);
+    const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+    glClearColor(bg.x, bg.y, bg.z, 1.0f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    const auto t_render = clock::now();
+    renderer_begin_frame(s.renderer);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    glFlush();  // start rasterising now
+    ++s.frame;
+
+    // [SECTION] Checks and hooks
+    for (GLenum err = glGetError(); err != GL_NO_ERROR; err = glGetError()) {
+      ++s.gl_errors;
+      std::fprintf(stderr, "mhaviz: OpenGL error 0x%04x in frame %lld\n", err, static_cast<long long>(s.frame));
+      if (opts.check_gl) status = 3;
+    }
+    if (status != 0) break;
+    const bool last_frame = opts.exit_after_frames > 0 && s.frame >= opts.exit_after_frames;
+    if (!opts.screenshot.empty() && (last_frame || (opts.exit_after_frames == 0 && s.frame == 10))) {
+      std::string err;
+      if (!write_screenshot(s, opts.screenshot, err)) {
+        std::fprintf(stderr, "mhaviz: screenshot: %s\n", err.c_str());
+        status = 1;
+      }
+    }
+    if (!opts.layout_out.empty() && s.frame >= 3 && written_rects != s.ui.widget_rects) {
+      write_layout(s, opts.layout_out);
+      written_rects = s.ui.widget_rects;
+    }
+    swap_pending = true;
+    if (s.frame > kWarmupFrames) {
+      s.phase_ms[0].push_back(ms(start, t_events));  // events
+      s.phase_ms[1].push_back(ms(t_events, t_ui));   // previous frame's swap, overlapped with the recompute
+      s.phase_ms[2].push_back(ms(t_ui, t_render));   // UI build + texture upload
+      s.phase_ms[3].push_back(ms(t_render, clock::now()));  // GL submit
+    }
+    if (!measuring && glfwGetTime() - s.last_edit_time > 1.0) autosave(s);
+    if (last_frame || status != 0) break;
+  }
+  if (swap_pending) glfwSwapBuffers(s.window);
+
+  // [SECTION] Shutdown: state, autosave, settings
+  if (!opts.state_out.empty()) write_state_dump(s, opts.state_out);
+  if (!measuring) autosave(s);
+  if (opts.width == 0 && opts.height == 0) {
+    glfwGetWindowSize(s.window, &s.settings.window_width, &s.settings.window_height);
+  }
+  if (!measuring) save_settings(s);
+  if (opts.frame_stats) {
+    std::printf("frames=%lld measured=%zu forward_ms=%.2f texture_uploads=%lld heatmaps=%s perturb=%s\n",
+                static_cast<long long>(s.frame), s.frame_ms.size(), s.compute.forward_ms,
+                static_cast<long long>(s.renderer.uploads_total), opts.no_heatmaps ? "off" : "on",
+                opts.perturb ? "on" : "off");
+    std::printf("median_ms: events=%.2f swap+recompute=%.2f ui+upload=%.2f gl_submit=%.2f\n", percentile(s.phase_ms[0], 0.5),
+                percentile(s.phase_ms[1], 0.5), percentile(s.phase_ms[2], 0.5), percentile(s.phase_ms[3], 0.5));
+    std::printf("frame_median_ms=%.2f frame_p95_ms=%.2f\n", percentile(s.frame_ms, 0.5), percentile(s.frame_ms, 0.95));
+    std::fflush(stdout);
+  }
+  renderer_shutdown(s.renderer);
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(s.window);
+  glfwTerminate();
+  if (status == 0 && opts.check_gl && s.gl_errors > 0) status = 3;
+  return status;
+}
+
+}  // namespace mhaviz::gui

@@ -1,0 +1,224 @@
+// All state of the desktop app, in one struct (no function-local static state).
+// Panels read it and call the mark_* functions; refresh() recomputes at most once a frame.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "colormap.hpp"
+#include "gui.hpp"
+#include "walkthrough.hpp"
+#include "mhaviz/model.hpp"
+#include "mhaviz/session.hpp"
+#include "mhaviz/trace.hpp"
+
+struct GLFWwindow;
+struct ImFont;
+
+namespace mhaviz::gui {
+
+// [SECTION] Persistent settings ($XDG_CONFIG_HOME/mhaviz/settings.json)
+struct Settings {
+  float font_size = 18.0f;  // pixels, before ui_scale
+  float ui_scale = 1.0f;
+  bool dark = true;
+  Colormap colormap = Colormap::Viridis;  // for weights (sequential)
+  bool diverging_for_signed = true;       // signed score stages use the diverging map
+  bool shared_scale = true;               // one value range for all heads
+  bool show_values = true;                // print values in cells when they fit
+  bool log_weights = false;               // logarithmic colour scale for weights (large T)
+  int window_width = 1280;
+  int window_height = 800;
+  std::vector<std::string> recent;  // most recent first
+};
+
+// [SECTION] The document: the session being edited
+struct Document {
+  Session session;
+  std::string path;    // file it was opened from / saved to; empty for lessons and new
+  std::string origin;  // what the title shows: the path or "lesson NAME"
+  bool modified = false;
+  std::uint64_t revision = 0;  // bumped on every edit
+};
+
+// [SECTION] Model and trace, recomputed from the document when dirty
+struct Compute {
+  Model model;
+  Trace trace;
+  bool have_trace = false;   // trace holds a valid forward (maybe of an older input)
+  bool model_dirty = true;   // config or d_in changed: rebuild parameters
+  bool input_dirty = true;   // tokens/embeddings/batch changed: forward again
+  std::uint64_t generation = 0;  // bumped on every forward
+  std::vector<std::string> tokens;  // the tokens of the trace (the session may be ahead of it)
+  std::string error;         // last validation error (one line); empty when current
+  double forward_ms = 0.0;
+  double build_ms = 0.0;
+};
+
+// [SECTION] GPU side of the heatmaps
+struct HeadTexture {
+  unsigned int tex = 0;
+  int width = 0, height = 0;    // texture size (T x T for heads)
+  std::vector<float> values;    // uploaded values (masked = -inf)
+  float vmin = 0.0f, vmax = 1.0f;  // finite range of this head
+  float min_positive = 0.0f;        // smallest value > 0 (log scale); 0 when none
+};
+
+// One heatmap quad queued for the draw callback of this frame.
+struct HeatmapDraw {
+  struct Renderer* renderer = nullptr;
+  unsigned int tex = 0;
+  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // ImGui pixels
+  float vmin = 0, vmax = 1;
+  Colormap colormap = Colormap::Viridis;
+  int cols = 1, rows = 1;
+  bool grid = false;
+  bool log_scale = false;  // vmin > 0: t = log(v / vmin) / log(vmax / vmin)
+};
+
+struct Renderer {
+  unsigned int program = 0, vao = 0, vbo = 0;
+  unsigned int lut = 0;  // colormap table texture (256 x kColormapCount RGBA8)
+  int loc_proj = -1, loc_values = -1, loc_vmin = -1, loc_vmax = -1, loc_lut = -1, loc_lut_row = -1,
+      loc_hatch_a = -1, loc_hatch_b = -1, loc_cells = -1, loc_size = -1, loc_grid_color = -1, loc_grid = -1, loc_log = -1;
+  float proj[16] = {};
+  float display_x = 0, display_y = 0, display_w = 0, display_h = 0, fb_scale_x = 1, fb_scale_y = 1;
+  bool dark = true;
+  std::vector<HeadTexture> heads;
+  HeadTexture colorbar;          // a 1 x 256 ramp
+  std::uint64_t uploaded_generation = ~std::uint64_t{0};
+  Stage uploaded_stage = Stage::Weights;
+  int uploaded_batch = -1;
+  int uploads_last_frame = 0;    // textures re-uploaded in the last sync
+  std::int64_t uploads_total = 0;
+  std::deque<HeatmapDraw> draws;  // stable addresses for draw callbacks
+};
+
+// [SECTION] View state
+struct View {
+  Stage stage = Stage::Weights;
+  int batch = 0;
+  int head = 0;          // selected head (next/previous keys)
+  bool enlarged = false;  // show only the selected head
+  bool show_controls = true;  // the left panel (hide it to give the heatmaps the window)
+};
+
+// Rectangles of what was drawn, for captures and tests (framebuffer pixels).
+struct CellLayout {
+  int head = 0;
+  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // heatmap rectangle
+  int rows = 0, cols = 0;
+  float vmin = 0, vmax = 1;
+  Colormap colormap = Colormap::Viridis;
+  bool log_scale = false;
+};
+
+// [SECTION] Transient UI state
+enum class Dialog { None, Open, SaveAs, ConfirmQuit, ConfirmOpen };
+
+struct Ui {
+  std::string token_text;       // the tokens field (applied on every edit)
+  bool token_text_stale = true; // rebuild from the session
+  Dialog dialog = Dialog::None;
+  bool dialog_just_opened = false;
+  std::string dialog_path;
+  std::string dialog_error;
+  std::string pending_open;     // lesson or file to open after confirming
+  int preferred_heads = 0;      // the head count the user chose; d_out changes stay near it
+  std::vector<std::vector<float>> d_in_stash;  // embeddings before a d_in drag (columns come back)
+  std::string status;           // one-line notice in the status bar
+  bool status_is_error = false;
+  double status_until = 0.0;
+  std::map<std::string, std::vector<float>> widget_rects;  // name -> x0,y0,x1,y1
+  std::vector<CellLayout> cell_layout;                     // this frame's heatmaps
+  CellLayout colorbar_layout;
+  float shapes_content_h = 0.0f;  // height of the shapes strip's content last frame
+  std::string window_title;       // as last set on the OS window
+  bool fonts_dirty = true;
+  bool style_dirty = true;
+  ImFont* font_ui = nullptr;
+  ImFont* font_mono = nullptr;
+};
+
+struct Paths {
+  std::string config_dir;  // settings.json
+  std::string state_dir;   // autosave.json, autosave-meta.json
+};
+
+struct AppState {
+  Options opts;
+  Settings settings;
+  Paths paths;
+  Document doc;
+  Compute compute;
+  View view;
+  Ui ui;
+  Renderer renderer;
+  Walkthrough walkthrough;  // panel_walkthrough.cpp
+  GLFWwindow* window = nullptr;
+  bool quit = false;              // leave the main loop
+  bool quit_requested = false;    // window close / Ctrl+Q: may ask first
+  std::int64_t frame = 0;
+  std::uint64_t autosaved_revision = 0;
+  double last_edit_time = 0.0;
+  double last_event_time = 0.0;  // last input event, for idling between events
+  double perturb_sign = 1.0;
+  int gl_errors = 0;
+  std::vector<double> frame_ms;
+  std::vector<double> phase_ms[4];  // events, swap + recompute, UI + upload, GL submit
+};
+
+// [SECTION] Document edits (document.cpp)
+void mark_model_dirty(AppState& s);   // config or d_in changed
+void mark_input_dirty(AppState& s);   // tokens, embeddings, batch changed
+void refresh(AppState& s);            // recompute model/trace if dirty (once)
+void set_document(AppState& s, Session session, std::string path, std::string origin);
+void apply_token_text(AppState& s, const std::string& text);  // split, keep vectors by token
+void set_d_in(AppState& s, int d_in);
+void move_token(AppState& s, int from, int to);
+void remove_token(AppState& s, int index);
+void sync_token_text(AppState& s);
+std::vector<int> valid_head_counts(const ModelConfig& c);  // num_heads choices for the variant
+int nearest_valid_heads(const ModelConfig& c, int wanted);
+void notify(AppState& s, std::string message, bool error = false);
+
+// [SECTION] Panels (one file each)
+void draw_menu_bar(AppState& s);        // panel_menu.cpp
+void draw_controls(AppState& s);        // panel_controls.cpp
+void draw_shapes(AppState& s);          // panel_shapes.cpp
+void draw_tokens(AppState& s);          // panel_tokens.cpp
+void draw_heatmaps(AppState& s);        // panel_heatmaps.cpp
+bool walkthrough_active(AppState& s);   // panel_walkthrough.cpp: shown instead of the heatmaps (View menu, W)
+void draw_walkthrough(AppState& s);     // panel_walkthrough.cpp
+void draw_dialogs(AppState& s);         // dialogs.cpp
+void handle_shortcuts(AppState& s);     // panel_menu.cpp
+void record_widget(AppState& s, const char* name);  // last item's rectangle
+void record_frame(AppState& s, const char* name);   // last item's frame (without its label)
+
+// [SECTION] Files (persistence.cpp)
+void resolve_paths(AppState& s);
+void load_settings(AppState& s);
+void save_settings(AppState& s);
+bool restore_autosave(AppState& s);
+void autosave(AppState& s);
+bool open_document(AppState& s, const std::string& path_or_lesson);  // false: error shown, nothing changed
+bool save_document(AppState& s, const std::string& path);           // false: error shown, nothing changed
+void add_recent(AppState& s, const std::string& path);
+
+// [SECTION] GL (renderer.cpp)
+bool renderer_init(Renderer& r, std::string& error);
+void renderer_shutdown(Renderer& r);
+void renderer_begin_frame(Renderer& r);  // display size from ImGui draw data
+void sync_textures(AppState& s);         // upload the selected stage/batch when it changed
+// Queues a heatmap quad on the current window's draw list.
+void draw_heatmap_quad(AppState& s, const HeatmapDraw& d);
+
+// [SECTION] Capture (capture.cpp)
+bool write_screenshot(AppState& s, const std::string& path, std::string& error);
+void write_state_dump(AppState& s, const std::string& path);
+void write_layout(AppState& s, const std::string& path);
+
+}  // namespace mhaviz::gui

@@ -1,0 +1,168 @@
+// Test and teaching hooks: a PNG of the window with a JSON sidecar describing every
+// heatmap (cell rectangles in image pixels, value range, colormap table), a state dump
+// written on exit, and the rectangles of named widgets for xdotool tests.
+#include <GL/gl.h>
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <stb_image_write.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "app_state.hpp"
+
+namespace mhaviz::gui {
+namespace {
+
+nlohmann::json layout_json(const CellLayout& c, float sx, float sy) {
+  return {{"head", c.head},
+          {"x0", c.x0 * sx},
+          {"y0", c.y0 * sy},
+          {"x1", c.x1 * sx},
+          {"y1", c.y1 * sy},
+          {"rows", c.rows},
+          {"cols", c.cols},
+          {"vmin", c.vmin},
+          {"vmax", c.vmax},
+          {"colormap", std::string(colormap_name(c.colormap))},
+          {"log", c.log_scale}};
+}
+
+nlohmann::json colormap_table(Colormap c) {
+  nlohmann::json lut = nlohmann::json::array();
+  for (int i = 0; i < 256; ++i) {
+    const auto rgb = colormap_lut(c, i);
+    lut.push_back({rgb[0], rgb[1], rgb[2]});
+  }
+  return lut;
+}
+
+}  // namespace
+
+bool write_screenshot(AppState& s, const std::string& path, std::string& error) {
+  int w = 0, h = 0;
+  glfwGetFramebufferSize(s.window, &w, &h);
+  std::vector<unsigned char> px(static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * 3);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadBuffer(GL_BACK);
+  glReadPixels(0, 0, w, h, GL_RGB, GL_UNSIGNED_BYTE, px.data());
+  // GL rows go bottom-up; PNG rows top-down.
+  std::vector<unsigned char> flipped(px.size());
+  const std::size_t stride = static_cast<std::size_t>(w) * 3;
+  for (int y = 0; y < h; ++y) {
+    std::copy_n(px.data() + static_cast<std::size_t>(h - 1 - y) * stride, stride, flipped.data() + static_cast<std::size_t>(y) * stride);
+  }
+  const std::string tmp = path + ".tmp";
+  if (!stbi_write_png(tmp.c_str(), w, h, 3, flipped.data(), static_cast<int>(stride))) {
+    error = "cannot write '" + path + "'";
+    return false;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    error = "cannot write '" + path + "'";
+    return false;
+  }
+  // Sidecar: where the cells are and how colours map to values.
+  const float sx = s.renderer.fb_scale_x, sy = s.renderer.fb_scale_y;
+  nlohmann::json heads = nlohmann::json::array();
+  nlohmann::json values = nlohmann::json::array();
+  for (const auto& c : s.ui.cell_layout) {
+    heads.push_back(layout_json(c, sx, sy));
+    const auto& hv = s.renderer.heads[static_cast<std::size_t>(c.head)].values;
+    nlohmann::json v = nlohmann::json::array();
+    if (c.rows <= 64) {
+      for (float x : hv) v.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
+    }
+    values.push_back(std::move(v));
+  }
+  const bool dark = s.settings.dark;
+  nlohmann::json hatch = dark ? nlohmann::json{{41, 41, 41}, {77, 77, 77}} : nlohmann::json{{199, 199, 199}, {235, 235, 235}};
+  nlohmann::json maps;
+  for (int i = 0; i < kColormapCount; ++i) {
+    maps[std::string(colormap_name(static_cast<Colormap>(i)))] = colormap_table(static_cast<Colormap>(i));
+  }
+  const nlohmann::json side = {
+      {"image", path},
+      {"width", w},
+      {"height", h},
+      {"stage", std::string(stage_name(s.view.stage))},
+      {"batch", s.view.batch},
+      {"tokens", s.compute.tokens},
+      {"causal", s.compute.trace.config.causal},
+      {"heads", heads},
+      {"values", values},  // masked = null; row-major, per entry of heads
+      {"colorbar", layout_json(s.ui.colorbar_layout, sx, sy)},
+      {"masked_colors", hatch},
+      {"colormaps", maps},
+  };
+  try {
+    write_file_atomic(path + ".json", side.dump(1) + "\n");
+  } catch (const std::exception& e) {
+    error = e.what();
+    return false;
+  }
+  return true;
+}
+
+void write_state_dump(AppState& s, const std::string& path) {
+  const Trace& t = s.compute.trace;
+  nlohmann::json shapes;
+  if (s.compute.have_trace) {
+    shapes = {{"input", t.input.shape}, {"queries", t.queries.shape}, {"q", t.q.shape},
+              {"scores", t.scores.shape}, {"weights", t.weights.shape}, {"context", t.context.shape},
+              {"context_merged", t.context_merged.shape}, {"output", t.output.shape}};
+  }
+  nlohmann::json rects;
+  for (const auto& [k, v] : s.ui.widget_rects) rects[k] = v;
+  const nlohmann::json j = {
+      {"session", nlohmann::json::parse(session_to_json(s.doc.session))},
+      {"path", s.doc.path},
+      {"origin", s.doc.origin},
+      {"modified", s.doc.modified},
+      {"error", s.compute.error},
+      {"have_trace", s.compute.have_trace},
+      {"trace_heads", t.heads},
+      {"trace_tokens", t.tokens},
+      {"trace_head_dim", t.head_dim},
+      {"parameters", s.compute.have_trace ? s.compute.model.parameter_count() : 0},
+      {"shapes", shapes},
+      {"stage", std::string(stage_name(s.view.stage))},
+      {"batch", s.view.batch},
+      {"head", s.view.head},
+      {"enlarged", s.view.enlarged},
+      {"show_controls", s.view.show_controls},
+      {"frames", s.frame},
+      {"gl_errors", s.gl_errors},
+      {"forwards", s.compute.generation},
+      {"texture_uploads", s.renderer.uploads_total},
+      {"status", s.ui.status},
+      {"settings",
+       {{"font_size", s.settings.font_size},
+        {"theme", s.settings.dark ? "dark" : "light"},
+        {"colormap", std::string(colormap_name(s.settings.colormap))},
+        {"recent", s.settings.recent}}},
+      {"widgets", rects},
+  };
+  try {
+    write_file_atomic(path, j.dump(1) + "\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mhaviz: %s\n", e.what());
+  }
+}
+
+void write_layout(AppState& s, const std::string& path) {
+  nlohmann::json rects;
+  for (const auto& [k, v] : s.ui.widget_rects) rects[k] = v;
+  int wx = 0, wy = 0;
+  glfwGetWindowPos(s.window, &wx, &wy);
+  const nlohmann::json j = {{"window_x", wx}, {"window_y", wy}, {"frame", s.frame}, {"widgets", rects}};
+  try {
+    write_file_atomic(path, j.dump(1) + "\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mhaviz: %s\n", e.what());
+  }
+}
+
+}  // namespace mhaviz::gui

@@ -1,0 +1,87 @@
+#include "colormap.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mhaviz::gui {
+namespace {
+
+constexpr Rgb hex(unsigned v) {
+  return {static_cast<float>((v >> 16) & 0xff) / 255.0f, static_cast<float>((v >> 8) & 0xff) / 255.0f,
+          static_cast<float>(v & 0xff) / 255.0f};
+}
+
+// matplotlib's viridis, cividis and magma sampled at even steps; coolwarm (Moreland) for
+// signed values, neutral at the centre.
+constexpr std::array kViridis = {hex(0x440154), hex(0x482475), hex(0x414487), hex(0x355f8d),
+                                 hex(0x2a788e), hex(0x21918c), hex(0x22a884), hex(0x44bf70),
+                                 hex(0x7ad151), hex(0xbddf26), hex(0xfde725)};
+constexpr std::array kCividis = {hex(0x00204d), hex(0x00336f), hex(0x39486b), hex(0x575d6d),
+                                 hex(0x707173), hex(0x8a8779), hex(0xa69d75), hex(0xc4b56c),
+                                 hex(0xe4cf5b), hex(0xfee838)};
+constexpr std::array kMagma = {hex(0x000004), hex(0x140e36), hex(0x3b0f70), hex(0x641a80),
+                               hex(0x8c2981), hex(0xb73779), hex(0xde4968), hex(0xf7705c),
+                               hex(0xfe9f6d), hex(0xfecf92), hex(0xfcfdbf)};
+constexpr std::array kDiverging = {hex(0x3b4cc0), hex(0x7b9ff9), hex(0xc0d4f5), hex(0xdddcdc),
+                                   hex(0xf2cbb7), hex(0xee8468), hex(0xb40426)};
+
+}  // namespace
+
+std::string_view colormap_name(Colormap c) {
+  switch (c) {
+    case Colormap::Viridis: return "viridis";
+    case Colormap::Cividis: return "cividis";
+    case Colormap::Magma: return "magma";
+    case Colormap::Diverging: return "diverging";
+  }
+  return "viridis";
+}
+
+std::string_view colormap_title(Colormap c) {
+  switch (c) {
+    case Colormap::Viridis: return "Viridis (colour-blind safe)";
+    case Colormap::Cividis: return "Cividis (colour-blind safe)";
+    case Colormap::Magma: return "Magma";
+    case Colormap::Diverging: return "Diverging (blue - white - red)";
+  }
+  return "Viridis";
+}
+
+bool parse_colormap(std::string_view name, Colormap& out) {
+  for (int i = 0; i < kColormapCount; ++i) {
+    if (colormap_name(static_cast<Colormap>(i)) == name) {
+      out = static_cast<Colormap>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::span<const Rgb> colormap_anchors(Colormap c) {
+  switch (c) {
+    case Colormap::Viridis: return kViridis;
+    case Colormap::Cividis: return kCividis;
+    case Colormap::Magma: return kMagma;
+    case Colormap::Diverging: return kDiverging;
+  }
+  return kViridis;
+}
+
+Rgb colormap_eval(Colormap c, float t) {
+  const auto a = colormap_anchors(c);
+  t = std::clamp(t, 0.0f, 1.0f);
+  const float x = t * static_cast<float>(a.size() - 1);
+  const auto i = static_cast<std::size_t>(std::floor(x));
+  if (i >= a.size() - 1) return a.back();
+  const float f = x - static_cast<float>(i);
+  return {a[i].r + (a[i + 1].r - a[i].r) * f, a[i].g + (a[i + 1].g - a[i].g) * f,
+          a[i].b + (a[i + 1].b - a[i].b) * f};
+}
+
+std::array<unsigned char, 3> colormap_lut(Colormap c, int i) {
+  const Rgb rgb = colormap_eval(c, static_cast<float>(std::clamp(i, 0, 255)) / 255.0f);
+  const auto q = [](float v) { return static_cast<unsigned char>(std::lround(std::clamp(v, 0.0f, 1.0f) * 255.0f)); };
+  return {q(rgb.r), q(rgb.g), q(rgb.b)};
+}
+
+}  // namespace mhaviz::gui

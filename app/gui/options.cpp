@@ -1,0 +1,44 @@
+// Command-line flags of `mhaviz gui`.
+#include <CLI/CLI.hpp>
+
+#include "gui.hpp"
+
+namespace mhaviz::gui {
+
+void add_options(CLI::App& sub, Options& opts) {
+  sub.add_option("session", opts.session,
+                 "Session file (.json), '-' for standard input, or a built-in lesson name "
+                 "(default: restore the autosaved session, else the seed-003 lesson)");
+  sub.add_flag("--frame-stats", opts.frame_stats,
+               "Measure frame times; the last line printed is frame_median_ms=... frame_p95_ms=...");
+  sub.add_option("--exit-after-frames", opts.exit_after_frames, "Quit after N frames (without asking)")
+      ->check(CLI::NonNegativeNumber);
+  sub.add_flag("--perturb", opts.perturb, "Change one input value every frame (forces recompute and upload)");
+  sub.add_flag("--no-heatmaps", opts.no_heatmaps, "Hide the heatmaps (baseline for --frame-stats)");
+  sub.add_flag("--check-gl", opts.check_gl, "Exit with status 3 on the first OpenGL error");
+  sub.add_flag("--no-restore", opts.no_restore, "Do not restore the autosaved session");
+  sub.add_flag("--hide-cell-values", opts.hide_cell_values, "Never print values inside heatmap cells");
+  sub.add_flag("--ignore-mouse", opts.ignore_mouse, "Treat the pointer as outside the window (clean screenshots)");
+  sub.add_option("--width", opts.width, "Window width in pixels")->check(CLI::Range(320, 16384));
+  sub.add_option("--height", opts.height, "Window height in pixels")->check(CLI::Range(240, 16384));
+  sub.add_option("--screenshot", opts.screenshot,
+                 "Write a PNG of the window (and FILE.json describing the heatmap cells) at the last frame");
+  sub.add_option("--state-out", opts.state_out, "Write the app state as JSON on exit");
+  sub.add_option("--layout-out", opts.layout_out, "Write widget rectangles as JSON once the UI has settled");
+  sub.add_option("--config-dir", opts.config_dir, "Settings directory (default $XDG_CONFIG_HOME/mhaviz)");
+  sub.add_option("--state-dir", opts.state_dir, "Autosave directory (default $XDG_STATE_HOME/mhaviz)");
+  sub.add_option("--stage", opts.stage, "Initial stage")
+      ->check(CLI::IsMember({"scores", "masked", "scaled", "weights", "dropped"}));
+  sub.add_option("--batch", opts.batch, "Initial batch item shown")->check(CLI::NonNegativeNumber);
+  sub.add_option("--head", opts.head, "Show this head enlarged")->check(CLI::NonNegativeNumber);
+  sub.add_option("--colormap", opts.colormap, "Colormap for weights")
+      ->check(CLI::IsMember({"viridis", "cividis", "magma", "diverging"}));
+  sub.add_flag("--log-scale", opts.log_scale, "Logarithmic colour scale for weights");
+  sub.add_option("--theme", opts.theme, "Theme")->check(CLI::IsMember({"dark", "light"}));
+  sub.add_option("--font-size", opts.font_size, "Font size in pixels")->check(CLI::Range(10.0f, 48.0f));
+  sub.add_option("--walkthrough", opts.walkthrough,
+                 "Open the walkthrough at STEP (name or number; STEP+0.5 is halfway into the next step), "
+                 "then comma-separated: mistake, compare, pane=q|k|v|all, pin=FLAT, play, no-numbers, no-weights");
+}
+
+}  // namespace mhaviz::gui

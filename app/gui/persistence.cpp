@@ -1,0 +1,175 @@
+// Settings in $XDG_CONFIG_HOME/mhaviz, the autosaved session in $XDG_STATE_HOME/mhaviz,
+// and opening/saving documents (atomic writes; failures change nothing).
+#include <GLFW/glfw3.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "app_state.hpp"
+
+namespace mhaviz::gui {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string xdg_dir(const char* var, const char* fallback) {
+  const char* v = std::getenv(var);
+  if (v && *v && fs::path(v).is_absolute()) return (fs::path(v) / "mhaviz").string();
+  const char* home = std::getenv("HOME");
+  return (fs::path(home && *home ? home : ".") / fallback / "mhaviz").string();
+}
+
+void ensure_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+}
+
+}  // namespace
+
+void resolve_paths(AppState& s) {
+  s.paths.config_dir = s.opts.config_dir.empty() ? xdg_dir("XDG_CONFIG_HOME", ".config") : s.opts.config_dir;
+  s.paths.state_dir = s.opts.state_dir.empty() ? xdg_dir("XDG_STATE_HOME", ".local/state") : s.opts.state_dir;
+}
+
+// [SECTION] Settings
+void load_settings(AppState& s) {
+  const std::string path = (fs::path(s.paths.config_dir) / "settings.json").string();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(read_file(path));
+    Settings& st = s.settings;
+    st.font_size = std::clamp(j.value("font_size", st.font_size), 10.0f, 48.0f);
+    st.ui_scale = std::clamp(j.value("ui_scale", st.ui_scale), 0.75f, 2.5f);
+    st.dark = j.value("theme", std::string("dark")) != "light";
+    Colormap c;
+    if (parse_colormap(j.value("colormap", std::string("viridis")), c)) st.colormap = c;
+    st.diverging_for_signed = j.value("diverging_for_signed", st.diverging_for_signed);
+    st.shared_scale = j.value("shared_scale", st.shared_scale);
+    st.show_values = j.value("show_values", st.show_values);
+    st.log_weights = j.value("log_weights", st.log_weights);
+    st.window_width = std::clamp(j.value("window_width", st.window_width), 320, 16384);
+    st.window_height = std::clamp(j.value("window_height", st.window_height), 240, 16384);
+    if (j.contains("recent") && j["recent"].is_array()) {
+      st.recent.clear();
+      for (const auto& r : j["recent"]) {
+        if (r.is_string() && st.recent.size() < 10) st.recent.push_back(r.get<std::string>());
+      }
+    }
+  } catch (const std::exception& e) {
+    notify(s, std::string("Ignored unreadable settings: ") + e.what(), true);
+  }
+}
+
+void save_settings(AppState& s) {
+  const Settings& st = s.settings;
+  nlohmann::json j = {
+      {"font_size", st.font_size},
+      {"ui_scale", st.ui_scale},
+      {"theme", st.dark ? "dark" : "light"},
+      {"colormap", std::string(colormap_name(st.colormap))},
+      {"diverging_for_signed", st.diverging_for_signed},
+      {"shared_scale", st.shared_scale},
+      {"show_values", st.show_values},
+      {"log_weights", st.log_weights},
+      {"window_width", st.window_width},
+      {"window_height", st.window_height},
+      {"recent", st.recent},
+  };
+  try {
+    ensure_dir(s.paths.config_dir);
+    write_file_atomic((fs::path(s.paths.config_dir) / "settings.json").string(), j.dump(2) + "\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mhaviz: cannot save settings: %s\n", e.what());
+  }
+}
+
+void add_recent(AppState& s, const std::string& path) {
+  std::error_code ec;
+  const fs::path abs = fs::absolute(path, ec);
+  const std::string p = ec ? path : abs.lexically_normal().string();
+  auto& r = s.settings.recent;
+  r.erase(std::remove(r.begin(), r.end(), p), r.end());
+  r.insert(r.begin(), p);
+  if (r.size() > 10) r.resize(10);
+}
+
+// [SECTION] Autosave
+bool restore_autosave(AppState& s) {
+  const fs::path dir(s.paths.state_dir);
+  std::error_code ec;
+  if (!fs::exists(dir / "autosave.json", ec)) return false;
+  try {
+    Session ses = parse_session(read_file((dir / "autosave.json").string()));
+    std::string path, origin = "autosave";
+    bool modified = true;
+    if (fs::exists(dir / "autosave-meta.json", ec)) {
+      const nlohmann::json meta = nlohmann::json::parse(read_file((dir / "autosave-meta.json").string()));
+      path = meta.value("path", std::string());
+      origin = meta.value("origin", origin);
+      modified = meta.value("modified", true);
+    }
+    set_document(s, std::move(ses), path, origin);
+    s.doc.modified = modified;
+    s.autosaved_revision = s.doc.revision;
+    notify(s, "Restored your last session (" + origin + ")");
+    return true;
+  } catch (const std::exception& e) {
+    notify(s, std::string("Could not restore the autosave: ") + e.what(), true);
+    return false;
+  }
+}
+
+void autosave(AppState& s) {
+  if (s.autosaved_revision == s.doc.revision) return;
+  const fs::path dir(s.paths.state_dir);
+  try {
+    ensure_dir(dir.string());
+    const nlohmann::json meta = {{"path", s.doc.path}, {"origin", s.doc.origin}, {"modified", s.doc.modified}};
+    write_file_atomic((dir / "autosave.json").string(), session_to_json(s.doc.session));
+    write_file_atomic((dir / "autosave-meta.json").string(), meta.dump(2) + "\n");
+    s.autosaved_revision = s.doc.revision;
+  } catch (const std::exception& e) {
+    // Report once per revision; the next edit tries again.
+    s.autosaved_revision = s.doc.revision;
+    notify(s, std::string("Autosave failed: ") + e.what(), true);
+  }
+}
+
+// [SECTION] Documents
+bool open_document(AppState& s, const std::string& path_or_lesson) {
+  try {
+    Session ses = load_session(path_or_lesson);
+    const bool lesson_name = is_lesson(path_or_lesson);
+    set_document(s, std::move(ses), lesson_name || path_or_lesson == "-" ? "" : path_or_lesson,
+                 lesson_name ? "lesson " + path_or_lesson : path_or_lesson);
+    if (!lesson_name && path_or_lesson != "-") add_recent(s, path_or_lesson);
+    notify(s, "Opened " + path_or_lesson);
+    return true;
+  } catch (const std::exception& e) {
+    notify(s, e.what(), true);
+    return false;
+  }
+}
+
+bool save_document(AppState& s, const std::string& path) {
+  try {
+    validate_session(s.doc.session);
+    write_file_atomic(path, session_to_json(s.doc.session));
+    s.doc.path = path;
+    s.doc.origin = path;
+    s.doc.modified = false;
+    ++s.doc.revision;  // the autosave records the clean state
+    add_recent(s, path);
+    notify(s, "Saved " + path);
+    return true;
+  } catch (const std::exception& e) {
+    notify(s, e.what(), true);
+    return false;
+  }
+}
+
+}  // namespace mhaviz::gui

@@ -1,0 +1,70 @@
+// State of the animated walkthrough of the multi-head pipeline and of the wrapper vs
+// weight-split comparison (panel_walkthrough.cpp). Part of AppState; no function-local statics.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mhaviz/layout.hpp"
+#include "mhaviz/model.hpp"
+#include "mhaviz/trace.hpp"
+
+namespace mhaviz::gui {
+
+// Wrapper vs weight split, rebuilt when the trace changes (never per frame).
+struct Comparison {
+  std::uint64_t generation = ~std::uint64_t{0};  // compute.generation it was built for
+  bool valid = false;
+  std::string note;    // how the pair was built, or why it could not be
+  Trace wrapper, split;             // forward of the wrapper and of weight_split_from_wrapper
+  double max_diff_weights = 0.0;    // max |wrapper - split| over every head's attention weights
+  double max_diff_output = 0.0;
+  int d_in = 0, tokens = 0, batch = 0, heads = 0, head_dim = 0;
+  struct Row {
+    int heads = 0;
+    Cost wrapper, split, fused;
+    double wrapper_ms = 0.0, split_ms = 0.0, fused_ms = 0.0;  // measured forward() times
+  };
+  std::vector<Row> rows;  // the current size first, then growing num_heads
+};
+
+struct Walkthrough {
+  bool open = false;          // shown instead of the heatmaps (View menu, W)
+  bool options_applied = false;  // --walkthrough applied on the first frame
+  int tab = 0;                // 0 = walkthrough, 1 = wrapper vs weight split
+  int request_tab = -1;       // select this tab next frame (options, menu)
+
+  // Position along the steps: an integer is a step shown still; a fraction is the
+  // animation from step floor(pos) to the next.
+  float pos = 0.0f;
+  float target = 0.0f;        // pos moves towards it (step buttons and keys animate)
+  bool playing = false;
+  float speed = 1.0f;         // 1 = one transition in kTransitionSeconds
+  double hold_until = 0.0;    // playing: time to leave the current step
+  double last_time = 0.0;
+
+  bool mistaken = false;      // "common mistake": merge by plain reshape, no transpose back
+  int pane = 0;               // Q | K | V panes shown: 0 Q, 1 K, 2 V, 3 all
+  bool values = true;         // numbers in cells when they fit
+  bool show_weights = true;   // draw Wᵀ between X and Q in the projection step
+
+  // Selected element: hovered this frame, else pinned by a click. step is an index in
+  // the step list; flat is the element's index in that step's layout (batch item 0 layout).
+  int hover_step = -1;
+  std::int64_t hover_flat = -1;
+  int pin_step = -1;
+  std::int64_t pin_flat = -1;
+
+  // Mistaken merge of the current trace (cached per generation).
+  std::uint64_t mistaken_generation = ~std::uint64_t{0};
+  Tensor mistaken_merged;
+
+  Comparison cmp;
+  int cmp_max_heads = 16;     // growth table: num_heads from 1 to this
+
+  // Frame statistics for tests: cells drawn last frame.
+  int cells_drawn = 0;
+};
+
+}  // namespace mhaviz::gui

@@ -1,0 +1,51 @@
+#version 330 core
+// Colormap a GL_R32F texture of values (one texel per cell).
+// Masked cells hold -inf (as PyTorch holds them) and are drawn hatched with two
+// neutral greys, never a colour of the scale.
+in vec2 v_uv;
+out vec4 frag;
+
+uniform sampler2D u_values;
+uniform float u_vmin;
+uniform float u_vmax;
+// Colormaps: one row of 256 RGBA8 entries per map (built on the CPU from the same
+// anchors the app uses for text contrast and capture sidecars); exact texel fetch.
+uniform sampler2D u_lut;
+uniform int u_lut_row;
+uniform vec3 u_hatch_a;
+uniform vec3 u_hatch_b;
+uniform vec2 u_cells;      // columns, rows
+uniform vec2 u_size_px;    // quad size in framebuffer pixels
+uniform vec3 u_grid_color;
+uniform float u_grid;      // 1.0 to draw cell borders
+uniform float u_log;       // 1.0: logarithmic scale from u_vmin > 0 to u_vmax (weights)
+
+vec3 colormap(float t) {
+  int i = int(clamp(t, 0.0, 1.0) * 255.0 + 0.5);
+  return texelFetch(u_lut, ivec2(i, u_lut_row), 0).rgb;
+}
+
+void main() {
+  float v = texture(u_values, v_uv).r;
+  vec3 c;
+  if (isinf(v) || isnan(v) || v < -1e30) {
+    // 45-degree stripes, 8 px period, in screen space.
+    float s = mod(gl_FragCoord.x + gl_FragCoord.y, 8.0);
+    c = s < 4.0 ? u_hatch_a : u_hatch_b;
+  } else {
+    float t;
+    if (u_log > 0.5) {
+      t = v <= u_vmin ? 0.0 : (log(v) - log(u_vmin)) / (log(u_vmax) - log(u_vmin));
+    } else {
+      float range = u_vmax - u_vmin;
+      t = range > 0.0 ? (v - u_vmin) / range : 0.5;
+    }
+    c = colormap(t);
+  }
+  if (u_grid > 0.5) {
+    vec2 cell_px = u_size_px / u_cells;
+    vec2 f = fract(v_uv * u_cells) * cell_px;
+    if (f.x < 1.0 || f.y < 1.0) c = u_grid_color;
+  }
+  frag = vec4(c, 1.0);
+}

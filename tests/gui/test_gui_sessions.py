@@ -1,0 +1,210 @@
+"""Sessions: save/load round trip, atomic saves (a failed save leaves the old file
+intact), failed open changes nothing, autosave restore, settings persistence, no
+imgui.ini in the working directory, and quitting with unsaved changes asks.
+
+usage (under xvfb-run): test_gui_sessions.py PATH/TO/mhaviz TESTS_DATA_DIR
+"""
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import guitest as g
+
+g.setup(sys.argv)
+DATA = sys.argv[2]
+tmp = g.track(tempfile.mkdtemp(prefix="mz", dir="/tmp"))  # short: paths are typed with xdotool
+cfg = os.path.join(tmp, "cfg")
+state_dir = os.path.join(tmp, "st")
+ref = os.path.join(DATA, "reference", "sessions", "seed003-wrapper.json")
+
+
+def common(layout=None, state=None):
+    a = ["--config-dir", cfg, "--state-dir", state_dir, "--width", "1280", "--height", "800", "--check-gl"]
+    if layout:
+        a += ["--layout-out", layout]
+    if state:
+        a += ["--state-out", state]
+    return a
+
+
+def type_tokens(layout, text):
+    w = g.wait_for_layout(layout, ["tokens"])
+    tx, ty = g.center(w["tokens"])
+    g.click(tx, ty)
+    g.key("ctrl+End")
+    g.type_text(text)
+    g.click(5, 795)  # leave the field
+
+
+# [1] Save with Ctrl+S over the opened file: atomic replace, new content.
+work = os.path.join(tmp, "work.json")
+shutil.copy(ref, work)
+inode_before = os.stat(work).st_ino
+layout, state = os.path.join(tmp, "l1.json"), os.path.join(tmp, "s1.json")
+proc = g.start(["gui", work, "--no-restore"] + common(layout, state))
+try:
+    g.wait_for_layout(layout, ["tokens"], proc=proc)
+    g.focus_window()
+    type_tokens(layout, " moon")
+    g.key("ctrl+s")
+    time.sleep(0.5)
+finally:
+    rc, out, err = g.stop(proc)
+g.check(rc == 0, "[save] app exits 0 (%s)" % err.strip())
+saved = g.read_json(work)
+g.check(saved["tokens"][-1] == "moon", "[save] Ctrl+S wrote the edited session: %s" % saved["tokens"])
+g.check(os.stat(work).st_ino != inode_before, "[save] the file was replaced by rename (atomic), not rewritten in place")
+g.check(not [f for f in os.listdir(tmp) if ".tmp" in f], "[save] no temporary files left")
+st = g.read_json(state)
+g.check(st["modified"] is False, "[save] the document is clean after saving")
+g.check(st["session"] == saved, "[save] the saved file equals the app's session")
+
+# [2] Load it back: the same session.
+state2 = os.path.join(tmp, "s2.json")
+r = g.run(["gui", work, "--no-restore", "--exit-after-frames", "5"] + common(None, state2))
+g.check(r.returncode == 0, "[load] app exits 0")
+g.check(g.read_json(state2)["session"] == saved, "[load] reopening the saved file gives the same session")
+g.check(g.read_json(state2)["trace_tokens"] == len(saved["tokens"]), "[load] the trace covers the saved tokens")
+
+# [3] Save As through the dialog (typed path), then a failed Save As (missing directory).
+target = os.path.join(tmp, "as.json")
+bad = os.path.join(tmp, "no", "x.json")
+layout, state = os.path.join(tmp, "l3.json"), os.path.join(tmp, "s3.json")
+proc = g.start(["gui", "seed003-wrapper", "--no-restore"] + common(layout, state))
+try:
+    g.wait_for_layout(layout, ["tokens"], proc=proc)
+    g.focus_window()
+    g.key("ctrl+shift+s")
+    g.wait_for_layout(layout, ["dialog_path"], proc=proc)
+    time.sleep(0.3)
+    g.type_text(target)
+    g.key("Return")
+    time.sleep(0.5)
+    g.key("ctrl+shift+s")
+    time.sleep(0.5)
+    g.key("ctrl+a")
+    g.type_text(bad)
+    g.key("Return")
+    time.sleep(0.5)
+    g.key("Escape")
+    time.sleep(0.3)
+finally:
+    rc, out, err = g.stop(proc)
+g.check(os.path.exists(target), "[save as] the typed path was written")
+if os.path.exists(target):
+    g.check(g.read_json(target)["tokens"] == g.read_json(ref)["tokens"], "[save as] it holds the lesson")
+g.check(not os.path.exists(os.path.dirname(bad)), "[save as] a failed save creates nothing")
+st = g.read_json(state)
+g.check("cannot write" in st["status"] or "No such file" in st["status"], "[save as] the failure is shown: %r" % st["status"])
+g.check(st["path"] == target, "[save as] after the failed save the document still points to the good file")
+
+# [4] A failed save over an existing file leaves it intact (the temporary file's name
+# is too long, so the write fails before the rename).
+longname = os.path.join(tmp, "L" * 240 + ".json")
+shutil.copy(ref, longname)
+before = open(longname, "rb").read()
+layout, state = os.path.join(tmp, "l4.json"), os.path.join(tmp, "s4.json")
+proc = g.start(["gui", longname, "--no-restore"] + common(layout, state))
+try:
+    g.wait_for_layout(layout, ["tokens"], proc=proc)
+    g.focus_window()
+    type_tokens(layout, " x")
+    g.key("ctrl+s")
+    time.sleep(0.5)
+finally:
+    rc, out, err = g.stop(proc)
+g.check(open(longname, "rb").read() == before, "[atomic] the old file is byte-for-byte intact after a failed save")
+st = g.read_json(state)
+g.check(st["modified"] is True, "[atomic] the document stays modified after the failed save")
+g.check("cannot write" in st["status"], "[atomic] the error is shown: %r" % st["status"])
+g.check(not [f for f in os.listdir(tmp) if ".tmp" in f], "[atomic] no temporary files left")
+
+# [5] A failed open shows the error and changes nothing.
+layout, state = os.path.join(tmp, "l5.json"), os.path.join(tmp, "s5.json")
+proc = g.start(["gui", "seed003-wrapper", "--no-restore"] + common(layout, state))
+try:
+    g.wait_for_layout(layout, ["tokens"], proc=proc)
+    g.focus_window()
+    g.key("ctrl+o")
+    g.wait_for_layout(layout, ["dialog_path"], proc=proc)
+    time.sleep(0.3)
+    g.type_text("/nope.json")
+    g.key("Return")
+    time.sleep(0.5)
+    g.key("Escape")
+finally:
+    rc, out, err = g.stop(proc)
+st = g.read_json(state)
+g.check(st["origin"] == "lesson seed003-wrapper", "[open] a failed open keeps the document (%s)" % st["origin"])
+g.check("nope.json" in st["status"], "[open] the error names the file: %r" % st["status"])
+
+# [6] Autosave: an edit is autosaved while running and restored on the next start.
+shutil.rmtree(state_dir, ignore_errors=True)
+layout = os.path.join(tmp, "l6.json")
+proc = g.start(["gui", "seed003-wrapper"] + common(layout, None))
+try:
+    g.wait_for_layout(layout, ["tokens"], proc=proc)
+    g.focus_window()
+    type_tokens(layout, " sun")
+    time.sleep(2.0)  # autosave runs a second after the last edit
+    auto = os.path.join(state_dir, "autosave.json")
+    g.check(os.path.exists(auto) and g.read_json(auto)["tokens"][-1] == "sun",
+            "[autosave] written while running, a second after the edit")
+finally:
+    g.stop(proc)
+state = os.path.join(tmp, "s6.json")
+r = g.run(["gui", "--exit-after-frames", "5"] + common(None, state))
+st = g.read_json(state)
+g.check(st["session"]["tokens"][-1] == "sun", "[autosave] restored on the next start: %s" % st["session"]["tokens"])
+g.check(st["modified"] is True, "[autosave] the restored session is still marked unsaved")
+r = g.run(["gui", "--exit-after-frames", "5", "--no-restore"] + common(None, state))
+g.check(g.read_json(state)["session"]["tokens"][-1] == "step", "[autosave] --no-restore starts on the default lesson")
+
+# [7] Settings persist in the config directory; no imgui.ini in the working directory.
+cwd = g.track(tempfile.mkdtemp(prefix="mzcwd"))
+r = g.run(["gui", "seed003-wrapper", "--exit-after-frames", "5", "--theme", "light", "--colormap", "magma",
+           "--font-size", "22"] + common(), cwd=cwd)
+settings = g.read_json(os.path.join(cfg, "settings.json"))
+g.check(settings["theme"] == "light" and settings["colormap"] == "magma" and settings["font_size"] == 22,
+        "[settings] written: %s" % {k: settings[k] for k in ("theme", "colormap", "font_size")})
+g.check("window_width" in settings and "window_height" in settings, "[settings] window size saved")
+r = g.run(["gui", "seed003-wrapper", "--exit-after-frames", "5"] + common(None, state), cwd=cwd)
+s = g.read_json(state)["settings"]
+g.check(s["theme"] == "light" and s["colormap"] == "magma" and s["font_size"] == 22, "[settings] restored: %s" % s)
+g.check(os.listdir(cwd) == [], "[settings] nothing written to the working directory: %s" % os.listdir(cwd))
+
+# [8] Quitting with unsaved changes asks; the app only leaves after an answer.
+layout = os.path.join(tmp, "l8.json")
+proc = g.start(["gui", "seed003-wrapper", "--no-restore"] + common(layout, None))
+try:
+    g.wait_for_layout(layout, ["tokens"], proc=proc)
+    g.focus_window()
+    type_tokens(layout, " q")
+    g.key("ctrl+q")
+    w = g.wait_for_layout(layout, ["quit_discard"], proc=proc)
+    time.sleep(1.0)
+    g.check(proc.poll() is None, "[quit] with unsaved changes the app asks instead of quitting")
+    g.click(*g.center(w["quit_discard"]))
+    try:
+        proc.wait(timeout=10)
+    except Exception:
+        pass
+    g.check(proc.poll() == 0, "[quit] 'Quit without saving' quits with status 0 (got %s)" % proc.poll())
+finally:
+    g.stop(proc)
+proc = g.start(["gui", "seed003-wrapper", "--no-restore"] + common(os.path.join(tmp, "l9.json"), None))
+try:
+    g.wait_for_layout(os.path.join(tmp, "l9.json"), ["tokens"], proc=proc)
+    g.focus_window()
+    g.key("ctrl+q")
+    try:
+        proc.wait(timeout=10)
+    except Exception:
+        pass
+    g.check(proc.poll() == 0, "[quit] without changes Ctrl+Q quits at once")
+finally:
+    g.stop(proc)
+
+g.finish()
