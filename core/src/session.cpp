@@ -23,7 +23,27 @@ using json = nlohmann::json;
 
 namespace {
 
-[[noreturn]] void fail(const std::string& field, const std::string& problem) { throw SessionError(field + ": " + problem); }
+// Messages are one line whatever the file holds: a key or value with a control character
+// (a newline inside a field name, say) is written escaped.
+std::string one_line(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+[[noreturn]] void fail(const std::string& field, const std::string& problem) {
+  throw SessionError(one_line(field + ": " + problem));
+}
 
 // A value as the user wrote it, short enough for a one-line message.
 std::string show(const json& v) {
@@ -49,7 +69,11 @@ void reject_unknown(const json& obj, const std::string& where, std::initializer_
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;
-    if (!ok) fail(where.empty() ? it.key() : where + "." + it.key(), "unknown field (value " + show(it.value()) + ")");
+    if (!ok) {
+      std::string key = it.key();
+      if (key.size() > 40) key = key.substr(0, 37) + "...";
+      fail(where.empty() ? key : where + "." + key, "unknown field (value " + show(it.value()) + ")");
+    }
   }
 }
 

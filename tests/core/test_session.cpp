@@ -93,6 +93,10 @@ TEST(Session, MalformedAndHostileJson) {
   // Found by the fuzzer: a float past the double range is json::out_of_range, not parse_error.
   EXPECT_EQ(error_of("[20E4320000000").rfind("session: malformed JSON: number overflow", 0), 0u);
   EXPECT_EQ(error_of("{\"batch\": 1e400}").rfind("session: malformed JSON: number overflow", 0), 0u);
+  // Found by the fuzzer: an unknown key holding a newline must not break the one-line message.
+  const std::string msg = error_of("{\"format\": \"mhaviz-session\", \"vari\\nt\": 1}");
+  EXPECT_EQ(msg, "vari\\x0at: unknown field (value 1)");
+  EXPECT_LT(error_of("{\"" + std::string(500, 'k') + "\": 1}").size(), 80u);
 }
 
 TEST(Session, RoundTripsExactly) {
