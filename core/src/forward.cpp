@@ -15,6 +15,7 @@ using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMa
 using CMap = Eigen::Map<const RowMat>;
 using Map = Eigen::Map<RowMat>;
 using StridedMap = Eigen::Map<RowMat, 0, Eigen::OuterStride<>>;
+using CStridedMap = Eigen::Map<const RowMat, 0, Eigen::OuterStride<>>;
 
 // Reuses the buffer's capacity: an unchanged shape costs no allocation or zeroing.
 void reshape(Tensor& t, Shape shape) {
@@ -92,6 +93,16 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
     for (int part = 0; part < 3; ++part) {
       gather_heads(tr.qkv.ptr(), 3 * c.d_out, static_cast<std::int64_t>(part) * hd, 3 * hd, b, T, H, hd, heads_out[part]->ptr());
       merge_heads(heads_out[part]->ptr(), b, T, H, hd, qkv_out[part]->ptr());
+    }
+  } else if (!model.qkv_stacked.weight.empty()) {
+    tr.qkv = Tensor();
+    // One GEMM into (N, 3M) scratch, then queries | keys | values are its column blocks.
+    tr.workspace.resize(static_cast<std::size_t>(N * 3 * M));
+    linear_into(model.qkv_stacked, input.ptr(), N, tr.workspace.data(), 3 * M);
+    for (int part = 0; part < 3; ++part) {
+      const float* src = tr.workspace.data() + static_cast<std::int64_t>(part) * M;
+      Map(qkv_out[part]->ptr(), N, M) = CStridedMap(src, N, M, Eigen::OuterStride<>(3 * M));
+      gather_heads(src, 3 * M, 0, hd, b, T, H, hd, heads_out[part]->ptr());
     }
   } else {
     tr.qkv = Tensor();

@@ -38,7 +38,27 @@ const Linear& Model::layer(std::string_view name) const {
 }
 
 Linear& Model::layer(std::string_view name) {
+  qkv_stacked = Linear();  // the caller may change the weights: the stack would be stale
   return const_cast<Linear&>(static_cast<const Model&>(*this).layer(name));
+}
+
+void stack_projections(Model& model) {
+  model.qkv_stacked = Linear();
+  const ModelConfig& c = model.config;
+  if (c.variant == Variant::FusedQkv) return;
+  Linear st;
+  st.name = "qkv_stacked";
+  st.in = model.d_in;
+  st.out = 3 * merged_dim(c);
+  const int copies = c.variant == Variant::Wrapper ? c.num_heads : 1;
+  for (const char* which : {"W_query", "W_key", "W_value"})
+    for (int h = 0; h < copies; ++h) {
+      const Linear& l = static_cast<const Model&>(model).layer(
+          c.variant == Variant::Wrapper ? "heads." + std::to_string(h) + "." + which : std::string(which));
+      st.weight.insert(st.weight.end(), l.weight.begin(), l.weight.end());
+      st.bias.insert(st.bias.end(), l.bias.begin(), l.bias.end());
+    }
+  model.qkv_stacked = std::move(st);
 }
 
 std::int64_t Model::parameter_count() const {
@@ -118,6 +138,7 @@ Model build_model(const ModelConfig& config, int d_in) {
       break;
   }
   m.rng_after_init = gen;
+  stack_projections(m);
   return m;
 }
 
@@ -149,6 +170,7 @@ Model weight_split_from_wrapper(const Model& wrapper) {
   for (int i = 0; i < D; ++i) out.weight[static_cast<std::size_t>(i) * static_cast<std::size_t>(D + 1)] = 1.0f;
   out.bias.assign(static_cast<std::size_t>(D), 0.0f);
   m.layers.push_back(std::move(out));
+  stack_projections(m);
   return m;
 }
 
@@ -180,6 +202,7 @@ Model weight_split_from_fused(const Model& fused) {
   Linear out = fused.layer("linear_layer");
   out.name = "out_proj";
   m.layers.push_back(std::move(out));
+  stack_projections(m);
   return m;
 }
 

@@ -32,6 +32,26 @@ TEST(Invariants, FastForwardEqualsLoopOracle) {
   }
 }
 
+// The forward projects with a stacked copy of W_query/W_key/W_value: a weight changed
+// through layer(name) must be seen by the next forward, not the stale stack.
+TEST(Invariants, ChangedWeightsReachTheForward) {
+  std::mt19937 gen(11);
+  for (Variant v : {Variant::Wrapper, Variant::WeightSplit}) {
+    const Session s = test::random_session(gen, v, false);
+    Model m = build_model(s.model, s.d_in());
+    const std::string key = v == Variant::Wrapper ? "heads.0.W_key" : "W_key";
+    for (float& w : m.layer(key).weight) w *= -2.0f;
+    const Trace fast = forward(m, s.input_tensor());
+    const Trace slow = forward_reference(m, s.input_tensor());
+    for (std::size_t e = 0; e < slow.keys.data.size(); ++e)
+      ASSERT_NEAR(fast.keys.data[e], slow.keys.data[e], 1e-5 + 1e-5 * std::fabs(slow.keys.data[e])) << variant_name(v);
+    stack_projections(m);
+    const Trace restacked = forward(m, s.input_tensor());
+    for (std::size_t e = 0; e < fast.keys.data.size(); ++e)
+      ASSERT_NEAR(restacked.keys.data[e], fast.keys.data[e], 1e-5 + 1e-5 * std::fabs(fast.keys.data[e])) << variant_name(v);
+  }
+}
+
 TEST(Invariants, SoftmaxRowsSumToOneAndMaskedCellsAreZero) {
   std::mt19937 gen(11);
   for (int trial = 0; trial < 40; ++trial)

@@ -51,6 +51,11 @@ struct Model {
   std::vector<Linear> layers;
   // Generator state after parameter init: dropout masks continue this stream.
   std::mt19937 rng_after_init;
+  // wrapper and weight_split: W_query, W_key, W_value (the wrapper's head after head) stacked
+  // row-wise, [3*merged_dim, d_in], so the three projections are one GEMM (a third fewer
+  // passes over the input and better use of two cores at small T). Set by build_model and
+  // the conversions below; emptied when a layer is handed out for change by layer(name).
+  Linear qkv_stacked;
 
   const Linear& layer(std::string_view name) const;  // throws std::out_of_range
   Linear& layer(std::string_view name);
@@ -65,6 +70,9 @@ double torch_uniform53(std::mt19937& gen);
 // Builds and initialises every Linear in construction order from config.seed.
 // Precondition: the config passed validate_model (session.hpp); d_in > 0.
 Model build_model(const ModelConfig& config, int d_in);
+
+// Fills model.qkv_stacked from the current layers (fused_qkv: left empty, qkv_layer is one already).
+void stack_projections(Model& model);
 
 // Weight-split model whose heads are the wrapper's heads: W_query/W_key/W_value
 // are the heads' matrices stacked row-wise ([h*d_out, d_in]); out_proj is the

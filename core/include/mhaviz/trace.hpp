@@ -37,6 +37,7 @@ struct Trace {
   //   fused_qkv:    qkv (b, T, 3*d_out); queries/keys/values hold its per-head chunks re-merged (b, T, d_out)
   Tensor queries, keys, values;
   Tensor qkv;              // fused_qkv only, else empty
+  std::vector<float> workspace;  // scratch of the stacked projection (N, 3*h*hd); not a tensor to show
   Tensor q, k, v;          // (b, h, T, hd) per-head, after view + transpose (or permute + chunk)
   Tensor scores;           // (b, h, T, T) q·kᵀ, before mask and scale
   Tensor weights;          // (b, h, T, T) softmax(masked scores / sqrt(hd))
