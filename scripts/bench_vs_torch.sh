@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Side-by-side timing of mhaviz's forward and PyTorch's (Debian's python3-torch), same run.
-# Usage: scripts/bench_vs_torch.sh [build dir, default build/release]
+# Usage: scripts/bench_vs_torch.sh [build dir, default build/bench: release flags, no GUI]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build/release}
+build=${1:-build/bench}
 sudo_cmd=""
 [ "$(id -u)" -eq 0 ] || sudo_cmd=sudo
 if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   $sudo_cmd apt-get install -y python3-torch libopenblas0-pthread
 fi
-[ -x "$build/app/mhaviz" ] || { cmake --preset release -DMHAVIZ_GUI=OFF -DMHAVIZ_TESTS=OFF && cmake --build --preset release; }
+# Its own build directory: turning the GUI off in build/release would strip the app from `dev.sh run`.
+[ -f "$build/CMakeCache.txt" ] || cmake --preset release -B "$build" -DMHAVIZ_GUI=OFF -DMHAVIZ_TESTS=OFF
+cmake --build "$build" -j2  # always: a stale binary would measure old code
 exec /usr/bin/python3 scripts/bench_vs_torch.py "$build/app/mhaviz" "${@:2}"
