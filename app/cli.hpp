@@ -41,6 +41,19 @@ struct ExportOptions {
 void add_export(CLI::App& app, ExportOptions& o);
 int run_export(const ExportOptions& o);
 
+struct RenderOptions {
+  std::string session, output, cells_json;
+  std::vector<std::string> view{"grid"};  // grid | head [N] | step [K]
+  int head = -1;                          // --head (also the N of --view head N)
+  std::string step;                       // --step: number or name (also the K of --view step K)
+  std::string stage = "weights", colormap = "viridis", theme = "light";
+  int scale = 2, batch = 0;
+  bool caption = true, transparent = false, log_scale = false, linear_scale = false, no_values = false, per_head_scale = false;
+  bool mistake = false, eval = false;
+};
+void add_render(CLI::App& app, RenderOptions& o);
+int run_render(const RenderOptions& o);
+
 // Prints "mhaviz: <message>" on stderr and returns the usage-error status 2.
 int usage_error(const std::string& message);
 

@@ -16,7 +16,7 @@ namespace {
 
 // Arguments that the top level handles itself; anything else is the GUI's.
 bool is_top_level(const char* arg) {
-  for (const char* s : {"gui", "dump", "export", "bench", "lessons", "-h", "--help", "--version"})
+  for (const char* s : {"gui", "dump", "export", "render", "bench", "lessons", "-h", "--help", "--version"})
     if (std::strcmp(arg, s) == 0) return true;
   return false;
 }
@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   mhaviz::cli::add_dump(app, dump);
   mhaviz::cli::ExportOptions exp;
   mhaviz::cli::add_export(app, exp);
+  mhaviz::cli::RenderOptions render;
+  mhaviz::cli::add_render(app, render);
   mhaviz::cli::BenchOptions bench;
   mhaviz::cli::add_bench(app, bench);
   auto* lessons = app.add_subcommand("lessons", "List the built-in lessons (usable wherever a session is expected)");
@@ -65,6 +67,7 @@ int main(int argc, char** argv) {
 
   if (app.got_subcommand("dump")) return mhaviz::cli::run_dump(dump);
   if (app.got_subcommand("export")) return mhaviz::cli::run_export(exp);
+  if (app.got_subcommand("render")) return mhaviz::cli::run_render(render);
   if (app.got_subcommand("bench")) return mhaviz::cli::run_bench(bench);
   if (lessons->parsed()) {
     for (const auto& l : mhaviz::lessons()) std::cout << l.name << "  " << l.description << "\n";

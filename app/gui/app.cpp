@@ -163,6 +163,7 @@ void draw_frame(AppState& s) {
     ImGui::TextDisabled("Hover a cell for details.  Keys: 1-5 stage   [ ] head   E enlarge   C controls   Ctrl+O open   Ctrl+S save");
   }
   ImGui::End();
+  draw_capture_settings(s);
   draw_dialogs(s);
 }
 
@@ -386,6 +387,7 @@ int run(const Options& opts) {
         status = 1;
       }
     }
+    if (s.ui.capture_window_pending) capture_window_now(s);  // the frame just drawn, before the swap
     if (!opts.layout_out.empty() && s.frame >= 3 && written_rects != s.ui.widget_rects) {
       write_layout(s, opts.layout_out);
       written_rects = s.ui.widget_rects;

@@ -33,6 +33,12 @@ struct Settings {
   int window_width = 1280;
   int window_height = 800;
   std::vector<std::string> recent;  // most recent first
+  // Captures (Capture menu): figures are drawn at this scale, light by default for print.
+  int capture_scale = 2;
+  bool capture_caption = true;
+  bool capture_transparent = false;
+  bool capture_light = true;
+  std::string capture_dir;  // empty: $XDG_PICTURES_DIR/mhaviz (else ~/Pictures/mhaviz)
 };
 
 // [SECTION] The document: the session being edited
@@ -141,6 +147,10 @@ struct Ui {
   bool style_dirty = true;
   ImFont* font_ui = nullptr;
   ImFont* font_mono = nullptr;
+  bool capture_settings_open = false;
+  bool capture_window_pending = false;  // read the framebuffer after this frame is drawn
+  std::string capture_dir_edit;
+  std::string last_capture;  // path of the last file saved by a capture or export
 };
 
 struct Paths {
@@ -220,5 +230,17 @@ void draw_heatmap_quad(AppState& s, const HeatmapDraw& d);
 bool write_screenshot(AppState& s, const std::string& path, std::string& error);
 void write_state_dump(AppState& s, const std::string& path);
 void write_layout(AppState& s, const std::string& path);
+std::vector<std::uint8_t> read_framebuffer(AppState& s, int& width, int& height);  // RGBA, top row first
+
+// [SECTION] Capture for teaching (panel_capture.cpp)
+enum class CaptureKind { Shown, Grid, Head, Step, Window };  // Shown: the walkthrough step, enlarged head or grid
+void capture(AppState& s, CaptureKind kind, bool svg = false);  // svg: vector figure instead of PNG
+void capture_window_now(AppState& s);  // after the frame is rendered, before the swap
+void export_matrix(AppState& s, const std::string& format, bool clipboard);  // latex | csv | npy
+std::string capture_folder(const AppState& s);
+void draw_capture_menu(AppState& s);
+void draw_capture_settings(AppState& s);
+void capture_button(AppState& s);
+void handle_capture_shortcuts(AppState& s);  // F12, Shift+F12
 
 }  // namespace mhaviz::gui

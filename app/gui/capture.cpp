@@ -41,19 +41,28 @@ nlohmann::json colormap_table(Colormap c) {
 
 }  // namespace
 
-bool write_screenshot(AppState& s, const std::string& path, std::string& error) {
-  int w = 0, h = 0;
+std::vector<std::uint8_t> read_framebuffer(AppState& s, int& w, int& h) {
   glfwGetFramebufferSize(s.window, &w, &h);
-  std::vector<unsigned char> px(static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * 3);
+  std::vector<std::uint8_t> px(static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * 4);
   glPixelStorei(GL_PACK_ALIGNMENT, 1);
   glReadBuffer(GL_BACK);
-  glReadPixels(0, 0, w, h, GL_RGB, GL_UNSIGNED_BYTE, px.data());
-  // GL rows go bottom-up; PNG rows top-down.
-  std::vector<unsigned char> flipped(px.size());
-  const std::size_t stride = static_cast<std::size_t>(w) * 3;
+  glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, px.data());
+  // GL rows go bottom-up; PNG rows top-down. The window is opaque whatever GL's alpha holds.
+  std::vector<std::uint8_t> flipped(px.size());
+  const std::size_t stride = static_cast<std::size_t>(w) * 4;
   for (int y = 0; y < h; ++y) {
     std::copy_n(px.data() + static_cast<std::size_t>(h - 1 - y) * stride, stride, flipped.data() + static_cast<std::size_t>(y) * stride);
   }
+  for (std::size_t i = 3; i < flipped.size(); i += 4) flipped[i] = 255;
+  return flipped;
+}
+
+bool write_screenshot(AppState& s, const std::string& path, std::string& error) {
+  int w = 0, h = 0;
+  const std::vector<std::uint8_t> rgba = read_framebuffer(s, w, h);
+  std::vector<unsigned char> flipped(static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * 3);
+  for (std::size_t i = 0, n = flipped.size() / 3; i < n; ++i) std::copy_n(rgba.data() + i * 4, 3, flipped.data() + i * 3);
+  const std::size_t stride = static_cast<std::size_t>(w) * 3;
   const std::string tmp = path + ".tmp";
   if (!stbi_write_png(tmp.c_str(), w, h, 3, flipped.data(), static_cast<int>(stride))) {
     error = "cannot write '" + path + "'";

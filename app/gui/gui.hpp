@@ -23,6 +23,7 @@ struct Options {
   std::string layout_out;       // JSON of widget rectangles written once the UI settled (xdotool tests)
   std::string config_dir;       // overrides $XDG_CONFIG_HOME/mhaviz
   std::string state_dir;        // overrides $XDG_STATE_HOME/mhaviz
+  std::string capture_dir;      // overrides the capture folder (tests)
   std::string stage;            // initial stage: scores|masked|scaled|weights|dropped
   int batch = 0;                // initial batch item shown
   int head = -1;                // >= 0: show this head enlarged

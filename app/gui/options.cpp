@@ -27,6 +27,8 @@ void add_options(CLI::App& sub, Options& opts) {
   sub.add_option("--layout-out", opts.layout_out, "Write widget rectangles as JSON once the UI has settled");
   sub.add_option("--config-dir", opts.config_dir, "Settings directory (default $XDG_CONFIG_HOME/mhaviz)");
   sub.add_option("--state-dir", opts.state_dir, "Autosave directory (default $XDG_STATE_HOME/mhaviz)");
+  sub.add_option("--capture-dir", opts.capture_dir,
+                 "Folder for captures and exports (default $XDG_PICTURES_DIR/mhaviz, else ~/Pictures/mhaviz)");
   sub.add_option("--stage", opts.stage, "Initial stage")
       ->check(CLI::IsMember({"scores", "masked", "scaled", "weights", "dropped"}));
   sub.add_option("--batch", opts.batch, "Initial batch item shown")->check(CLI::NonNegativeNumber);

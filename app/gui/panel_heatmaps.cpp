@@ -8,6 +8,7 @@
 #include <string>
 
 #include "app_state.hpp"
+#include "figure/figure.hpp"
 
 namespace mhaviz::gui {
 namespace {
@@ -15,21 +16,7 @@ namespace {
 // [SECTION] Helpers
 bool signed_stage(Stage st) { return st == Stage::Scores || st == Stage::Masked || st == Stage::Scaled; }
 
-struct Range {
-  float vmin, vmax;
-  Colormap cmap;
-  bool log = false;  // logarithmic from vmin > 0 to vmax
-};
-
-// Position on the colour scale (0..1) of a value, and back; as shaders/heatmap.frag maps it.
-float to_t(const Range& r, float v) {
-  if (r.log) return v <= r.vmin ? 0.0f : std::log(v / r.vmin) / std::log(r.vmax / r.vmin);
-  return (v - r.vmin) / (r.vmax - r.vmin);
-}
-float from_t(const Range& r, float t) {
-  if (r.log) return r.vmin * std::pow(r.vmax / r.vmin, t);
-  return r.vmin + t * (r.vmax - r.vmin);
-}
+using Range = ColorScale;
 
 Range range_for(const AppState& s, int head) {
   const Renderer& r = s.renderer;
@@ -51,24 +38,8 @@ Range range_for(const AppState& s, int head) {
     hi = h.vmax;
     take_pos(h.min_positive);
   }
-  Range out{lo, hi, s.settings.colormap};
-  if (signed_stage(s.view.stage) && s.settings.diverging_for_signed) {
-    const float m = std::max(std::fabs(lo), std::fabs(hi));
-    out = {-m, m, Colormap::Diverging};
-  } else if (!signed_stage(s.view.stage)) {
-    out.vmin = std::min(0.0f, lo);  // weights: zero is the bottom of the scale
-    if (s.settings.log_weights && hi > 0.0f && min_pos > 0.0f) {
-      // Four decades at most below the largest weight; zeros sit at the bottom.
-      out.vmin = std::max(min_pos, hi * 1e-4f);
-      out.log = out.vmin < hi;
-      if (!out.log) out.vmin = std::min(0.0f, lo);
-    }
-  }
-  if (!(out.vmax > out.vmin)) {
-    out.vmin -= 0.5f;
-    out.vmax += 0.5f;
-  }
-  return out;
+  return color_scale(lo, hi, min_pos, signed_stage(s.view.stage), s.settings.colormap, s.settings.diverging_for_signed,
+                     s.settings.log_weights);
 }
 
 ImU32 text_color_on(Colormap c, float t) {
@@ -102,24 +73,6 @@ void add_text_vertical(ImDrawList* dl, ImVec2 bottom_left, ImU32 col, const std:
     const float dx = v.pos.x - bottom_left.x, dy = v.pos.y - bottom_left.y;
     v.pos = ImVec2(bottom_left.x + dy, bottom_left.y - dx);
   }
-}
-
-// Enough decimals to tell apart values `step` apart (colorbar ticks).
-std::string format_tick(float v, float step) {
-  char buf[32];
-  const int decimals = std::clamp(static_cast<int>(std::ceil(-std::log10(std::max(1e-9f, std::fabs(step))))) + 1, 2, 6);
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, static_cast<double>(v));
-  return buf;
-}
-
-std::string format_value(float v) {
-  char buf[32];
-  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-  const float a = std::fabs(v);
-  if (a >= 100.0f) std::snprintf(buf, sizeof buf, "%.0f", static_cast<double>(v));
-  else if (a >= 10.0f) std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(v));
-  else std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(v));
-  return buf;
 }
 
 struct LabelPlan {
@@ -170,8 +123,8 @@ TileResult draw_tile(AppState& s, int head, ImVec2 origin, float side, const Lab
   if (s.settings.shared_scale) {
     std::snprintf(title, sizeof title, "Head %d", head);
   } else {
-    std::snprintf(title, sizeof title, "Head %d  [%s, %s]", head, format_value(rg.vmin).c_str(),
-                  format_value(rg.vmax).c_str());
+    std::snprintf(title, sizeof title, "Head %d  [%s, %s]", head, figure::format_value(rg.vmin).c_str(),
+                  figure::format_value(rg.vmax).c_str());
   }
   const bool selected = head == s.view.head;
   dl->AddText(ImVec2(origin.x + lp.left, origin.y), selected ? ImGui::GetColorU32(ImGuiCol_PlotHistogram) : text_col,
@@ -230,7 +183,7 @@ TileResult draw_tile(AppState& s, int head, ImVec2 origin, float side, const Lab
   if (values_fit) {
     float widest = 0.0f;
     for (float v : ht.values) {
-      if (std::isfinite(v)) widest = std::max(widest, ImGui::CalcTextSize(format_value(v).c_str()).x);
+      if (std::isfinite(v)) widest = std::max(widest, ImGui::CalcTextSize(figure::format_value(v).c_str()).x);
     }
     values_fit = cell >= widest + 6.0f;
   }
@@ -239,9 +192,9 @@ TileResult draw_tile(AppState& s, int head, ImVec2 origin, float side, const Lab
       for (int j = 0; j < T; ++j) {
         const float v = ht.values[static_cast<std::size_t>(i * T + j)];
         if (std::isinf(v) && s.view.stage != Stage::Masked && s.view.stage != Stage::Scaled) continue;
-        const std::string txt = format_value(v);
+        const std::string txt = figure::format_value(v);
         const ImVec2 sz = ImGui::CalcTextSize(txt.c_str());
-        const float t = std::isinf(v) ? 0.0f : to_t(rg, v);
+        const float t = std::isinf(v) ? 0.0f : scale_t(rg, v);
         const ImU32 col = std::isinf(v) ? (s.settings.dark ? IM_COL32(235, 235, 235, 255) : IM_COL32(20, 20, 20, 255))
                                         : text_color_on(rg.cmap, t);
         dl->AddText(ImVec2(x0 + (static_cast<float>(j) + 0.5f) * cell - sz.x * 0.5f,
@@ -254,7 +207,7 @@ TileResult draw_tile(AppState& s, int head, ImVec2 origin, float side, const Lab
   // Dropout stage: cells dropout zeroed are crossed out (they are not just small weights).
   if (s.view.stage == Stage::Dropped && tr.dropout_applied() && cell >= 12.0f && !s.opts.hide_cell_values &&
       T <= 64) {
-    const ImU32 col = text_color_on(rg.cmap, to_t(rg, 0.0f));
+    const ImU32 col = text_color_on(rg.cmap, scale_t(rg, 0.0f));
     const float r = cell * (values_fit ? 0.12f : 0.22f);
     for (int i = 0; i < T; ++i) {
       for (int j = 0; j <= i || (!tr.config.causal && j < T); ++j) {
@@ -354,17 +307,10 @@ void draw_colorbar(AppState& s, ImVec2 origin, float height) {
   dl->AddRect(ImVec2(d.x0 - 1, d.y0 - 1), ImVec2(d.x1 + 1, d.y1 + 1), ImGui::GetColorU32(ImGuiCol_Border));
   for (int k = 0; k <= 4; ++k) {
     const float f = static_cast<float>(k) / 4.0f;
-    const float v = from_t(rg, 1.0f - f);
+    const float v = scale_value(rg, 1.0f - f);
     const float y = y0 + f * (y1 - y0);
     dl->AddLine(ImVec2(d.x1, y), ImVec2(d.x1 + 5, y), text_col);
-    std::string txt;
-    if (rg.log) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.2g", static_cast<double>(v));
-      txt = buf;
-    } else {
-      txt = format_tick(v, (rg.vmax - rg.vmin) / 4.0f);
-    }
+    const std::string txt = figure::format_tick(v, (rg.vmax - rg.vmin) / 4.0f, rg.log);
     dl->AddText(ImVec2(d.x1 + 8, y - fh * 0.5f), text_col, txt.c_str());
   }
 }
@@ -455,6 +401,8 @@ void draw_toolbar(AppState& s) {
     ImGui::EndCombo();
   }
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Colormap");
+  flow(button_w("Capture"));
+  capture_button(s);
   // Third row: what is shown.
   ImGui::TextUnformatted(std::string(stage_title(s.view.stage)).c_str());
   char info[128];

@@ -70,9 +70,13 @@ void draw_menu_bar(AppState& s) {
     if (ImGui::MenuItem("Quit", "Ctrl+Q")) s.quit_requested = true;
     ImGui::EndMenu();
   }
-  if (ImGui::BeginMenu("Lessons")) {
+  // Menu and item rectangles go into --layout-out so that tests can switch lessons by mouse.
+  const bool lessons_open = ImGui::BeginMenu("Lessons");
+  record_widget(s, "menu_lessons");
+  if (lessons_open) {
     for (const auto& l : lessons()) {
       if (ImGui::MenuItem(l.name.c_str())) open_lesson(s, l.name);
+      record_widget(s, ("lesson_" + l.name).c_str());
       if (ImGui::IsItemHovered() && !l.description.empty()) ImGui::SetTooltip("%s", l.description.c_str());
     }
     ImGui::EndMenu();
@@ -131,9 +135,11 @@ void draw_menu_bar(AppState& s) {
     }
     ImGui::EndMenu();
   }
+  draw_capture_menu(s);
   if (ImGui::BeginMenu("Help")) {
     ImGui::TextUnformatted("mhaviz: multi-head attention, live.");
     ImGui::TextDisabled("Keys: 1-5 stage, [ ] head, E enlarge, C controls panel, Ctrl+O open, Ctrl+S save.");
+    ImGui::TextDisabled("F12 captures what is shown as a PNG (Shift+F12: the whole window).");
     ImGui::TextDisabled("Hover a cell for its scores, weight and dropout.");
     ImGui::EndMenu();
   }
@@ -149,6 +155,7 @@ void draw_menu_bar(AppState& s) {
 void handle_shortcuts(AppState& s) {
   ImGuiIO& io = ImGui::GetIO();
   if (s.ui.dialog != Dialog::None) return;
+  handle_capture_shortcuts(s);
   if (io.KeyCtrl) {
     if (ImGui::IsKeyPressed(GLFW_KEY_O, false)) start_dialog(s, Dialog::Open);
     if (ImGui::IsKeyPressed(GLFW_KEY_S, false)) {

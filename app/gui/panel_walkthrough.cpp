@@ -1380,6 +1380,8 @@ void draw_controls_row(AppState& s, Frame& f) {
   ImGui::SliderFloat("speed", &w.speed, 0.25f, 4.0f, "%.2fx", ImGuiSliderFlags_Logarithmic);
   ImGui::SameLine();
   ImGui::Checkbox("numbers", &w.values);
+  ImGui::SameLine();
+  capture_button(s);
 }
 
 void draw_step_chips(Frame& f) {

@@ -53,6 +53,11 @@ void load_settings(AppState& s) {
     st.log_weights = j.value("log_weights", st.log_weights);
     st.window_width = std::clamp(j.value("window_width", st.window_width), 320, 16384);
     st.window_height = std::clamp(j.value("window_height", st.window_height), 240, 16384);
+    st.capture_scale = std::clamp(j.value("capture_scale", st.capture_scale), 1, 4);
+    st.capture_caption = j.value("capture_caption", st.capture_caption);
+    st.capture_transparent = j.value("capture_transparent", st.capture_transparent);
+    st.capture_light = j.value("capture_light", st.capture_light);
+    st.capture_dir = j.value("capture_dir", st.capture_dir);
     if (j.contains("recent") && j["recent"].is_array()) {
       st.recent.clear();
       for (const auto& r : j["recent"]) {
@@ -77,6 +82,11 @@ void save_settings(AppState& s) {
       {"log_weights", st.log_weights},
       {"window_width", st.window_width},
       {"window_height", st.window_height},
+      {"capture_scale", st.capture_scale},
+      {"capture_caption", st.capture_caption},
+      {"capture_transparent", st.capture_transparent},
+      {"capture_light", st.capture_light},
+      {"capture_dir", st.capture_dir},
       {"recent", st.recent},
   };
   try {

@@ -1,9 +1,9 @@
-#include "colormap.hpp"
+#include "figure/colormap.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-namespace mhaviz::gui {
+namespace mhaviz::figure {
 namespace {
 
 constexpr Rgb hex(unsigned v) {
@@ -84,4 +84,35 @@ std::array<unsigned char, 3> colormap_lut(Colormap c, int i) {
   return {q(rgb.r), q(rgb.g), q(rgb.b)};
 }
 
-}  // namespace mhaviz::gui
+ColorScale color_scale(float lo, float hi, float min_pos, bool signed_values, Colormap sequential,
+                       bool diverging_for_signed, bool log_scale) {
+  ColorScale out{lo, hi, sequential};
+  if (signed_values && diverging_for_signed) {
+    const float m = std::max(std::fabs(lo), std::fabs(hi));
+    out = {-m, m, Colormap::Diverging};
+  } else if (!signed_values) {
+    out.vmin = std::min(0.0f, lo);  // weights: zero is the bottom of the scale
+    if (log_scale && hi > 0.0f && min_pos > 0.0f) {
+      out.vmin = std::max(min_pos, hi * 1e-4f);
+      out.log = out.vmin < hi;
+      if (!out.log) out.vmin = std::min(0.0f, lo);
+    }
+  }
+  if (!(out.vmax > out.vmin)) {  // one value everywhere: a range around it
+    out.vmin -= 0.5f;
+    out.vmax += 0.5f;
+  }
+  return out;
+}
+
+float scale_t(const ColorScale& r, float v) {
+  if (r.log) return v <= r.vmin ? 0.0f : std::log(v / r.vmin) / std::log(r.vmax / r.vmin);
+  return (v - r.vmin) / (r.vmax - r.vmin);
+}
+
+float scale_value(const ColorScale& r, float t) {
+  if (r.log) return r.vmin * std::pow(r.vmax / r.vmin, t);
+  return r.vmin + t * (r.vmax - r.vmin);
+}
+
+}  // namespace mhaviz::figure

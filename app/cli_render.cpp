@@ -1,0 +1,120 @@
+// `mhaviz render`: the app's figures (a head, the grid of heads, a walkthrough step) as
+// PNG or SVG, drawn on the CPU, so scripts make slides with no display and no GL.
+#include <CLI/CLI.hpp>
+#include <stdexcept>
+
+#include "cli.hpp"
+#include "figure/figure.hpp"
+#include "mhaviz/session.hpp"
+
+namespace mhaviz::cli {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  if (s.size() < suffix.size()) return false;
+  std::string tail = s.substr(s.size() - suffix.size());
+  for (char& c : tail) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return tail == suffix;
+}
+
+bool parse_int(const std::string& s, int& out) {
+  if (s.empty() || s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+  out = std::stoi(s);
+  return true;
+}
+
+}  // namespace
+
+void add_render(CLI::App& app, RenderOptions& o) {
+  auto* sub = app.add_subcommand(
+      "render",
+      "Draw a figure of a session as PNG or SVG: the grid of heads, one head, or a walkthrough step. "
+      "Drawn on the CPU: needs no X server, no display and no OpenGL (works over ssh and in CI).");
+  sub->add_option("session", o.session, "Session file, - for standard input, or a built-in lesson name")->required();
+  sub->add_option("-o,--output", o.output, "OUT.png or OUT.svg (format by extension; written atomically)")->required();
+  sub->add_option("--view", o.view,
+                  "grid (every head), head [N] (one head, also --head N), step [K] (walkthrough step K: "
+                  "number from 0 or name, also --step K); put SESSION before --view")
+      ->expected(1, 2)
+      ->capture_default_str();
+  sub->add_option("--head", o.head, "Head of --view head (default 0)");
+  sub->add_option("--step", o.step, "Walkthrough step of --view step: number from 0 or name (input, project, view, "
+                                    "transpose, chunk, scores, mask, softmax, dropout, context, transpose_back, merge, "
+                                    "concat, out_proj)");
+  sub->add_option("--stage", o.stage, "scores, masked, scaled, weights or dropped")->capture_default_str();
+  sub->add_option("--scale", o.scale, "Pixels per logical pixel, 1 to 4 (PNG size = scale x logical size)")->capture_default_str();
+  sub->add_option("--colormap", o.colormap, "viridis, cividis, magma or diverging (signed scores always use diverging)")
+      ->capture_default_str();
+  sub->add_option("--theme", o.theme, "light (print) or dark")->capture_default_str();
+  sub->add_option("--batch", o.batch, "Batch item shown")->capture_default_str();
+  sub->add_flag("--caption,!--no-caption", o.caption, "Caption: variant, shapes, stage, seed (default on)");
+  sub->add_flag("--transparent", o.transparent, "Transparent background (PNG alpha; no background rect in SVG)");
+  sub->add_flag("--log-scale", o.log_scale, "Logarithmic colour scale for weights (default from 64 tokens on)");
+  sub->add_flag("--linear-scale", o.linear_scale, "Linear colour scale for weights even with many tokens");
+  sub->add_flag("--per-head-scale", o.per_head_scale, "Each head its own colour range (default: one range for all)");
+  sub->add_flag("--no-values", o.no_values, "Never print values inside cells");
+  sub->add_flag("--mistake", o.mistake, "Walkthrough with the seeds' common mistake: merge without the transpose back");
+  sub->add_flag("--eval", o.eval, "Evaluation mode: no dropout");
+  sub->add_option("--cells-json", o.cells_json,
+                  "Also write JSON: every heatmap's cell rectangles in image pixels, values, colormap tables");
+}
+
+int run_render(const RenderOptions& o) {
+  try {
+    figure::Options fo;
+    const bool svg = ends_with(o.output, ".svg");
+    if (!svg && !ends_with(o.output, ".png")) return usage_error("--output: '" + o.output + "' does not end in .png or .svg");
+    if (o.scale < 1 || o.scale > 4) return usage_error("--scale: " + std::to_string(o.scale) + " is out of range [1, 4]");
+    if (!parse_stage(o.stage, fo.stage))
+      return usage_error("--stage: '" + o.stage + "' is not one of scores, masked, scaled, weights, dropped");
+    if (!figure::parse_colormap(o.colormap, fo.colormap))
+      return usage_error("--colormap: '" + o.colormap + "' is not one of viridis, cividis, magma, diverging");
+    if (o.theme != "light" && o.theme != "dark") return usage_error("--theme: '" + o.theme + "' is not one of light, dark");
+    const std::string& kind = o.view.front();
+    if (kind != "grid" && kind != "head" && kind != "step")
+      return usage_error("--view: '" + kind + "' is not one of grid, head, step");
+    if (kind == "grid" && o.view.size() > 1) return usage_error("--view: grid takes no number, got '" + o.view[1] + "'");
+    fo.view = kind == "grid" ? figure::View::Grid : kind == "head" ? figure::View::Head : figure::View::Step;
+    fo.dark = o.theme == "dark";
+    fo.transparent = o.transparent;
+    fo.caption = o.caption;
+    fo.values = !o.no_values;
+    fo.shared_scale = !o.per_head_scale;
+    fo.mistaken = o.mistake;
+    fo.batch = o.batch;
+    fo.head = o.head < 0 ? 0 : o.head;
+    if (fo.view == figure::View::Head && o.view.size() > 1 && !parse_int(o.view[1], fo.head))
+      return usage_error("--view: head '" + o.view[1] + "' is not a head number");
+
+    Session s = load_session(o.session);
+    if (o.eval) s.model.training = false;
+    const Model model = build_model(s.model, s.d_in());
+    const Trace trace = forward(model, s.input_tensor());
+    // With many tokens most weights are near 1/T and a linear scale shows one flat colour.
+    fo.log_scale = o.log_scale || (!o.linear_scale && trace.tokens >= 64);
+    if (fo.view == figure::View::Step) {
+      const std::string arg = o.view.size() > 1 ? o.view[1] : o.step.empty() ? "0" : o.step;
+      if (!figure::parse_step_arg(trace, o.mistake, arg, fo.step))
+        return usage_error("--step: '" + arg + "' is not a step of this variant (0 to " +
+                           std::to_string(figure::step_count(trace, o.mistake) - 1) + ", or a step name)");
+    }
+    const figure::Figure f = figure::build_figure(trace, s.tokens, fo);
+    std::string bytes;
+    if (svg) {
+      bytes = figure::to_svg(f);
+    } else {
+      bytes = figure::encode_png(figure::rasterize(f, o.scale), f.width * o.scale, f.height * o.scale);
+    }
+    write_file_atomic(o.output, bytes);
+    if (!o.cells_json.empty()) write_file_atomic(o.cells_json, figure::sidecar_json(f, svg ? 1 : o.scale, o.output));
+  } catch (const SessionError& e) {
+    return usage_error(e.what());
+  } catch (const std::invalid_argument& e) {
+    return usage_error(e.what());
+  } catch (const std::runtime_error& e) {
+    return usage_error(std::string("output: ") + e.what());
+  }
+  return 0;
+}
+
+}  // namespace mhaviz::cli

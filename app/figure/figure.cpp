@@ -1,0 +1,729 @@
+// Layout of the teaching figures: the heatmap of one head, the grid of every head, and a
+// step of the walkthrough, as a display list in logical pixels (see figure.hpp).
+#include "figure/figure.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+
+#include "figure/text.hpp"
+#include "mhaviz/layout.hpp"
+
+namespace mhaviz::figure {
+namespace {
+
+namespace lay = mhaviz::layout;
+
+// [SECTION] Theme and sizes (logical pixels)
+constexpr float kMargin = 16.0f;
+constexpr float kTitle = 17.0f;   // figure title
+constexpr float kTile = 14.0f;    // "Head 0"
+constexpr float kLabel = 13.0f;   // token labels
+constexpr float kSmall = 12.0f;   // ticks, legend, caption, values
+constexpr float kLabelCap = 10.0f;  // token labels longer than ~10 letters are abbreviated
+
+struct Theme {
+  Color bg, text, dim, masked_a, masked_b, frame;
+};
+
+Theme theme(const Options& o) {
+  Theme t;
+  if (o.dark) {
+    t = {{28, 28, 31, 255}, {235, 235, 235, 255}, {160, 160, 165, 255}, {41, 41, 41, 255}, {77, 77, 77, 255}, {110, 110, 115, 255}};
+  } else {
+    t = {{255, 255, 255, 255}, {20, 20, 20, 255}, {100, 100, 105, 255}, {199, 199, 199, 255}, {235, 235, 235, 255}, {120, 120, 120, 255}};
+  }
+  if (o.transparent) t.bg.a = 0;
+  return t;
+}
+
+Color mix(Color a, Color b, float t) {
+  const auto m = [t](std::uint8_t x, std::uint8_t y) {
+    return static_cast<std::uint8_t>(std::lround(static_cast<float>(x) + (static_cast<float>(y) - static_cast<float>(x)) * t));
+  };
+  return {m(a.r, b.r), m(a.g, b.g), m(a.b, b.b), 255};
+}
+
+float luminance(Color c) {
+  return (0.2126f * static_cast<float>(c.r) + 0.7152f * static_cast<float>(c.g) + 0.0722f * static_cast<float>(c.b)) / 255.0f;
+}
+Color on(Color fill) { return luminance(fill) > 0.5f ? Color{0, 0, 0, 255} : Color{255, 255, 255, 255}; }
+
+// One hue per head, as the walkthrough colours them (Tableau 10, colour-blind friendly order).
+constexpr Color kHead[10] = {{78, 121, 167, 255},  {242, 142, 43, 255}, {89, 161, 79, 255},   {225, 87, 89, 255},
+                             {176, 122, 161, 255}, {118, 183, 178, 255}, {237, 201, 72, 255}, {255, 157, 167, 255},
+                             {156, 117, 95, 255},  {186, 176, 172, 255}};
+Color head_color(int h) { return kHead[static_cast<std::size_t>(((h % 10) + 10) % 10)]; }
+
+// [SECTION] Display list helpers
+struct Builder {
+  Figure f;
+  Theme th;
+  float right = 0, bottom = 0;  // extent of what was placed
+
+  void grow(float x, float y) {
+    right = std::max(right, x);
+    bottom = std::max(bottom, y);
+  }
+  void rect(float x0, float y0, float x1, float y1, Color c, std::string cls = {}, std::string title = {}) {
+    Prim p;
+    p.kind = Prim::Kind::Rect;
+    p.x0 = x0, p.y0 = y0, p.x1 = x1, p.y1 = y1, p.color = c, p.cls = std::move(cls), p.text = std::move(title);
+    f.prims.push_back(std::move(p));
+    grow(x1, y1);
+  }
+  void hatch(float x0, float y0, float x1, float y1, std::string cls, std::string title = {}) {
+    Prim p;
+    p.kind = Prim::Kind::Hatch;
+    p.x0 = x0, p.y0 = y0, p.x1 = x1, p.y1 = y1, p.color = th.masked_a, p.color2 = th.masked_b;
+    p.cls = std::move(cls), p.text = std::move(title);
+    f.prims.push_back(std::move(p));
+    grow(x1, y1);
+  }
+  void line(float x0, float y0, float x1, float y1, Color c, float w, std::string cls = {}) {
+    Prim p;
+    p.kind = Prim::Kind::Line;
+    p.x0 = x0, p.y0 = y0, p.x1 = x1, p.y1 = y1, p.color = c, p.size = w, p.cls = std::move(cls);
+    f.prims.push_back(std::move(p));
+  }
+  // Text with its baseline start at (x, y); align 0 left, 1 centre, 2 right.
+  float text(float x, float y, const std::string& s, float size, Color c, int align = 0, std::string cls = "label",
+             bool vertical = false, bool mono = false) {
+    if (s.empty()) return 0;
+    Prim p;
+    p.kind = Prim::Kind::Text;
+    p.x0 = x, p.y0 = y, p.size = size, p.color = c, p.align = align, p.vertical = vertical, p.mono = mono;
+    p.text = s, p.cls = std::move(cls);
+    const float w = text_width(s, size, mono);
+    if (!vertical) grow(align == 0 ? x + w : align == 1 ? x + w * 0.5f : x, y + size * 0.3f);
+    f.prims.push_back(std::move(p));
+    return w;
+  }
+};
+
+float line_h(float size) { return std::ceil(size * 1.35f); }
+
+
+std::string variant_title(Variant v) {
+  switch (v) {
+    case Variant::Wrapper: return "MultiHeadAttentionWrapper";
+    case Variant::WeightSplit: return "MultiHeadAttention (weight split)";
+    case Variant::FusedQkv: return "MultiHeadAttention (fused qkv_layer)";
+  }
+  return "";
+}
+
+std::string stage_tensor(Stage s) {
+  switch (s) {
+    case Stage::Scores: return "attn_scores";
+    case Stage::Masked: return "attn_scores_masked";
+    case Stage::Scaled: return "attn_scores_scaled";
+    case Stage::Weights: return "attn_weights";
+    case Stage::Dropped: return "attn_weights_dropped";
+  }
+  return "";
+}
+
+std::string model_line(const Trace& tr) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s \xC2\xB7 d_in %d, d_out %d, %d heads of head_dim %d \xC2\xB7 seed %llu",
+                variant_title(tr.config.variant).c_str(), tr.d_in, tr.config.d_out, tr.heads, tr.head_dim,
+                static_cast<unsigned long long>(tr.config.seed));
+  std::string s = buf;
+  if (tr.config.dropout > 0.0) {
+    std::snprintf(buf, sizeof buf, " \xC2\xB7 dropout %.2f (%s)", tr.config.dropout, tr.config.training ? "training" : "eval");
+    s += buf;
+  }
+  if (!tr.config.causal) s += " \xC2\xB7 no causal mask";
+  return s;
+}
+
+// Caption lines at the bottom; returns the new bottom.
+void caption(Builder& B, const Options& o, const std::vector<std::string>& lines) {
+  if (!o.caption) return;
+  float y = B.bottom + 14.0f;
+  B.f.caption_y0 = y;
+  for (const auto& l : lines) {
+    y += line_h(kSmall);
+    B.text(kMargin, y - 4.0f, l, kSmall, B.th.dim, 0, "caption");
+  }
+  B.f.caption_y1 = y + 2.0f;
+  B.grow(0, y);
+}
+
+Figure finish(Builder& B) {
+  B.f.width = static_cast<int>(std::ceil(B.right + kMargin));
+  B.f.height = static_cast<int>(std::ceil(B.bottom + kMargin));
+  B.f.background = B.th.bg;
+  B.f.masked_a = B.th.masked_a;
+  B.f.masked_b = B.th.masked_b;
+  return std::move(B.f);
+}
+
+// [SECTION] Heatmaps
+bool signed_stage(Stage st) { return st == Stage::Scores || st == Stage::Masked || st == Stage::Scaled; }
+bool hatched_stage(Stage st) { return st != Stage::Scores; }  // raw scores are shown unmasked
+
+using Range = ColorScale;
+
+// The same scale the app's heatmap panel uses (panel_heatmaps.cpp range_for).
+Range range_of(const Options& o, const std::vector<std::vector<float>>& heads, int only) {
+  float lo = std::numeric_limits<float>::infinity(), hi = -lo, min_pos = 0.0f;
+  for (std::size_t h = 0; h < heads.size(); ++h) {
+    if (!o.shared_scale && static_cast<int>(h) != only) continue;
+    for (float v : heads[h]) {
+      if (!std::isfinite(v)) continue;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+      if (v > 0.0f) min_pos = min_pos > 0.0f ? std::min(min_pos, v) : v;
+    }
+  }
+  if (!std::isfinite(lo)) lo = hi = 0.0f;
+  return color_scale(lo, hi, min_pos, signed_stage(o.stage), o.colormap, o.diverging_for_signed, o.log_scale);
+}
+
+Color cell_color(const Range& r, float v) {
+  const auto c = colormap_lut(r.cmap, static_cast<int>(std::lround(std::clamp(scale_t(r, v), 0.0f, 1.0f) * 255.0f)));
+  return {c[0], c[1], c[2], 255};
+}
+
+struct LabelPlan {
+  bool show = false;
+  bool vertical = false;
+  float left = 0, top = 0;
+  int step = 1;
+};
+
+// Every step-th token, with a step from 1, 2, 4, 5, 8, 10, 16, 20, 25, 32, ... so that
+// labelled positions are easy to count; labels longer than kLabelCap letters abbreviated.
+LabelPlan plan_labels(const std::vector<std::string>& tokens, float cell) {
+  LabelPlan p;
+  const int T = static_cast<int>(tokens.size());
+  if (cell * static_cast<float>(T) < 60.0f) return p;
+  p.show = true;
+  const int need = std::max(1, static_cast<int>(std::ceil(kLabel * 1.4f / cell)));
+  static constexpr int kNice[] = {1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64, 100, 128, 256, 512, 1024, 2048, 4096};
+  for (int n : kNice) {
+    p.step = n;
+    if (n >= need) break;
+  }
+  const float cap = text_width("abcdefghij", kLabel);
+  float maxw = 0;
+  for (int i = 0; i < T; i += p.step) maxw = std::max(maxw, text_width(tokens[static_cast<std::size_t>(i)], kLabel));
+  const float w = std::min(maxw, cap);
+  p.left = std::ceil(w + 8.0f);
+  p.vertical = maxw > cell * static_cast<float>(p.step) - 4.0f;
+  p.top = std::ceil(p.vertical ? w + 8.0f : line_h(kLabel) + 2.0f);
+  return p;
+}
+
+std::vector<std::vector<float>> head_values(const Trace& tr, const Options& o) {
+  const int T = tr.tokens;
+  std::vector<std::vector<float>> out(static_cast<std::size_t>(tr.heads));
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  for (int h = 0; h < tr.heads; ++h) {
+    auto& v = out[static_cast<std::size_t>(h)];
+    v = tr.stage_matrix(o.stage, o.batch, h);
+    if (hatched_stage(o.stage))
+      for (int i = 0; i < T; ++i)
+        for (int j = 0; j < T; ++j)
+          if (tr.masked(i, j)) v[static_cast<std::size_t>(i * T + j)] = neg_inf;
+  }
+  return out;
+}
+
+// Cells, values, dropout crosses and labels of one head's heatmap at (x0, y0).
+void heatmap(Builder& B, const Trace& tr, const std::vector<std::string>& tokens, const Options& o, int head,
+             const std::vector<float>& vals, const Range& rg, float x0, float y0, float cell, const LabelPlan& lp,
+             bool row_labels, bool col_labels) {
+  const int T = tr.tokens;
+  const bool dropout_marks = o.stage == Stage::Dropped && tr.dropout_applied();
+  // Values when the widest one fits its cell; a thin gap between large cells.
+  bool values = o.values && T <= 48 && cell >= kSmall + 6.0f;
+  if (values) {
+    float widest = 0;
+    for (float v : vals)
+      if (std::isfinite(v) || o.stage == Stage::Masked || o.stage == Stage::Scaled)
+        widest = std::max(widest, text_width(format_value(v), kSmall));
+    values = cell >= widest + 6.0f;
+  }
+  const float gap = cell >= 20.0f ? 1.0f : 0.0f;
+  // The cells are one primitive (a 4096-token head has 16M of them); values and dropout
+  // marks are drawn over them only when cells are large enough to read.
+  HeatmapInfo info;
+  info.head = head;
+  info.x0 = x0, info.y0 = y0, info.cell = cell, info.rows = T, info.cols = T, info.gap = gap;
+  info.vmin = rg.vmin, info.vmax = rg.vmax, info.cmap = rg.cmap, info.log = rg.log;
+  info.values = vals;
+  info.colors.resize(vals.size());
+  for (std::size_t k = 0; k < vals.size(); ++k) {
+    const float v = vals[k];
+    info.colors[k] = std::isinf(v) && v < 0 ? B.th.masked_a : cell_color(rg, v);
+  }
+  if (cell >= 4.0f) info.row_names = info.col_names = tokens;
+  Prim cells;
+  cells.kind = Prim::Kind::Cells;
+  cells.heatmap = static_cast<int>(B.f.heatmaps.size());
+  cells.x0 = x0, cells.y0 = y0, cells.x1 = x0 + cell * static_cast<float>(T), cells.y1 = y0 + cell * static_cast<float>(T);
+  cells.color = B.th.masked_a, cells.color2 = B.th.masked_b;
+  B.f.prims.push_back(cells);
+  B.grow(cells.x1, cells.y1);
+  B.f.cells += T * T;
+  if (values || dropout_marks) {
+    for (int i = 0; i < T; ++i)
+      for (int j = 0; j < T; ++j) {
+        const float v = vals[static_cast<std::size_t>(i * T + j)];
+        const Color fill = info.colors[static_cast<std::size_t>(i * T + j)];
+        const float cx0 = x0 + static_cast<float>(j) * cell, cy0 = y0 + static_cast<float>(i) * cell;
+        const bool masked = std::isinf(v) && v < 0;
+        const bool dropped = dropout_marks && !tr.masked(i, j) && !tr.kept(o.batch, head, i, j);
+        if (values && (!masked || o.stage == Stage::Masked || o.stage == Stage::Scaled)) {
+          const Color tc = masked ? B.th.text : on(fill);
+          const float ty = cy0 + (cell - gap) * 0.5f + text_ascent(kSmall) * 0.5f - 1.0f;
+          B.text(cx0 + (cell - gap) * (dropped ? 0.42f : 0.5f), ty, format_value(v), kSmall, tc, 1, "value");
+        }
+        if (dropped && cell >= 8.0f) {
+          const Color lc = on(fill);
+          const float r = cell * (values ? 0.1f : 0.22f);
+          const float mx = cx0 + (cell - gap) * (values ? 0.84f : 0.5f), my = cy0 + (cell - gap) * (values ? 0.18f : 0.5f);
+          B.line(mx - r, my - r, mx + r, my + r, lc, 1.5f, "dropped");
+          B.line(mx - r, my + r, mx + r, my - r, lc, 1.5f, "dropped");
+        }
+      }
+  }
+  B.f.heatmaps.push_back(std::move(info));
+  if (!lp.show) return;
+  const float maxw = lp.left - 8.0f;
+  if (row_labels)
+    for (int i = 0; i < T; i += lp.step) {
+      const float cy = y0 + (static_cast<float>(i) + 0.5f) * cell;
+      B.text(x0 - 5.0f, cy + text_ascent(kLabel) * 0.5f - 1.0f, fit_text(tokens[static_cast<std::size_t>(i)], kLabel, maxw), kLabel,
+             B.th.text, 2);
+    }
+  if (col_labels)
+    for (int j = 0; j < T; j += lp.step) {
+      const float cx = x0 + (static_cast<float>(j) + 0.5f) * cell;
+      if (lp.vertical) {
+        B.text(cx + text_ascent(kLabel) * 0.5f - 1.0f, y0 - 5.0f, fit_text(tokens[static_cast<std::size_t>(j)], kLabel, lp.top - 8.0f),
+               kLabel, B.th.text, 0, "label", true);
+      } else {
+        B.text(cx, y0 - 6.0f, tokens[static_cast<std::size_t>(j)], kLabel, B.th.text, 1);
+      }
+    }
+}
+
+void colorbar(Builder& B, const Range& rg, float x, float y0, float h, const std::string& title) {
+  const float w = 16.0f;
+  B.text(x, y0 - 8.0f, title, kSmall, B.th.dim, 0, "colorbar-title");
+  B.rect(x - 1, y0 - 1, x + w + 1, y0 + h + 1, B.th.frame, "colorbar-frame");
+  Prim p;
+  p.kind = Prim::Kind::Gradient;
+  p.x0 = x, p.y0 = y0, p.x1 = x + w, p.y1 = y0 + h, p.cmap = rg.cmap, p.cls = "colorbar";
+  B.f.prims.push_back(p);
+  for (int k = 0; k <= 4; ++k) {
+    const float f = static_cast<float>(k) / 4.0f;
+    const float y = y0 + f * h;
+    B.line(x + w, y, x + w + 5, y, B.th.text, 1.0f, "tick");
+    B.text(x + w + 8, y + text_ascent(kSmall) * 0.5f - 1.0f, format_tick(scale_value(rg, 1.0f - f), (rg.vmax - rg.vmin) / 4.0f, rg.log),
+           kSmall, B.th.text, 0, "tick");
+  }
+}
+
+// Legend under the heatmaps: the hatch of masked cells and the dropout cross.
+void legend(Builder& B, const Trace& tr, const Options& o, float x, float y) {
+  float lx = x;
+  if (hatched_stage(o.stage) && tr.config.causal) {
+    B.hatch(lx, y, lx + 16, y + 13, "legend-masked");
+    lx += 22;
+    lx += B.text(lx, y + 11, "masked (key after the query)", kSmall, B.th.text) + 18;
+  }
+  if (o.stage == Stage::Dropped && tr.dropout_applied()) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "\xC3\x97 dropped; kept weights \xC3\x97 1/(1 \xE2\x88\x92 %.2f)", tr.config.dropout);
+    B.text(lx, y + 11, buf, kSmall, B.th.text);
+  }
+  B.grow(0, y + 14);
+}
+
+Figure heatmap_figure(const Trace& tr, const std::vector<std::string>& tokens, const Options& o) {
+  Builder B;
+  B.th = theme(o);
+  const int T = tr.tokens, H = tr.heads;
+  const bool one = o.view == View::Head;
+  const std::vector<std::vector<float>> vals = head_values(tr, o);
+  // Header: what is shown.
+  float y = kMargin + text_ascent(kTitle);
+  B.text(kMargin, y, std::string(stage_title(o.stage)), kTitle, B.th.text, 0, "title");
+  y += line_h(kSmall) + 2;
+  char sub[160];
+  std::snprintf(sub, sizeof sub, "%s%s \xC2\xB7 batch item %d \xC2\xB7 rows: queries, columns: keys", one ? "head " : "",
+                one ? std::to_string(o.head).c_str() : (std::to_string(H) + " heads").c_str(), o.batch);
+  B.text(kMargin, y, sub, kSmall, B.th.dim, 0, "subtitle");
+  y += 12;
+
+  // Tiles: cell size in whole logical pixels (identical cells at every scale).
+  const int cols = one ? 1 : (H <= 4 ? H : static_cast<int>(std::ceil(std::sqrt(static_cast<double>(H) * 4.0 / 3.0))));
+  const int rows = one ? 1 : (H + cols - 1) / cols;
+  const float target = one ? 512.0f : (H <= 4 ? 320.0f : 256.0f);
+  const float cell = std::clamp(std::floor(target / static_cast<float>(T)), 1.0f, one ? 72.0f : 56.0f);
+  const float side = cell * static_cast<float>(T);
+  const LabelPlan lp = plan_labels(tokens, cell);
+  // With few tokens the labels are the lesson: every tile gets them. With many, the axes
+  // are shared (rows on the left column, keys over the top row) to keep tiles close.
+  const bool per_tile = one || T <= 32;
+  const float gap = 18.0f;
+  const float title_h = line_h(kTile) + 2;
+  const float pitch_x = side + gap + (per_tile ? lp.left : 0.0f);
+  const float pitch_y = side + gap + title_h + (per_tile ? lp.top : 0.0f);
+  const float gx = kMargin + lp.left;
+  const float gy = y + title_h + lp.top;
+  Range shared = range_of(o, vals, o.head);
+  for (int k = 0; k < (one ? 1 : H); ++k) {
+    const int head = one ? o.head : k;
+    const int c = k % cols, r = k / cols;
+    const float hx = gx + static_cast<float>(c) * pitch_x, hy = gy + static_cast<float>(r) * pitch_y;
+    const Range rg = o.shared_scale ? shared : range_of(o, vals, head);
+    const bool rl = per_tile || c == 0, cl = per_tile || r == 0;
+    heatmap(B, tr, tokens, o, head, vals[static_cast<std::size_t>(head)], rg, hx, hy, cell, lp, rl, cl);
+    std::string t = "Head " + std::to_string(head);
+    if (!o.shared_scale) t += "  [" + format_value(rg.vmin) + ", " + format_value(rg.vmax) + "]";
+    B.text(hx, hy - (cl && lp.show ? lp.top : 0.0f) - 6.0f, t, kTile, B.th.text, 0, "head-title");
+  }
+  const float grid_right = gx + static_cast<float>(cols - 1) * pitch_x + side;
+  const float grid_bottom = gy + static_cast<float>(rows - 1) * pitch_y + side;
+  // Colorbar: the shared range, or the selected head's (per-head ranges are in the titles).
+  const Range bar = o.shared_scale ? shared : range_of(o, vals, o.head);
+  const float bar_h = std::clamp(side, 120.0f, 320.0f);
+  const std::string bar_title = std::string(signed_stage(o.stage) ? "score" : "weight") + (bar.log ? " (log)" : "");
+  colorbar(B, bar, grid_right + 28.0f, gy, std::min(bar_h, grid_bottom - gy), bar_title);
+  legend(B, tr, o, kMargin, grid_bottom + 12.0f);
+  const Shape sh{tr.batch, tr.heads, tr.tokens, tr.tokens};
+  std::string what = stage_tensor(o.stage) + " " + shape_string(sh) + ", batch item " + std::to_string(o.batch);
+  if (one) what += ", head " + std::to_string(o.head);
+  what += " \xC2\xB7 stage " + std::to_string(static_cast<int>(o.stage) + 1) + " of 5: " + std::string(stage_name(o.stage)) + " \xC2\xB7 " +
+          std::to_string(T) + " tokens";
+  if (bar.log) what += " \xC2\xB7 log colour scale";
+  caption(B, o, {model_line(tr), what});
+  return finish(B);
+}
+
+// [SECTION] A step of the walkthrough
+struct StepCtx {
+  const Trace& tr;
+  const Options& o;
+  lay::Dims dims;
+  Tensor mistaken;  // the mistaken merge, when asked for
+};
+
+float at(const Tensor& t, std::int64_t i) { return i >= 0 && i < t.numel() ? t.data[static_cast<std::size_t>(i)] : 0.0f; }
+const Tensor& proj(const Trace& tr, int p) { return p == 0 ? tr.queries : p == 1 ? tr.keys : tr.values; }
+const Tensor& per_head(const Trace& tr, int p) { return p == 0 ? tr.q : p == 1 ? tr.k : tr.v; }
+
+// The value the walkthrough shows for element `flat` of a step's layout (batch item o.batch).
+float step_value(const StepCtx& c, lay::Step st, std::int64_t flat) {
+  const Trace& tr = c.tr;
+  const lay::Layout l = lay::step_layout(st, c.dims);
+  const std::int64_t per = l.pane_numel();
+  const int pane = static_cast<int>(flat / per);
+  const std::int64_t r = flat % per;
+  const std::int64_t off = static_cast<std::int64_t>(c.o.batch) * per + r;
+  const Variant v = tr.config.variant;
+  switch (st) {
+    case lay::Step::Input: return at(tr.input, off);
+    case lay::Step::Project:
+      if (v == Variant::Wrapper) return at(per_head(tr, pane), off);
+      if (v == Variant::FusedQkv) return at(tr.qkv, off);
+      return at(proj(tr, pane), off);
+    case lay::Step::View: return v == Variant::FusedQkv ? at(tr.qkv, off) : at(proj(tr, pane), off);
+    case lay::Step::Transpose:
+      if (v == Variant::FusedQkv) {
+        const lay::Layout vl = lay::step_layout(lay::Step::View, c.dims);
+        return at(tr.qkv, static_cast<std::int64_t>(c.o.batch) * per + lay::move_index_inverse(lay::Move::Transpose, vl, l, r));
+      }
+      return at(per_head(tr, pane), off);
+    case lay::Step::Chunk: return at(per_head(tr, pane), off);
+    case lay::Step::Scores: return at(tr.scores, off);
+    case lay::Step::Mask: {
+      const lay::Cell cl = lay::cell_of(l, flat);
+      if (tr.masked(static_cast<int>(cl.row), static_cast<int>(cl.col))) return -std::numeric_limits<float>::infinity();
+      return at(tr.scores, off);
+    }
+    case lay::Step::Softmax: return at(tr.weights, off);
+    case lay::Step::Dropout: return at(tr.weights_after_dropout(), off);
+    case lay::Step::Context: return at(tr.context, off);
+    case lay::Step::TransposeBack: {
+      const lay::Layout cl = lay::step_layout(lay::Step::Context, c.dims);
+      return at(tr.context, static_cast<std::int64_t>(c.o.batch) * per + lay::move_index_inverse(lay::Move::Transpose, cl, l, r));
+    }
+    case lay::Step::Merge: return at(c.o.mistaken && v != Variant::Wrapper ? c.mistaken : tr.context_merged, off);
+    case lay::Step::Concat: return at(tr.context_merged, off);
+    case lay::Step::OutProj: return at(tr.output, off);
+  }
+  return 0.0f;
+}
+
+std::vector<std::string> pane_names(const Trace& tr, lay::Step st, const Options& o) {
+  const Variant v = tr.config.variant;
+  switch (st) {
+    case lay::Step::Input: return {"X"};
+    case lay::Step::Project:
+      if (v == Variant::Wrapper) return {"Q_i", "K_i", "V_i"};
+      if (v == Variant::FusedQkv) return {"qkv"};
+      return {"queries", "keys", "values"};
+    case lay::Step::View:
+      if (v == Variant::FusedQkv) return {"qkv.view"};
+      return {"queries.view", "keys.view", "values.view"};
+    case lay::Step::Transpose:
+      if (v == Variant::FusedQkv) return {"qkv.permute"};
+      return {"q", "k", "v"};
+    case lay::Step::Chunk: return {"q", "k", "v"};
+    case lay::Step::Scores: return {"attn_scores"};
+    case lay::Step::Mask: return {"masked scores"};
+    case lay::Step::Softmax: return {"attn_weights"};
+    case lay::Step::Dropout: return {"attn_weights after dropout"};
+    case lay::Step::Context: return {"context_vec"};
+    case lay::Step::TransposeBack: return {"context_vec.transpose(1, 2)"};
+    case lay::Step::Merge: return {o.mistaken && v != Variant::Wrapper ? "plain reshape (the mistake)" : "context_vec"};
+    case lay::Step::Concat: return {"torch.cat(..., dim=-1)"};
+    case lay::Step::OutProj: return {"output"};
+  }
+  return {""};
+}
+
+bool attention_step(lay::Step st) {
+  return st == lay::Step::Scores || st == lay::Step::Mask || st == lay::Step::Softmax || st == lay::Step::Dropout;
+}
+
+Figure step_figure(const Trace& tr, const std::vector<std::string>& tokens, const Options& o) {
+  Builder B;
+  B.th = theme(o);
+  StepCtx ctx{tr, o, {tr.config.variant, 1, tr.tokens, tr.d_in, tr.heads, tr.head_dim}, {}};
+  if (o.mistaken && tr.config.variant != Variant::Wrapper) ctx.mistaken = mistaken_merge(tr);
+  const std::vector<lay::Step> steps = lay::steps_for(tr.config.variant, o.mistaken);
+  const lay::Step st = steps[static_cast<std::size_t>(o.step)];
+  const Variant v = tr.config.variant;
+
+  // Header: step, PyTorch line, shape as the seeds write it and as it is here.
+  float y = kMargin + text_ascent(kTitle);
+  B.text(kMargin, y, "Step " + std::to_string(o.step + 1) + " of " + std::to_string(steps.size()) + ": " + std::string(lay::step_title(st, v)),
+         kTitle, B.th.text, 0, "title");
+  y += line_h(kLabel) + 2;
+  B.text(kMargin, y, std::string(lay::step_code(st, v)), kLabel, B.th.text, 0, "code", false, true);
+  lay::Layout l = lay::step_layout(st, ctx.dims);
+  Shape sh = l.shape();
+  sh[0] = tr.batch;
+  y += line_h(kSmall) + 2;
+  B.text(kMargin, y, std::string(lay::step_shape(st, v)) + " = " + shape_string(sh) + " \xC2\xB7 batch item " + std::to_string(o.batch) + " shown",
+         kSmall, B.th.dim, 0, "shape");
+  y += 14;
+
+  // Window large tensors (first rows/columns, an ellipsis, the last), as the app does.
+  l.max_rows = 12;
+  l.max_cols = 12;
+  l.max_blocks = 6;
+  // Blocks side by side as far as that makes the cells larger (ties: fewer columns).
+  const std::int64_t nblocks = l.block_axis().slots();
+  const auto fit = [&l](int bcols) {
+    l.block_cols = bcols;
+    float cs = 40.0f;
+    for (int it = 0; it < 3; ++it) {
+      l.block_gap = std::max(0.5f, 24.0f / cs);
+      l.pane_gap = std::max(1.0f, 30.0f / cs);
+      l.block_gap_x = std::max(1.0f, 40.0f / cs);
+      const lay::Point e = lay::extent(l);
+      cs = std::clamp(std::floor(std::min(1000.0f / e.x, 600.0f / e.y)), 10.0f, 44.0f);
+    }
+    return cs;
+  };
+  int best_cols = 1;
+  float cs = fit(1);
+  if (l.kind != lay::Kind::Matrix)
+    for (int bc = 2; bc <= std::min<std::int64_t>(nblocks, 4); ++bc) {
+      const float c = fit(bc);
+      if (c > cs) cs = c, best_cols = bc;
+    }
+  cs = fit(best_cols);
+  const int row_step = std::max(1, static_cast<int>(std::ceil((kSmall + 2.0f) / cs)));
+  const bool labels_rows_tokens = l.kind != lay::Kind::TokenBlocks;
+  float tokw = 0;
+  for (const auto& t : tokens) tokw = std::max(tokw, std::min(text_width(t, kSmall), text_width("abcdefghij", kSmall)));
+  const float left = std::ceil((labels_rows_tokens ? tokw : text_width("head 00", kSmall)) + 10.0f);
+  const std::vector<std::string> names = pane_names(tr, st, o);
+  const float ox = kMargin + left, oy = y + line_h(kLabel) + 4.0f + line_h(kSmall) + 2.0f;
+
+  // Scale of attention steps: |v| relative to the largest |v| drawn.
+  float vmax = 0;
+  const lay::Axis ba = l.block_axis(), ra = l.row_axis(), ca = l.col_axis();
+  const auto each = [&](auto fn) {
+    for (int pane = 0; pane < l.panes; ++pane)
+      for (std::int64_t bs = 0; bs < ba.slots(); ++bs)
+        for (std::int64_t rs = 0; rs < ra.slots(); ++rs)
+          for (std::int64_t cs_ = 0; cs_ < ca.slots(); ++cs_) fn(pane, bs, rs, cs_);
+  };
+  each([&](int pane, std::int64_t bs, std::int64_t rs, std::int64_t c_) {
+    const lay::Cell c{pane, ba.index_at(bs), ra.index_at(rs), ca.index_at(c_)};
+    if (c.block < 0 || c.row < 0 || c.col < 0) return;
+    const float val = step_value(ctx, st, lay::index_of(l, c));
+    if (std::isfinite(val)) vmax = std::max(vmax, std::fabs(val));
+  });
+  if (!(vmax > 0)) vmax = 1;
+  float widest = 0;
+  for (float t : {-0.99f, 0.99f, -9.99f}) widest = std::max(widest, text_width(format_value(t), kSmall));
+  const bool values = o.values && cs >= widest + 5.0f;
+  const Color neutral = o.dark ? Color{84, 97, 117, 255} : Color{158, 173, 199, 255};
+  const Color bg_solid{B.th.bg.r, B.th.bg.g, B.th.bg.b, 255};
+  const auto px = [&](lay::Point p) { return std::pair<float, float>{ox + std::round(p.x * cs), oy + std::round(p.y * cs)}; };
+
+  each([&](int pane, std::int64_t bs, std::int64_t rs, std::int64_t c_) {
+    const auto [x, yy] = px(lay::slot_point(l, pane, bs, rs, c_));
+    const lay::Cell c{pane, ba.index_at(bs), ra.index_at(rs), ca.index_at(c_)};
+    if (c.block < 0 || c.row < 0 || c.col < 0) {
+      // One ellipsis per hidden run, in the first cell of the run's slot.
+      const bool first = (c.block < 0 && rs == 0 && c_ == 0) || (c.block >= 0 && c.row < 0 && c_ == 0) ||
+                         (c.block >= 0 && c.row >= 0 && c.col < 0);
+      if (first) B.text(x + cs * 0.5f, yy + cs * 0.5f + text_ascent(kSmall) * 0.5f, c.row < 0 && c.block >= 0 ? "\xE2\x8B\xAE" : "\xE2\x8B\xAF", kSmall, B.th.dim, 1, "ellipsis");
+      return;
+    }
+    const std::int64_t flat = lay::index_of(l, c);
+    const float val = step_value(ctx, st, flat);
+    const int i = static_cast<int>(c.row), j = static_cast<int>(c.col);
+    const bool masked = st == lay::Step::Mask && tr.masked(i, j);
+    const bool dropped = st == lay::Step::Dropout && tr.dropout_applied() && !tr.masked(i, j) &&
+                         !tr.kept(o.batch, static_cast<int>(c.block), i, j);
+    const int head = lay::head_of(l, c);
+    Color fill = st == lay::Step::Input || st == lay::Step::OutProj ? neutral : head >= 0 ? head_color(head) : Color{128, 128, 140, 255};
+    if (st == lay::Step::Merge) {
+      const lay::HeadIndex src = o.mistaken && v != Variant::Wrapper
+                                     ? lay::mistaken_source(0, c.row, c.col, tr.tokens, tr.heads, tr.head_dim)
+                                     : lay::split_column(0, c.row, c.col, tr.head_dim);
+      fill = head_color(static_cast<int>(src.head));
+    }
+    const int part = lay::part_of(l, c);
+    if (part > 0) fill = mix(fill, o.dark ? Color{25, 25, 25, 255} : Color{255, 255, 255, 255}, part == 1 ? 0.28f : 0.5f);
+    if (attention_step(st)) fill = mix(bg_solid, fill, 0.18f + 0.82f * (std::isfinite(val) ? std::min(1.0f, std::fabs(val) / vmax) : 0.0f));
+    const float pad = cs >= 14.0f ? 1.0f : 0.0f;
+    std::string title = lay::index_string({o.batch, c.block, c.row, c.col}) + " = " + format_value(val);
+    if (masked) {
+      B.hatch(x + pad, yy + pad, x + cs - pad, yy + cs - pad, "cell masked", title);
+    } else if (dropped) {
+      B.rect(x + pad, yy + pad, x + cs - pad, yy + cs - pad, bg_solid, "cell dropped", title);
+      B.line(x + pad, yy + pad, x + cs - pad, yy + cs - pad, B.th.dim, 1.0f, "dropped");
+    } else {
+      B.rect(x + pad, yy + pad, x + cs - pad, yy + cs - pad, fill, "cell", title);
+    }
+    ++B.f.cells;
+    if (values) {
+      const Color tc = masked ? B.th.text : dropped ? B.th.dim : on(fill);
+      B.text(x + cs * 0.5f, yy + cs * 0.5f + text_ascent(kSmall) * 0.5f - 1.0f, dropped ? "0" : format_value(val), kSmall, tc, 1, "value");
+    }
+  });
+
+  // Pane titles, block labels (head i / token), row labels on the left of the first block column.
+  for (int pane = 0; pane < l.panes; ++pane) {
+    const auto [x, yy] = px(lay::slot_point(l, pane, 0, 0, 0));
+    const std::string nm = pane < static_cast<int>(names.size()) ? names[static_cast<std::size_t>(pane)] : names.back();
+    B.text(x, yy - line_h(kSmall) - 6.0f, nm + "  " + shape_string(sh), kLabel, B.th.text, 0, "pane-title");
+    for (std::int64_t bs = 0; bs < ba.slots(); ++bs) {
+      const std::int64_t block = ba.index_at(bs);
+      if (block < 0) continue;
+      const auto [bx, by] = px(lay::slot_point(l, pane, bs, 0, 0));
+      std::string bl;
+      if (l.kind == lay::Kind::HeadBlocks) bl = "head " + std::to_string(block % tr.heads);
+      else if (l.kind == lay::Kind::TokenBlocks) bl = fit_text(tokens[static_cast<std::size_t>(block % tr.tokens)], kSmall, cs * static_cast<float>(ca.slots()));
+      if (!bl.empty()) B.text(bx, by - 4.0f, bl, kSmall, l.kind == lay::Kind::HeadBlocks ? head_color(static_cast<int>(block % tr.heads)) : B.th.dim, 0, "block-label");
+      if (pane != 0 || (bx - ox) > 1.0f) continue;  // row labels left of the first column of blocks
+      for (std::int64_t rs = 0; rs < ra.slots(); ++rs) {
+        const std::int64_t row = ra.index_at(rs);
+        if (row < 0 || (rs % row_step != 0 && rs != ra.slots() - 1)) continue;
+        const auto [rx, ry] = px(lay::slot_point(l, pane, bs, rs, 0));
+        const std::string rl = labels_rows_tokens ? fit_text(tokens[static_cast<std::size_t>(row % tr.tokens)], kSmall, left - 10.0f)
+                                                  : "head " + std::to_string(row);
+        B.text(rx - 5.0f, ry + cs * 0.5f + text_ascent(kSmall) * 0.5f - 1.0f, rl, kSmall, B.th.text, 2);
+      }
+    }
+  }
+  // Legend: one hue per head.
+  float lx = kMargin, ly = B.bottom + 14.0f;
+  for (int h = 0; h < std::min(tr.heads, 10); ++h) {
+    B.rect(lx, ly, lx + 13, ly + 13, head_color(h), "legend-head");
+    lx += 18 + B.text(lx + 18, ly + 11, "head " + std::to_string(h), kSmall, B.th.text) + 12;
+  }
+  if (tr.heads > 10) B.text(lx, ly + 11, "(colours repeat every 10 heads)", kSmall, B.th.dim);
+  if (st == lay::Step::Mask) {
+    lx = std::max(lx, kMargin);
+    ly += 20;
+    B.hatch(kMargin, ly, kMargin + 16, ly + 13, "legend-masked");
+    B.text(kMargin + 22, ly + 11, "masked: -inf (key after the query)", kSmall, B.th.text);
+  }
+  B.grow(0, ly + 14);
+  caption(B, o, {model_line(tr), "walkthrough step " + std::to_string(o.step + 1) + " of " + std::to_string(steps.size()) + ": " + std::string(lay::step_name(st)) +
+                                     " \xC2\xB7 " + std::to_string(tr.tokens) + " tokens"});
+  return finish(B);
+}
+
+}  // namespace
+
+int step_count(const Trace& trace, bool mistaken) {
+  return static_cast<int>(lay::steps_for(trace.config.variant, mistaken).size());
+}
+
+bool parse_step_arg(const Trace& trace, bool mistaken, const std::string& arg, int& out) {
+  const auto steps = lay::steps_for(trace.config.variant, mistaken);
+  lay::Step s;
+  if (lay::parse_step(arg, s)) {
+    for (std::size_t i = 0; i < steps.size(); ++i)
+      if (steps[i] == s) {
+        out = static_cast<int>(i);
+        return true;
+      }
+    return false;
+  }
+  if (arg.empty() || arg.size() > 4 || arg.find_first_not_of("0123456789") != std::string::npos) return false;
+  const int k = std::stoi(arg);
+  if (k < 0 || k >= static_cast<int>(steps.size())) return false;
+  out = k;
+  return true;
+}
+
+Figure build_figure(const Trace& trace, const std::vector<std::string>& tokens, const Options& o) {
+  if (o.batch < 0 || o.batch >= trace.batch)
+    throw std::invalid_argument("--batch: " + std::to_string(o.batch) + " is out of range [0, " + std::to_string(trace.batch - 1) + "]");
+  if (static_cast<int>(tokens.size()) != trace.tokens) throw std::invalid_argument("tokens: the trace and the token list differ");
+  if (o.view == View::Step) {
+    const int n = step_count(trace, o.mistaken);
+    if (o.step < 0 || o.step >= n)
+      throw std::invalid_argument("--step: " + std::to_string(o.step) + " is out of range [0, " + std::to_string(n - 1) + "]");
+    return step_figure(trace, tokens, o);
+  }
+  if (o.view == View::Head && (o.head < 0 || o.head >= trace.heads))
+    throw std::invalid_argument("--head: " + std::to_string(o.head) + " is out of range [0, " + std::to_string(trace.heads - 1) + "]");
+  Options oo = o;
+  if (oo.view == View::Grid) oo.head = std::clamp(o.head, 0, trace.heads - 1);
+  return heatmap_figure(trace, tokens, oo);
+}
+
+// [SECTION] Numbers as the app and the figures print them
+std::string format_value(float v) {
+  char buf[32];
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  const float a = std::fabs(v);
+  if (a >= 100.0f) std::snprintf(buf, sizeof buf, "%.0f", static_cast<double>(v));
+  else if (a >= 10.0f) std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(v));
+  else std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(v));
+  return buf;
+}
+
+std::string format_tick(float v, float step, bool log) {
+  char buf[32];
+  if (log) {
+    std::snprintf(buf, sizeof buf, "%.2g", static_cast<double>(v));
+    return buf;
+  }
+  const int decimals = std::clamp(static_cast<int>(std::ceil(-std::log10(std::max(1e-9f, std::fabs(step))))) + 1, 2, 6);
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, static_cast<double>(v));
+  return buf;
+}
+
+}  // namespace mhaviz::figure

@@ -1,0 +1,111 @@
+// Teaching figures drawn on the CPU: no display, no GL context. `mhaviz render` and the
+// app's Capture menu both go through here, so a slide made from a script and one captured
+// in class look the same.
+//
+// build_figure() lays a figure out once in logical pixels (a display list); rasterize()
+// draws it at an integer scale (output size = scale x logical size exactly) and to_svg()
+// writes the same list as SVG. Cell positions are whole logical pixels, so every cell of
+// a heatmap covers the same number of output pixels at every scale.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "figure/colormap.hpp"
+#include "mhaviz/trace.hpp"
+
+namespace mhaviz::figure {
+
+enum class View { Grid, Head, Step };
+
+struct Options {
+  View view = View::Grid;
+  int head = 0;        // View::Head
+  int step = 0;        // View::Step: index into layout::steps_for(variant, mistaken)
+  bool mistaken = false;  // View::Step: the seeds' merge without the transpose back
+  Stage stage = Stage::Weights;
+  int batch = 0;
+  Colormap colormap = Colormap::Viridis;  // sequential stages (weights, dropped)
+  bool diverging_for_signed = true;       // signed score stages use the diverging map
+  bool shared_scale = true;               // one value range for all heads
+  bool log_scale = false;                 // weights on a logarithmic scale (long sequences)
+  bool values = true;                     // numbers in cells when they fit
+  bool dark = false;
+  bool transparent = false;
+  bool caption = true;
+};
+
+struct Color {
+  std::uint8_t r = 0, g = 0, b = 0, a = 255;
+};
+
+// One drawing primitive, in logical pixels.
+struct Prim {
+  enum class Kind { Rect, Hatch, Text, Line, Gradient, Cells };
+  Kind kind = Kind::Rect;
+  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // rect corners; line ends; text anchor (x0, baseline y0)
+  Color color, color2;                   // hatch: stripes color2 over color
+  float size = 0;                        // text: font pixel height; line: width
+  int align = 0;                         // text: 0 left, 1 centre, 2 right (of the reading direction)
+  bool vertical = false;                 // text reads bottom to top, anchor = start of the baseline
+  bool mono = false;                     // text in DejaVu Sans Mono
+  Colormap cmap = Colormap::Viridis;     // gradient: t = 1 at y0, 0 at y1
+  int heatmap = -1;                      // cells: index into Figure::heatmaps (one class "cell" rect per cell)
+  std::string text;
+  std::string cls;                       // SVG class: "cell", "cell masked", "label", "caption", ...
+};
+
+// A heatmap as drawn: where its cells are and what they hold (sidecars and tests).
+struct HeatmapInfo {
+  int head = 0;
+  float x0 = 0, y0 = 0, cell = 1;  // logical pixels; cell (i, j) at (x0 + j*cell, y0 + i*cell)
+  int rows = 0, cols = 0;
+  float vmin = 0, vmax = 1;
+  Colormap cmap = Colormap::Viridis;
+  bool log = false;
+  std::vector<float> values;  // row-major; masked cells -inf
+  std::vector<Color> colors;  // row-major fill of each cell (masked cells: hatched instead)
+  float gap = 0;              // background left between cells (right and bottom of each cell)
+  std::vector<std::string> row_names, col_names;  // queries, keys (SVG cell titles)
+};
+
+struct Figure {
+  int width = 0, height = 0;  // logical pixels
+  Color background;           // a = 0 when transparent
+  std::vector<Prim> prims;    // in drawing order
+  std::vector<HeatmapInfo> heatmaps;
+  int cells = 0;              // prims with class "cell ..." (one per matrix element drawn)
+  Color masked_a, masked_b;   // the hatch of masked cells
+  float caption_y0 = 0, caption_y1 = 0;  // the caption band (0, 0 without a caption)
+};
+
+// Throws std::invalid_argument("FIELD: problem VALUE") for a head, batch or step out of range.
+Figure build_figure(const Trace& trace, const std::vector<std::string>& tokens, const Options& o);
+
+// RGBA8, (scale*width) x (scale*height), row-major top-down.
+std::vector<std::uint8_t> rasterize(const Figure& f, int scale);
+std::string encode_png(const std::vector<std::uint8_t>& rgba, int width, int height);
+std::string to_svg(const Figure& f);
+// Where each heatmap's cells are in the output image at `scale`, their values, the colormap
+// tables and the masked colours, as JSON (the GUI's --screenshot sidecar, for an image file).
+std::string sidecar_json(const Figure& f, int scale, const std::string& image);
+
+// A value in a cell (two decimals below 10, fewer above, "-inf" for masked), and a
+// colorbar tick with enough decimals to tell ticks `step` apart (two significant digits on
+// a log scale). The app's panels print through these too, so screen and figure agree.
+std::string format_value(float v);
+std::string format_tick(float v, float step, bool log);
+
+// The walkthrough steps of a trace's variant, and a step given as an index or a name.
+int step_count(const Trace& trace, bool mistaken);
+bool parse_step_arg(const Trace& trace, bool mistaken, const std::string& arg, int& out);
+
+// Files that never replace an earlier one: writes `contents` to DIR/STEM.EXT, or
+// STEM-2.EXT, STEM-3.EXT ... when taken (the name is claimed atomically with link(2), so
+// two captures never share a name and a reader never sees a partial file). Creates DIR.
+// Returns the path written; throws std::runtime_error with the reason.
+std::string write_new_file(const std::string& dir, const std::string& stem, const std::string& ext,
+                           const std::string& contents);
+
+}  // namespace mhaviz::figure

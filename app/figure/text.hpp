@@ -1,0 +1,26 @@
+// Text metrics and glyphs of the embedded DejaVu fonts (stb_truetype), shared by the
+// figure layout and the rasteriser so that what is measured is what is drawn.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mhaviz::figure {
+
+// Next code point of UTF-8 text at i (advances i); U+FFFD for a broken sequence.
+std::uint32_t next_codepoint(std::string_view s, std::size_t& i);
+
+float text_width(std::string_view s, float size, bool mono = false);
+float text_ascent(float size, bool mono = false);  // baseline below the top of the line
+
+// The text shortened with an ellipsis to fit max_w (whole code points).
+std::string fit_text(const std::string& s, float size, float max_w, bool mono = false);
+
+// Coverage (0..255) of text drawn with its baseline start at (x, y) in a w x h buffer,
+// added with max(): glyph boxes may overlap.
+void draw_text_coverage(std::vector<std::uint8_t>& cov, int w, int h, float x, float y, std::string_view s,
+                        float size, bool mono);
+
+}  // namespace mhaviz::figure

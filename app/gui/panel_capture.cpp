@@ -1,0 +1,246 @@
+// Capture for teaching: figures of a head, the grid of heads or the walkthrough step drawn
+// by the CPU figure renderer (app/figure, the same as `mhaviz render`) as PNG at a chosen
+// scale or as SVG, the whole window (glReadPixels), and the matrix shown as LaTeX / CSV /
+// NPY files or on the clipboard. Files go to a folder under names that never replace an
+// earlier file.
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "app_state.hpp"
+#include "figure/figure.hpp"
+#include "mhaviz/export.hpp"
+
+namespace mhaviz::gui {
+namespace fs = std::filesystem;
+
+namespace {
+
+// [SECTION] Folder and names
+// XDG_PICTURES_DIR from user-dirs.dirs ("$HOME/Pictures" style), else ~/Pictures.
+std::string pictures_dir() {
+  const char* home_env = std::getenv("HOME");
+  const std::string home = home_env && *home_env ? home_env : ".";
+  const char* cfg = std::getenv("XDG_CONFIG_HOME");
+  const fs::path conf = (cfg && *cfg && fs::path(cfg).is_absolute()) ? fs::path(cfg) : fs::path(home) / ".config";
+  std::ifstream in(conf / "user-dirs.dirs");
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string key = "XDG_PICTURES_DIR=";
+    if (line.rfind(key, 0) != 0) continue;
+    std::string v = line.substr(key.size());
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+    if (v.rfind("$HOME", 0) == 0) v = home + v.substr(5);
+    if (!v.empty() && fs::path(v).is_absolute()) return v;
+  }
+  return (fs::path(home) / "Pictures").string();
+}
+
+// Lesson or file name, safe in a file name.
+std::string doc_stem(const AppState& s) {
+  std::string base = s.doc.path.empty() ? s.doc.origin : fs::path(s.doc.path).stem().string();
+  if (base.rfind("lesson ", 0) == 0) base = base.substr(7);
+  std::string out;
+  for (char c : base) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') ? c : '-';
+  return out.empty() ? "mhaviz" : out;
+}
+
+int walkthrough_step(const AppState& s) {
+  const int n = figure::step_count(s.compute.trace, s.walkthrough.mistaken);
+  return std::clamp(static_cast<int>(std::lround(s.walkthrough.pos)), 0, n - 1);
+}
+
+figure::Options figure_options(const AppState& s, figure::View view) {
+  figure::Options o;
+  o.view = view;
+  o.head = std::clamp(s.view.head, 0, std::max(0, s.compute.trace.heads - 1));
+  o.stage = s.view.stage;
+  o.batch = std::clamp(s.view.batch, 0, std::max(0, s.compute.trace.batch - 1));
+  o.colormap = s.settings.colormap;
+  o.diverging_for_signed = s.settings.diverging_for_signed;
+  o.shared_scale = s.settings.shared_scale;
+  o.log_scale = s.settings.log_weights;
+  o.values = s.settings.show_values;
+  o.dark = !s.settings.capture_light;
+  o.transparent = s.settings.capture_transparent;
+  o.caption = s.settings.capture_caption;
+  if (view == figure::View::Step) {
+    o.mistaken = s.walkthrough.mistaken;
+    o.step = walkthrough_step(s);
+  }
+  return o;
+}
+
+void save(AppState& s, const std::string& stem, const std::string& ext, const std::string& bytes) {
+  try {
+    const std::string path = figure::write_new_file(capture_folder(s), stem, ext, bytes);
+    s.ui.last_capture = path;
+    notify(s, "Saved " + path);
+  } catch (const std::exception& e) {
+    notify(s, std::string("Capture failed: ") + e.what(), true);
+  }
+}
+
+// The matrix shown: the selected head at the current stage (masked cells -inf, as PyTorch holds them).
+Tensor shown_matrix(const AppState& s) {
+  const Trace& tr = s.compute.trace;
+  Tensor m;
+  m.shape = {tr.tokens, tr.tokens};
+  m.data = tr.stage_matrix(s.view.stage, std::clamp(s.view.batch, 0, tr.batch - 1), std::clamp(s.view.head, 0, tr.heads - 1));
+  return m;
+}
+
+std::string matrix_stem(const AppState& s) {
+  return doc_stem(s) + "-" + std::string(stage_name(s.view.stage)) + "-b" + std::to_string(s.view.batch) + "-head" +
+         std::to_string(s.view.head);
+}
+
+}  // namespace
+
+// [SECTION] Actions
+std::string capture_folder(const AppState& s) {
+  if (!s.opts.capture_dir.empty()) return s.opts.capture_dir;
+  if (!s.settings.capture_dir.empty()) return s.settings.capture_dir;
+  return (fs::path(pictures_dir()) / "mhaviz").string();
+}
+
+void capture(AppState& s, CaptureKind kind, bool svg) {
+  if (kind == CaptureKind::Window) {
+    s.ui.capture_window_pending = true;  // read after this frame is drawn (app.cpp)
+    return;
+  }
+  if (kind == CaptureKind::Shown) {
+    kind = walkthrough_active(s) ? CaptureKind::Step : s.view.enlarged ? CaptureKind::Head : CaptureKind::Grid;
+  }
+  refresh(s);
+  if (!s.compute.have_trace) {
+    notify(s, "Nothing to capture: " + s.compute.error, true);
+    return;
+  }
+  const figure::View view = kind == CaptureKind::Head ? figure::View::Head : kind == CaptureKind::Step ? figure::View::Step : figure::View::Grid;
+  try {
+    const figure::Options o = figure_options(s, view);
+    const figure::Figure f = figure::build_figure(s.compute.trace, s.compute.tokens, o);
+    const int scale = std::clamp(s.settings.capture_scale, 1, 4);
+    std::string stem = doc_stem(s) + "-";
+    if (view == figure::View::Grid) stem += "heads-" + std::string(stage_name(o.stage));
+    else if (view == figure::View::Head) stem += "head" + std::to_string(o.head) + "-" + std::string(stage_name(o.stage));
+    else stem += "step" + std::to_string(o.step + 1);
+    if (svg) save(s, stem, ".svg", figure::to_svg(f));
+    else save(s, stem, ".png", figure::encode_png(figure::rasterize(f, scale), f.width * scale, f.height * scale));
+  } catch (const std::exception& e) {
+    notify(s, std::string("Capture failed: ") + e.what(), true);
+  }
+}
+
+void capture_window_now(AppState& s) {
+  s.ui.capture_window_pending = false;
+  int w = 0, h = 0;
+  std::vector<std::uint8_t> rgba = read_framebuffer(s, w, h);
+  try {
+    save(s, doc_stem(s) + "-window", ".png", figure::encode_png(rgba, w, h));
+  } catch (const std::exception& e) {
+    notify(s, std::string("Capture failed: ") + e.what(), true);
+  }
+}
+
+void export_matrix(AppState& s, const std::string& format, bool clipboard) {
+  refresh(s);
+  if (!s.compute.have_trace) return;
+  const Tensor m = shown_matrix(s);
+  const int T = static_cast<int>(m.shape[0]);
+  if (format == "latex" || format == "csv") {
+    const std::string text = format == "latex" ? to_latex(m.ptr(), T, T, 4) : to_csv(m.ptr(), T, T);
+    if (clipboard) {
+      ImGui::SetClipboardText(text.c_str());
+      notify(s, std::string("Copied head ") + std::to_string(s.view.head) + " (" + std::string(stage_name(s.view.stage)) + ") as " +
+                    (format == "latex" ? "LaTeX" : "CSV"));
+      return;
+    }
+    save(s, matrix_stem(s), format == "latex" ? ".tex" : ".csv", text);
+  } else {
+    save(s, matrix_stem(s), ".npy", to_npy(m));
+  }
+}
+
+// [SECTION] UI
+void draw_capture_menu(AppState& s) {
+  const bool open = ImGui::BeginMenu("Capture");
+  record_widget(s, "menu_capture");
+  if (!open) return;
+  const bool walk = walkthrough_active(s);
+  if (ImGui::MenuItem("Capture what is shown", "F12")) capture(s, CaptureKind::Shown);
+  if (ImGui::MenuItem("Grid of heads (PNG)")) capture(s, CaptureKind::Grid);
+  char head_item[64];
+  std::snprintf(head_item, sizeof head_item, "Head %d (PNG)", s.view.head);
+  if (ImGui::MenuItem(head_item)) capture(s, CaptureKind::Head);
+  if (ImGui::MenuItem("Walkthrough step (PNG)", nullptr, false, walk)) capture(s, CaptureKind::Step);
+  // Vector figures for papers: one rect per cell, labels as text, any size.
+  if (ImGui::MenuItem("Grid of heads (SVG)")) capture(s, CaptureKind::Grid, true);
+  record_widget(s, "capture_grid_svg");
+  std::snprintf(head_item, sizeof head_item, "Head %d (SVG)", s.view.head);
+  if (ImGui::MenuItem(head_item)) capture(s, CaptureKind::Head, true);
+  if (ImGui::MenuItem("Walkthrough step (SVG)", nullptr, false, walk)) capture(s, CaptureKind::Step, true);
+  if (ImGui::MenuItem("Whole window (PNG)", "Shift+F12")) capture(s, CaptureKind::Window);
+  ImGui::Separator();
+  ImGui::TextDisabled("Head %d, %s", s.view.head, std::string(stage_name(s.view.stage)).c_str());
+  if (ImGui::MenuItem("Save as LaTeX bmatrix (.tex)")) export_matrix(s, "latex", false);
+  record_widget(s, "capture_save_latex");
+  if (ImGui::MenuItem("Save as CSV")) export_matrix(s, "csv", false);
+  record_widget(s, "capture_save_csv");
+  if (ImGui::MenuItem("Save as NumPy (.npy)")) export_matrix(s, "npy", false);
+  record_widget(s, "capture_save_npy");
+  if (ImGui::MenuItem("Copy LaTeX")) export_matrix(s, "latex", true);
+  if (ImGui::MenuItem("Copy CSV")) export_matrix(s, "csv", true);
+  ImGui::Separator();
+  if (ImGui::MenuItem("Capture settings...")) s.ui.capture_settings_open = true;
+  ImGui::EndMenu();
+}
+
+void capture_button(AppState& s) {
+  if (ImGui::Button("Capture")) capture(s, CaptureKind::Shown);
+  record_widget(s, "capture_button");
+  if (ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("Save a PNG of what is shown at %dx (F12; Shift+F12: the window)\nto %s", s.settings.capture_scale,
+                      capture_folder(s).c_str());
+  }
+}
+
+void draw_capture_settings(AppState& s) {
+  if (!s.ui.capture_settings_open) return;
+  ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 26.0f, 0), ImGuiCond_Appearing);
+  if (ImGui::Begin("Capture settings", &s.ui.capture_settings_open, ImGuiWindowFlags_NoCollapse)) {
+    Settings& st = s.settings;
+    ImGui::SliderInt("scale", &st.capture_scale, 1, 4, "%dx");
+    ImGui::Checkbox("caption (variant, shapes, stage, seed)", &st.capture_caption);
+    ImGui::Checkbox("transparent background", &st.capture_transparent);
+    ImGui::Checkbox("light theme (for print)", &st.capture_light);
+    ImGui::TextUnformatted("Folder");
+    // Edited in a buffer: an empty field means the default (pictures folder / mhaviz).
+    if (s.ui.capture_dir_edit.empty() && !st.capture_dir.empty()) s.ui.capture_dir_edit = st.capture_dir;
+    char buf[1024];
+    std::snprintf(buf, sizeof buf, "%s", s.ui.capture_dir_edit.c_str());
+    ImGui::SetNextItemWidth(-1);
+    if (ImGui::InputTextWithHint("##capdir", capture_folder(s).c_str(), buf, sizeof buf)) {
+      s.ui.capture_dir_edit = buf;
+      st.capture_dir = buf;
+    }
+    ImGui::TextDisabled("Files are never overwritten: name-2.png, name-3.png ...");
+    if (!s.ui.last_capture.empty()) ImGui::TextDisabled("Last: %s", s.ui.last_capture.c_str());
+  }
+  ImGui::End();
+}
+
+void handle_capture_shortcuts(AppState& s) {
+  if (ImGui::IsKeyPressed(GLFW_KEY_F12, false)) capture(s, ImGui::GetIO().KeyShift ? CaptureKind::Window : CaptureKind::Shown);
+}
+
+}  // namespace mhaviz::gui

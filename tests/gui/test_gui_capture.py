@@ -1,0 +1,135 @@
+"""In-app capture (issue 5), driven by real keys and clicks under Xvfb:
+
+- F12 saves what is shown (the grid of heads; the enlarged head; the walkthrough step) as a
+  PNG of exactly the size `mhaviz render` gives for the same view at the capture scale (2);
+- a second F12 never replaces the first file (name-2.png), nor does the Capture button (-3);
+- Shift+F12 saves the whole window at the window's size;
+- Capture > Grid of heads (SVG) writes an SVG with one rect per cell;
+- Capture > Save as LaTeX writes the matrix shown, equal to `mhaviz export`;
+- the notice in the status bar names the saved path.
+
+usage (under xvfb-run): test_gui_capture.py PATH/TO/mhaviz TESTS_DATA_DIR
+"""
+import hashlib
+import os
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+import guitest as g
+
+tmp = g.setup(sys.argv)
+caps = os.path.join(tmp, "captures")
+layout = os.path.join(tmp, "layout.json")
+state = os.path.join(tmp, "state.json")
+
+
+def png_size(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def render_size(args):
+    out = os.path.join(tmp, "ref.png")
+    r = subprocess.run([g.MHAVIZ, "render", "seed003-wrapper", "-o", out, "--scale", "2"] + args,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return png_size(out)
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def expect(name, proc):
+    path = os.path.join(caps, name)
+    ok = g.wait_for_file(path, timeout=20, proc=proc)
+    g.check(ok, "%s saved" % name)
+    return path if ok else None
+
+
+def menu_item(w, name):
+    """Capture > the item recorded as `name` in the layout, by mouse."""
+    g.click(*g.center(w["menu_capture"]))
+    items = g.wait_for_layout(layout, [name], proc=proc)
+    time.sleep(0.3)
+    g.click(*g.center(items[name]))
+
+
+proc = g.start(["gui", "seed003-wrapper", "--no-restore", "--check-gl", "--width", "1280", "--height", "800",
+                "--config-dir", os.path.join(tmp, "cfg"), "--state-dir", os.path.join(tmp, "st"),
+                "--capture-dir", caps, "--layout-out", layout, "--state-out", state])
+try:
+    w = g.wait_for_layout(layout, ["capture_button", "menu_capture"], proc=proc)
+    g.focus_window()
+    time.sleep(0.5)
+
+    g.key("F12")
+    first = expect("seed003-wrapper-heads-weights.png", proc)
+    if first:
+        want = render_size([])
+        g.check(png_size(first) == want, "F12 on the grid: %s = mhaviz render --scale 2 %s" % (png_size(first), want))
+        before = digest(first)
+        g.key("F12")
+        second = expect("seed003-wrapper-heads-weights-2.png", proc)
+        g.check(digest(first) == before, "the first capture is untouched by the second")
+        if second:
+            g.check(png_size(second) == want, "the second capture has the same size")
+
+    g.click(*g.center(w["capture_button"]))
+    expect("seed003-wrapper-heads-weights-3.png", proc)
+
+    g.key("shift+F12")
+    win = expect("seed003-wrapper-window.png", proc)
+    if win:
+        g.check(png_size(win) == (1280, 800), "Shift+F12: the whole window, 1280x800 (got %s)" % (png_size(win),))
+
+    g.key("e")  # enlarge the selected head (0)
+    time.sleep(0.3)
+    g.key("F12")
+    head = expect("seed003-wrapper-head0-weights.png", proc)
+    if head:
+        want = render_size(["--view", "head", "0"])
+        g.check(png_size(head) == want, "F12 on the enlarged head: %s = render --view head 0 %s" % (png_size(head), want))
+    g.key("e")
+
+    g.key("w")  # walkthrough, first step
+    time.sleep(0.5)
+    g.key("F12")
+    step = expect("seed003-wrapper-step1.png", proc)
+    if step:
+        want = render_size(["--view", "step", "0"])
+        g.check(png_size(step) == want, "F12 in the walkthrough: %s = render --view step 0 %s" % (png_size(step), want))
+    g.key("w")
+    time.sleep(0.3)
+
+    # Capture > Save as LaTeX: the matrix shown (head 0, weights, batch item 0).
+    menu_item(w, "capture_save_latex")
+    tex = expect("seed003-wrapper-weights-b0-head0.tex", proc)
+    if tex:
+        r = subprocess.run([g.MHAVIZ, "export", "seed003-wrapper", "--tensor", "attn_weights", "--format", "latex",
+                            "--select", "0,0"], capture_output=True, text=True, timeout=60)
+        g.check(open(tex).read() == r.stdout, "Save as LaTeX = mhaviz export --format latex --select 0,0")
+    time.sleep(0.3)
+
+    # Capture > Grid of heads (SVG): a vector figure, one rect per cell.
+    menu_item(w, "capture_grid_svg")
+    svg = expect("seed003-wrapper-heads-weights.svg", proc)
+    if svg:
+        root = ET.parse(svg).getroot()
+        cells = [e for e in root.iter() if e.tag.endswith("rect") and "cell" in e.get("class", "").split()]
+        g.check(len(cells) == 2 * 6 * 6, "SVG of the grid parses as XML with one rect per cell (%d, want 72)" % len(cells))
+    time.sleep(0.3)
+finally:
+    rc, out, err = g.stop(proc)
+
+g.check(rc == 0, "app exits 0 (got %d; stderr: %s)" % (rc, err.strip()))
+st = g.read_json(state)
+g.check(st["status"].startswith("Saved " + caps), "the notice names the saved path (%r)" % st["status"])
+left = sorted(os.listdir(caps)) if os.path.isdir(caps) else []
+g.check(not [n for n in left if n.startswith(".")], "no temporary files left in the capture folder (%s)" % left)
+print("  captures: " + ", ".join(left))
+g.finish()
