@@ -53,9 +53,9 @@ lines = r.stderr.strip().splitlines()
 g.check(r.returncode == 2, "no display: exit 2 (got %d)" % r.returncode)
 g.check(len(lines) == 1 and "xvfb-run" in lines[0] and "DISPLAY" in lines[0], "no display: one line naming the remedy: %s" % lines)
 
-# A session that does not exist: one line, exit 1, no window needed.
+# A session that does not exist: one line, exit 2 (bad input, as in dump), no window needed.
 r = g.run(["gui", os.path.join(tmp, "missing.json")] + common)
-g.check(r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, "missing session: one line, exit 1")
+g.check(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, "missing session: one line, exit 2")
 
 # Recompute once per change, re-upload only what changed: with a fixed input the trace is
 # computed once and each head's texture uploaded once; with --perturb (one input value
