@@ -232,7 +232,8 @@ int run(const Options& opts) {
     const char* why = nullptr;
     glfwGetError(&why);
     std::fprintf(stderr,
-                 "mhaviz: cannot open a window: no display%s%s (set DISPLAY, run under xvfb-run, or use `mhaviz dump`)\n",
+                 "mhaviz: cannot open a window: no display%s%s (set DISPLAY, run under xvfb-run, or, "
+                 "with no display at all, use `mhaviz render` or `mhaviz dump`)\n",
                  why ? ": " : "", why ? why : "");
     return 2;
   }
@@ -244,7 +245,9 @@ int run(const Options& opts) {
   if (!s.window) {
     const char* why = nullptr;
     glfwGetError(&why);
-    std::fprintf(stderr, "mhaviz: cannot open a window: %s (needs OpenGL 3.3; try xvfb-run or `mhaviz dump`)\n",
+    std::fprintf(stderr,
+                 "mhaviz: cannot open a window: %s (needs OpenGL 3.3; try xvfb-run, or use `mhaviz render` or "
+                 "`mhaviz dump`, which need no window)\n",
                  why ? why : "unknown error");
     glfwTerminate();
     return 2;

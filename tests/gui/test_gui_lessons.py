@@ -51,7 +51,8 @@ env.pop("WAYLAND_DISPLAY", None)
 r = subprocess.run([g.MHAVIZ, "gui", "--no-restore"] + common, capture_output=True, text=True, env=env, timeout=60)
 lines = r.stderr.strip().splitlines()
 g.check(r.returncode == 2, "no display: exit 2 (got %d)" % r.returncode)
-g.check(len(lines) == 1 and "xvfb-run" in lines[0] and "DISPLAY" in lines[0], "no display: one line naming the remedy: %s" % lines)
+g.check(len(lines) == 1 and all(w in lines[0] for w in ("DISPLAY", "xvfb-run", "mhaviz render")),
+        "no display: one line naming the remedy: %s" % lines)
 
 # A session that does not exist: one line, exit 2 (bad input, as in dump), no window needed.
 r = g.run(["gui", os.path.join(tmp, "missing.json")] + common)
