@@ -22,7 +22,6 @@ constexpr float kTitle = 17.0f;   // figure title
 constexpr float kTile = 14.0f;    // "Head 0"
 constexpr float kLabel = 13.0f;   // token labels
 constexpr float kSmall = 12.0f;   // ticks, legend, caption, values
-constexpr float kLabelCap = 10.0f;  // token labels longer than ~10 letters are abbreviated
 
 struct Theme {
   Color bg, text, dim, masked_a, masked_b, frame;
@@ -197,7 +196,7 @@ struct LabelPlan {
 };
 
 // Every step-th token, with a step from 1, 2, 4, 5, 8, 10, 16, 20, 25, 32, ... so that
-// labelled positions are easy to count; labels longer than kLabelCap letters abbreviated.
+// labelled positions are easy to count; labels wider than ten letters ("abcdefghij") abbreviated.
 LabelPlan plan_labels(const std::vector<std::string>& tokens, float cell) {
   LabelPlan p;
   const int T = static_cast<int>(tokens.size());
