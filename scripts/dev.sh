@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # The README's two commands:
 #   scripts/dev.sh run   install what is missing, build the release preset, open the app
-#   scripts/dev.sh test  install what is missing, build the dev preset, run every test
+#   scripts/dev.sh test  install what is missing, build and run every test in the dev
+#                        preset, again under ASan + UBSan (asan), then a bounded fuzz run
 # Idempotent; as root or as a user with sudo. Extra arguments after `run` go to mhaviz.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian 12 packages: build tools, libraries found by find_package/pkg-config, and what
-# the tests drive the app with (Xvfb, xdotool, python3).
+# the tests drive the app with (Xvfb, xdotool, python3), and clang with its runtimes for
+# the libFuzzer target.
 PACKAGES=(
-  g++ cmake make pkg-config git python3
+  g++ cmake make pkg-config git python3 clang libclang-rt-14-dev
   libeigen3-dev nlohmann-json3-dev libcli11-dev libopenblas-dev libgtest-dev
   libimgui-dev libglfw3-dev libgl-dev libegl-dev libstb-dev fonts-dejavu-core
   xvfb xauth xdotool x11-utils
@@ -44,6 +46,12 @@ case "${1:-}" in
     install_missing
     build dev
     ctest --preset dev
+    # The same suite with AddressSanitizer + UndefinedBehaviorSanitizer (GUI tests included).
+    build asan
+    ctest --preset asan
+    # libFuzzer over session parsing for MHAVIZ_FUZZ_SECONDS (30); longer runs by hand.
+    build fuzz
+    ctest --preset fuzz
     ;;
   *)
     echo "usage: scripts/dev.sh run [SESSION] | test" >&2

@@ -121,6 +121,7 @@ void draw_dialogs(AppState& s) {
         open_document(s, s.ui.pending_open);
         close_dialog(s);
       }
+      record_widget(s, "open_discard");
       ImGui::SameLine();
       if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) close_dialog(s);
       break;

@@ -17,7 +17,9 @@ NAMES = ["seed003-wrapper", "seed003-weight-split-6d", "book-weight-split-3d", "
 
 
 def run(*args, stdin=None, env=None):
-    return subprocess.run([MHAVIZ, *args], input=stdin, capture_output=True, text=True, timeout=120, env=env)
+    # errors="replace": a parse error quotes the bytes it stopped at, which may be invalid UTF-8.
+    return subprocess.run([MHAVIZ, *args], input=stdin, capture_output=True, text=True, errors="replace", timeout=120,
+                          env=env)
 
 
 def load(path):
@@ -223,6 +225,56 @@ BAD_SESSIONS = [
     ("unicode very long token", edited(set_path(["tokens", 0], "é" * 200)), "tokens[0]", "400 bytes"),
     ("memory", edited(lambda s: (many_tokens(2000, 1)(s), s.update(batch=64), s["model"].update(num_heads=64))),
      "model", "GiB"),
+    # Non-finite and out-of-range numbers: JSON has no Infinity, so these are syntax errors.
+    ("Infinity literal", json.dumps(base_session()).replace("0.43", "Infinity"), "session", "malformed"),
+    ("-Infinity literal", json.dumps(base_session()).replace("0.43", "-Infinity"), "session", "malformed"),
+    ("-1e400 literal", json.dumps(base_session()).replace("0.43", "-1e400"), "session", "number overflow"),
+    ("1e7 value", edited(set_path(["embeddings", 0, 0], 1e7)), "embeddings[0][0]", "1e6"),
+    ("-1e308 value", edited(set_path(["embeddings", 5, 2], -1e308)), "embeddings[5][2]", "-1e+308"),
+    # Bytes that are not JSON text.
+    ("binary file", "\x00\x01\x02 not json", "session", "malformed"),
+    ("invalid UTF-8", json.dumps(base_session()).replace('"Your"', '"Y\udcffour"'), "session", "malformed"),
+    ("lone surrogate escape", json.dumps(base_session()).replace('"Your"', '"\\udcff"'), "session", "malformed"),
+    ("trailing garbage", json.dumps(base_session()) + " {}", "session", "malformed"),
+    # Wrong types.
+    ("null d_out", edited(set_path(["model", "d_out"], None)), "model.d_out", "null"),
+    ("string causal", edited(set_path(["model", "causal"], "yes")), "model.causal", '"yes"'),
+    ("integer training", edited(set_path(["model", "training"], 1)), "model.training", "1"),
+    ("string embedding value", edited(set_path(["embeddings", 0, 0], "0.5")), "embeddings[0][0]", '"0.5"'),
+    ("number token", edited(set_path(["tokens", 0], 5)), "tokens[0]", "5"),
+    ("object token", edited(set_path(["tokens", 0], {"a": 1})), "tokens[0]", "object"),
+    ("model is an array", edited(set_path(["model"], [1])), "model", "array"),
+    ("embeddings is an object", edited(set_path(["embeddings"], {"0": [1, 2, 3]})), "embeddings", "object"),
+    ("unsupported version", edited(set_path(["version"], 2)), "version", "2"),
+    ("missing tokens", edited(delete(["tokens"])), "tokens", "missing"),
+    ("missing model", edited(delete(["model"])), "model", "missing"),
+    # Negative and zero sizes.
+    ("negative batch", edited(set_path(["batch"], -1)), "batch", "-1"),
+    ("zero batch", edited(set_path(["batch"], 0)), "batch", "0"),
+    ("zero context_length", edited(set_path(["model", "context_length"], 0)), "model.context_length", "0"),
+    ("negative num_heads", edited(set_path(["model", "num_heads"], -3)), "model.num_heads", "-3"),
+    ("zero d_out", edited(set_path(["model", "d_out"], 0)), "model.d_out", "0"),
+    ("zero d_in", edited(lambda s: s.update(embeddings=[[] for _ in s["tokens"]])), "embeddings[0]", "d_in"),
+    ("negative dropout", edited(set_path(["model", "dropout"], -0.1)), "model.dropout", "-0.1"),
+    ("negative seed", edited(set_path(["model", "seed"], -1)), "model.seed", "-1"),
+    ("seed 2^64", edited(set_path(["model", "seed"], 2 ** 64)), "model.seed", "2^64"),
+    # Huge sizes.
+    ("1e6 tokens", edited(many_tokens(1000000, 1)), "tokens", "1000000"),
+    ("context_length 1e6", edited(set_path(["model", "context_length"], 1000000)), "model.context_length", "1000000"),
+    ("d_in 8193", edited(lambda s: s.update(embeddings=[[0.1] * 8193 for _ in s["tokens"]])), "embeddings[0]",
+     "8193"),
+    ("300 heads", edited(set_path(["model", "num_heads"], 300)), "model.num_heads", "300"),
+    ("wrapper 2 x 8192 features", edited(lambda s: s["model"].update(d_out=8192, num_heads=2)), "model.num_heads",
+     "16384"),
+    ("fused_qkv not divisible", edited(lambda s: s["model"].update(variant="fused_qkv", d_out=6, num_heads=4)),
+     "model.d_out", "6"),
+    # Tokens.
+    ("empty token", edited(set_path(["tokens", 0], "")), "tokens[0]", "empty"),
+    ("very long ASCII token", edited(set_path(["tokens", 3], "x" * 100000)), "tokens[3]", "100000 bytes"),
+    ("emoji token over 256 bytes", edited(set_path(["tokens", 1], "\U0001F600" * 65)), "tokens[1]", "260 bytes"),
+    ("fewer embedding rows", edited(lambda s: s["embeddings"].pop()), "embeddings", "5 rows for 6 tokens"),
+    ("empty variant", edited(set_path(["model", "variant"], "")), "model.variant", '""'),
+    ("variant wrong case", edited(set_path(["model", "variant"], "Wrapper")), "model.variant", '"Wrapper"'),
 ]
 
 
@@ -231,8 +283,8 @@ class BadInput(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             for what, text, field, needle in BAD_SESSIONS:
                 src = os.path.join(tmp, "bad.json")
-                with open(src, "w") as f:
-                    f.write(text)
+                with open(src, "wb") as f:
+                    f.write(text.encode("utf-8", "surrogateescape"))  # \udcff -> the raw byte 0xff
                 out = os.path.join(tmp, "out.json")
                 r = run("dump", src, "-o", out)
                 self.assertEqual(r.returncode, 2, what)
@@ -243,6 +295,14 @@ class BadInput(unittest.TestCase):
                 self.assertFalse(os.path.exists(out), what)
                 self.assertEqual(r.stdout, "", what)
         print(f"bad sessions tried: {len(BAD_SESSIONS)}", file=sys.stderr)
+
+    def test_unicode_tokens_are_accepted_and_kept(self):
+        # The other side of the table: unicode within the limits is valid input.
+        toks = ["é", "中文", "\U0001F600", "naïve", "x" * 256, "step"]
+        text = edited(set_path(["tokens"], toks))
+        r = run("dump", "-", stdin=text)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["session"]["tokens"], toks)
 
     def test_failed_dump_leaves_existing_output_intact(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -277,12 +337,37 @@ class BadInput(unittest.TestCase):
             (["bench", "--tokens", "0"], "tokens"),
             (["bench", "--repeat", "-3"], "--repeat"),
             (["--no-such-flag"], "no-such-flag"),
+            (["dump", "seed003-wrapper", "extra-argument"], "extra-argument"),
+            (["dump", "seed003-wrapper", "--eval=maybe"], "--eval"),
+            (["dump", "seed003-wrapper", "-o", "/"], "output: cannot write"),
+            (["export", "seed003-wrapper"], "--tensor"),
+            (["export", "seed003-wrapper", "--tensor", "output", "--format", "csv", "--select", "abc"], "--select"),
+            (["export", "seed003-wrapper", "--tensor", "output", "--format", "csv", "--decimals", "-1"], "--decimals"),
+            (["bench", "--dropout", "1.5"], "model.dropout"),
+            (["bench", "--batch", "0"], "batch"),
+            (["bench", "--d-out", "1000000"], "model.d_out"),
+            (["/nonexistent/session.json"], "/nonexistent/session.json"),
         ]
+        # The desktop app refuses bad input before it opens a window (so without a display
+        # too). A build without the GUI (the fuzz preset) only says that it has none.
+        if "not built in this configuration" not in run("--help").stdout:
+            cases += [
+                (["gui", "/nonexistent/session.json"], "/nonexistent/session.json"),
+                (["gui", "/"], "directory"),
+                (["gui", "--width", "10"], "--width"),
+                (["gui", "--stage", "bogus"], "--stage"),
+                (["gui", "--colormap", "jet"], "--colormap"),
+                (["gui", "--font-size", "100"], "--font-size"),
+                (["gui", "--walkthrough"], "--walkthrough"),
+            ]
+        env = dict(os.environ)
+        env.pop("DISPLAY", None)
         for args, needle in cases:
-            r = run(*args)
+            r = run(*args, env=env)
             self.assertEqual(r.returncode, 2, args)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, f"{args}: {r.stderr!r}")
             self.assertIn(needle, r.stderr, args)
+        print(f"bad command lines tried: {len(cases)}", file=sys.stderr)
 
 
 class Bench(unittest.TestCase):

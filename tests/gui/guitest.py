@@ -109,8 +109,9 @@ def wait_for_layout(path, names, timeout=30.0, proc=None):
 PAUSE = 0.15
 
 
-def xdo(*args):
-    subprocess.run(["xdotool"] + [str(a) for a in args], check=True)
+def xdo(*args, check=True):
+    """check=False: a failure is expected and ignored (the soak acts on unmapped or 1x1 windows)."""
+    subprocess.run(["xdotool"] + [str(a) for a in args], check=check, capture_output=not check, timeout=20)
     time.sleep(PAUSE)
 
 
@@ -134,17 +135,17 @@ def drag(x0, y0, x1, y1, steps=8):
     xdo("mouseup", 1)
 
 
-def click(x, y):
-    xdo("mousemove", x, y)
-    xdo("mousedown", 1)
-    xdo("mouseup", 1)
+def click(x, y, check=True):
+    xdo("mousemove", x, y, check=check)
+    xdo("mousedown", 1, check=check)
+    xdo("mouseup", 1, check=check)
 
 
-def key(combo):
+def key(combo, check=True):
     """Holds the key (combination) across frames, then releases it."""
-    xdo("keydown", combo)
+    xdo("keydown", combo, check=check)
     time.sleep(0.1)
-    xdo("keyup", combo)
+    xdo("keyup", combo, check=check)
 
 
 def type_text(text):

@@ -1,0 +1,311 @@
+"""Soak: random xdotool input for a bounded time (MHAVIZ_SOAK_SECONDS, default 60) from a
+printed seed (MHAVIZ_SOAK_SEED): clicks and drags on every control and on random points,
+typing into the token field (empty, unicode, very long), stage/head/walkthrough keys,
+variant and lesson switches, font size changes, window resizes down to 1x1 and
+unmap/minimise/restore. The app must stay alive, never abort (ImGui assert), never report
+a GL error (--check-gl exits 3 on the first one), keep its memory bounded, and quit
+cleanly with status 0 at the end.
+
+usage (under xvfb-run): test_gui_soak.py PATH/TO/mhaviz TESTS_DATA_DIR
+"""
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+
+import guitest as g
+
+tmp = g.setup(sys.argv)
+DURATION = float(os.environ.get("MHAVIZ_SOAK_SECONDS", "60"))
+SEED = int(os.environ.get("MHAVIZ_SOAK_SEED", str(int(time.time()) % 100000)))
+print("soak: seed %d (rerun with MHAVIZ_SOAK_SEED=%d), %.0f s" % (SEED, SEED, DURATION), flush=True)
+rng = random.Random(SEED)
+W, H = 1280, 800
+LESSONS = ["seed003-wrapper", "seed003-weight-split-6d", "book-weight-split-3d", "journey-dropout-half",
+           "seed002-fused-qkv-encoder", "transformer-base-64", "gpt2-small-256", "gpt2-xl-128"]
+SLIDERS = ["d_in", "d_out", "num_heads", "dropout"]
+
+layout = os.path.join(tmp, "layout.json")
+state = os.path.join(tmp, "state.json")
+proc = g.start(["gui", "seed003-wrapper", "--no-restore", "--check-gl", "--width", str(W), "--height", str(H),
+                "--config-dir", os.path.join(tmp, "cfg"), "--state-dir", os.path.join(tmp, "st"),
+                "--layout-out", layout, "--state-out", state])
+
+
+# [SECTION] Memory sampler: VmRSS every 0.5 s, and VmHWM (peak), from /proc.
+samples = []  # (seconds since start, VmRSS KiB)
+peak_kib = [0]
+sampling = [True]
+
+
+def proc_status(field):
+    try:
+        with open("/proc/%d/status" % proc.pid) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def sampler():
+    t0 = time.time()
+    while sampling[0] and proc.poll() is None:
+        rss, hwm = proc_status("VmRSS"), proc_status("VmHWM")
+        if rss is not None:
+            samples.append((time.time() - t0, rss))
+        if hwm is not None:
+            peak_kib[0] = max(peak_kib[0], hwm)
+        time.sleep(0.5)
+
+
+# [SECTION] Input helpers. Every xdotool call may legitimately fail while the window is
+# unmapped or tiny (BadMatch, pointer outside): such failures are not the app's.
+def xdo(*args):
+    g.xdo(*args, check=False)
+
+
+def click_at(x, y):
+    g.click(x, y, check=False)
+
+
+def hold(combo):
+    g.key(combo, check=False)
+
+
+def widgets():
+    try:
+        return g.read_json(layout)["widgets"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def alive():
+    return proc.poll() is None
+
+
+def rand_point_in(rect):
+    x0, y0, x1, y1 = rect[:4]
+    return int(rng.uniform(x0 + 1, max(x0 + 2, x1 - 1))), int(rng.uniform(y0 + 1, max(y0 + 2, y1 - 1)))
+
+
+def focus_token_field():
+    w = widgets()
+    if "tokens" not in w:
+        return False
+    click_at(*g.center(w["tokens"]))
+    return True
+
+
+LONG = " ".join("tok%d" % i for i in range(40)) + " " + "x" * 300  # many tokens, then one over 256 bytes
+TEXTS = ["", "hello", " é 中文 😀", "naïve café 東京 🙂🙃", LONG, "a  b\tc", "   ", "Your journey starts"]
+
+events = {}
+
+
+def count(kind):
+    events[kind] = events.get(kind, 0) + 1
+
+
+# [SECTION] Actions
+def act_click_widget():
+    w = widgets()
+    names = [n for n in w if n not in ("walk_state",) and len(w[n]) == 4]
+    if names:
+        click_at(*rand_point_in(w[rng.choice(names)]))
+
+
+def act_drag_slider():
+    w = widgets()
+    names = [n for n in SLIDERS + ["walk_scrub", "embedding0_0"] if n in w]
+    if not names:
+        return
+    name = rng.choice(names)
+    x0, y0, x1, y1 = w[name]
+    cy = int((y0 + y1) / 2)
+    # d_in and d_out are logarithmic 1..2048: keep the drags in the lower 60% (up to ~100)
+    # so that memory depends on the lessons, not on where a drag ended.
+    hi = 0.6 if name in ("d_in", "d_out") else 1.0
+    xa = int(x0 + (x1 - x0) * rng.uniform(0.0, hi))
+    xb = int(x0 + (x1 - x0) * rng.uniform(0.0, hi))
+    if name == "embedding0_0":
+        xa, xb = int((x0 + x1) / 2), int((x0 + x1) / 2) + rng.randint(-80, 80)
+    xdo("mousemove", xa, cy)
+    xdo("mousedown", 1)
+    for i in range(1, 5):
+        xdo("mousemove", int(xa + (xb - xa) * i / 4), cy)
+    xdo("mouseup", 1)
+
+
+def act_click_random_point():
+    # Below the menu bar: a click there could pick File > Quit, which is no crash.
+    click_at(rng.randint(0, W - 1), rng.randint(30, H - 1))
+
+
+def act_drag_random():
+    x0, y0 = rng.randint(0, W - 1), rng.randint(30, H - 1)
+    x1, y1 = rng.randint(0, W - 1), rng.randint(30, H - 1)
+    xdo("mousemove", x0, y0)
+    xdo("mousedown", 1)
+    xdo("mousemove", (x0 + x1) // 2, (y0 + y1) // 2)
+    xdo("mousemove", x1, y1)
+    xdo("mouseup", 1)
+
+
+def act_type():
+    if not focus_token_field():
+        return
+    text = rng.choice(TEXTS)
+    if rng.random() < 0.5:
+        # Replace everything: select all, delete (an empty field), then type.
+        hold("ctrl+a")
+        hold("Delete")
+    else:
+        hold("ctrl+End")
+    if text:
+        # Characters are queued by ImGui, so they are not dropped like key presses.
+        subprocess.run(["xdotool", "type", "--delay", "8", text], capture_output=True, timeout=60)
+    time.sleep(0.2)
+    click_at(5, H - 5)  # leave the field (the status bar)
+
+
+def act_key():
+    hold(rng.choice(["1", "2", "3", "4", "5", "bracketleft", "bracketright", "Left", "Right", "space", "e", "w",
+                     "Escape", "Up", "Down", "Tab"]))
+
+
+def act_font():
+    hold(rng.choice(["ctrl+equal", "ctrl+minus"]))
+
+
+def act_variant():
+    w = widgets()
+    if "variant" not in w:
+        return
+    x0, y0, x1, y1 = w["variant"]
+    click_at(int((x0 + x1) / 2), int((y0 + y1) / 2))
+    row = y1 - y0
+    k = rng.randint(0, 2)
+    click_at(int((x0 + x1) / 2), int(y1 + row * (0.5 + k) * 0.9 + 4))
+
+
+def act_lesson(name=None):
+    w = widgets()
+    if "menu_lessons" not in w:
+        return
+    click_at(*g.center(w["menu_lessons"]))
+    time.sleep(0.2)
+    name = name or rng.choice(LESSONS)
+    w = widgets()
+    key = "lesson_" + name
+    if key in w:
+        click_at(*g.center(w[key]))
+        time.sleep(0.3)
+        w = widgets()
+        if "open_discard" in w:
+            click_at(*g.center(w["open_discard"]))
+    hold("Escape")
+
+
+def act_resize(wid):
+    kind = rng.choice(["tiny", "small", "odd", "minimise", "unmap", "big"])
+    if kind == "tiny":
+        xdo("windowsize", wid, 1, 1)
+    elif kind == "small":
+        xdo("windowsize", wid, rng.randint(2, 200), rng.randint(2, 150))
+    elif kind == "odd":
+        xdo("windowsize", wid, rng.randint(200, W), rng.randint(100, H))
+    elif kind == "minimise":
+        xdo("windowminimize", wid)
+    elif kind == "unmap":
+        xdo("windowunmap", wid)
+    else:
+        xdo("windowsize", wid, W + 200, H + 100)
+    time.sleep(rng.uniform(0.2, 1.0))  # several frames (or waits) at that size
+    xdo("windowmap", wid)
+    xdo("windowsize", wid, W, H)
+    xdo("windowmove", wid, 0, 0)
+    xdo("windowfocus", wid)
+    time.sleep(0.3)
+
+
+ACTIONS = [(act_click_widget, 16, "click widget"), (act_drag_slider, 12, "drag slider"),
+           (act_click_random_point, 10, "click point"), (act_drag_random, 5, "drag point"), (act_type, 10, "type"),
+           (act_key, 16, "key"), (act_font, 2, "font size"), (act_variant, 5, "variant"), (act_lesson, 5, "lesson"),
+           (None, 4, "resize")]
+
+threading.Thread(target=sampler, daemon=True).start()
+clean_exit = False
+try:
+    g.wait_for_layout(layout, ["tokens", "menu_lessons", "variant"], proc=proc)
+    wid = g.focus_window()
+    xdo("windowmove", wid, 0, 0)
+    # A tour of every lesson first: the heaviest the soak can reach is in the baseline,
+    # so later memory can be compared with it.
+    for name in LESSONS:
+        act_lesson(name)
+        count("lesson")
+    tour_end = len(samples)
+    act_lesson("seed003-wrapper")
+    start = time.time()
+    while time.time() - start < DURATION and alive():
+        fn, _, kind = rng.choices(ACTIONS, weights=[a[1] for a in ACTIONS])[0]
+        if fn is None:
+            act_resize(wid)
+        else:
+            fn()
+        count(kind)
+    soak_s = time.time() - start
+    g.check(alive(), "the app stayed alive for the whole soak (exit status %s)" % proc.poll())
+
+    # Clean quit: close whatever is open, Ctrl+Q, answer the unsaved-changes question.
+    if alive():
+        hold("Escape")
+        click_at(5, H - 5)
+        hold("Escape")
+        hold("ctrl+q")
+        end = time.time() + 15
+        while alive() and time.time() < end:
+            w = widgets()
+            if "quit_discard" in w:
+                time.sleep(0.3)
+                click_at(*g.center(w["quit_discard"]))
+                time.sleep(0.5)
+            else:
+                time.sleep(0.2)
+        try:
+            proc.wait(timeout=15)
+            clean_exit = True
+        except subprocess.TimeoutExpired:
+            pass
+finally:
+    sampling[0] = False
+    if proc.poll() is None:
+        proc.kill()
+    out, err = proc.communicate(timeout=30)
+
+rc = proc.returncode
+print("soak: %.0f s, %d events %s, peak RSS (VmHWM) %.1f MiB, %d RSS samples" %
+      (soak_s, sum(events.values()), events, peak_kib[0] / 1024.0, len(samples)), flush=True)
+g.check(clean_exit and rc == 0, "the app quit cleanly with status 0 (status %s; stderr: %s)" %
+        (rc, err.strip()[-2000:]))
+g.check("Assertion" not in err and "OpenGL error" not in err, "no assertion and no GL error on stderr")
+g.check(os.path.exists(state) and g.read_json(state)["gl_errors"] == 0, "the state dump reports no GL errors")
+
+# [SECTION] Memory: the last third of the soak must not exceed the first third (which
+# follows the tour of every lesson) by more than half plus 64 MiB: an unbounded leak
+# grows past any such bound given time, a working set does not.
+soak = [kib for i, (_, kib) in enumerate(samples) if i >= tour_end]
+if len(soak) >= 9:
+    third = len(soak) // 3
+    first = max(max(kib for _, kib in samples[:tour_end] or [(0, 0)]), max(soak[:third]))
+    last = max(soak[-third:])
+    print("soak: RSS max in the tour + first third %.1f MiB, in the last third %.1f MiB" %
+          (first / 1024.0, last / 1024.0))
+    g.check(last <= first * 1.5 + 64 * 1024, "memory stays bounded (%.1f -> %.1f MiB)" % (first / 1024.0, last / 1024.0))
+else:
+    g.check(False, "enough RSS samples to judge memory (%d)" % len(soak))
+g.finish()
