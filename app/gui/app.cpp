@@ -196,6 +196,18 @@ void apply_initial_view(AppState& s) {
   }
 }
 
+// One line with GLFW's reason and the remedies, exit status 2: without a window the app
+// cannot run, and render and dump make the same figures and numbers without one.
+int no_window(const char* what, const char* remedy) {
+  const char* why = nullptr;
+  glfwGetError(&why);
+  std::fprintf(stderr,
+               "mhaviz: cannot open a window: %s%s (%s, or use `mhaviz render` or `mhaviz dump`, which need no "
+               "window)\n",
+               what, why ? why : "unknown error", remedy);
+  return 2;
+}
+
 }  // namespace
 
 // [SECTION] Entry point
@@ -228,29 +240,16 @@ int run(const Options& opts) {
   apply_initial_view(s);
   refresh(s);
 
-  if (!glfwInit()) {
-    const char* why = nullptr;
-    glfwGetError(&why);
-    std::fprintf(stderr,
-                 "mhaviz: cannot open a window: no display%s%s (set DISPLAY, run under xvfb-run, or, "
-                 "with no display at all, use `mhaviz render` or `mhaviz dump`)\n",
-                 why ? ": " : "", why ? why : "");
-    return 2;
-  }
+  if (!glfwInit()) return no_window("no display: ", "set DISPLAY or run under xvfb-run");
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
   glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
   s.window = glfwCreateWindow(s.settings.window_width, s.settings.window_height, "mhaviz", nullptr, nullptr);
   if (!s.window) {
-    const char* why = nullptr;
-    glfwGetError(&why);
-    std::fprintf(stderr,
-                 "mhaviz: cannot open a window: %s (needs OpenGL 3.3; try xvfb-run, or use `mhaviz render` or "
-                 "`mhaviz dump`, which need no window)\n",
-                 why ? why : "unknown error");
+    const int status = no_window("", "needs OpenGL 3.3: try xvfb-run");
     glfwTerminate();
-    return 2;
+    return status;
   }
   glfwMakeContextCurrent(s.window);
   glfwSwapInterval(measuring ? 0 : 1);

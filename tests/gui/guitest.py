@@ -127,12 +127,12 @@ def center(rect):
     return (int((rect[0] + rect[2]) / 2), int((rect[1] + rect[3]) / 2))
 
 
-def drag(x0, y0, x1, y1, steps=8):
-    xdo("mousemove", x0, y0)
-    xdo("mousedown", 1)
+def drag(x0, y0, x1, y1, steps=8, check=True):
+    xdo("mousemove", x0, y0, check=check)
+    xdo("mousedown", 1, check=check)
     for i in range(1, steps + 1):
-        xdo("mousemove", int(x0 + (x1 - x0) * i / steps), int(y0 + (y1 - y0) * i / steps))
-    xdo("mouseup", 1)
+        xdo("mousemove", int(x0 + (x1 - x0) * i / steps), int(y0 + (y1 - y0) * i / steps), check=check)
+    xdo("mouseup", 1, check=check)
 
 
 def click(x, y, check=True):

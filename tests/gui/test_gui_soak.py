@@ -133,11 +133,7 @@ def act_drag_slider():
     xb = int(x0 + (x1 - x0) * rng.uniform(0.0, hi))
     if name == "embedding0_0":
         xa, xb = int((x0 + x1) / 2), int((x0 + x1) / 2) + rng.randint(-80, 80)
-    xdo("mousemove", xa, cy)
-    xdo("mousedown", 1)
-    for i in range(1, 5):
-        xdo("mousemove", int(xa + (xb - xa) * i / 4), cy)
-    xdo("mouseup", 1)
+    g.drag(xa, cy, xb, cy, steps=4, check=False)
 
 
 def act_click_random_point():
@@ -146,13 +142,8 @@ def act_click_random_point():
 
 
 def act_drag_random():
-    x0, y0 = rng.randint(0, W - 1), rng.randint(30, H - 1)
-    x1, y1 = rng.randint(0, W - 1), rng.randint(30, H - 1)
-    xdo("mousemove", x0, y0)
-    xdo("mousedown", 1)
-    xdo("mousemove", (x0 + x1) // 2, (y0 + y1) // 2)
-    xdo("mousemove", x1, y1)
-    xdo("mouseup", 1)
+    g.drag(rng.randint(0, W - 1), rng.randint(30, H - 1), rng.randint(0, W - 1), rng.randint(30, H - 1), steps=2,
+           check=False)
 
 
 def act_type():
@@ -239,6 +230,7 @@ ACTIONS = [(act_click_widget, 16, "click widget"), (act_drag_slider, 12, "drag s
 
 threading.Thread(target=sampler, daemon=True).start()
 clean_exit = False
+soak_s = 0.0
 try:
     g.wait_for_layout(layout, ["tokens", "menu_lessons", "variant"], proc=proc)
     wid = g.focus_window()
