@@ -28,6 +28,7 @@ struct BenchOptions {
   double dropout = 0.0;
   bool qkv_bias = false;
   bool no_causal = false;
+  std::string backend = "auto";
 };
 void add_bench(CLI::App& app, BenchOptions& o);
 int run_bench(const BenchOptions& o);

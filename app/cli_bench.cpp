@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli.hpp"
+#include "mhaviz/backend.hpp"
 #include "mhaviz/session.hpp"
 #include "mhaviz/trace.hpp"
 
@@ -40,6 +41,10 @@ void add_bench(CLI::App& app, BenchOptions& o) {
   sub->add_option("--dropout", o.dropout, "Dropout probability (training mode)")->capture_default_str();
   sub->add_flag("--qkv-bias", o.qkv_bias, "Give the Q/K/V projections a bias");
   sub->add_flag("--no-causal", o.no_causal, "No causal mask (encoder attention)");
+  sub->add_option("--backend", o.backend,
+                  "Products in: auto (avx512 where the CPU has AVX-512F, else openblas), avx512 (this project's "
+                  "kernel) or openblas (Eigen on OpenBLAS)")
+      ->capture_default_str();
 }
 
 int run_bench(const BenchOptions& o) {
@@ -54,6 +59,12 @@ int run_bench(const BenchOptions& o) {
   c.causal = !o.no_causal;
   c.seed = o.seed;
   if (o.repeat < 0 || o.repeat > 100000) return usage_error("--repeat: " + std::to_string(o.repeat) + " is out of range [0, 100000]");
+  if (o.backend != "auto") {
+    Backend b{};
+    if (!parse_backend(o.backend, b))
+      return usage_error("--backend: '" + o.backend + "' is not one of auto, avx512, openblas");
+    if (!set_backend(b)) return usage_error("--backend: '" + o.backend + "' needs a CPU with AVX-512F, which this one lacks");
+  }
   if (o.warmup < 0 || o.warmup > 1000) return usage_error("--warmup: " + std::to_string(o.warmup) + " is out of range [0, 1000]");
   try {
     validate_model(c, o.d_in, o.tokens, o.batch);
@@ -84,8 +95,9 @@ int run_bench(const BenchOptions& o) {
                                           : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
   const double rss_mib = peak_rss_mib();
   const double gflops = static_cast<double>(trace.cost.flops) / (median * 1e-3) / 1e9;
-  std::printf("mhaviz bench: %s b=%d T=%d d_in=%d d_out=%d heads=%d dropout=%g %s\n", o.variant.c_str(), o.batch, o.tokens,
-              o.d_in, o.d_out, o.heads, o.dropout, c.causal ? "causal" : "no mask");
+  std::printf("mhaviz bench: %s b=%d T=%d d_in=%d d_out=%d heads=%d dropout=%g %s, products in %s\n", o.variant.c_str(),
+              o.batch, o.tokens, o.d_in, o.d_out, o.heads, o.dropout, c.causal ? "causal" : "no mask",
+              std::string(backend_name(backend())).c_str());
   std::printf("forward (every intermediate kept): %zu runs after %d warm-up, median %.4f ms, min %.4f ms, max %.4f ms\n",
               ms.size(), o.warmup, median, sorted.front(), sorted.back());
   std::printf("matmul calls %lld, %.3f GFLOP per forward, %lld parameters\n", static_cast<long long>(trace.cost.matmul_calls),

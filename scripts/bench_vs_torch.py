@@ -3,6 +3,7 @@
 `mhaviz bench` at the same sizes, in the same run, and prints medians and ratios.
 
 Usage: scripts/bench_vs_torch.py PATH/TO/mhaviz [--tokens 128 512 1024] [--rounds 3]
+                                  [--backends auto openblas]
 """
 import argparse
 import os
@@ -61,9 +62,9 @@ def torch_median_ms(tokens, d, heads, repeat):
     return statistics.median(times)
 
 
-def mhaviz_median_ms(binary, tokens, d, heads, repeat):
+def mhaviz_median_ms(binary, tokens, d, heads, repeat, backend):
     out = subprocess.run([binary, "bench", "--variant", "weight_split", "--tokens", str(tokens), "--d-in", str(d),
-                          "--d-out", str(d), "--heads", str(heads), "--repeat", str(repeat)],
+                          "--d-out", str(d), "--heads", str(heads), "--repeat", str(repeat), "--backend", backend],
                          check=True, capture_output=True, text=True).stdout
     m = re.search(r"median_ms=([0-9.]+) gflops=([0-9.]+) peak_rss_mib=([0-9.]+)", out)
     return float(m.group(1)), float(m.group(3))
@@ -78,22 +79,29 @@ def main():
     ap.add_argument("--torch-threads", type=int, nargs="+", default=sorted({1, os.cpu_count()}),
                     help="thread counts to time torch with; the fastest is the reference at each size")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds; the median of round medians is reported")
+    ap.add_argument("--backends", nargs="+", default=["auto", "openblas"],
+                    help="mhaviz backends to time; the ratio is the first one's")
     args = ap.parse_args()
     print(f"torch {torch.__version__} (fastest of {args.torch_threads} threads, no_grad); "
           f"d_in = d_out = {args.d}, {args.heads} heads, b = 1; median of {args.rounds} alternating rounds")
-    print(f"{'T':>6} {'torch ms':>10} {'threads':>8} {'mhaviz ms':>10} {'ratio':>7} {'mhaviz RSS MiB':>15}")
+    print(f"{'T':>6} {'torch ms':>10} {'threads':>8}" + "".join(f" {b + ' ms':>13}" for b in args.backends) +
+          f" {'ratio':>7} {'mhaviz RSS MiB':>15}")
     for tokens in args.tokens:
         repeat = 30 if tokens <= 256 else 10
-        ours, theirs, rss = [], {n: [] for n in args.torch_threads}, 0.0
+        ours, theirs, rss = {b: [] for b in args.backends}, {n: [] for n in args.torch_threads}, 0.0
         for _ in range(args.rounds):  # alternate so both see the same machine noise
             for n in args.torch_threads:
                 torch.set_num_threads(n)
                 theirs[n].append(torch_median_ms(tokens, args.d, args.heads, repeat))
-            ms, rss = mhaviz_median_ms(args.mhaviz, tokens, args.d, args.heads, repeat)
-            ours.append(ms)
+            for i, b in enumerate(args.backends):
+                ms, peak = mhaviz_median_ms(args.mhaviz, tokens, args.d, args.heads, repeat, b)
+                ours[b].append(ms)
+                rss = peak if i == 0 else rss
         threads, t = min(((n, statistics.median(v)) for n, v in theirs.items()), key=lambda x: x[1])
-        o = statistics.median(ours)
-        print(f"{tokens:>6} {t:>10.2f} {threads:>8} {o:>10.2f} {o / t:>7.2f} {rss:>15.1f}")
+        o = {b: statistics.median(v) for b, v in ours.items()}
+        first = o[args.backends[0]]
+        print(f"{tokens:>6} {t:>10.2f} {threads:>8}" + "".join(f" {o[b]:>13.2f}" for b in args.backends) +
+              f" {first / t:>7.2f} {rss:>15.1f}")
 
 
 if __name__ == "__main__":

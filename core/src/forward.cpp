@@ -1,10 +1,13 @@
-// The fast forward pass: Eigen expressions whose products go to OpenBLAS, element-wise
+// The fast forward pass: products in the AVX-512 kernel (gemm.hpp) or, where the CPU
+// lacks it or backend() says so, Eigen expressions that go to OpenBLAS; element-wise
 // stages split over threads. reference.cpp holds the loop version it is tested against.
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "gemm.hpp"
+#include "mhaviz/backend.hpp"
 #include "mhaviz/trace.hpp"
 #include "parallel.hpp"
 
@@ -25,6 +28,11 @@ void reshape(Tensor& t, Shape shape) {
 
 // x: (N, in) row-major; writes x · Wᵀ + bias, (N, out), into y with row stride ld.
 void linear_into(const Linear& l, const float* x, std::int64_t n, float* y, std::int64_t ld) {
+  if (!l.packed.empty() && backend() == Backend::Avx512) {
+    detail::gemm_packed(static_cast<int>(n), l.out, l.in, x, l.in, l.packed.data(), l.bias.empty() ? nullptr : l.bias.data(),
+                        y, ld);
+    return;
+  }
   CMap X(x, n, l.in);
   CMap W(l.weight.data(), l.out, l.in);
   StridedMap Y(y, n, l.out, Eigen::OuterStride<>(ld));
@@ -121,10 +129,21 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
 
   // 3. Raw scores q·kᵀ per (batch, head).
   reshape(tr.scores, {b, H, T, T});
-  for (std::int64_t p = 0; p < P; ++p) {
-    CMap qp(tr.q.ptr() + p * T * hd, T, hd), kp(tr.k.ptr() + p * T * hd, T, hd);
-    Map sp(tr.scores.ptr() + p * TT, T, T);
-    sp.noalias() = qp * kp.transpose();
+  const bool kernel = backend() == Backend::Avx512;
+  if (kernel) {
+    detail::parallel_for(P, std::max<std::int64_t>(1, TT * hd / 64), [&](std::int64_t p0, std::int64_t p1) {
+      RowMat kt(hd, T);  // the kernel's B operand is row-major (hd, T)
+      for (std::int64_t p = p0; p < p1; ++p) {
+        kt = CMap(tr.k.ptr() + p * T * hd, T, hd).transpose();
+        detail::gemm_rowmajor(T, T, hd, tr.q.ptr() + p * T * hd, hd, kt.data(), T, tr.scores.ptr() + p * TT, T, false);
+      }
+    });
+  } else {
+    for (std::int64_t p = 0; p < P; ++p) {
+      CMap qp(tr.q.ptr() + p * T * hd, T, hd), kp(tr.k.ptr() + p * T * hd, T, hd);
+      Map sp(tr.scores.ptr() + p * TT, T, T);
+      sp.noalias() = qp * kp.transpose();
+    }
   }
 
   // 4. softmax(masked scores / sqrt(hd)) row by row; masked cells are exactly 0.
@@ -132,16 +151,21 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
   const float divisor = static_cast<float>(std::sqrt(static_cast<double>(hd)));
   const bool causal = c.causal;
   detail::parallel_for(P * T, T * 8, [&](std::int64_t r0, std::int64_t r1) {
+    // Eigen vectorizes from the first aligned element and sums packets in their own order:
+    // working in an aligned buffer makes every row's result independent of where the
+    // trace's buffers happen to be, so the same input gives the same bits every time.
+    Eigen::ArrayXf buffer(T);
     for (std::int64_t r = r0; r < r1; ++r) {
       const int i = static_cast<int>(r % T);
       const std::int64_t valid = causal ? i + 1 : T;
       const float* s = tr.scores.ptr() + r * T;
       float* w = tr.weights.ptr() + r * T;
-      Eigen::Map<Eigen::ArrayXf> row(w, valid);
+      auto row = buffer.head(valid);
       row = Eigen::Map<const Eigen::ArrayXf>(s, valid) / divisor;
       const float mx = row.maxCoeff();
       row = (row - mx).exp();
       row /= row.sum();
+      std::copy(row.data(), row.data() + valid, w);
       std::fill(w + valid, w + T, 0.0f);
     }
   });
@@ -178,13 +202,21 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
   reshape(tr.context, per_head);
   // Under the causal mask the weights are lower-triangular (dropout keeps zeros zero), so
   // row block [r0, r1) only needs keys [0, r1): half the FLOPs at large T.
-  const int block = causal ? 128 : T;
-  for (std::int64_t p = 0; p < P; ++p) {
-    CMap wp(wd.ptr() + p * TT, T, T), vp(tr.v.ptr() + p * T * hd, T, hd);
-    Map cp(tr.context.ptr() + p * T * hd, T, hd);
-    for (int r0 = 0; r0 < T; r0 += block) {
-      const int rows = std::min(block, T - r0), keys = causal ? r0 + rows : T;
-      cp.middleRows(r0, rows).noalias() = wp.block(r0, 0, rows, keys) * vp.topRows(keys);
+  if (kernel) {
+    detail::parallel_for(P, std::max<std::int64_t>(1, TT * hd / (causal ? 128 : 64)), [&](std::int64_t p0, std::int64_t p1) {
+      for (std::int64_t p = p0; p < p1; ++p)
+        detail::gemm_rowmajor(T, hd, T, wd.ptr() + p * TT, T, tr.v.ptr() + p * T * hd, hd, tr.context.ptr() + p * T * hd, hd,
+                              causal);
+    });
+  } else {
+    const int block = causal ? 128 : T;
+    for (std::int64_t p = 0; p < P; ++p) {
+      CMap wp(wd.ptr() + p * TT, T, T), vp(tr.v.ptr() + p * T * hd, T, hd);
+      Map cp(tr.context.ptr() + p * T * hd, T, hd);
+      for (int r0 = 0; r0 < T; r0 += block) {
+        const int rows = std::min(block, T - r0), keys = causal ? r0 + rows : T;
+        cp.middleRows(r0, rows).noalias() = wp.block(r0, 0, rows, keys) * vp.topRows(keys);
+      }
     }
   }
 

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "gemm.hpp"
+
 namespace mhaviz {
 
 std::string_view variant_name(Variant v) {
@@ -38,27 +40,37 @@ const Linear& Model::layer(std::string_view name) const {
 }
 
 Linear& Model::layer(std::string_view name) {
-  qkv_stacked = Linear();  // the caller may change the weights: the stack would be stale
-  return const_cast<Linear&>(static_cast<const Model&>(*this).layer(name));
+  qkv_stacked = Linear();  // the caller may change the weights: the stack and packing would be stale
+  Linear& l = const_cast<Linear&>(static_cast<const Model&>(*this).layer(name));
+  l.packed.clear();
+  return l;
 }
 
-void stack_projections(Model& model) {
+void prepare_forward(Model& model) {
   model.qkv_stacked = Linear();
   const ModelConfig& c = model.config;
-  if (c.variant == Variant::FusedQkv) return;
-  Linear st;
-  st.name = "qkv_stacked";
-  st.in = model.d_in;
-  st.out = 3 * merged_dim(c);
-  const int copies = c.variant == Variant::Wrapper ? c.num_heads : 1;
-  for (const char* which : {"W_query", "W_key", "W_value"})
-    for (int h = 0; h < copies; ++h) {
-      const Linear& l = static_cast<const Model&>(model).layer(
-          c.variant == Variant::Wrapper ? "heads." + std::to_string(h) + "." + which : std::string(which));
-      st.weight.insert(st.weight.end(), l.weight.begin(), l.weight.end());
-      st.bias.insert(st.bias.end(), l.bias.begin(), l.bias.end());
-    }
-  model.qkv_stacked = std::move(st);
+  const Model& view = model;
+  if (c.variant != Variant::FusedQkv) {
+    Linear st;
+    st.name = "qkv_stacked";
+    st.in = model.d_in;
+    st.out = 3 * merged_dim(c);
+    const int copies = c.variant == Variant::Wrapper ? c.num_heads : 1;
+    for (const char* which : {"W_query", "W_key", "W_value"})
+      for (int h = 0; h < copies; ++h) {
+        const Linear& l =
+            view.layer(c.variant == Variant::Wrapper ? "heads." + std::to_string(h) + "." + which : std::string(which));
+        st.weight.insert(st.weight.end(), l.weight.begin(), l.weight.end());
+        st.bias.insert(st.bias.end(), l.bias.begin(), l.bias.end());
+      }
+    model.qkv_stacked = std::move(st);
+  }
+  if (!detail::avx512_available()) return;
+  // The Linears forward() multiplies by whole; the wrapper has no output projection.
+  auto pack = [](Linear& l) { l.packed = detail::pack_transposed(l.weight.data(), l.out, l.in); };
+  for (Linear& l : model.layers)
+    if (l.name == "qkv_layer" || l.name == "out_proj" || l.name == "linear_layer") pack(l);
+  if (!model.qkv_stacked.weight.empty()) pack(model.qkv_stacked);
 }
 
 std::int64_t Model::parameter_count() const {
@@ -138,7 +150,7 @@ Model build_model(const ModelConfig& config, int d_in) {
       break;
   }
   m.rng_after_init = gen;
-  stack_projections(m);
+  prepare_forward(m);
   return m;
 }
 
@@ -170,7 +182,7 @@ Model weight_split_from_wrapper(const Model& wrapper) {
   for (int i = 0; i < D; ++i) out.weight[static_cast<std::size_t>(i) * static_cast<std::size_t>(D + 1)] = 1.0f;
   out.bias.assign(static_cast<std::size_t>(D), 0.0f);
   m.layers.push_back(std::move(out));
-  stack_projections(m);
+  prepare_forward(m);
   return m;
 }
 
@@ -202,7 +214,7 @@ Model weight_split_from_fused(const Model& fused) {
   Linear out = fused.layer("linear_layer");
   out.name = "out_proj";
   m.layers.push_back(std::move(out));
-  stack_projections(m);
+  prepare_forward(m);
   return m;
 }
 

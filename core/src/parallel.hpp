@@ -1,6 +1,6 @@
-// A minimal fork-join loop for the element-wise stages. GEMMs are threaded by
-// OpenBLAS; a persistent OpenMP pool would spin against OpenBLAS's threads on two
-// cores, so this starts plain threads only when the work is large enough to pay.
+// A fork-join loop for the element-wise stages and the AVX-512 GEMM, over workers that
+// sleep on a futex between loops (no OpenMP: a spinning pool would fight OpenBLAS's own
+// threads on two cores when the OpenBLAS backend is chosen).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,8 @@
 namespace mhaviz::detail {
 
 // Calls fn(begin, end) over [0, n) split into contiguous chunks. Runs inline when
-// work_per_item * n is below a threshold (teaching sizes stay single-threaded).
+// work_per_item * n is below a threshold (teaching sizes stay single-threaded), when
+// called from inside a loop, or while another thread's loop holds the workers.
 void parallel_for(std::int64_t n, std::int64_t work_per_item, const std::function<void(std::int64_t, std::int64_t)>& fn);
 
 }  // namespace mhaviz::detail

@@ -336,6 +336,7 @@ class BadInput(unittest.TestCase):
             (["bench", "--tokens", "abc"], "tokens"),
             (["bench", "--tokens", "0"], "tokens"),
             (["bench", "--repeat", "-3"], "--repeat"),
+            (["bench", "--backend", "cuda"], "--backend: 'cuda'"),
             (["--no-such-flag"], "no-such-flag"),
             (["dump", "seed003-wrapper", "extra-argument"], "extra-argument"),
             (["dump", "seed003-wrapper", "--eval=maybe"], "--eval"),
@@ -386,6 +387,18 @@ class Bench(unittest.TestCase):
             r = run("bench", "--variant", v, "--tokens", "32", "--d-in", "32", "--d-out", "32", "--heads", "4",
                     "--repeat", "3", "--dropout", "0.1")
             self.assertEqual(r.returncode, 0, v + r.stderr)
+
+    def test_backends(self):
+        # Both backends on one forward; avx512 may be refused (exit 2, one line) on an older CPU.
+        for b in ["openblas", "avx512", "auto"]:
+            r = run("bench", "--backend", b, "--tokens", "64", "--d-in", "96", "--d-out", "96", "--heads", "3", "--repeat", "3")
+            if b == "avx512" and r.returncode == 2:
+                self.assertIn("--backend: 'avx512' needs a CPU with AVX-512F", r.stderr)
+                continue
+            self.assertEqual(r.returncode, 0, b + r.stderr)
+            self.assertRegex(r.stdout.splitlines()[0], r"products in (avx512|openblas)$")
+            if b != "auto":
+                self.assertTrue(r.stdout.splitlines()[0].endswith(b), r.stdout)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 
+#include "mhaviz/backend.hpp"
 #include "test_util.hpp"
 
 namespace mhaviz {
@@ -10,26 +12,135 @@ namespace {
 
 const Variant kVariants[] = {Variant::Wrapper, Variant::WeightSplit, Variant::FusedQkv};
 
-TEST(Invariants, FastForwardEqualsLoopOracle) {
-  std::mt19937 gen(7);
-  for (int trial = 0; trial < 60; ++trial) {
-    for (Variant v : kVariants) {
-      const Session s = test::random_session(gen, v, trial % 2 == 1);
-      const Model m = build_model(s.model, s.d_in());
-      const Trace fast = forward(m, s.input_tensor());
-      const Trace slow = forward_reference(m, s.input_tensor());
-      ASSERT_EQ(fast.keep, slow.keep) << "dropout draws differ, trial " << trial;
-      const auto a = named_tensors(m, fast), b = named_tensors(m, slow);
-      ASSERT_EQ(a.size(), b.size());
-      for (std::size_t i = 0; i < a.size(); ++i) {
-        ASSERT_EQ(a[i].name, b[i].name);
-        ASSERT_EQ(a[i].tensor.shape, b[i].tensor.shape) << a[i].name;
-        for (std::size_t e = 0; e < a[i].tensor.data.size(); ++e)
-          ASSERT_NEAR(a[i].tensor.data[e], b[i].tensor.data[e], 1e-5 + 1e-5 * std::fabs(b[i].tensor.data[e]))
-              << variant_name(v) << " trial " << trial << " " << a[i].name << "[" << e << "]";
-      }
-    }
+// Runs body under each backend this CPU supports, then restores the default.
+template <class Body>
+void for_each_backend(Body&& body) {
+  const Backend before = backend();
+  for (Backend b : {Backend::Avx512, Backend::OpenBlas}) {
+    if (!set_backend(b)) continue;
+    SCOPED_TRACE(std::string("backend ") + std::string(backend_name(b)));
+    body();
   }
+  set_backend(before);
+}
+
+// Every named tensor of the fast forward within atol + rtol·|oracle| of the loop oracle's.
+void expect_matches_oracle(const Model& m, const Tensor& input, double atol, double rtol, const std::string& what) {
+  const Trace fast = forward(m, input);
+  const Trace slow = forward_reference(m, input);
+  ASSERT_EQ(fast.keep, slow.keep) << "dropout draws differ, " << what;
+  const auto a = named_tensors(m, fast), b = named_tensors(m, slow);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].name, b[i].name);
+    ASSERT_EQ(a[i].tensor.shape, b[i].tensor.shape) << a[i].name;
+    for (std::size_t e = 0; e < a[i].tensor.data.size(); ++e)
+      ASSERT_NEAR(a[i].tensor.data[e], b[i].tensor.data[e], atol + rtol * std::fabs(b[i].tensor.data[e]))
+          << what << " " << a[i].name << "[" << e << "]";
+  }
+}
+
+TEST(Invariants, FastForwardEqualsLoopOracle) {
+  for_each_backend([] {
+    std::mt19937 gen(7);
+    for (int trial = 0; trial < 60; ++trial)
+      for (Variant v : kVariants) {
+        const Session s = test::random_session(gen, v, trial % 2 == 1);
+        expect_matches_oracle(build_model(s.model, s.d_in()), s.input_tensor(), 1e-5, 1e-5,
+                              std::string(variant_name(v)) + " trial " + std::to_string(trial));
+      }
+  });
+}
+
+// Shapes past the kernel's tile edges (12 rows, 32 columns) and large enough that the
+// products and stages split over threads; the activation tolerance.
+TEST(Invariants, LargerShapesEqualLoopOracleOnEveryBackend) {
+  for_each_backend([] {
+    std::mt19937 gen(23);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(gen); };
+    for (int trial = 0; trial < 12; ++trial) {
+      const Variant v = kVariants[trial % 3];
+      Session s = test::random_session(gen, v, trial % 4 == 1);
+      const int T = pick(13, 150), din = pick(1, 200);
+      s.model.num_heads = pick(1, 6);
+      s.model.d_out = v == Variant::Wrapper ? pick(1, 40) : s.model.num_heads * pick(1, 40);
+      s.model.context_length = T;
+      s.batch = pick(1, 2);
+      std::uniform_real_distribution<float> val(-2.0f, 2.0f);
+      s.tokens.clear();
+      s.embeddings.assign(static_cast<std::size_t>(T), std::vector<float>(static_cast<std::size_t>(din)));
+      for (auto& row : s.embeddings) {
+        s.tokens.push_back("t" + std::to_string(s.tokens.size()));
+        for (auto& x : row) x = val(gen);
+      }
+      expect_matches_oracle(build_model(s.model, s.d_in()), s.input_tensor(), 2e-5, 1e-4,
+                            std::string(variant_name(v)) + " T=" + std::to_string(T) + " d_in=" + std::to_string(din) +
+                                " trial " + std::to_string(trial));
+    }
+  });
+}
+
+// GPT-2 small's attention (T = 128, d = 768, 12 heads): the AVX-512 kernel and OpenBLAS
+// give the same tensors to float rounding.
+// A model of the given shape and an input (b, T, d_in) uniform in [-1, 1).
+struct Sized {
+  Model model;
+  Tensor input;
+};
+Sized sized(Variant v, int b, int T, int d_in, int d_out, int heads, double dropout, unsigned seed) {
+  ModelConfig c;
+  c.variant = v;
+  c.d_out = d_out;
+  c.num_heads = heads;
+  c.context_length = T;
+  c.dropout = dropout;
+  Sized s{build_model(c, d_in), Tensor({b, T, d_in})};
+  std::mt19937 gen(seed);
+  for (auto& e : s.input.data) e = torch_uniform(gen, -1.0f, 1.0f);
+  return s;
+}
+
+TEST(Invariants, BackendsAgreeAtGpt2Size) {
+  if (!backend_supported(Backend::Avx512)) GTEST_SKIP() << "this CPU lacks AVX-512F";
+  const Sized g = sized(Variant::WeightSplit, 1, 128, 768, 768, 12, 0.1, 29);
+  const Model& m = g.model;
+  const Tensor& x = g.input;
+  const Backend before = backend();
+  set_backend(Backend::Avx512);
+  const Trace a = forward(m, x);
+  set_backend(Backend::OpenBlas);
+  const Trace b = forward(m, x);
+  set_backend(before);
+  EXPECT_EQ(a.keep, b.keep);
+  const auto ta = named_tensors(m, a), tb = named_tensors(m, b);
+  ASSERT_EQ(ta.size(), tb.size());
+  for (std::size_t i = 0; i < ta.size(); ++i)
+    for (std::size_t e = 0; e < ta[i].tensor.data.size(); ++e)
+      ASSERT_NEAR(ta[i].tensor.data[e], tb[i].tensor.data[e], 2e-5 + 1e-4 * std::fabs(tb[i].tensor.data[e]))
+          << ta[i].name << "[" << e << "]";
+}
+
+// Two threads running threaded-size forwards at once (one gets the worker pool, the other
+// runs inline), into buffers at other addresses, produce exactly the bits of a forward
+// run alone: the same input always shows the same numbers.
+TEST(Invariants, ConcurrentForwardsGiveTheSameTensors) {
+  const Sized g = sized(Variant::FusedQkv, 2, 96, 192, 256, 4, 0.0, 31);
+  const Model& m = g.model;
+  const Tensor& x = g.input;
+  const Trace alone = forward(m, x);
+  auto run = [&](int& mismatches) {
+    Trace t;
+    for (int i = 0; i < 15; ++i) {
+      forward(m, x, t);
+      if (t.output.data != alone.output.data || t.weights.data != alone.weights.data) ++mismatches;
+    }
+  };
+  int m1 = 0, m2 = 0;
+  std::thread other(run, std::ref(m2));
+  run(m1);
+  other.join();
+  EXPECT_EQ(m1, 0);
+  EXPECT_EQ(m2, 0);
 }
 
 // The forward projects with a stacked copy of W_query/W_key/W_value: a weight changed
@@ -45,11 +156,18 @@ TEST(Invariants, ChangedWeightsReachTheForward) {
     const Trace slow = forward_reference(m, s.input_tensor());
     for (std::size_t e = 0; e < slow.keys.data.size(); ++e)
       ASSERT_NEAR(fast.keys.data[e], slow.keys.data[e], 1e-5 + 1e-5 * std::fabs(slow.keys.data[e])) << variant_name(v);
-    stack_projections(m);
+    prepare_forward(m);
     const Trace restacked = forward(m, s.input_tensor());
     for (std::size_t e = 0; e < fast.keys.data.size(); ++e)
       ASSERT_NEAR(restacked.keys.data[e], fast.keys.data[e], 1e-5 + 1e-5 * std::fabs(fast.keys.data[e])) << variant_name(v);
   }
+  // The output projection's packed copy goes stale the same way.
+  const Session s = test::random_session(gen, Variant::FusedQkv, false);
+  Model m = build_model(s.model, s.d_in());
+  for (float& w : m.layer("linear_layer").weight) w *= 3.0f;
+  const Trace fast = forward(m, s.input_tensor()), slow = forward_reference(m, s.input_tensor());
+  for (std::size_t e = 0; e < slow.output.data.size(); ++e)
+    ASSERT_NEAR(fast.output.data[e], slow.output.data[e], 1e-5 + 1e-5 * std::fabs(slow.output.data[e]));
 }
 
 TEST(Invariants, SoftmaxRowsSumToOneAndMaskedCellsAreZero) {

@@ -42,6 +42,9 @@ struct Linear {
   int out = 0;
   std::vector<float> weight;
   std::vector<float> bias;  // empty when the layer has no bias
+  // weightᵀ in the AVX-512 kernel's panels, filled by prepare_forward for the layers the
+  // forward multiplies by; where it is empty the forward uses OpenBLAS for the layer.
+  std::vector<float> packed;
 };
 
 struct Model {
@@ -53,8 +56,8 @@ struct Model {
   std::mt19937 rng_after_init;
   // wrapper and weight_split: W_query, W_key, W_value (the wrapper's head after head) stacked
   // row-wise, [3*merged_dim, d_in], so the three projections are one GEMM (a third fewer
-  // passes over the input and better use of two cores at small T). Set by build_model and
-  // the conversions below; emptied when a layer is handed out for change by layer(name).
+  // passes over the input and better use of two cores at small T). Set by prepare_forward;
+  // emptied, with that layer's packed copy, when a layer is handed out for change by layer(name).
   Linear qkv_stacked;
 
   const Linear& layer(std::string_view name) const;  // throws std::out_of_range
@@ -71,8 +74,11 @@ double torch_uniform53(std::mt19937& gen);
 // Precondition: the config passed validate_model (session.hpp); d_in > 0.
 Model build_model(const ModelConfig& config, int d_in);
 
-// Fills model.qkv_stacked from the current layers (fused_qkv: left empty, qkv_layer is one already).
-void stack_projections(Model& model);
+// Fills model.qkv_stacked from the current layers (fused_qkv: left empty, qkv_layer is one
+// already) and, on a CPU with AVX-512, the packed copies of the stacked projection and the
+// output projection. build_model and the conversions below call it; call it again after
+// changing weights through layer(name) to get the fast path back.
+void prepare_forward(Model& model);
 
 // Weight-split model whose heads are the wrapper's heads: W_query/W_key/W_value
 // are the heads' matrices stacked row-wise ([h*d_out, d_in]); out_proj is the

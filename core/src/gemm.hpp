@@ -1,0 +1,35 @@
+// An AVX-512 single-precision GEMM for the forward's products. OpenBLAS would do the
+// same work, but this machine's kind of CPU gets its AVX2 kernels whenever the
+// environment sets OPENBLAS_CORETYPE, and small-M products (T = 128 against 768-wide
+// weights) reach a fraction of peak there. Weights are packed once per model; the
+// activations are read in place. Every function here needs avx512_available().
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace mhaviz::detail {
+
+// Columns per packed panel: two 16-float registers.
+inline constexpr int kPanel = 32;
+
+// True when the CPU (as reported by CPUID) has AVX-512F.
+bool avx512_available();
+
+// w: (n, k) row-major, a Linear's [out, in]. Returns wᵀ as ceil(n / kPanel) panels,
+// each (k, kPanel) row-major, columns past n zero: the B operand of gemm_packed.
+std::vector<float> pack_transposed(const float* w, int n, int k);
+
+// c (m, n; row stride ldc) = a (m, k; row stride lda) · b + bias, where b is (k, n) given as
+// pack_transposed panels and bias (n) may be null. Splits the panels over two threads
+// when the product is large enough to pay for starting one.
+void gemm_packed(int m, int n, int k, const float* a, std::int64_t lda, const float* packed, const float* bias, float* c,
+                 std::int64_t ldc);
+
+// c (m, n; ldc) = a (m, k; lda) · b (k, n; ldb), both row-major, on the calling thread.
+// lower: a is lower-triangular (row i is zero past column i), so row block [i, i + r)
+// only reads columns [0, i + r) of a and rows [0, i + r) of b.
+void gemm_rowmajor(int m, int n, int k, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float* c,
+                   std::int64_t ldc, bool lower);
+
+}  // namespace mhaviz::detail
