@@ -40,28 +40,35 @@ void linear_into(const Linear& l, const float* x, std::int64_t n, float* y, std:
   if (!l.bias.empty()) Y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(l.bias.data(), l.out);
 }
 
-// src: (b, T, row_stride) row-major; head h, feature d lives at column offset + h*head_stride + d.
-// dst: (b, h, T, hd), i.e. view(b, T, h, ·) followed by transpose(1, 2).
-void gather_heads(const float* src, std::int64_t row_stride, std::int64_t offset, std::int64_t head_stride,
-                  int b, int T, int H, int hd, float* dst) {
-  for (int bi = 0; bi < b; ++bi)
-    for (int h = 0; h < H; ++h)
-      for (int t = 0; t < T; ++t) {
-        const float* s = src + (static_cast<std::int64_t>(bi) * T + t) * row_stride + offset + h * head_stride;
-        float* d = dst + ((static_cast<std::int64_t>(bi) * H + h) * T + t) * hd;
-        std::copy(s, s + hd, d);
+// src: (b·T rows, row_stride) row-major; head h, feature d of a row lives at column
+// offset + h*head_stride + d. Writes heads (b, h, T, hd), i.e. view(b, T, h, ·) followed by
+// transpose(1, 2), and, when flat is not null, the same values as (b, T, h*hd). Rows are
+// split over threads: at T = 128 these copies took as long as the softmax on one.
+void split_heads(const float* src, std::int64_t row_stride, std::int64_t offset, std::int64_t head_stride, int b, int T,
+                 int H, int hd, float* heads, float* flat) {
+  detail::parallel_for(static_cast<std::int64_t>(b) * T, std::max(1, H * hd / 4), [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t bi = r / T, t = r % T;
+      for (int h = 0; h < H; ++h) {
+        const float* s = src + r * row_stride + offset + h * head_stride;
+        std::copy(s, s + hd, heads + ((bi * H + h) * T + t) * hd);
+        if (flat) std::copy(s, s + hd, flat + r * H * hd + static_cast<std::int64_t>(h) * hd);
       }
+    }
+  });
 }
 
 // src: (b, h, T, hd) -> dst: (b, T, h*hd), i.e. transpose(1, 2) then view(b, T, h*hd).
 void merge_heads(const float* src, int b, int T, int H, int hd, float* dst) {
-  for (int bi = 0; bi < b; ++bi)
-    for (int h = 0; h < H; ++h)
-      for (int t = 0; t < T; ++t) {
-        const float* s = src + ((static_cast<std::int64_t>(bi) * H + h) * T + t) * hd;
-        float* d = dst + (static_cast<std::int64_t>(bi) * T + t) * H * hd + static_cast<std::int64_t>(h) * hd;
-        std::copy(s, s + hd, d);
+  detail::parallel_for(static_cast<std::int64_t>(b) * T, std::max(1, H * hd / 4), [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t bi = r / T, t = r % T;
+      for (int h = 0; h < H; ++h) {
+        const float* s = src + ((bi * H + h) * T + t) * hd;
+        std::copy(s, s + hd, dst + r * H * hd + static_cast<std::int64_t>(h) * hd);
       }
+    }
+  });
 }
 
 }  // namespace
@@ -99,8 +106,8 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
     linear_into(model.layer("qkv_layer"), input.ptr(), N, tr.qkv.ptr(), 3 * c.d_out);
     // reshape (b, T, h, 3*hd) -> permute (b, h, T, 3*hd) -> chunk(3, dim=-1)
     for (int part = 0; part < 3; ++part) {
-      gather_heads(tr.qkv.ptr(), 3 * c.d_out, static_cast<std::int64_t>(part) * hd, 3 * hd, b, T, H, hd, heads_out[part]->ptr());
-      merge_heads(heads_out[part]->ptr(), b, T, H, hd, qkv_out[part]->ptr());
+      split_heads(tr.qkv.ptr(), 3 * c.d_out, static_cast<std::int64_t>(part) * hd, 3 * hd, b, T, H, hd, heads_out[part]->ptr(),
+                  qkv_out[part]->ptr());
     }
   } else if (!model.qkv_stacked.weight.empty()) {
     tr.qkv = Tensor();
@@ -109,8 +116,7 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
     linear_into(model.qkv_stacked, input.ptr(), N, tr.workspace.data(), 3 * M);
     for (int part = 0; part < 3; ++part) {
       const float* src = tr.workspace.data() + static_cast<std::int64_t>(part) * M;
-      Map(qkv_out[part]->ptr(), N, M) = CStridedMap(src, N, M, Eigen::OuterStride<>(3 * M));
-      gather_heads(src, 3 * M, 0, hd, b, T, H, hd, heads_out[part]->ptr());
+      split_heads(src, 3 * M, 0, hd, b, T, H, hd, heads_out[part]->ptr(), qkv_out[part]->ptr());
     }
   } else {
     tr.qkv = Tensor();
@@ -123,7 +129,7 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
       } else {
         linear_into(model.layer(kNames[part]), input.ptr(), N, qkv_out[part]->ptr(), M);
       }
-      gather_heads(qkv_out[part]->ptr(), M, 0, hd, b, T, H, hd, heads_out[part]->ptr());
+      split_heads(qkv_out[part]->ptr(), M, 0, hd, b, T, H, hd, heads_out[part]->ptr(), nullptr);
     }
   }
 

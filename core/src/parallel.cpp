@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -10,6 +11,22 @@ namespace mhaviz::detail {
 namespace {
 
 thread_local bool in_loop = false;  // a nested loop runs inline: the workers are taken
+
+// Returns once a != old: spins for up to `budget`, then sleeps in atomic::wait. A futex
+// wake-up costs tens of µs on this kind of virtual machine, as much as a whole stage of
+// a T = 128 forward, and a forward's stages come back to back.
+template <class V>
+void await_change(const std::atomic<V>& a, V old, std::chrono::microseconds budget) {
+  const auto until = std::chrono::steady_clock::now() + budget;
+  for (unsigned i = 1;; ++i) {
+    if (a.load(std::memory_order_acquire) != old) return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (i % 256 == 0 && std::chrono::steady_clock::now() > until) break;
+  }
+  a.wait(old, std::memory_order_acquire);
+}
 
 // Workers started once and parked on a futex between loops: starting threads per loop
 // cost about a tenth of a T = 128 forward (clone, stack faults, a fresh malloc arena).
@@ -33,14 +50,15 @@ class Pool {
     generation_.notify_all();
     fn(0, std::min(n, chunk_));
     for (int left = remaining_.load(std::memory_order_acquire); left != 0; left = remaining_.load(std::memory_order_acquire))
-      remaining_.wait(left, std::memory_order_acquire);
+      await_change(remaining_, left, std::chrono::microseconds(2000));
   }
 
  private:
   void work(int index) {
     std::uint64_t seen = 0;
     for (;;) {
-      generation_.wait(seen, std::memory_order_acquire);
+      // Spin a while after a loop: the next stage of the same forward is likely to follow.
+      await_change(generation_, seen, std::chrono::microseconds(300));
       seen = generation_.load(std::memory_order_acquire);
       const std::int64_t b = index * chunk_, e = std::min(n_, b + chunk_);
       in_loop = true;
