@@ -18,7 +18,6 @@ using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMa
 using CMap = Eigen::Map<const RowMat>;
 using Map = Eigen::Map<RowMat>;
 using StridedMap = Eigen::Map<RowMat, 0, Eigen::OuterStride<>>;
-using CStridedMap = Eigen::Map<const RowMat, 0, Eigen::OuterStride<>>;
 
 // Reuses the buffer's capacity: an unchanged shape costs no allocation or zeroing.
 void reshape(Tensor& t, Shape shape) {
@@ -42,8 +41,8 @@ void linear_into(const Linear& l, const float* x, std::int64_t n, float* y, std:
 
 // src: (b·T rows, row_stride) row-major; head h, feature d of a row lives at column
 // offset + h*head_stride + d. Writes heads (b, h, T, hd), i.e. view(b, T, h, ·) followed by
-// transpose(1, 2), and, when flat is not null, the same values as (b, T, h*hd). Rows are
-// split over threads: at T = 128 these copies took as long as the softmax on one.
+// transpose(1, 2), and, when flat is not null, the same values as (b, T, h*hd), in one pass
+// over src. Rows are split over threads when there are enough of them (GPT-2 at T = 1024).
 void split_heads(const float* src, std::int64_t row_stride, std::int64_t offset, std::int64_t head_stride, int b, int T,
                  int H, int hd, float* heads, float* flat) {
   detail::parallel_for(static_cast<std::int64_t>(b) * T, std::max(1, H * hd / 4), [&](std::int64_t r0, std::int64_t r1) {
