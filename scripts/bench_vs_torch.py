@@ -93,10 +93,11 @@ def main():
             for n in args.torch_threads:
                 torch.set_num_threads(n)
                 theirs[n].append(torch_median_ms(tokens, args.d, args.heads, repeat))
-            for i, b in enumerate(args.backends):
+            for b in args.backends:
                 ms, peak = mhaviz_median_ms(args.mhaviz, tokens, args.d, args.heads, repeat, b)
                 ours[b].append(ms)
-                rss = peak if i == 0 else rss
+                if b == args.backends[0]:
+                    rss = peak
         threads, t = min(((n, statistics.median(v)) for n, v in theirs.items()), key=lambda x: x[1])
         o = {b: statistics.median(v) for b, v in ours.items()}
         first = o[args.backends[0]]

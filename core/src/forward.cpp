@@ -25,9 +25,10 @@ void reshape(Tensor& t, Shape shape) {
   t.data.resize(static_cast<std::size_t>(shape_numel(t.shape)));
 }
 
-// x: (N, in) row-major; writes x · Wᵀ + bias, (N, out), into y with row stride ld.
-void linear_into(const Linear& l, const float* x, std::int64_t n, float* y, std::int64_t ld) {
-  if (!l.packed.empty() && backend() == Backend::Avx512) {
+// x: (N, in) row-major; writes x · Wᵀ + bias, (N, out), into y with row stride ld. kernel:
+// the AVX-512 backend is chosen (the layer still needs its packed copy for it).
+void linear_into(const Linear& l, const float* x, std::int64_t n, float* y, std::int64_t ld, bool kernel) {
+  if (kernel && !l.packed.empty()) {
     detail::gemm_packed(static_cast<int>(n), l.out, l.in, x, l.in, l.packed.data(), l.bias.empty() ? nullptr : l.bias.data(),
                         y, ld);
     return;
@@ -89,6 +90,7 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
   tr.head_dim = hd;
   tr.input = input;
   tr.cost = forward_cost(c, model.d_in, T, b);
+  const bool kernel = backend() == Backend::Avx512;  // read once: one forward, one backend
 
   // 1-2. Projections and the split into heads.
   const Shape per_head{b, H, T, hd};
@@ -102,7 +104,7 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
   Tensor* heads_out[3] = {&tr.q, &tr.k, &tr.v};
   if (c.variant == Variant::FusedQkv) {
     reshape(tr.qkv, {b, T, 3 * c.d_out});
-    linear_into(model.layer("qkv_layer"), input.ptr(), N, tr.qkv.ptr(), 3 * c.d_out);
+    linear_into(model.layer("qkv_layer"), input.ptr(), N, tr.qkv.ptr(), 3 * c.d_out, kernel);
     // reshape (b, T, h, 3*hd) -> permute (b, h, T, 3*hd) -> chunk(3, dim=-1)
     for (int part = 0; part < 3; ++part) {
       split_heads(tr.qkv.ptr(), 3 * c.d_out, static_cast<std::int64_t>(part) * hd, 3 * hd, b, T, H, hd, heads_out[part]->ptr(),
@@ -112,7 +114,7 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
     tr.qkv = Tensor();
     // One GEMM into (N, 3M) scratch, then queries | keys | values are its column blocks.
     tr.workspace.resize(static_cast<std::size_t>(N * 3 * M));
-    linear_into(model.qkv_stacked, input.ptr(), N, tr.workspace.data(), 3 * M);
+    linear_into(model.qkv_stacked, input.ptr(), N, tr.workspace.data(), 3 * M, kernel);
     for (int part = 0; part < 3; ++part) {
       const float* src = tr.workspace.data() + static_cast<std::int64_t>(part) * M;
       split_heads(src, 3 * M, 0, hd, b, T, H, hd, heads_out[part]->ptr(), qkv_out[part]->ptr());
@@ -124,9 +126,9 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
       if (c.variant == Variant::Wrapper) {
         for (int h = 0; h < H; ++h)
           linear_into(model.layer("heads." + std::to_string(h) + "." + kNames[part]), input.ptr(), N,
-                      qkv_out[part]->ptr() + static_cast<std::int64_t>(h) * hd, M);
+                      qkv_out[part]->ptr() + static_cast<std::int64_t>(h) * hd, M, kernel);
       } else {
-        linear_into(model.layer(kNames[part]), input.ptr(), N, qkv_out[part]->ptr(), M);
+        linear_into(model.layer(kNames[part]), input.ptr(), N, qkv_out[part]->ptr(), M, kernel);
       }
       split_heads(qkv_out[part]->ptr(), M, 0, hd, b, T, H, hd, heads_out[part]->ptr(), nullptr);
     }
@@ -134,7 +136,6 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
 
   // 3. Raw scores q·kᵀ per (batch, head).
   reshape(tr.scores, {b, H, T, T});
-  const bool kernel = backend() == Backend::Avx512;
   if (kernel) {
     detail::parallel_for(P, std::max<std::int64_t>(1, TT * hd / 64), [&](std::int64_t p0, std::int64_t p1) {
       RowMat kt(hd, T);  // the kernel's B operand is row-major (hd, T)
@@ -235,7 +236,7 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
   } else {
     const Linear& out = model.layer(c.variant == Variant::WeightSplit ? "out_proj" : "linear_layer");
     reshape(tr.output, {b, T, c.d_out});
-    linear_into(out, tr.context_merged.ptr(), N, tr.output.ptr(), c.d_out);
+    linear_into(out, tr.context_merged.ptr(), N, tr.output.ptr(), c.d_out, kernel);
   }
 }
 

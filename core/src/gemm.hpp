@@ -2,7 +2,7 @@
 // same work, but this machine's kind of CPU gets its AVX2 kernels whenever the
 // environment sets OPENBLAS_CORETYPE, and small-M products (T = 128 against 768-wide
 // weights) reach a fraction of peak there. Weights are packed once per model; the
-// activations are read in place. Every function here needs avx512_available().
+// activations are read in place. The gemm_ functions need avx512_available().
 #pragma once
 
 #include <cstdint>

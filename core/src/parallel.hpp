@@ -1,6 +1,6 @@
 // A fork-join loop for the element-wise stages and the AVX-512 GEMM, over workers that
-// sleep on a futex between loops (no OpenMP: a spinning pool would fight OpenBLAS's own
-// threads on two cores when the OpenBLAS backend is chosen).
+// spin for at most 50 µs after a loop and then sleep on a futex (no OpenMP: its pool spins
+// far longer, against OpenBLAS's threads or the app's software renderer on two cores).
 #pragma once
 
 #include <cstdint>

@@ -24,12 +24,11 @@ void for_each_backend(Body&& body) {
   set_backend(before);
 }
 
-// Every named tensor of the fast forward within atol + rtol·|oracle| of the loop oracle's.
-void expect_matches_oracle(const Model& m, const Tensor& input, double atol, double rtol, const std::string& what) {
-  const Trace fast = forward(m, input);
-  const Trace slow = forward_reference(m, input);
-  ASSERT_EQ(fast.keep, slow.keep) << "dropout draws differ, " << what;
-  const auto a = named_tensors(m, fast), b = named_tensors(m, slow);
+// Same dropout draws, and every named tensor of got within atol + rtol·|want| of want's.
+void expect_traces_near(const Model& m, const Trace& got, const Trace& want, double atol, double rtol,
+                        const std::string& what) {
+  ASSERT_EQ(got.keep, want.keep) << "dropout draws differ, " << what;
+  const auto a = named_tensors(m, got), b = named_tensors(m, want);
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
     ASSERT_EQ(a[i].name, b[i].name);
@@ -38,6 +37,11 @@ void expect_matches_oracle(const Model& m, const Tensor& input, double atol, dou
       ASSERT_NEAR(a[i].tensor.data[e], b[i].tensor.data[e], atol + rtol * std::fabs(b[i].tensor.data[e]))
           << what << " " << a[i].name << "[" << e << "]";
   }
+}
+
+// The fast forward against the loop oracle.
+void expect_matches_oracle(const Model& m, const Tensor& input, double atol, double rtol, const std::string& what) {
+  expect_traces_near(m, forward(m, input), forward_reference(m, input), atol, rtol, what);
 }
 
 TEST(Invariants, FastForwardEqualsLoopOracle) {
@@ -111,13 +115,7 @@ TEST(Invariants, BackendsAgreeAtGpt2Size) {
   set_backend(Backend::OpenBlas);
   const Trace b = forward(m, x);
   set_backend(before);
-  EXPECT_EQ(a.keep, b.keep);
-  const auto ta = named_tensors(m, a), tb = named_tensors(m, b);
-  ASSERT_EQ(ta.size(), tb.size());
-  for (std::size_t i = 0; i < ta.size(); ++i)
-    for (std::size_t e = 0; e < ta[i].tensor.data.size(); ++e)
-      ASSERT_NEAR(ta[i].tensor.data[e], tb[i].tensor.data[e], 2e-5 + 1e-4 * std::fabs(tb[i].tensor.data[e]))
-          << ta[i].name << "[" << e << "]";
+  expect_traces_near(m, a, b, 2e-5, 1e-4, "avx512 against openblas");
 }
 
 // Two threads running threaded-size forwards at once (one gets the worker pool, the other
