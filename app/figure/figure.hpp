@@ -34,6 +34,11 @@ struct Options {
   bool dark = false;
   bool transparent = false;
   bool caption = true;
+  // A trained GPT's layer shown through the chapter-3 module (gpt_layer.hpp): heads are
+  // titled "Head L.H" and the caption's model line is model_caption instead of the
+  // module's variant and seed.
+  int layer = -1;
+  std::string model_caption;
 };
 
 struct Color {
@@ -82,6 +87,26 @@ struct Figure {
 
 // Throws std::invalid_argument("FIELD: problem VALUE") for a head, batch or step out of range.
 Figure build_figure(const Trace& trace, const std::vector<std::string>& tokens, const Options& o);
+
+// The model view of a trained GPT: every layer x head as a thumbnail of its attention
+// weights (rows: layers from 0 at the top; columns: heads), on one shared colour scale.
+// A thumbnail smaller than the sequence shows each of its pixels as the largest weight of
+// the block of cells it covers, so a sharp diagonal stays visible at GPT-2 size.
+struct ModelView {
+  int n_layer = 0, n_head = 0, tokens = 0;
+  // n_layer * n_head pointers, layer-major, each to a (tokens, tokens) row-major matrix.
+  std::vector<const float*> weights;
+  std::string title;    // what is shown, e.g. the model's name and the text
+  std::string caption;  // the model line (layers, heads, width, tokens)
+  // Optional head-detector overlay: pattern name and scores[layer * n_head + head] (NaN: no
+  // score). Every score is printed under its thumbnail and the top five are framed.
+  std::string pattern;
+  std::vector<float> scores;
+  int selected_layer = -1, selected_head = -1;  // framed in the accent colour
+};
+// Throws std::invalid_argument when the pointers do not match n_layer * n_head.
+// Uses o.dark, o.transparent, o.caption, o.colormap and o.log_scale.
+Figure build_model_figure(const ModelView& m, const Options& o);
 
 // RGBA8, (scale*width) x (scale*height), row-major top-down.
 std::vector<std::uint8_t> rasterize(const Figure& f, int scale);
