@@ -82,6 +82,9 @@ std::size_t dtype_size(StDtype d) { return info(d).size; }
 bool dtype_is_float(StDtype d) { return info(d).is_float; }
 
 std::int64_t StTensor::numel() const {
+  // Parsing checked numel × dtype size against the data, but only when no dimension is 0:
+  // [2^62, 2^62, 0] is a valid empty tensor whose running product would overflow.
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
   std::int64_t n = 1;
   for (std::int64_t s : shape) n *= s;
   return n;
@@ -205,7 +208,7 @@ void SafetensorsFile::parse(std::size_t size) {
 
     const auto sh = v.find("shape");
     if (sh == v.end() || !sh->is_array()) throw LoadError(L + ": " + q + " has no shape array");
-    // numel × dtype size must fit in the file; stop multiplying once past it (no overflow).
+    // numel × dtype size, unless it overflows 64 bits (then it is surely not the offsets' span).
     std::uint64_t bytes = di->size;
     bool too_big = false;
     for (const auto& d : *sh) {
@@ -214,8 +217,7 @@ void SafetensorsFile::parse(std::size_t size) {
       if (dim > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
         throw LoadError(L + ": " + q + " has shape entry " + std::to_string(dim) + ", too large");
       t.shape.push_back(static_cast<std::int64_t>(dim));
-      if (dim != 0 && bytes > data_size / dim) too_big = true;
-      bytes = too_big ? data_size + 1 : bytes * dim;
+      if (!too_big && __builtin_mul_overflow(bytes, dim, &bytes)) too_big = true;
     }
     for (std::int64_t dim : t.shape)
       if (dim == 0) bytes = 0, too_big = false;
@@ -234,7 +236,7 @@ void SafetensorsFile::parse(std::size_t size) {
     if (too_big || t.end - t.begin != bytes)
       throw LoadError(L + ": " + q + " data_offsets " + off->dump() + " hold " + std::to_string(t.end - t.begin) +
                       " bytes but shape " + shape_string(t.shape) + " of " + std::string(di->name) + " needs " +
-                      (too_big ? "more than the file" : std::to_string(bytes)));
+                      (too_big ? "more than 2^64" : std::to_string(bytes)));
     tensors_.push_back(std::move(t));
   }
   std::sort(tensors_.begin(), tensors_.end(), [](const StTensor& a, const StTensor& b) {
