@@ -194,5 +194,40 @@ TEST(GptLoad, EveryBrokenCheckpointIsOneLineNamingTheProblem) {
   }
 }
 
+// scripts/export_for_mhaviz.py as readers use it (tests/models/export_example.py, fixture
+// gpt_exports): the book's GPTModel module, the same weights as a GPT2LMHeadModel state_dict,
+// and the command line with --dtype f16.
+const fs::path kExports = MHAVIZ_EXPORTS;
+
+TEST(GptExport, TheBooksModuleAndItsHuggingFaceFormLoadAlike) {
+  const GptModel book = load_gpt(kExports / "book");
+  const GptModel hf = load_gpt(kExports / "hf");
+  EXPECT_EQ(book.layout, GptLayout::Book);
+  EXPECT_EQ(hf.layout, GptLayout::HuggingFace);
+  EXPECT_TRUE(hf.tied_head()) << "export_hf drops an lm_head.weight that shares wte's storage";
+  EXPECT_EQ(book.config.n_head, 3);
+  EXPECT_EQ(book.config.n_embd, 48);
+  EXPECT_TRUE(book.config.qkv_bias);
+  expect_same_model(book, hf);
+  // Buffers (the book's att.mask, GPT-2's attn.bias / masked_bias) are not exported.
+  const auto f = SafetensorsFile::open(kExports / "book" / "model.safetensors");
+  EXPECT_EQ(f.find("trf_blocks.0.att.mask"), nullptr);
+  EXPECT_EQ(f.metadata().at("format"), "pt");
+  const auto g = SafetensorsFile::open(kExports / "hf" / "model.safetensors");
+  EXPECT_EQ(g.find("transformer.h.0.attn.bias"), nullptr);
+  EXPECT_EQ(g.find("lm_head.weight"), nullptr);
+}
+
+TEST(GptExport, CommandLineExportInHalfPrecisionLoadsToTheRoundedWeights) {
+  const GptModel f32 = load_gpt(kExports / "book");
+  const GptModel f16 = load_gpt(kExports / "cli_f16");
+  const auto st = SafetensorsFile::open(kExports / "cli_f16" / "model.safetensors");
+  EXPECT_EQ(st.find("tok_emb.weight")->dtype, StDtype::F16);
+  ASSERT_EQ(f16.wte.size(), f32.wte.size());
+  for (std::size_t i = 0; i < f32.wte.size(); ++i)  // half keeps 11 significant bits
+    ASSERT_NEAR(f16.wte[i], f32.wte[i], std::fabs(f32.wte[i]) * 0x1p-11f + 0x1p-24f) << i;
+  EXPECT_EQ(f16.blocks[1].qkv.bias.size(), f32.blocks[1].qkv.bias.size());
+}
+
 }  // namespace
 }  // namespace mhaviz

@@ -163,6 +163,10 @@ TEST(Safetensors, NonFloatDtypesParseButDoNotReadAsWeights) {
   EXPECT_THROW((void)f2.read(*f2.find("x")), LoadError);
   const std::string b3 = one_tensor("BOOL", {0, 3}, {8, 8}, 8);  // empty tensors take no bytes
   EXPECT_EQ(error_of(b3), "");
+  const std::string b4 = one_tensor("F32", {1ull << 62, 1ull << 62, 0}, {8, 8}, 8);
+  const auto f4 = SafetensorsFile::from_memory(b4.data(), b4.size(), "m.safetensors");
+  EXPECT_EQ(f4.find("x")->numel(), 0);
+  EXPECT_TRUE(f4.read(*f4.find("x")).empty());
 }
 
 TEST(Safetensors, MutatedFilesGiveLoadErrorsOrReadableTensors) {
