@@ -292,6 +292,7 @@ const unsigned char* SafetensorsFile::bytes_of(const StTensor& t) const {
 void SafetensorsFile::read(const StTensor& t, float* out) const {
   const unsigned char* p = bytes_of(t);
   const auto n = static_cast<std::size_t>(t.numel());
+  if (n == 0) return;  // out may be null (an empty vector's data()), which memcpy may not take
   if (t.dtype == StDtype::F32) {
     std::memcpy(out, p, n * 4);
     return;
