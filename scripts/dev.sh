@@ -17,9 +17,13 @@ PACKAGES=(
   xvfb xauth xdotool x11-utils
 )
 
+# Only for `test`: PyTorch writes the trained-GPT test checkpoints and their reference
+# forwards (tests/models/make_checkpoints.py, run with /usr/bin/python3).
+TEST_PACKAGES=(python3-torch python3-numpy)
+
 install_missing() {
   local missing=()
-  for p in "${PACKAGES[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -38,12 +42,12 @@ build() {
 case "${1:-}" in
   run)
     shift
-    install_missing
+    install_missing "${PACKAGES[@]}"
     build release
     exec build/release/app/mhaviz "$@"
     ;;
   test)
-    install_missing
+    install_missing "${PACKAGES[@]}" "${TEST_PACKAGES[@]}"
     build dev
     ctest --preset dev
     # The same suite with AddressSanitizer + UndefinedBehaviorSanitizer (GUI tests included).
