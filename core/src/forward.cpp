@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "gemm.hpp"
+#include "linear.hpp"
 #include "mhaviz/backend.hpp"
 #include "mhaviz/trace.hpp"
 #include "parallel.hpp"
@@ -14,30 +15,16 @@
 namespace mhaviz {
 namespace {
 
+using detail::linear_into;
+
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using CMap = Eigen::Map<const RowMat>;
 using Map = Eigen::Map<RowMat>;
-using StridedMap = Eigen::Map<RowMat, 0, Eigen::OuterStride<>>;
 
 // Reuses the buffer's capacity: an unchanged shape costs no allocation or zeroing.
 void reshape(Tensor& t, Shape shape) {
   t.shape = std::move(shape);
   t.data.resize(static_cast<std::size_t>(shape_numel(t.shape)));
-}
-
-// x: (N, in) row-major; writes x · Wᵀ + bias, (N, out), into y with row stride ld. kernel:
-// the AVX-512 backend is chosen (the layer still needs its packed copy for it).
-void linear_into(const Linear& l, const float* x, std::int64_t n, float* y, std::int64_t ld, bool kernel) {
-  if (kernel && !l.packed.empty()) {
-    detail::gemm_packed(static_cast<int>(n), l.out, l.in, x, l.in, l.packed.data(), l.bias.empty() ? nullptr : l.bias.data(),
-                        y, ld);
-    return;
-  }
-  CMap X(x, n, l.in);
-  CMap W(l.weight.data(), l.out, l.in);
-  StridedMap Y(y, n, l.out, Eigen::OuterStride<>(ld));
-  Y.noalias() = X * W.transpose();
-  if (!l.bias.empty()) Y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(l.bias.data(), l.out);
 }
 
 // src: (b·T rows, row_stride) row-major; head h, feature d of a row lives at column

@@ -104,6 +104,15 @@ std::vector<float> pack_transposed(const float* w, int n, int k) {
   return out;
 }
 
+std::vector<float> unpack_transposed(const float* packed, int n, int k) {
+  std::vector<float> w(static_cast<std::size_t>(n) * static_cast<std::size_t>(k));
+  for (std::int64_t col = 0; col < n; ++col) {
+    const float* src = packed + (col / kPanel) * k * kPanel + col % kPanel;
+    for (int r = 0; r < k; ++r) w[static_cast<std::size_t>(col * k + r)] = src[static_cast<std::int64_t>(r) * kPanel];
+  }
+  return w;
+}
+
 void gemm_packed(int m, int n, int k, const float* a, std::int64_t lda, const float* packed, const float* bias, float* c,
                  std::int64_t ldc) {
   const BView b{packed, kPanel, static_cast<std::int64_t>(k) * kPanel};

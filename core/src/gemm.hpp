@@ -19,6 +19,8 @@ bool avx512_available();
 // w: (n, k) row-major, a Linear's [out, in]. Returns wᵀ as ceil(n / kPanel) panels,
 // each (k, kPanel) row-major, columns past n zero: the B operand of gemm_packed.
 std::vector<float> pack_transposed(const float* w, int n, int k);
+// The inverse: packed panels of an (n, k) matrix -> the (n, k) row-major matrix.
+std::vector<float> unpack_transposed(const float* packed, int n, int k);
 
 // c (m, n; row stride ldc) = a (m, k; row stride lda) · b + bias, where b is (k, n) given as
 // pack_transposed panels and bias (n) may be null. Splits the panels over two threads

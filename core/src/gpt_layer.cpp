@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include "mhaviz/gpt_forward.hpp"
+
 namespace mhaviz {
 namespace {
 
@@ -36,17 +38,21 @@ Model weight_split_from_gpt_layer(const GptModel& m, int layer) {
   out.config = layer_config(m);
   out.d_in = D;
   const char* names[3] = {"W_query", "W_key", "W_value"};
+  const std::vector<float> qkv = gpt_linear_weight(b.qkv);  // the forward may hold it packed only
   for (int part = 0; part < 3; ++part) {
     Linear l;
     l.name = names[part];
     l.in = l.out = D;
-    l.weight.assign(b.qkv.weight.begin() + part * DD, b.qkv.weight.begin() + (part + 1) * DD);
+    l.weight.assign(qkv.begin() + part * DD, qkv.begin() + (part + 1) * DD);
     if (!b.qkv.bias.empty()) l.bias.assign(b.qkv.bias.begin() + part * D, b.qkv.bias.begin() + (part + 1) * D);
     out.layers.push_back(std::move(l));
   }
-  Linear proj = b.proj;
+  Linear proj;
   proj.name = "out_proj";
-  proj.packed.clear();  // prepare_forward packs it again for this model
+  proj.in = b.proj.in;
+  proj.out = b.proj.out;
+  proj.weight = gpt_linear_weight(b.proj);  // prepare_forward packs it again for this model
+  proj.bias = b.proj.bias;
   out.layers.push_back(std::move(proj));
   prepare_forward(out);
   return out;

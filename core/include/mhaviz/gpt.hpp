@@ -53,7 +53,12 @@ struct GptModel {
   // [vocab_size, n_embd], no bias. Empty weight when the head is tied to wte (GPT-2 without
   // lm_head.weight): the forward then multiplies by wte.
   Linear lm_head;
-  bool tied_head() const { return lm_head.weight.empty(); }
+  // A tied head's wte as a Linear [vocab_size, n_embd] holding only the kernel's packed
+  // panels, filled by prepare_gpt_forward (gpt_forward.hpp). That function may also replace
+  // any Linear's weight by its packed copy: once a model is prepared, read weights through
+  // gpt_forward.hpp's gpt_linear_weight, not .weight.
+  Linear tied_packed;
+  bool tied_head() const { return lm_head.weight.empty() && lm_head.packed.empty(); }
   std::int64_t parameter_count() const;
 };
 

@@ -1,0 +1,355 @@
+// The fast GPT forward (gpt_forward.hpp): Linears and attention products in the project's
+// kernel (gemm.hpp) unless the backend is OpenBLAS, element-wise stages over threads.
+// gpt_reference.cpp holds the loop version it is tested against.
+#include "mhaviz/gpt_forward.hpp"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "gemm.hpp"
+#include "linear.hpp"
+#include "parallel.hpp"
+
+namespace mhaviz {
+namespace {
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using CMap = Eigen::Map<const RowMat>;
+using Map = Eigen::Map<RowMat>;
+
+// Query rows per attention product on the kernel: block [a, b) only needs keys [0, b).
+constexpr int kAttnRows = 64;
+constexpr float kMaskedScore = -std::numeric_limits<float>::infinity();
+
+// (1, rows, cols) row-major: keeps rows < keep (a prefix of the data) and resizes.
+void resize_rows(Tensor& t, int rows, int cols) {
+  t.shape = {1, rows, cols};
+  t.data.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
+}
+
+// (1, H, T_old, cols_old) -> (1, H, T, cols): rows < keep of every head keep their first
+// min(cols_old, cols) values, everything else is fill (the masked value for cells a kept
+// row cannot see). Same shape: left as is, the caller overwrites rows ≥ keep.
+void resize_heads(Tensor& t, int H, int T, int cols, int keep, float fill) {
+  const Shape shape{1, H, T, cols};
+  if (t.shape == shape) return;
+  Tensor out(shape, fill);
+  if (keep > 0 && t.rank() == 4) {
+    const std::int64_t old_rows = t.shape[2], old_cols = t.shape[3], n = std::min<std::int64_t>(old_cols, cols);
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t i = 0; i < keep; ++i) {
+        const float* src = t.ptr() + (h * old_rows + i) * old_cols;
+        std::copy(src, src + n, out.ptr() + (h * T + i) * cols);
+      }
+  }
+  t = std::move(out);
+}
+
+// in, out: (rows, C). LayerNorm with biased variance, statistics in double.
+void layer_norm_rows(const float* in, float* out, int rows, int C, const std::vector<float>& w, const std::vector<float>& b,
+                     float eps) {
+  detail::parallel_for(rows, C * 4, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const float* x = in + r * C;
+      float* y = out + r * C;
+      double mean = 0.0, var = 0.0;
+      for (int i = 0; i < C; ++i) mean += x[i];
+      mean /= C;
+      for (int i = 0; i < C; ++i) var += (x[i] - mean) * (x[i] - mean);
+      var /= C;
+      const double rstd = 1.0 / std::sqrt(var + static_cast<double>(eps));
+      for (int i = 0; i < C; ++i)
+        y[i] = static_cast<float>((x[i] - mean) * rstd) * w[static_cast<std::size_t>(i)] + b[static_cast<std::size_t>(i)];
+    }
+  });
+}
+
+// h: (rows, F) in place. GELU with torch's approximate='tanh'. Each row goes through an
+// aligned buffer so Eigen's vector and scalar paths fall on the same columns every call:
+// the same input gives the same bits wherever the rows are (incremental == fresh).
+void gelu_rows(float* h, int rows, int F) {
+  detail::parallel_for(rows, F * 8, [&](std::int64_t r0, std::int64_t r1) {
+    Eigen::ArrayXf x(F);
+    const float c = 0.7978845608028654f;  // √(2/π)
+    for (std::int64_t r = r0; r < r1; ++r) {
+      float* row = h + r * F;
+      std::copy(row, row + F, x.data());
+      x = 0.5f * x * (1.0f + (c * (x + 0.044715f * x.cube())).tanh());
+      std::copy(x.data(), x.data() + F, row);
+    }
+  });
+}
+
+// Rows [a, b) of one head: scores s (T, T) get −inf past the diagonal, weights w (T, T) the
+// softmax of s / divisor over keys ≤ i and exact zeros past it. buffer: T floats, aligned
+// (see gelu_rows for why).
+void softmax_rows(float* s, float* w, int T, int a, int b, float divisor, Eigen::ArrayXf& buffer) {
+  for (int i = a; i < b; ++i) {
+    float* srow = s + static_cast<std::int64_t>(i) * T;
+    float* wrow = w + static_cast<std::int64_t>(i) * T;
+    auto row = buffer.head(i + 1);
+    row = Eigen::Map<const Eigen::ArrayXf>(srow, i + 1) / divisor;
+    const float mx = row.maxCoeff();
+    row = (row - mx).exp();
+    row /= row.sum();
+    std::copy(row.data(), row.data() + i + 1, wrow);
+    std::fill(wrow + i + 1, wrow + T, 0.0f);
+    std::fill(srow + i + 1, srow + T, kMaskedScore);
+  }
+}
+
+// Rows [start, T) of one head's attention: q, k, v (T, hd); s, w (T, T); ctx (T, hd).
+void head_attention(const float* q, const float* k, const float* v, float* s, float* w, float* ctx, int T, int hd, int start,
+                    bool kernel, Eigen::ArrayXf& buffer, RowMat& kt) {
+  const float divisor = static_cast<float>(std::sqrt(static_cast<double>(hd)));
+  if (kernel) {
+    kt = CMap(k, T, hd).transpose();  // the kernel's B operand is row-major (hd, T)
+    for (int a = start; a < T; a += kAttnRows) {
+      const int b = std::min(T, a + kAttnRows);
+      detail::gemm_rowmajor(b - a, b, hd, q + a * hd, hd, kt.data(), T, s + static_cast<std::int64_t>(a) * T, T, false);
+      softmax_rows(s, w, T, a, b, divisor, buffer);
+      // Cells past the diagonal are zero: each context element is the same sum whatever b is.
+      detail::gemm_rowmajor(b - a, hd, b, w + static_cast<std::int64_t>(a) * T, T, v, hd, ctx + a * hd, hd, false);
+    }
+    return;
+  }
+  // start is a multiple of kBlasRows here: every block is the call a fresh forward makes.
+  CMap Q(q, T, hd), K(k, T, hd), Vm(v, T, hd);
+  Map S(s, T, T), W(w, T, T), Ctx(ctx, T, hd);
+  for (int a = start; a < T; a += kBlasRows) {
+    const int b = std::min(T, a + kBlasRows);
+    S.block(a, 0, b - a, b).noalias() = Q.middleRows(a, b - a) * K.topRows(b).transpose();
+    softmax_rows(s, w, T, a, b, divisor, buffer);
+    Ctx.middleRows(a, b - a).noalias() = W.block(a, 0, b - a, b) * Vm.topRows(b);
+  }
+}
+
+// y (rows, out) = x (rows, in) · Wᵀ + b; on OpenBLAS in blocks of kBlasRows (see the header).
+void linear_rows(const Linear& l, const float* x, int rows, float* y, bool kernel) {
+  const int step = kernel ? rows : kBlasRows;
+  for (int r = 0; r < rows; r += step)
+    detail::linear_into(l, x + static_cast<std::int64_t>(r) * l.in, std::min(step, rows - r), y + static_cast<std::int64_t>(r) * l.out,
+                        l.out, kernel);
+}
+
+void check_ids(const GptConfig& c, std::span<const int> ids) {
+  if (ids.empty()) throw std::invalid_argument("gpt_forward: no tokens");
+  if (static_cast<std::int64_t>(ids.size()) > c.n_ctx)
+    throw std::invalid_argument("gpt_forward: " + std::to_string(ids.size()) + " tokens, longer than the context of " +
+                                std::to_string(c.n_ctx));
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= c.vocab_size)
+      throw std::invalid_argument("gpt_forward: token " + std::to_string(i) + " is id " + std::to_string(ids[i]) +
+                                  ", not in [0, " + std::to_string(c.vocab_size) + ")");
+}
+
+// First row whose result can differ from what tr holds for ids: the first changed id (T when
+// ids are tr's ids or a prefix of them), 0 when tr was computed elsewhere.
+int first_changed(const GptModel& m, std::span<const int> ids, const GptTrace& tr, Backend be) {
+  if (tr.model != &m || tr.backend != be || tr.layers.size() != m.blocks.size()) return 0;
+  const std::size_t common = std::min(ids.size(), tr.ids.size());
+  std::size_t t = 0;
+  while (t < common && tr.ids[t] == ids[t]) ++t;
+  return static_cast<int>(t);
+}
+
+// One block over rows [start, T): in (T, C) is the block's input residual.
+void block_rows(const GptModel& m, const GptBlock& blk, const float* in, GptLayerTrace& L, GptTrace& tr, int start, int T,
+                bool kernel) {
+  const GptConfig& c = m.config;
+  const int C = c.n_embd, H = c.n_head, hd = c.head_dim(), F = blk.fc.out, R = T - start;
+  const std::int64_t off = static_cast<std::int64_t>(start) * C, TT = static_cast<std::int64_t>(T) * T;
+
+  // 1. x = LayerNorm_1(in); qkv (R, 3C) = x · W_qkvᵀ + b.
+  layer_norm_rows(in + off, L.x.ptr() + off, R, C, blk.ln1_weight, blk.ln1_bias, c.layer_norm_eps);
+  tr.scratch_qkv.resize(static_cast<std::size_t>(R) * 3 * C);
+  linear_rows(blk.qkv, L.x.ptr() + off, R, tr.scratch_qkv.data(), kernel);
+
+  // 2. Split: column part·C + h·hd + d of row i -> q/k/v[h, i, d].
+  float* heads[3] = {L.q.ptr(), L.k.ptr(), L.v.ptr()};
+  for (int r = 0; r < R; ++r)
+    for (int part = 0; part < 3; ++part)
+      for (int h = 0; h < H; ++h) {
+        const float* src = tr.scratch_qkv.data() + static_cast<std::int64_t>(r) * 3 * C + part * C + h * hd;
+        std::copy(src, src + hd, heads[part] + (static_cast<std::int64_t>(h) * T + start + r) * hd);
+      }
+
+  // 3-5. Per head: scores, mask, softmax, context. Heads over threads on the kernel (it runs
+  // on the calling thread); OpenBLAS threads inside each product.
+  auto run_heads = [&](std::int64_t h0, std::int64_t h1) {
+    Eigen::ArrayXf buffer(T);
+    RowMat kt;
+    for (std::int64_t h = h0; h < h1; ++h) {
+      const std::int64_t ho = h * T * hd;
+      head_attention(L.q.ptr() + ho, L.k.ptr() + ho, L.v.ptr() + ho, L.scores.ptr() + h * TT, L.weights.ptr() + h * TT,
+                     L.context.ptr() + ho, T, hd, start, kernel, buffer, kt);
+    }
+  };
+  if (kernel)
+    detail::parallel_for(H, std::max<std::int64_t>(1, static_cast<std::int64_t>(R) * T * hd / 16), run_heads);
+  else
+    run_heads(0, H);
+
+  // 6. Merge heads (R, C), project, residual.
+  tr.scratch_merged.resize(static_cast<std::size_t>(R) * C);
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < H; ++h) {
+      const float* src = L.context.ptr() + (static_cast<std::int64_t>(h) * T + start + r) * hd;
+      std::copy(src, src + hd, tr.scratch_merged.data() + static_cast<std::int64_t>(r) * C + h * hd);
+    }
+  tr.scratch_proj.resize(static_cast<std::size_t>(R) * C);
+  linear_rows(blk.proj, tr.scratch_merged.data(), R, tr.scratch_proj.data(), kernel);
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(R) * C; ++i) L.resid_mid.data[off + i] = in[off + i] + tr.scratch_proj[i];
+
+  // 7. MLP: LayerNorm_2 -> fc -> GELU -> fc_proj, residual.
+  layer_norm_rows(L.resid_mid.ptr() + off, tr.scratch_merged.data(), R, C, blk.ln2_weight, blk.ln2_bias, c.layer_norm_eps);
+  tr.scratch_hidden.resize(static_cast<std::size_t>(R) * F);
+  linear_rows(blk.fc, tr.scratch_merged.data(), R, tr.scratch_hidden.data(), kernel);
+  gelu_rows(tr.scratch_hidden.data(), R, F);
+  linear_rows(blk.fc_proj, tr.scratch_hidden.data(), R, tr.scratch_proj.data(), kernel);
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(R) * C; ++i)
+    L.resid.data[off + i] = L.resid_mid.data[off + i] + tr.scratch_proj[i];
+}
+
+}  // namespace
+
+void prepare_gpt_forward(GptModel& m) {
+  const bool kernel = backend() != Backend::OpenBlas;
+  const int C = m.config.n_embd, V = m.config.vocab_size;
+  auto prepare = [&](Linear& l) {
+    if (kernel)
+      detail::pack_linear(l, true);
+    else
+      detail::unpack_linear(l);
+  };
+  for (GptBlock& b : m.blocks)
+    for (Linear* l : {&b.qkv, &b.proj, &b.fc, &b.fc_proj}) prepare(*l);
+  if (!m.tied_head()) {
+    m.lm_head.in = C;
+    m.lm_head.out = V;
+    prepare(m.lm_head);
+    m.tied_packed = Linear();
+  } else if (kernel && m.tied_packed.packed.empty()) {
+    // wte stays as it is for the embedding lookup; the head gets its own packed copy.
+    m.tied_packed.name = "lm_head (tied to wte)";
+    m.tied_packed.in = C;
+    m.tied_packed.out = V;
+    m.tied_packed.packed = detail::pack_transposed(m.wte.data(), V, C);
+  } else if (!kernel) {
+    m.tied_packed = Linear();
+  }
+}
+
+std::vector<float> gpt_linear_weight(const Linear& l) { return detail::linear_weight(l); }
+
+void gpt_forward(const GptModel& m, std::span<const int> ids, GptTrace& tr) {
+  const GptConfig& c = m.config;
+  check_ids(c, ids);
+  const int T = static_cast<int>(ids.size()), C = c.n_embd, H = c.n_head, hd = c.head_dim();
+  const Backend be = backend();  // read once: one forward, one backend
+  const bool kernel = be != Backend::OpenBlas;
+  const int t = first_changed(m, ids, tr, be);
+  if (t == T && tr.tokens() == T) {
+    tr.recomputed_from = T;
+    return;
+  }
+  const int start = std::min(T, kernel ? t : t / kBlasRows * kBlasRows);
+
+  // Shapes for T, keeping rows < start.
+  tr.model = &m;
+  tr.backend = be;
+  tr.ids.assign(ids.begin(), ids.end());
+  tr.recomputed_from = start;
+  tr.layers.resize(m.blocks.size());
+  resize_rows(tr.embeddings, T, C);
+  resize_rows(tr.final_norm, T, C);
+  for (GptLayerTrace& L : tr.layers) {
+    resize_rows(L.x, T, C);
+    resize_rows(L.resid_mid, T, C);
+    resize_rows(L.resid, T, C);
+    resize_heads(L.q, H, T, hd, start, 0.0f);
+    resize_heads(L.k, H, T, hd, start, 0.0f);
+    resize_heads(L.v, H, T, hd, start, 0.0f);
+    resize_heads(L.context, H, T, hd, start, 0.0f);
+    resize_heads(L.scores, H, T, T, start, kMaskedScore);
+    resize_heads(L.weights, H, T, T, start, 0.0f);
+  }
+
+  if (start < T) {
+    // Token + position embeddings.
+    for (int i = start; i < T; ++i) {
+      const float* te = m.wte.data() + static_cast<std::int64_t>(ids[static_cast<std::size_t>(i)]) * C;
+      const float* pe = m.wpe.data() + static_cast<std::int64_t>(i) * C;
+      float* e = tr.embeddings.ptr() + static_cast<std::int64_t>(i) * C;
+      for (int d = 0; d < C; ++d) e[d] = te[d] + pe[d];
+    }
+    const float* in = tr.embeddings.ptr();
+    for (std::size_t l = 0; l < m.blocks.size(); ++l) {
+      block_rows(m, m.blocks[l], in, tr.layers[l], tr, start, T, kernel);
+      in = tr.layers[l].resid.ptr();
+    }
+    const std::int64_t off = static_cast<std::int64_t>(start) * C;
+    layer_norm_rows(in + off, tr.final_norm.ptr() + off, T - start, C, m.lnf_weight, m.lnf_bias, c.layer_norm_eps);
+  }
+  tr.logits_last.shape = {c.vocab_size};
+  tr.logits_last.data = gpt_logits(m, tr, T - 1);
+}
+
+GptTrace gpt_forward(const GptModel& model, std::span<const int> ids) {
+  GptTrace tr;
+  gpt_forward(model, ids, tr);
+  return tr;
+}
+
+std::vector<float> gpt_logits(const GptModel& m, const GptTrace& tr, int pos) {
+  const int C = m.config.n_embd, V = m.config.vocab_size;
+  if (pos < 0 || pos >= tr.tokens())
+    throw std::out_of_range("gpt_logits: position " + std::to_string(pos) + " is not in [0, " + std::to_string(tr.tokens()) + ")");
+  const bool kernel = tr.backend != Backend::OpenBlas;
+  const float* x = tr.final_norm.ptr() + static_cast<std::int64_t>(pos) * C;
+  std::vector<float> logits(static_cast<std::size_t>(V));
+  if (!m.tied_head()) {
+    detail::linear_into(m.lm_head, x, 1, logits.data(), V, kernel);
+  } else if (!m.tied_packed.packed.empty()) {
+    detail::linear_into(m.tied_packed, x, 1, logits.data(), V, true);
+  } else {
+    Eigen::Map<Eigen::VectorXf>(logits.data(), V).noalias() = CMap(m.wte.data(), V, C) * Eigen::Map<const Eigen::VectorXf>(x, C);
+  }
+  return logits;
+}
+
+NextToken next_token(const GptModel& m, const GptTrace& tr, int pos, int k) {
+  const std::vector<float> logits = gpt_logits(m, tr, pos);
+  NextToken out;
+  out.probs.resize(logits.size());
+  const float mx = *std::max_element(logits.begin(), logits.end());
+  double sum = 0.0;
+  for (std::size_t i = 0; i < logits.size(); ++i) sum += std::exp(static_cast<double>(logits[i]) - mx);
+  for (std::size_t i = 0; i < logits.size(); ++i)
+    out.probs[i] = static_cast<float>(std::exp(static_cast<double>(logits[i]) - mx) / sum);
+  std::vector<int> order(logits.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  const auto n = static_cast<std::ptrdiff_t>(std::clamp<std::size_t>(static_cast<std::size_t>(std::max(k, 0)), 0, order.size()));
+  std::partial_sort(order.begin(), order.begin() + n, order.end(), [&](int a, int b) {
+    const float pa = out.probs[static_cast<std::size_t>(a)], pb = out.probs[static_cast<std::size_t>(b)];
+    return pa != pb ? pa > pb : a < b;
+  });
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
+    const int id = order[static_cast<std::size_t>(i)];
+    out.top.push_back({id, out.probs[static_cast<std::size_t>(id)]});
+  }
+  return out;
+}
+
+double gpt_forward_flops(const GptConfig& c, int T, int from) {
+  const double C = c.n_embd, F = 4.0 * c.n_embd;
+  double per_layer = 0.0;
+  for (int i = from; i < T; ++i) per_layer += 2.0 * (C * 3.0 * C + C * C + 2.0 * C * F) + 4.0 * C * (i + 1);
+  return per_layer * c.n_layer + 2.0 * C * c.vocab_size;
+}
+
+}  // namespace mhaviz

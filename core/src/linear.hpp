@@ -1,0 +1,28 @@
+// nn.Linear's product y = x · Wᵀ + b for both forwards (forward.cpp's attention module and
+// gpt_forward.cpp's GPT), in the project's kernel (gemm.hpp) or Eigen on OpenBLAS, and the
+// one place that decides how a Linear's weight is held: as `weight` [out, in], as the
+// kernel's `packed` panels, or both.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "mhaviz/model.hpp"
+
+namespace mhaviz::detail {
+
+// x: (n, in) row-major; writes x · Wᵀ + bias, (n, out), into y with row stride ld.
+// kernel: the caller's backend is not OpenBLAS. The packed copy is used when kernel is set,
+// or when it is the only copy (weight dropped by pack_linear); else Eigen on `weight`.
+// Every element is the same sum in the same order whatever n is, on the kernel's path.
+void linear_into(const Linear& l, const float* x, std::int64_t n, float* y, std::int64_t ld, bool kernel);
+
+// Fills l.packed from l.weight (no-op when already packed); drop_weight then frees weight,
+// so the layer costs its size once. Needs a CPU with a kernel (backend() != OpenBlas).
+void pack_linear(Linear& l, bool drop_weight);
+// Puts weight back from the packed copy when it was dropped, and frees the packed copy.
+void unpack_linear(Linear& l);
+// [out, in] row-major, whichever form l holds.
+std::vector<float> linear_weight(const Linear& l);
+
+}  // namespace mhaviz::detail
