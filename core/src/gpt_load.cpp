@@ -141,8 +141,8 @@ class TensorSource {
     const StTensor* t = f_.find(prefix_ + name);
     if (!t) throw LoadError(f_.label() + ": tensor " + prefix_ + name + " is missing");
     if (t->shape != shape)
-      throw LoadError(f_.label() + ": tensor " + prefix_ + name + " has shape " + shape_string(t->shape) + ", expected " +
-                      shape_string(shape));
+      throw LoadError(f_.label() + ": tensor " + prefix_ + name + " has shape " + shape_list_string(t->shape) + ", expected " +
+                      shape_list_string(shape));
     return *t;
   }
 
