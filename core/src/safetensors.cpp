@@ -120,7 +120,10 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw LoadError(f.label_ + ": does not exist");
   if (std::filesystem::is_directory(path, ec)) throw LoadError(f.label_ + ": is a folder, not a safetensors file");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // A FIFO or a device would block the open or the read (a session's model.weights may name
+  // any path); O_NONBLOCK covers a file swapped for a FIFO after the check.
+  if (!std::filesystem::is_regular_file(path, ec)) throw LoadError(f.label_ + ": is not a regular file");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw LoadError(f.label_ + ": cannot open (" + std::strerror(errno) + ")");
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
