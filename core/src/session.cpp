@@ -143,9 +143,11 @@ void check_parameter_file(const ParameterFile& file, const ModelConfig& c, int d
       fail("model.weights", file.path + ": " + p.name + " is " + shape_list_string(it->second.shape) + " but the " + what + " needs " +
                                 shape_list_string(p.shape));
   }
-  for (const auto& [name, t] : file.tensors)
+  for (const auto& entry : file.tensors) {
+    const std::string& name = entry.first;  // a structured binding cannot be captured before clang 16
     if (std::none_of(specs.begin(), specs.end(), [&](const ParameterSpec& p) { return p.name == name; }))
       fail("model.weights", file.path + ": " + name + " is not a parameter of the " + what);
+  }
 }
 
 }  // namespace
