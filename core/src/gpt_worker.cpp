@@ -38,10 +38,14 @@ void GptWorker::cancel_open() {
   if (status_.loading) cancel_ = true;
 }
 
-void GptWorker::set_ids(std::vector<int> ids) {
+void GptWorker::set_text(std::string text, bool prepend_eot) { request(Request{std::move(text), prepend_eot, {}}); }
+
+void GptWorker::set_ids(std::vector<int> ids) { request(Request{std::nullopt, false, std::move(ids)}); }
+
+void GptWorker::request(Request r) {
   {
     std::lock_guard lock(mu_);
-    pending_ids_ = std::move(ids);
+    pending_ = std::move(r);
   }
   cv_.notify_all();
 }
@@ -65,27 +69,31 @@ std::shared_ptr<const GptWorker::Result> GptWorker::result() const {
 
 void GptWorker::wait_idle() const {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return !busy_ && !pending_open_ && !pending_ids_; });
+  cv_.wait(lock, [this] { return !busy_ && !pending_open_ && !pending_; });
 }
 
 // [SECTION] worker thread
 void GptWorker::run() {
   std::unique_lock lock(mu_);
   while (true) {
-    cv_.wait(lock, [this] { return stop_ || pending_open_ || pending_ids_; });
+    cv_.wait(lock, [this] { return stop_ || pending_open_ || pending_; });
     if (stop_) return;
     busy_ = true;
     if (pending_open_) {
       const std::filesystem::path path = *pending_open_;
       pending_open_.reset();
       cancel_ = false;
+      // Loading from here on, under the same lock: a cancel_open() from now on reaches it.
+      status_.loading = true;
+      status_.loading_path = path;
+      status_.load_fraction = 0;
       lock.unlock();
       do_open(path);
     } else {
-      std::vector<int> ids = std::move(*pending_ids_);
-      pending_ids_.reset();
+      const Request r = std::move(*pending_);
+      pending_.reset();
       lock.unlock();
-      do_forward(std::move(ids));
+      do_forward(r);
     }
     lock.lock();
     busy_ = false;
@@ -94,12 +102,6 @@ void GptWorker::run() {
 }
 
 void GptWorker::do_open(const std::filesystem::path& path) {
-  {
-    std::lock_guard lock(mu_);
-    status_.loading = true;
-    status_.loading_path = path;
-    status_.load_fraction = 0;
-  }
   auto finish = [&](const std::string& error) {
     std::lock_guard lock(mu_);
     status_.loading = false;
@@ -122,7 +124,7 @@ void GptWorker::do_open(const std::filesystem::path& path) {
     status_.loading = false;
     status_.load_fraction = 0;
     status_.error.clear();
-    if (!pending_ids_ && !last_ids_.empty()) pending_ids_ = last_ids_;  // the same text on the new model
+    if (!pending_ && last_) pending_ = last_;  // the same text on the new model
   } catch (const LoadCancelled&) {
     finish("");
   } catch (const std::exception& e) {
@@ -130,16 +132,33 @@ void GptWorker::do_open(const std::filesystem::path& path) {
   }
 }
 
-void GptWorker::do_forward(std::vector<int> ids) {
+void GptWorker::do_forward(const Request& r) {
   std::optional<Loaded> model;
   std::shared_ptr<GptTrace> work;
+  std::vector<int> ids = r.ids;
   {
     std::lock_guard lock(mu_);
-    last_ids_ = ids;
+    last_ = r;
     model = loaded_;
     if (!model) {
       status_.error = "no model is open";
       return;
+    }
+    if (r.text) {
+      ids.clear();
+      const int eot = model->tokenizer->eot_id();
+      if (r.prepend_eot && eot >= 0) ids.push_back(eot);
+      const std::vector<int> more = model->tokenizer->encode(*r.text);
+      ids.insert(ids.end(), more.begin(), more.end());
+      const int ctx = model->model->config.n_ctx;
+      if (ids.empty()) {
+        status_.error = "text: empty; type at least one token";
+        return;
+      }
+      if (static_cast<int>(ids.size()) > ctx) {
+        status_.error = "text: " + std::to_string(ids.size()) + " tokens is longer than the model's context of " + std::to_string(ctx);
+        return;
+      }
     }
     // The older of the two traces, unless a reader still holds it.
     work = spare_ && spare_.use_count() == 1 ? spare_ : std::make_shared<GptTrace>();
@@ -162,15 +181,15 @@ void GptWorker::do_forward(std::vector<int> ids) {
     return;
   }
   status_.error.clear();
-  auto r = std::make_shared<Result>();
-  r->loaded = *model;
-  r->trace = work;
-  r->forward_ms = ms;
-  r->recomputed_from = work->recomputed_from;
-  r->generation = ++status_.generation;
+  auto res = std::make_shared<Result>();
+  res->loaded = *model;
+  res->trace = work;
+  res->forward_ms = ms;
+  res->recomputed_from = work->recomputed_from;
+  res->generation = ++status_.generation;
   spare_ = std::move(current_);
   current_ = std::move(work);
-  result_ = std::move(r);
+  result_ = std::move(res);
 }
 
 }  // namespace mhaviz

@@ -82,11 +82,24 @@ TEST(GptWorker, AFailedOpenOrForwardKeepsTheModelAndSaysWhy) {
   w.wait_idle();
   EXPECT_NE(w.status().error, "");
   EXPECT_EQ(w.result()->trace->ids, kIds);  // the last good result stays
-  // A new model reruns the last ids given.
+  w.set_text("");
+  w.wait_idle();
+  EXPECT_EQ(w.status().error, "text: empty; type at least one token");
+  w.set_text(std::string(20, 'x'));  // 20 byte tokens: the tiny vocabulary merges no "xx"
+  w.wait_idle();
+  EXPECT_EQ(w.status().error, "text: 20 tokens is longer than the model's context of 16");
+
+  // A new model reruns the last request, its text tokenized by the new tokenizer.
+  w.set_text("the thin", true);
+  w.wait_idle();
+  const std::vector<int> ids = w.result()->trace->ids;
+  EXPECT_EQ(ids.front(), w.loaded()->tokenizer->eot_id());
+  EXPECT_EQ(w.loaded()->tokenizer->decode(ids), "<|endoftext|>the thin");
   w.open(kModels / "hf_f16");
   w.wait_idle();
   EXPECT_EQ(w.loaded()->path, kModels / "hf_f16");
   EXPECT_EQ(w.result()->loaded.path, kModels / "hf_f16");
+  EXPECT_EQ(w.result()->trace->ids, ids);
   EXPECT_EQ(w.status().error, "");
 }
 

@@ -63,8 +63,13 @@ class GptWorker {
   // under way is cancelled. On failure the current model stays and status().error says why.
   void open(const std::filesystem::path& path);
   void cancel_open();
-  // Ids to run next (each in [0, vocab), 1 to n_ctx of them, else status().error). Only the
-  // newest request is kept: ids set while a forward runs replace any still waiting.
+  // Text to tokenize with the model's tokenizer and run next ("<|endoftext|>" first when
+  // prepend_eot and the vocabulary has it, as TransformerLens does). Errors (empty text, more
+  // tokens than the context) go to status().error, naming both lengths.
+  void set_text(std::string text, bool prepend_eot = false);
+  // Ids to run next (each in [0, vocab), 1 to n_ctx of them, else status().error).
+  // Only the newest request is kept: one made while a forward runs replaces any still
+  // waiting. A newly opened model reruns the last request (text is tokenized anew).
   void set_ids(std::vector<int> ids);
 
   Status status() const;
@@ -76,13 +81,19 @@ class GptWorker {
  private:
   void run();
   void do_open(const std::filesystem::path& path);
-  void do_forward(std::vector<int> ids);
+  struct Request {
+    std::optional<std::string> text;  // set: tokenize this; else run ids
+    bool prepend_eot = false;
+    std::vector<int> ids;
+  };
+  void request(Request r);
+  void do_forward(const Request& r);
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::optional<std::filesystem::path> pending_open_;
-  std::optional<std::vector<int>> pending_ids_;
-  std::vector<int> last_ids_;  // rerun after a new model loads
+  std::optional<Request> pending_;
+  std::optional<Request> last_;  // rerun after a new model loads
   bool busy_ = false, stop_ = false;
   Status status_;
   std::optional<Loaded> loaded_;
