@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "cli_model.hpp"
+
 namespace CLI {
 class App;
 }
@@ -12,7 +14,8 @@ class App;
 namespace mhaviz::cli {
 
 struct DumpOptions {
-  std::string session;
+  std::string session;  // or model.path
+  ModelOptions model;
   std::string output;  // empty: standard output
   bool eval = false;
 };
@@ -29,6 +32,8 @@ struct BenchOptions {
   bool qkv_bias = false;
   bool no_causal = false;
   std::string backend = "auto";
+  std::string model;  // --model: time a trained GPT's forward instead
+  int edit_at = -1;   // --edit-at P (with --model): time the recompute after a change at P
 };
 void add_bench(CLI::App& app, BenchOptions& o);
 int run_bench(const BenchOptions& o);

@@ -2,9 +2,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <random>
 
 #include "cli.hpp"
 #include "mhaviz/backend.hpp"
+#include "mhaviz/gpt_forward.hpp"
 #include "mhaviz/session.hpp"
 #include "mhaviz/trace.hpp"
 
@@ -23,6 +25,65 @@ double peak_rss_mib() {
     if (std::sscanf(line, "VmHWM: %lf kB", &kib) == 1) break;
   std::fclose(f);
   return kib / 1024.0;
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// Runs `step` after `warmup` untimed runs, `repeat` times (0: as many as fit in 1 s, 5 to
+// 2000); returns each run's milliseconds.
+template <class Step>
+std::vector<double> time_runs(int warmup, int repeat, Step step) {
+  for (int i = 0; i < warmup; ++i) step();
+  std::vector<double> ms;
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  for (;;) {
+    const auto t0 = clock::now();
+    step();
+    ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+    const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
+    if (repeat > 0 ? static_cast<int>(ms.size()) >= repeat : (ms.size() >= 5 && (elapsed >= 1.0 || ms.size() >= 2000))) break;
+  }
+  return ms;
+}
+
+// A trained GPT's forward keeping every layer's attention, to the last position's logits,
+// into one reused trace as the app recomputes. Each run changes the token at P (0 unless
+// --edit-at), alternating between two ids, so rows >= P are really recomputed every time.
+int bench_model(const BenchOptions& o) {
+  GptModel model = load_gpt(o.model);
+  const GptConfig& c = model.config;
+  const int T = o.tokens, P = o.edit_at < 0 ? 0 : o.edit_at;
+  if (T < 1 || T > c.n_ctx) return usage_error("--tokens: " + std::to_string(T) + " is out of range [1, " + std::to_string(c.n_ctx) + "] (the model's context)");
+  if (P >= T) return usage_error("--edit-at: " + std::to_string(o.edit_at) + " is out of range [0, " + std::to_string(T - 1) + "]");
+  prepare_gpt_forward(model);
+  std::mt19937 gen(static_cast<std::mt19937::result_type>(o.seed));
+  std::vector<int> ids(static_cast<std::size_t>(T));
+  for (int& id : ids) id = static_cast<int>(gen() % static_cast<unsigned>(c.vocab_size));
+  const int other = (ids[static_cast<std::size_t>(P)] + 1) % c.vocab_size, original = ids[static_cast<std::size_t>(P)];
+  GptTrace trace = gpt_forward(model, ids);
+  bool flip = false;
+  const std::vector<double> ms = time_runs(o.warmup, o.repeat, [&] {
+    flip = !flip;
+    ids[static_cast<std::size_t>(P)] = flip ? other : original;
+    gpt_forward(model, ids, trace);
+  });
+  const double median = median_of(ms);
+  const double flops = gpt_forward_flops(c, T, trace.recomputed_from);
+  std::printf("mhaviz bench: model %s (%s layout, %d layers, %d heads, %d wide, vocab %d, %lld parameters), T=%d, products in %s\n",
+              o.model.c_str(), model.layout == GptLayout::HuggingFace ? "Hugging Face" : "book", c.n_layer, c.n_head, c.n_embd,
+              c.vocab_size, static_cast<long long>(model.parameter_count()), T, std::string(backend_name(backend())).c_str());
+  std::printf("%s: %zu runs after %d warm-up, median %.4f ms, min %.4f ms, max %.4f ms\n",
+              o.edit_at < 0 ? "full forward (every layer's attention kept, logits at the last position)"
+                            : ("recompute after an edit at position " + std::to_string(P) + " (rows " + std::to_string(trace.recomputed_from) +
+                               " to " + std::to_string(T - 1) + ")").c_str(),
+              ms.size(), o.warmup, median, *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()));
+  std::printf("%.3f GFLOP per run\n", flops / 1e9);
+  std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib());
+  return 0;
 }
 
 }  // namespace
@@ -45,6 +106,10 @@ void add_bench(CLI::App& app, BenchOptions& o) {
                   "Products in: auto (avx512 where the CPU has AVX-512F, else openblas), avx512 (this project's "
                   "kernel) or openblas (Eigen on OpenBLAS)")
       ->capture_default_str();
+  sub->add_option("--model", o.model,
+                  "Time a trained GPT's forward instead (a folder or its .safetensors file): every layer's attention kept, "
+                  "to the last position's logits; --tokens T, --seed for the ids");
+  sub->add_option("--edit-at", o.edit_at, "With --model: time the recompute after the token at P changes (rows P to T-1)");
 }
 
 int run_bench(const BenchOptions& o) {
@@ -66,6 +131,14 @@ int run_bench(const BenchOptions& o) {
     if (!set_backend(b)) return usage_error("--backend: '" + o.backend + "' needs a CPU with AVX-512F, which this one lacks");
   }
   if (o.warmup < 0 || o.warmup > 1000) return usage_error("--warmup: " + std::to_string(o.warmup) + " is out of range [0, 1000]");
+  if (!o.model.empty()) {
+    try {
+      return bench_model(o);
+    } catch (const LoadError& e) {
+      return usage_error(e.what());
+    }
+  }
+  if (o.edit_at >= 0) return usage_error("--edit-at: needs --model");
   try {
     validate_model(c, o.d_in, o.tokens, o.batch);
   } catch (const SessionError& e) {
@@ -78,21 +151,10 @@ int run_bench(const BenchOptions& o) {
   for (auto& x : input.data) x = torch_uniform(gen, -1.0f, 1.0f);
 
   Trace trace;
-  for (int i = 0; i < o.warmup; ++i) forward(model, input, trace);
-  std::vector<double> ms;
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  for (;;) {
-    const auto t0 = clock::now();
-    forward(model, input, trace);
-    ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
-    const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
-    if (o.repeat > 0 ? static_cast<int>(ms.size()) >= o.repeat : (ms.size() >= 5 && (elapsed >= 1.0 || ms.size() >= 2000))) break;
-  }
+  const std::vector<double> ms = time_runs(o.warmup, o.repeat, [&] { forward(model, input, trace); });
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
-  const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                          : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+  const double median = median_of(ms);
   const double rss_mib = peak_rss_mib();
   const double gflops = static_cast<double>(trace.cost.flops) / (median * 1e-3) / 1e9;
   std::printf("mhaviz bench: %s b=%d T=%d d_in=%d d_out=%d heads=%d dropout=%g %s, products in %s\n", o.variant.c_str(),

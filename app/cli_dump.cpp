@@ -13,18 +13,40 @@ int usage_error(const std::string& message) {
 
 void add_dump(CLI::App& app, DumpOptions& o) {
   auto* sub = app.add_subcommand("dump", "Write every parameter and intermediate tensor of a session as JSON");
-  sub->add_option("session", o.session, "Session file, - for standard input, or a built-in lesson name")->required();
+  sub->add_option("session", o.session, "Session file, - for standard input, or a built-in lesson name (or --model)");
+  add_model_options(*sub, o.model, true);
   sub->add_option("-o,--output", o.output, "Output file (written atomically); default: standard output");
   sub->add_flag("--eval", o.eval, "Evaluation mode: no dropout, whatever the session says");
 }
 
+namespace {
+
+// A trained GPT's forward on --text or --ids: every layer's attention and the last logits.
+std::string dump_model(const ModelOptions& o) {
+  const ModelInput in = load_model_input(o);
+  const GptTrace trace = gpt_forward(in.model, in.ids);
+  return gpt_dump_json(in.model, in.tokenizer, trace);
+}
+
+}  // namespace
+
 int run_dump(const DumpOptions& o) {
+  const bool model = !o.model.path.empty();
+  if (model && !o.session.empty()) return usage_error("session: give a SESSION or --model, not both");
+  if (!model && o.session.empty()) return usage_error("session: give a SESSION (a file, - or a lesson name) or --model PATH");
+  if (!model && (o.model.text || !o.model.ids.empty() || o.model.prepend_eot))
+    return usage_error("--text: --text, --ids and --prepend-eot need --model");
   try {
-    Session s = load_session(o.session);
-    if (o.eval) s.model.training = false;
-    const Model model = build_model(s.model, s.d_in());
-    const Trace trace = forward(model, s.input_tensor());
-    const std::string text = dump_json(s, model, trace);
+    std::string text;
+    if (model) {
+      text = dump_model(o.model);
+    } else {
+      Session s = load_session(o.session);
+      if (o.eval) s.model.training = false;
+      const Model m = build_model(s.model, s.d_in());
+      const Trace trace = forward(m, s.input_tensor());
+      text = dump_json(s, m, trace);
+    }
     if (o.output.empty() || o.output == "-") {
       std::cout << text;
       std::cout.flush();
@@ -33,6 +55,10 @@ int run_dump(const DumpOptions& o) {
       write_file_atomic(o.output, text);
     }
   } catch (const SessionError& e) {
+    return usage_error(e.what());
+  } catch (const LoadError& e) {
+    return usage_error(e.what());
+  } catch (const std::invalid_argument& e) {
     return usage_error(e.what());
   }
   return 0;

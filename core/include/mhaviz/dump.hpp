@@ -3,8 +3,10 @@
 
 #include <string>
 
+#include "mhaviz/gpt_forward.hpp"
 #include "mhaviz/model.hpp"
 #include "mhaviz/session.hpp"
+#include "mhaviz/tokenizer.hpp"
 #include "mhaviz/trace.hpp"
 
 namespace mhaviz {
@@ -12,6 +14,13 @@ namespace mhaviz {
 // {"format": "mhaviz-dump", "version": 1, "session": {...}, "cost": {...},
 //  "tensors": {NAME: {"shape": [...], "data": [row-major, 9 significant digits]}}}
 std::string dump_json(const Session& session, const Model& model, const Trace& trace);
+
+// A trained GPT's forward (`mhaviz dump --model`):
+// {"format": "mhaviz-gpt-dump", "version": 1, "model": {path, layout, n_layer, n_head, n_embd,
+//  n_ctx, vocab_size, parameters}, "token_ids": [T], "tokens": [T display strings],
+//  "next_token": {"position": T - 1, "top": [{"id", "token", "p"} x top_k]},
+//  "tensors": {"layers.{L}.attn_weights": (1, n_head, T, T) for every L, "logits_last": (V)}}
+std::string gpt_dump_json(const GptModel& model, const Tokenizer& tokenizer, const GptTrace& trace, int top_k = 5);
 
 // Shortest decimal text with 9 significant digits at most ("0.5", "-0.451920271").
 void append_number(std::string& out, float x);

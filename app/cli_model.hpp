@@ -1,0 +1,37 @@
+// What `dump`, `bench` and `render` share for a trained GPT: --model PATH, and the tokens to
+// run it on from --text (GPT-2's tokenizer) or --ids.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mhaviz/gpt.hpp"
+#include "mhaviz/tokenizer.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace mhaviz::cli {
+
+struct ModelOptions {
+  std::string path;                 // --model: a folder or its .safetensors file
+  std::optional<std::string> text;  // --text
+  std::vector<int> ids;             // --ids 1,2,3 (instead of --text)
+  bool prepend_eot = false;         // --prepend-eot: <|endoftext|> first, as TransformerLens does
+};
+// Adds --model, and with `input` also --text, --ids and --prepend-eot.
+void add_model_options(CLI::App& sub, ModelOptions& o, bool input);
+
+struct ModelInput {
+  GptModel model;  // prepared for the current backend
+  Tokenizer tokenizer;
+  std::vector<int> ids;  // 1 to n_ctx ids, each in [0, vocab_size)
+};
+// Loads the model and its tokenizer and turns --text/--ids into ids. Throws LoadError for the
+// files and std::invalid_argument ("text: 1030 tokens is longer than the model's context of
+// 1024") for the input; both one line.
+ModelInput load_model_input(const ModelOptions& o);
+
+}  // namespace mhaviz::cli
