@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""`mhaviz dump --model` and `bench --model` as a user runs them, on the checkpoints that
+tests/models/make_checkpoints.py writes with torch (each with torch's own outputs):
+
+    test_gpt_cli.py MHAVIZ MODELS_DIR
+
+Every good checkpoint's dump equals torch's attention weights and last logits; --text goes
+through the checkpoint's tokenizer; every broken checkpoint is one line on stderr naming the
+problem, exit status 2, and no output file; bench prints its closing line."""
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+MHAVIZ = sys.argv[1] if len(sys.argv) > 1 else "mhaviz"
+MODELS = sys.argv[2] if len(sys.argv) > 2 else "build/dev/models"
+
+
+def run(*args):
+    return subprocess.run([MHAVIZ, *args], capture_output=True, text=True, errors="replace", timeout=120)
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def read_safetensors(path):
+    """{name: (shape, [floats])} of an F32 safetensors file, with the standard library only."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, t in header.items():
+        if name != "__metadata__":
+            b, e = t["data_offsets"]
+            out[name] = (t["shape"], list(struct.unpack(f"<{(e - b) // 4}f", data[b:e])))
+    return out
+
+
+def max_diff(a, b):
+    assert len(a) == len(b), (len(a), len(b))
+    return max(abs(x - y) for x, y in zip(a, b))
+
+
+class Dump(unittest.TestCase):
+    def test_every_checkpoint_equals_torch(self):
+        manifest = load(os.path.join(MODELS, "manifest.json"))
+        self.assertGreaterEqual(len(manifest["checkpoints"]), 7)
+        for c in manifest["checkpoints"]:
+            folder = os.path.join(MODELS, c["name"])
+            ids = load(os.path.join(folder, "reference", "input.json"))["token_ids"]
+            r = run("dump", "--model", folder, "--ids", ",".join(map(str, ids)))
+            self.assertEqual(r.returncode, 0, f"{c['name']}: {r.stderr}")
+            d = json.loads(r.stdout)
+            want = read_safetensors(os.path.join(folder, "reference", "expected.safetensors"))
+            self.assertEqual(d["format"], "mhaviz-gpt-dump")
+            self.assertEqual(d["token_ids"], ids)
+            self.assertEqual(len(d["tokens"]), len(ids))
+            for layer in range(c["L"]):
+                name = f"layers.{layer}.attn_weights"
+                self.assertEqual(d["tensors"][name]["shape"], [1, c["H"], len(ids), len(ids)], name)
+                self.assertEqual(d["tensors"][name]["shape"], want[name][0], name)
+                self.assertLess(max_diff(d["tensors"][name]["data"], want[name][1]), 2e-6, f"{c['name']} {name}")
+            last = want["logits_last"][1]
+            self.assertEqual(d["tensors"]["logits_last"]["shape"], [c["vocab_size"]])
+            self.assertLess(max_diff(d["tensors"]["logits_last"]["data"], last), 1e-5 * max(1, max(map(abs, last))))
+            # The top next tokens are the largest logits, most probable first.
+            top = d["next_token"]["top"]
+            self.assertEqual(len(top), 5)
+            best = sorted(range(len(last)), key=lambda i: (-last[i], i))[:5]
+            self.assertEqual([t["id"] for t in top], best, c["name"])
+            self.assertEqual([t["p"] for t in top], sorted([t["p"] for t in top], reverse=True))
+
+    def test_text_goes_through_the_tokenizer(self):
+        folder = os.path.join(MODELS, "hf_f32")
+        r = run("dump", "--model", folder, "--text", "the thin hat")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        d = json.loads(r.stdout)
+        # The tiny vocabulary's merges: "h e", "Ġ t", "i n" apply; "Ġ a" needs adjacent letters.
+        self.assertEqual(d["tokens"], ["t", "he", "\u2423t", "h", "in", "\u2423", "h", "a", "t"])
+        by_ids = json.loads(run("dump", "--model", folder, "--ids", ",".join(map(str, d["token_ids"]))).stdout)
+        self.assertEqual(by_ids["tensors"], d["tensors"])
+        eot = json.loads(run("dump", "--model", folder, "--text", "the", "--prepend-eot").stdout)
+        self.assertEqual(eot["token_ids"][0], 262)
+        self.assertEqual(eot["tokens"][0], "<|endoftext|>")
+        # A path to the .safetensors file finds the config and tokenizer beside it.
+        by_file = json.loads(run("dump", "--model", os.path.join(folder, "model.safetensors"), "--text", "the thin hat").stdout)
+        self.assertEqual(by_file["tensors"], d["tensors"])
+
+    def test_output_file_is_the_same_json(self):
+        folder = os.path.join(MODELS, "book_qkv_bias")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "d.json")
+            r = run("dump", "--model", folder, "--ids", "1,2,3", "-o", out)
+            self.assertEqual((r.returncode, r.stdout), (0, ""), r.stderr)
+            self.assertEqual(load(out), json.loads(run("dump", "--model", folder, "--ids", "1,2,3").stdout))
+            self.assertEqual(os.listdir(tmp), ["d.json"])  # no temporary file left
+
+
+class BadInput(unittest.TestCase):
+    def expect_error(self, args, needle):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out.json")
+            with open(out, "w") as f:
+                f.write("earlier")
+            r = run(*args, "-o", out)
+            self.assertEqual(r.returncode, 2, f"{args}: {r.stderr}")
+            lines = r.stderr.splitlines()
+            self.assertEqual(len(lines), 1, f"{args}: {r.stderr!r}")
+            self.assertTrue(lines[0].startswith("mhaviz: "), lines[0])
+            self.assertIn(needle, lines[0], args)
+            self.assertEqual(r.stdout, "")
+            with open(out) as f:
+                self.assertEqual(f.read(), "earlier", f"{args}: the old output was touched")
+            self.assertEqual(os.listdir(tmp), ["out.json"], args)
+
+    def test_every_broken_checkpoint(self):
+        bad = os.path.join(MODELS, "bad")
+        cases = load(os.path.join(bad, "manifest.json"))["cases"]
+        self.assertGreaterEqual(len(cases), 17)
+        for c in cases:
+            with self.subTest(c["name"]):
+                self.expect_error(["dump", "--model", os.path.join(bad, c["path"]), "--ids", "1,2"], c["error"])
+
+    def test_input_errors(self):
+        folder = os.path.join(MODELS, "hf_f32")
+        self.expect_error(["dump", "--model", folder, "--text", "x" * 20],
+                          "text: 20 tokens is longer than the model's context of 16")
+        self.expect_error(["dump", "--model", folder, "--ids", "1,263"], "--ids: token 1 is id 263, outside the model's vocabulary [0, 263)")
+        self.expect_error(["dump", "--model", folder, "--text", ""], "text: empty")
+        self.expect_error(["dump", "--model", folder], "--text: give the text")
+        self.expect_error(["dump", "--model", folder, "--text", "a", "--ids", "1"], "not both")
+        self.expect_error(["dump", "seed003-wrapper", "--model", folder, "--ids", "1"], "session: give a SESSION or --model, not both")
+        self.expect_error(["dump", "seed003-wrapper", "--text", "a"], "need --model")
+        self.expect_error(["dump", "--model", os.path.join(MODELS, "no-such-model"), "--ids", "1"], "does not exist")
+
+
+class Bench(unittest.TestCase):
+    def test_full_and_edit(self):
+        folder = os.path.join(MODELS, "hf_untied")
+        for extra in ([], ["--edit-at", "15"], ["--backend", "openblas"]):
+            r = run("bench", "--model", folder, "--tokens", "16", "--repeat", "3", *extra)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertRegex(r.stdout.splitlines()[-1], r"^median_ms=[0-9.]+ gflops=[0-9.]+ peak_rss_mib=[0-9.]+$")
+            self.assertIn("3 layers", r.stdout)
+        self.assertIn("rows 15 to 15", run("bench", "--model", folder, "--tokens", "16", "--repeat", "3", "--edit-at", "15").stdout)
+
+    def test_errors(self):
+        folder = os.path.join(MODELS, "hf_untied")
+        for args, needle in [(["--tokens", "17"], "--tokens: 17 is out of range [1, 16]"),
+                             (["--tokens", "8", "--edit-at", "8"], "--edit-at: 8 is out of range [0, 7]")]:
+            r = run("bench", "--model", folder, "--repeat", "1", *args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn(needle, r.stderr)
+        r = run("bench", "--edit-at", "3")
+        self.assertEqual((r.returncode, r.stderr.strip()), (2, "mhaviz: --edit-at: needs --model"))
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
