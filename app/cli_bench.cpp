@@ -103,8 +103,8 @@ void add_bench(CLI::App& app, BenchOptions& o) {
   sub->add_flag("--qkv-bias", o.qkv_bias, "Give the Q/K/V projections a bias");
   sub->add_flag("--no-causal", o.no_causal, "No causal mask (encoder attention)");
   sub->add_option("--backend", o.backend,
-                  "Products in: auto (avx512 where the CPU has AVX-512F, else openblas), avx512 (this project's "
-                  "kernel) or openblas (Eigen on OpenBLAS)")
+                  "Products in: auto (the widest kernel the CPU runs), avx512 or avx2 (this project's kernel in "
+                  "AVX-512 or AVX2 + FMA tiles) or openblas (Eigen on OpenBLAS)")
       ->capture_default_str();
   sub->add_option("--model", o.model,
                   "Time a trained GPT's forward instead (a folder or its .safetensors file): every layer's attention kept, "
@@ -127,8 +127,10 @@ int run_bench(const BenchOptions& o) {
   if (o.backend != "auto") {
     Backend b{};
     if (!parse_backend(o.backend, b))
-      return usage_error("--backend: '" + o.backend + "' is not one of auto, avx512, openblas");
-    if (!set_backend(b)) return usage_error("--backend: '" + o.backend + "' needs a CPU with AVX-512F, which this one lacks");
+      return usage_error("--backend: '" + o.backend + "' is not one of auto, avx512, avx2, openblas");
+    if (!set_backend(b))
+      return usage_error("--backend: '" + o.backend + "' needs a CPU with " + (b == Backend::Avx512 ? "AVX-512F" : "AVX2 and FMA") +
+                         ", which this one lacks");
   }
   if (o.warmup < 0 || o.warmup > 1000) return usage_error("--warmup: " + std::to_string(o.warmup) + " is out of range [0, 1000]");
   if (!o.model.empty()) {

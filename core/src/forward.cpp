@@ -1,4 +1,4 @@
-// The fast forward pass: products in the AVX-512 kernel (gemm.hpp) or, where the CPU
+// The fast forward pass: products in the project's kernel (gemm.hpp, AVX-512 or AVX2) or, where the CPU
 // lacks it or backend() says so, Eigen expressions that go to OpenBLAS; element-wise
 // stages split over threads. reference.cpp holds the loop version it is tested against.
 #include <Eigen/Core>
@@ -77,7 +77,7 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
   tr.head_dim = hd;
   tr.input = input;
   tr.cost = forward_cost(c, model.d_in, T, b);
-  const bool kernel = backend() == Backend::Avx512;  // read once: one forward, one backend
+  const bool kernel = backend() != Backend::OpenBlas;  // read once: one forward, one backend
 
   // 1-2. Projections and the split into heads.
   const Shape per_head{b, H, T, hd};

@@ -2,7 +2,9 @@
 // same work, but this machine's kind of CPU gets its AVX2 kernels whenever the
 // environment sets OPENBLAS_CORETYPE, and small-M products (T = 128 against 768-wide
 // weights) reach a fraction of peak there. Weights are packed once per model; the
-// activations are read in place. The gemm_ functions need avx512_available().
+// activations are read in place. The same tiles exist for AVX2 + FMA (16-column halves of
+// each panel), for CPUs without AVX-512 (most laptops); both compute every element as the
+// same FMA chain, so they give the same bits. The gemm_ functions need kernel_available().
 #pragma once
 
 #include <cstdint>
@@ -13,8 +15,10 @@ namespace mhaviz::detail {
 // Columns per packed panel: two 16-float registers.
 inline constexpr int kPanel = 32;
 
-// True when the CPU (as reported by CPUID) has AVX-512F.
+// True when the CPU (as reported by CPUID) has AVX-512F; AVX2 and FMA; either of them.
 bool avx512_available();
+bool avx2_available();
+bool kernel_available();
 
 // w: (n, k) row-major, a Linear's [out, in]. Returns wᵀ as ceil(n / kPanel) panels,
 // each (k, kPanel) row-major, columns past n zero: the B operand of gemm_packed.

@@ -65,7 +65,7 @@ void prepare_forward(Model& model) {
       }
     model.qkv_stacked = std::move(st);
   }
-  if (!detail::avx512_available()) return;
+  if (!detail::kernel_available()) return;
   // The Linears forward() multiplies by whole; the wrapper has no output projection.
   auto pack = [](Linear& l) { l.packed = detail::pack_transposed(l.weight.data(), l.out, l.in); };
   for (Linear& l : model.layers)

@@ -220,7 +220,7 @@ TEST(GptPrepare, PackedWeightsReadBackExactly) {
   GptModel m = random_gpt(small_config(1, 2, 40, 8, 33, true), false, 6);
   const GptModel original = m;
   const Backend before = backend();
-  for (Backend b : {Backend::Avx512, Backend::OpenBlas}) {
+  for (Backend b : {Backend::Avx512, Backend::Avx2, Backend::OpenBlas}) {
     if (!set_backend(b)) continue;
     prepare_gpt_forward(m);
     const GptBlock &blk = m.blocks[0], &orig = original.blocks[0];

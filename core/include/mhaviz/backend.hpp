@@ -1,5 +1,5 @@
-// Which code multiplies the forward's matrices: the project's AVX-512 kernel or Eigen
-// on OpenBLAS. Both give the same tensors up to float rounding (tests hold both to the
+// Which code multiplies the forward's matrices: the project's kernel in AVX-512 or in AVX2
+// + FMA tiles (chosen at run time from the CPU), or Eigen on OpenBLAS. Both give the same tensors up to float rounding (tests hold both to the
 // loop oracle); `mhaviz bench --backend` times one against the other.
 #pragma once
 
@@ -7,12 +7,12 @@
 
 namespace mhaviz {
 
-enum class Backend { Avx512, OpenBlas };
+enum class Backend { Avx512, Avx2, OpenBlas };
 
-std::string_view backend_name(Backend b);  // "avx512", "openblas"
+std::string_view backend_name(Backend b);  // "avx512", "avx2", "openblas"
 bool parse_backend(std::string_view name, Backend& out);
-bool backend_supported(Backend b);  // Avx512 needs a CPU with AVX-512F
-// The process-wide choice; starts as Avx512 where supported, else OpenBlas.
+bool backend_supported(Backend b);  // Avx512 needs AVX-512F, Avx2 needs AVX2 and FMA
+// The process-wide choice; starts as the widest kernel the CPU runs, else OpenBlas.
 Backend backend();
 // Returns false, changing nothing, when b is not supported here.
 bool set_backend(Backend b);

@@ -68,7 +68,7 @@ struct Linear {
   int out = 0;
   std::vector<float> weight;
   std::vector<float> bias;  // empty when the layer has no bias
-  // weightᵀ in the AVX-512 kernel's panels, filled by prepare_forward for the layers the
+  // weightᵀ in the kernel's panels, filled by prepare_forward for the layers the
   // forward multiplies by; where it is empty the forward uses OpenBLAS for the layer.
   std::vector<float> packed;
 };
@@ -101,7 +101,7 @@ double torch_uniform53(std::mt19937& gen);
 Model build_model(const ModelConfig& config, int d_in);
 
 // Fills model.qkv_stacked from the current layers (fused_qkv: left empty, qkv_layer is one
-// already) and, on a CPU with AVX-512, the packed copies of the stacked projection and the
+// already) and, on a CPU with AVX2 or AVX-512, the packed copies of the stacked projection and the
 // output projection. build_model and the conversions below call it; call it again after
 // changing weights through layer(name) to get the fast path back.
 void prepare_forward(Model& model);
