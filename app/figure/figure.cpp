@@ -38,23 +38,18 @@ Theme theme(const Options& o) {
   return t;
 }
 
-Color mix(Color a, Color b, float t) {
-  const auto m = [t](std::uint8_t x, std::uint8_t y) {
-    return static_cast<std::uint8_t>(std::lround(static_cast<float>(x) + (static_cast<float>(y) - static_cast<float>(x)) * t));
-  };
-  return {m(a.r, b.r), m(a.g, b.g), m(a.b, b.b), 255};
-}
-
 float luminance(Color c) {
   return (0.2126f * static_cast<float>(c.r) + 0.7152f * static_cast<float>(c.g) + 0.0722f * static_cast<float>(c.b)) / 255.0f;
 }
 Color on(Color fill) { return luminance(fill) > 0.5f ? Color{0, 0, 0, 255} : Color{255, 255, 255, 255}; }
 
-// One hue per head, as the walkthrough colours them (Tableau 10, colour-blind friendly order).
-constexpr Color kHead[10] = {{78, 121, 167, 255},  {242, 142, 43, 255}, {89, 161, 79, 255},   {225, 87, 89, 255},
-                             {176, 122, 161, 255}, {118, 183, 178, 255}, {237, 201, 72, 255}, {255, 157, 167, 255},
-                             {156, 117, 95, 255},  {186, 176, 172, 255}};
-Color head_color(int h) { return kHead[static_cast<std::size_t>(((h % 10) + 10) % 10)]; }
+// One hue per head, as the walkthrough colours them (walk_values.hpp).
+Color to_color(Rgb c) {
+  const auto b = [](float x) { return static_cast<std::uint8_t>(std::lround(std::clamp(x, 0.0f, 1.0f) * 255.0f)); };
+  return {b(c.r), b(c.g), b(c.b), 255};
+}
+Rgb to_rgb(Color c) { return {c.r / 255.0f, c.g / 255.0f, c.b / 255.0f}; }
+Color head_color(int h) { return to_color(head_rgb(h)); }
 
 // [SECTION] Display list helpers
 struct Builder {
@@ -409,97 +404,15 @@ Figure heatmap_figure(const Trace& tr, const std::vector<std::string>& tokens, c
 }
 
 // [SECTION] A step of the walkthrough
-struct StepCtx {
-  const Trace& tr;
-  const Options& o;
-  lay::Dims dims;
-  Tensor mistaken;  // the mistaken merge, when asked for
-};
-
-float at(const Tensor& t, std::int64_t i) { return i >= 0 && i < t.numel() ? t.data[static_cast<std::size_t>(i)] : 0.0f; }
-const Tensor& proj(const Trace& tr, int p) { return p == 0 ? tr.queries : p == 1 ? tr.keys : tr.values; }
-const Tensor& per_head(const Trace& tr, int p) { return p == 0 ? tr.q : p == 1 ? tr.k : tr.v; }
-
-// The value the walkthrough shows for element `flat` of a step's layout (batch item o.batch).
-float step_value(const StepCtx& c, lay::Step st, std::int64_t flat) {
-  const Trace& tr = c.tr;
-  const lay::Layout l = lay::step_layout(st, c.dims);
-  const std::int64_t per = l.pane_numel();
-  const int pane = static_cast<int>(flat / per);
-  const std::int64_t r = flat % per;
-  const std::int64_t off = static_cast<std::int64_t>(c.o.batch) * per + r;
-  const Variant v = tr.config.variant;
-  switch (st) {
-    case lay::Step::Input: return at(tr.input, off);
-    case lay::Step::Project:
-      if (v == Variant::Wrapper) return at(per_head(tr, pane), off);
-      if (v == Variant::FusedQkv) return at(tr.qkv, off);
-      return at(proj(tr, pane), off);
-    case lay::Step::View: return v == Variant::FusedQkv ? at(tr.qkv, off) : at(proj(tr, pane), off);
-    case lay::Step::Transpose:
-      if (v == Variant::FusedQkv) {
-        const lay::Layout vl = lay::step_layout(lay::Step::View, c.dims);
-        return at(tr.qkv, static_cast<std::int64_t>(c.o.batch) * per + lay::move_index_inverse(lay::Move::Transpose, vl, l, r));
-      }
-      return at(per_head(tr, pane), off);
-    case lay::Step::Chunk: return at(per_head(tr, pane), off);
-    case lay::Step::Scores: return at(tr.scores, off);
-    case lay::Step::Mask: {
-      const lay::Cell cl = lay::cell_of(l, flat);
-      if (tr.masked(static_cast<int>(cl.row), static_cast<int>(cl.col))) return -std::numeric_limits<float>::infinity();
-      return at(tr.scores, off);
-    }
-    case lay::Step::Softmax: return at(tr.weights, off);
-    case lay::Step::Dropout: return at(tr.weights_after_dropout(), off);
-    case lay::Step::Context: return at(tr.context, off);
-    case lay::Step::TransposeBack: {
-      const lay::Layout cl = lay::step_layout(lay::Step::Context, c.dims);
-      return at(tr.context, static_cast<std::int64_t>(c.o.batch) * per + lay::move_index_inverse(lay::Move::Transpose, cl, l, r));
-    }
-    case lay::Step::Merge: return at(c.o.mistaken && v != Variant::Wrapper ? c.mistaken : tr.context_merged, off);
-    case lay::Step::Concat: return at(tr.context_merged, off);
-    case lay::Step::OutProj: return at(tr.output, off);
-  }
-  return 0.0f;
-}
-
-std::vector<std::string> pane_names(const Trace& tr, lay::Step st, const Options& o) {
-  const Variant v = tr.config.variant;
-  switch (st) {
-    case lay::Step::Input: return {"X"};
-    case lay::Step::Project:
-      if (v == Variant::Wrapper) return {"Q_i", "K_i", "V_i"};
-      if (v == Variant::FusedQkv) return {"qkv"};
-      return {"queries", "keys", "values"};
-    case lay::Step::View:
-      if (v == Variant::FusedQkv) return {"qkv.view"};
-      return {"queries.view", "keys.view", "values.view"};
-    case lay::Step::Transpose:
-      if (v == Variant::FusedQkv) return {"qkv.permute"};
-      return {"q", "k", "v"};
-    case lay::Step::Chunk: return {"q", "k", "v"};
-    case lay::Step::Scores: return {"attn_scores"};
-    case lay::Step::Mask: return {"masked scores"};
-    case lay::Step::Softmax: return {"attn_weights"};
-    case lay::Step::Dropout: return {"attn_weights after dropout"};
-    case lay::Step::Context: return {"context_vec"};
-    case lay::Step::TransposeBack: return {"context_vec.transpose(1, 2)"};
-    case lay::Step::Merge: return {o.mistaken && v != Variant::Wrapper ? "plain reshape (the mistake)" : "context_vec"};
-    case lay::Step::Concat: return {"torch.cat(..., dim=-1)"};
-    case lay::Step::OutProj: return {"output"};
-  }
-  return {""};
-}
-
-bool attention_step(lay::Step st) {
-  return st == lay::Step::Scores || st == lay::Step::Mask || st == lay::Step::Softmax || st == lay::Step::Dropout;
-}
-
 Figure step_figure(const Trace& tr, const std::vector<std::string>& tokens, const Options& o) {
   Builder B;
   B.th = theme(o);
-  StepCtx ctx{tr, o, {tr.config.variant, 1, tr.tokens, tr.d_in, tr.heads, tr.head_dim}, {}};
-  if (o.mistaken && tr.config.variant != Variant::Wrapper) ctx.mistaken = mistaken_merge(tr);
+  Mistake mistake;
+  if (o.mistaken && tr.config.variant != Variant::Wrapper) {
+    if (o.model) mistake = make_mistake(*o.model, tr);
+    else mistake.merged = mistaken_merge(tr);
+  }
+  const StepSource ctx{&tr, o.batch, o.mistaken, &mistake};
   const std::vector<lay::Step> steps = lay::steps_for(tr.config.variant, o.mistaken);
   const lay::Step st = steps[static_cast<std::size_t>(o.step)];
   const Variant v = tr.config.variant;
@@ -510,7 +423,7 @@ Figure step_figure(const Trace& tr, const std::vector<std::string>& tokens, cons
          kTitle, B.th.text, 0, "title");
   y += line_h(kLabel) + 2;
   B.text(kMargin, y, std::string(lay::step_code(st, v)), kLabel, B.th.text, 0, "code", false, true);
-  lay::Layout l = lay::step_layout(st, ctx.dims);
+  lay::Layout l = lay::step_layout(st, ctx.dims());
   Shape sh = l.shape();
   sh[0] = tr.batch;
   y += line_h(kSmall) + 2;
@@ -549,7 +462,6 @@ Figure step_figure(const Trace& tr, const std::vector<std::string>& tokens, cons
   float tokw = 0;
   for (const auto& t : tokens) tokw = std::max(tokw, std::min(text_width(t, kSmall), text_width("abcdefghij", kSmall)));
   const float left = std::ceil((labels_rows_tokens ? tokw : text_width("head 00", kSmall)) + 10.0f);
-  const std::vector<std::string> names = pane_names(tr, st, o);
   const float ox = kMargin + left, oy = y + line_h(kLabel) + 4.0f + line_h(kSmall) + 2.0f;
 
   // Scale of attention steps: |v| relative to the largest |v| drawn.
@@ -571,7 +483,7 @@ Figure step_figure(const Trace& tr, const std::vector<std::string>& tokens, cons
   float widest = 0;
   for (float t : {-0.99f, 0.99f, -9.99f}) widest = std::max(widest, text_width(format_value(t), kSmall));
   const bool values = o.values && cs >= widest + 5.0f;
-  const Color neutral = o.dark ? Color{84, 97, 117, 255} : Color{158, 173, 199, 255};
+  const Tint tint = step_tint(st);
   const Color bg_solid{B.th.bg.r, B.th.bg.g, B.th.bg.b, 255};
   const auto px = [&](lay::Point p) { return std::pair<float, float>{ox + std::round(p.x * cs), oy + std::round(p.y * cs)}; };
 
@@ -587,21 +499,16 @@ Figure step_figure(const Trace& tr, const std::vector<std::string>& tokens, cons
     }
     const std::int64_t flat = lay::index_of(l, c);
     const float val = step_value(ctx, st, flat);
-    const int i = static_cast<int>(c.row), j = static_cast<int>(c.col);
-    const bool masked = st == lay::Step::Mask && tr.masked(i, j);
-    const bool dropped = st == lay::Step::Dropout && tr.dropout_applied() && !tr.masked(i, j) &&
-                         !tr.kept(o.batch, static_cast<int>(c.block), i, j);
-    const int head = lay::head_of(l, c);
-    Color fill = st == lay::Step::Input || st == lay::Step::OutProj ? neutral : head >= 0 ? head_color(head) : Color{128, 128, 140, 255};
+    const int state = step_state(ctx, st, flat);
+    const bool masked = state == 1, dropped = state == 2;
+    int head = lay::head_of(l, c);
     if (st == lay::Step::Merge) {
       const lay::HeadIndex src = o.mistaken && v != Variant::Wrapper
                                      ? lay::mistaken_source(0, c.row, c.col, tr.tokens, tr.heads, tr.head_dim)
                                      : lay::split_column(0, c.row, c.col, tr.head_dim);
-      fill = head_color(static_cast<int>(src.head));
+      head = static_cast<int>(src.head);
     }
-    const int part = lay::part_of(l, c);
-    if (part > 0) fill = mix(fill, o.dark ? Color{25, 25, 25, 255} : Color{255, 255, 255, 255}, part == 1 ? 0.28f : 0.5f);
-    if (attention_step(st)) fill = mix(bg_solid, fill, 0.18f + 0.82f * (std::isfinite(val) ? std::min(1.0f, std::fabs(val) / vmax) : 0.0f));
+    const Color fill = to_color(cell_rgb(tint, head, lay::part_of(l, c), val, vmax, o.dark, to_rgb(bg_solid)));
     const float pad = cs >= 14.0f ? 1.0f : 0.0f;
     std::string title = lay::index_string({o.batch, c.block, c.row, c.col}) + " = " + format_value(val);
     if (masked) {
@@ -620,17 +527,19 @@ Figure step_figure(const Trace& tr, const std::vector<std::string>& tokens, cons
   });
 
   // Pane titles, block labels (head i / token), row labels on the left of the first block column.
+  const std::vector<std::string> block_names =
+      block_labels(l.kind, l.kind == lay::Kind::HeadBlocks ? tr.heads : tr.tokens, tokens, cs * static_cast<float>(ca.slots()),
+                   [](const std::string& t) { return text_width(t, kSmall); });
   for (int pane = 0; pane < l.panes; ++pane) {
     const auto [x, yy] = px(lay::slot_point(l, pane, 0, 0, 0));
-    const std::string nm = pane < static_cast<int>(names.size()) ? names[static_cast<std::size_t>(pane)] : names.back();
+    const std::string nm = pane_name(v, st, pane, o.mistaken);
     B.text(x, yy - line_h(kSmall) - 6.0f, nm + "  " + shape_string(sh), kLabel, B.th.text, 0, "pane-title");
     for (std::int64_t bs = 0; bs < ba.slots(); ++bs) {
       const std::int64_t block = ba.index_at(bs);
       if (block < 0) continue;
       const auto [bx, by] = px(lay::slot_point(l, pane, bs, 0, 0));
-      std::string bl;
-      if (l.kind == lay::Kind::HeadBlocks) bl = "head " + std::to_string(block % tr.heads);
-      else if (l.kind == lay::Kind::TokenBlocks) bl = fit_text(tokens[static_cast<std::size_t>(block % tr.tokens)], kSmall, cs * static_cast<float>(ca.slots()));
+      const std::int64_t inner = l.kind == lay::Kind::HeadBlocks ? block % tr.heads : block % tr.tokens;
+      const std::string& bl = block_names[static_cast<std::size_t>(inner)];
       if (!bl.empty()) B.text(bx, by - 4.0f, bl, kSmall, l.kind == lay::Kind::HeadBlocks ? head_color(static_cast<int>(block % tr.heads)) : B.th.dim, 0, "block-label");
       if (pane != 0 || (bx - ox) > 1.0f) continue;  // row labels left of the first column of blocks
       for (std::int64_t rs = 0; rs < ra.slots(); ++rs) {
@@ -643,13 +552,20 @@ Figure step_figure(const Trace& tr, const std::vector<std::string>& tokens, cons
       }
     }
   }
-  // Legend: one hue per head.
+  // Legend: signed scores on the diverging map, else one hue per head.
   float lx = kMargin, ly = B.bottom + 14.0f;
-  for (int h = 0; h < std::min(tr.heads, 10); ++h) {
+  if (tint == Tint::Diverging) {
+    lx += B.text(lx, ly + 11, "score:", kSmall, B.th.text) + 8;
+    for (const Swatch& sw : diverging_legend(vmax)) {
+      B.rect(lx, ly, lx + 13, ly + 13, to_color(sw.color), "legend-diverging");
+      lx += 18 + B.text(lx + 18, ly + 11, sw.text, kSmall, B.th.text) + 12;
+    }
+  }
+  for (int h = 0; tint != Tint::Diverging && h < std::min(tr.heads, 10); ++h) {
     B.rect(lx, ly, lx + 13, ly + 13, head_color(h), "legend-head");
     lx += 18 + B.text(lx + 18, ly + 11, "head " + std::to_string(h), kSmall, B.th.text) + 12;
   }
-  if (tr.heads > 10) B.text(lx, ly + 11, "(colours repeat every 10 heads)", kSmall, B.th.dim);
+  if (tint != Tint::Diverging && tr.heads > 10) B.text(lx, ly + 11, "(colours repeat every 10 heads)", kSmall, B.th.dim);
   if (st == lay::Step::Mask) {
     lx = std::max(lx, kMargin);
     ly += 20;
@@ -852,16 +768,6 @@ Figure build_figure(const Trace& trace, const std::vector<std::string>& tokens, 
 }
 
 // [SECTION] Numbers as the app and the figures print them
-std::string format_value(float v) {
-  char buf[32];
-  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-  const float a = std::fabs(v);
-  if (a >= 100.0f) std::snprintf(buf, sizeof buf, "%.0f", static_cast<double>(v));
-  else if (a >= 10.0f) std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(v));
-  else std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(v));
-  return buf;
-}
-
 std::string format_tick(float v, float step, bool log) {
   char buf[32];
   if (log) {

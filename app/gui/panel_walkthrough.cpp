@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "app_state.hpp"
+#include "figure/walk_values.hpp"
 #include "mhaviz/layout.hpp"
 
 namespace mhaviz::gui {
@@ -37,42 +38,23 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// Values as the seeds print them (4 decimals), or 2 in cells; -inf as -∞.
-std::string num(float v, int decimals = 4) {
-  if (std::isinf(v)) return v < 0 ? "-∞" : "∞";
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, static_cast<double>(v));
-  return buf;
-}
-
-std::string cell_text(float v) {
-  if (std::isinf(v)) return v < 0 ? "-∞" : "∞";
-  const float a = std::fabs(v);
-  char buf[32];
-  if (a >= 100.0f) std::snprintf(buf, sizeof buf, "%.0f", static_cast<double>(v));
-  else if (a >= 10.0f) std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(v));
-  else std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(v));
-  return buf;
-}
+// Values as the seeds print them (4 decimals) in the inspector; cells use figure::format_value.
+std::string num(float v, int decimals = 4) { return figure::format_number(v, decimals); }
 
 std::string shape_text(const Shape& s) { return shape_string(s); }
 
-// [SECTION] Colours: one hue per head (colour-blind-friendly Tableau 10 order)
-constexpr ImU32 kHeadRgb[10] = {IM_COL32(78, 121, 167, 255),  IM_COL32(242, 142, 43, 255), IM_COL32(89, 161, 79, 255),
-                                IM_COL32(225, 87, 89, 255),   IM_COL32(176, 122, 161, 255), IM_COL32(118, 183, 178, 255),
-                                IM_COL32(237, 201, 72, 255),  IM_COL32(255, 157, 167, 255), IM_COL32(156, 117, 95, 255),
-                                IM_COL32(186, 176, 172, 255)};
-
+// [SECTION] Colours: the walkthrough table's (figure/walk_values.hpp) as ImGui colours
 ImVec4 rgba(ImU32 c) { return ImGui::ColorConvertU32ToFloat4(c); }
 ImU32 u32(ImVec4 c) { return ImGui::ColorConvertFloat4ToU32(c); }
 ImVec4 mix(ImVec4 a, ImVec4 b, float t) {
   return {a.x + (b.x - a.x) * t, a.y + (b.y - a.y) * t, a.z + (b.z - a.z) * t, a.w + (b.w - a.w) * t};
 }
-ImVec4 head_rgba(int head) { return rgba(kHeadRgb[static_cast<std::size_t>(((head % 10) + 10) % 10)]); }
-float luminance(ImVec4 c) { return 0.2126f * c.x + 0.7152f * c.y + 0.0722f * c.z; }
+ImVec4 to_vec(figure::Rgb c, float a = 1.0f) { return {c.r, c.g, c.b, a}; }
+figure::Rgb to_rgb(ImVec4 c) { return {c.x, c.y, c.z}; }
+ImVec4 head_rgba(int head) { return to_vec(figure::head_rgb(head)); }
 
 // [SECTION] Frame context
-enum class Tint { Neutral, Head, Intensity };
+using figure::Tint;
 enum class RowLabels { None, Tokens, Heads };
 enum class BlockLabels { None, Tokens, Heads, Modules };
 
@@ -90,7 +72,7 @@ struct Grid {
   // Merge grids: the context element (b, t, head, d) a cell holds; colours cells by that head
   // and tags them with its token, so a scrambled merge shows where each value came from.
   std::function<lay::HeadIndex(std::int64_t)> source;
-  float vmax = 1.0f;       // intensity scale
+  float vmax = 1.0f;       // largest |value| shown (Diverging, Weights)
   // Placement (pixels)
   ImVec2 origin{0, 0};  // top-left of the cells
   float left = 0, top = 0;
@@ -107,6 +89,7 @@ struct Frame {
   AppState& s;
   Walkthrough& w;
   const Trace& tr;
+  figure::StepSource src;  // the values of every step (figure/walk_values.hpp)
   int b = 0;
   lay::Dims dims;  // batch 1: one batch item drawn
   std::vector<lay::Step> steps;
@@ -125,6 +108,7 @@ struct Frame {
   float token_w = 0.0f;        // widest token label (UI font, capped), measured once a frame
   bool weights_fit = true;     // Wᵀ is drawn only when it fits without hiding columns
   int cells = 0;
+  int legend_swatches = 0;  // diverging legend drawn this frame (tests)
 };
 
 void set_cs(Frame& f, float cs) {
@@ -133,69 +117,9 @@ void set_cs(Frame& f, float cs) {
 }
 
 // [SECTION] Values of each step's tensor for the selected batch item
-const Tensor& proj_tensor(const Trace& tr, int pane) {
-  return pane == 0 ? tr.queries : pane == 1 ? tr.keys : tr.values;
-}
-const Tensor& head_tensor(const Trace& tr, int pane) { return pane == 0 ? tr.q : pane == 1 ? tr.k : tr.v; }
-
 float at(const Tensor& t, std::int64_t i) {
   if (i < 0 || i >= t.numel()) return 0.0f;
   return t.data[static_cast<std::size_t>(i)];
-}
-
-const Tensor& merged_tensor(const Frame& f) {
-  return f.w.mistaken && f.tr.config.variant != Variant::Wrapper ? f.w.mistaken_merged : f.tr.context_merged;
-}
-
-float step_value(const Frame& f, lay::Step st, std::int64_t flat) {
-  const Trace& tr = f.tr;
-  const lay::Layout l = lay::step_layout(st, f.dims);
-  const std::int64_t per = l.pane_numel();
-  const int pane = static_cast<int>(flat / per);
-  const std::int64_t r = flat % per;
-  const std::int64_t off = static_cast<std::int64_t>(f.b) * per + r;
-  const Variant v = tr.config.variant;
-  switch (st) {
-    case lay::Step::Input: return at(tr.input, off);
-    case lay::Step::Project:
-      if (v == Variant::Wrapper) return at(head_tensor(tr, pane), off);
-      if (v == Variant::FusedQkv) return at(tr.qkv, off);
-      return at(proj_tensor(tr, pane), off);
-    case lay::Step::View: return v == Variant::FusedQkv ? at(tr.qkv, off) : at(proj_tensor(tr, pane), off);
-    case lay::Step::Transpose:
-      if (v == Variant::FusedQkv) {
-        const lay::Layout vl = lay::step_layout(lay::Step::View, f.dims);
-        return at(tr.qkv, static_cast<std::int64_t>(f.b) * per + lay::move_index_inverse(lay::Move::Transpose, vl, l, r));
-      }
-      return at(head_tensor(tr, pane), off);
-    case lay::Step::Chunk: return at(head_tensor(tr, pane), off);
-    case lay::Step::Scores: return at(tr.scores, off);
-    case lay::Step::Mask: {
-      const lay::Cell c = lay::cell_of(l, flat);
-      if (tr.masked(static_cast<int>(c.row), static_cast<int>(c.col))) return -std::numeric_limits<float>::infinity();
-      return at(tr.scores, off);
-    }
-    case lay::Step::Softmax: return at(tr.weights, off);
-    case lay::Step::Dropout: return at(tr.weights_after_dropout(), off);
-    case lay::Step::Context: return at(tr.context, off);
-    case lay::Step::TransposeBack: {
-      const lay::Layout cl = lay::step_layout(lay::Step::Context, f.dims);
-      return at(tr.context, static_cast<std::int64_t>(f.b) * per + lay::move_index_inverse(lay::Move::Transpose, cl, l, r));
-    }
-    case lay::Step::Merge: return at(merged_tensor(f), off);
-    case lay::Step::Concat: return at(tr.context_merged, off);
-    case lay::Step::OutProj: return at(tr.output, off);
-  }
-  return 0.0f;
-}
-
-int step_state(const Frame& f, lay::Step st, std::int64_t flat) {
-  const lay::Layout l = lay::step_layout(st, f.dims);
-  const lay::Cell c = lay::cell_of(l, flat);
-  const int i = static_cast<int>(c.row), j = static_cast<int>(c.col), head = static_cast<int>(c.block);
-  if (st == lay::Step::Mask && f.tr.masked(i, j)) return 1;
-  if (st == lay::Step::Dropout && f.tr.dropout_applied() && !f.tr.masked(i, j) && !f.tr.kept(f.b, head, i, j)) return 2;
-  return 0;
 }
 
 lay::Layout windowed(const Frame& f, lay::Layout l) {
@@ -210,15 +134,6 @@ lay::Layout windowed(const Frame& f, lay::Layout l) {
 }
 
 // [SECTION] Scenes: what each step draws
-const char* pane_name(Variant v, lay::Step st, int pane) {
-  static constexpr const char* kProj[3] = {"Q = queries", "K = keys", "V = values"};
-  static constexpr const char* kHeads[3] = {"q", "k", "v"};
-  static constexpr const char* kViews[3] = {"Q.view", "K.view", "V.view"};
-  if (st == lay::Step::Project && v != Variant::Wrapper) return kProj[pane];
-  if (st == lay::Step::View) return kViews[pane];
-  return kHeads[pane];
-}
-
 std::string shape_of(const Frame& f, const lay::Layout& l) {
   Shape sh = l.shape();
   sh[0] = f.tr.batch;
@@ -230,28 +145,26 @@ Grid result_grid(const Frame& f, lay::Step st) {
   g.l = windowed(f, lay::step_layout(st, f.dims));
   const Variant v = f.tr.config.variant;
   const Frame* fp = &f;
-  g.value = [fp, st](std::int64_t i) { return step_value(*fp, st, i); };
-  if (st == lay::Step::Mask || st == lay::Step::Dropout) g.state = [fp, st](std::int64_t i) { return step_state(*fp, st, i); };
+  g.value = [fp, st](std::int64_t i) { return figure::step_value(fp->src, st, i); };
+  if (st == lay::Step::Mask || st == lay::Step::Dropout) g.state = [fp, st](std::int64_t i) { return figure::step_state(fp->src, st, i); };
   if (g.l.panes == 3) {
     const int p = f.w.pane;
     g.pane_first = p == 3 ? 0 : p;
     g.pane_last = p == 3 ? 2 : p;
   }
   const std::string shp = shape_of(f, g.l);
+  g.tint = figure::step_tint(st);
+  for (int p = 0; p < g.l.panes; ++p) g.pane_titles.push_back(figure::pane_name(v, st, p, f.w.mistaken) + "  " + shp);
   switch (st) {
-    case lay::Step::Input:
-      g.tint = Tint::Neutral;
-      g.pane_titles = {"X  " + shp};
-      break;
+    case lay::Step::Input: break;
     case lay::Step::Project:
       if (v == Variant::Wrapper) {
         g.blocks = BlockLabels::Modules;
-        for (int p = 0; p < 3; ++p) g.pane_titles.push_back(std::string(p == 0 ? "Q_i" : p == 1 ? "K_i" : "V_i") + "  " + std::to_string(f.tr.heads) + " x (" + std::to_string(f.tr.batch) + ", " + std::to_string(f.tr.tokens) + ", " + std::to_string(f.tr.head_dim) + ")");
-      } else if (v == Variant::FusedQkv) {
-        g.pane_titles = {"qkv  " + shp};
-        g.col_heads = true;
+        for (int p = 0; p < 3; ++p)
+          g.pane_titles[static_cast<std::size_t>(p)] = figure::pane_name(v, st, p, false) + "  " + std::to_string(f.tr.heads) + " x (" +
+                                                       std::to_string(f.tr.batch) + ", " + std::to_string(f.tr.tokens) + ", " +
+                                                       std::to_string(f.tr.head_dim) + ")";
       } else {
-        for (int p = 0; p < 3; ++p) g.pane_titles.push_back(std::string(pane_name(v, st, p)) + "  " + shp);
         g.col_heads = true;
       }
       break;
@@ -259,29 +172,19 @@ Grid result_grid(const Frame& f, lay::Step st) {
     case lay::Step::TransposeBack:
       g.rows = RowLabels::Heads;
       g.blocks = BlockLabels::Tokens;
-      if (st == lay::Step::TransposeBack) g.pane_titles = {"context  " + shp};
-      else if (v == Variant::FusedQkv) g.pane_titles = {"qkv  " + shp};
-      else for (int p = 0; p < 3; ++p) g.pane_titles.push_back(std::string(pane_name(v, st, p)) + "  " + shp);
       break;
     case lay::Step::Transpose:
     case lay::Step::Chunk:
     case lay::Step::Context:
       g.blocks = BlockLabels::Heads;
-      if (st == lay::Step::Context) g.pane_titles = {"context  " + shp};
-      else if (g.l.panes == 1) g.pane_titles = {"qkv  " + shp};
-      else for (int p = 0; p < 3; ++p) g.pane_titles.push_back(std::string(pane_name(v, st, p)) + "  " + shp);
       break;
     case lay::Step::Scores:
     case lay::Step::Mask:
     case lay::Step::Softmax:
-    case lay::Step::Dropout: {
-      g.tint = Tint::Intensity;
+    case lay::Step::Dropout:
       g.blocks = BlockLabels::Heads;
       g.col_tokens = true;
-      const char* name = st == lay::Step::Scores ? "attn_scores" : st == lay::Step::Mask ? "masked scores" : st == lay::Step::Softmax ? "attn_weights" : "after dropout";
-      g.pane_titles = {std::string(name) + "  " + shp};
       break;
-    }
     case lay::Step::Merge:
       g.col_heads = true;
       if (f.w.mistaken && v != Variant::Wrapper) {
@@ -295,16 +198,9 @@ Grid result_grid(const Frame& f, lay::Step st) {
           return lay::split_column(fp->b, c.row, c.col, fp->tr.head_dim);
         };
       }
-      g.pane_titles = {std::string(f.w.mistaken && v != Variant::Wrapper ? "plain reshape (mistake)  " : "context_vec  ") + shp};
       break;
-    case lay::Step::Concat:
-      g.col_heads = true;
-      g.pane_titles = {"torch.cat(...)  " + shp};
-      break;
-    case lay::Step::OutProj:
-      g.tint = Tint::Neutral;
-      g.pane_titles = {"output  " + shp};
-      break;
+    case lay::Step::Concat: g.col_heads = true; break;
+    case lay::Step::OutProj: break;
   }
   return g;
 }
@@ -379,7 +275,7 @@ Scene build_scene(const Frame& f, int k) {
   Grid res = result_grid(f, st);
   switch (st) {
     case lay::Step::Project: {
-      Grid x = tensor_grid(f, lay::Step::Input, &tr.input, "X  " + shape_text(tr.input.shape), Tint::Neutral);
+      Grid x = tensor_grid(f, lay::Step::Input, &tr.input, figure::pane_name(tr.config.variant, lay::Step::Input, 0, false) + "  " + shape_text(tr.input.shape), Tint::Neutral);
       x.op_after = "→";
       sc.grids.push_back(std::move(x));
       if (f.w.show_weights && f.weights_fit && (f.w.pane != 3 || tr.config.variant == Variant::FusedQkv)) {
@@ -402,7 +298,7 @@ Scene build_scene(const Frame& f, int k) {
       break;
     }
     case lay::Step::Context: {
-      Grid wg = tensor_grid(f, lay::Step::Softmax, &tr.weights_after_dropout(), "weights", Tint::Intensity);
+      Grid wg = tensor_grid(f, lay::Step::Softmax, &tr.weights_after_dropout(), figure::pane_name(tr.config.variant, lay::Step::Dropout, 0, false), Tint::Weights);
       wg.col_tokens = true;
       wg.op_after = "·";
       Grid vg = tensor_grid(f, lay::Step::Context, &tr.v, "v  " + shape_text(tr.v.shape), Tint::Head);
@@ -466,7 +362,7 @@ float top_margin(const Frame& f, const Grid& g) {
   float lines = 1.0f;  // pane titles
   if (g.col_heads || g.l.part_cols > 0) lines += 1.0f;
   if (g.blocks != BlockLabels::None) lines += 1.0f;  // the first block's label
-  if (g.col_tokens) lines += 1.0f;
+  if (g.col_tokens) lines += 2.0f;  // key tokens, on two staggered lines when they are wide
   return std::ceil(lines * (f.sfh + 3.0f));
 }
 
@@ -511,14 +407,8 @@ struct Look {
   int state = 0;
 };
 
-ImVec4 base_color(const Frame& f, const Grid& g, const lay::Cell& c) {
-  const bool dark = f.s.settings.dark;
-  if (g.tint == Tint::Neutral) return dark ? ImVec4(0.33f, 0.38f, 0.46f, 1.0f) : ImVec4(0.62f, 0.68f, 0.78f, 1.0f);
-  const int head = g.source ? static_cast<int>(g.source(lay::index_of(g.l, c)).head) : lay::head_of(g.l, c);
-  ImVec4 col = head >= 0 ? head_rgba(head) : ImVec4(0.5f, 0.5f, 0.55f, 1.0f);
-  const int part = lay::part_of(g.l, c);
-  if (part > 0) col = mix(col, dark ? ImVec4(0.1f, 0.1f, 0.1f, 1.0f) : ImVec4(1, 1, 1, 1), part == 1 ? 0.28f : 0.5f);
-  return col;
+int cell_head(const Grid& g, const lay::Cell& c) {
+  return g.source ? static_cast<int>(g.source(lay::index_of(g.l, c)).head) : lay::head_of(g.l, c);
 }
 
 Look look_of(const Frame& f, const Grid& g, const lay::Cell& c, std::int64_t flat) {
@@ -526,19 +416,15 @@ Look look_of(const Frame& f, const Grid& g, const lay::Cell& c, std::int64_t fla
   const float v = g.value(flat);
   lk.state = g.state ? g.state(flat) : 0;
   const ImVec4 bg = rgba(ImGui::GetColorU32(ImGuiCol_WindowBg));
-  ImVec4 col = base_color(f, g, c);
-  if (g.tint == Tint::Intensity) {
-    const float a = std::isinf(v) ? 0.0f : std::clamp(std::fabs(v) / std::max(1e-12f, g.vmax), 0.0f, 1.0f);
-    col = mix(bg, col, 0.18f + 0.82f * a);
-  }
+  ImVec4 col = to_vec(figure::cell_rgb(g.tint, cell_head(g, c), lay::part_of(g.l, c), v, g.vmax, f.s.settings.dark, to_rgb(bg)));
   if (lk.state == 1) col = f.s.settings.dark ? ImVec4(0.16f, 0.16f, 0.17f, 1.0f) : ImVec4(0.80f, 0.80f, 0.80f, 1.0f);
   if (lk.state == 2) col = bg;
   lk.fill = col;
-  const bool light_text = luminance(col) < 0.5f;
+  const bool light_text = figure::luminance(to_rgb(col)) < 0.5f;
   lk.text = light_text ? ImVec4(1, 1, 1, 1) : ImVec4(0, 0, 0, 1);
   if (lk.state == 1) lk.text = f.s.settings.dark ? ImVec4(1.0f, 0.55f, 0.5f, 1.0f) : ImVec4(0.7f, 0.1f, 0.1f, 1.0f);
   if (lk.state == 2) lk.text = rgba(ImGui::GetColorU32(ImGuiCol_TextDisabled));
-  lk.label = lk.state == 2 ? "0" : cell_text(v);
+  lk.label = lk.state == 2 ? "0" : figure::format_value(v);
   if (g.source) lk.tag = "t" + std::to_string(g.source(flat).t);
   return lk;
 }
@@ -624,11 +510,14 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha) {
   const float line = f.sfh + 3.0f;
   const float title_y = g.origin.y - g.top;
   const std::int64_t bcols = std::max<std::int64_t>(1, std::min<std::int64_t>(g.l.block_cols, ba.slots()));
+  const figure::Measure measure = [&f](const std::string& t) { return small_w(f, t); };
+  figure::ColumnLabels keys;
+  if (g.col_tokens) keys = figure::column_labels(f.s.compute.tokens, f.cs, measure);
   // Pane titles.
   for (int pane = g.pane_first; pane <= g.pane_last; ++pane) {
     const ImVec2 p = to_px(f, g, lay::slot_point(g.l, pane, 0, 0, 0));
-    const std::string& t = pane < static_cast<int>(g.pane_titles.size()) ? g.pane_titles[static_cast<std::size_t>(pane)]
-                                                                         : g.pane_titles.front();
+    std::string t = pane < static_cast<int>(g.pane_titles.size()) ? g.pane_titles[static_cast<std::size_t>(pane)] : g.pane_titles.front();
+    if (!keys.note.empty()) t += "  · columns: " + keys.note;
     small_text(f, ImVec2(p.x, title_y), text, t);
   }
   // Column groups: "head i" (or q | k | v of a fused chunk) above the columns.
@@ -663,6 +552,13 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha) {
     }
   }
   // Block labels above each block, row labels to the left.
+  // One form of label for every block, fitting a block's width (head_dim 1: one cell): the shared table's rule.
+  std::vector<std::string> block_names;
+  if (g.blocks == BlockLabels::Heads || g.blocks == BlockLabels::Tokens) {
+    const float block_w = static_cast<float>(ca.slots()) * f.cs + (bcols > 1 ? g.l.block_gap_x * f.cs - 4.0f : 1.0e6f);
+    block_names = figure::block_labels(g.blocks == BlockLabels::Heads ? lay::Kind::HeadBlocks : lay::Kind::TokenBlocks, g.l.dims[1],
+                                       f.s.compute.tokens, block_w, measure);
+  }
   for (std::int64_t bs = 0; bs < ba.slots(); ++bs) {
     const std::int64_t block = ba.index_at(bs);
     const ImVec2 p = to_px(f, g, lay::slot_point(g.l, g.pane_first, bs, 0, 0));
@@ -672,26 +568,24 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha) {
     }
     if (g.blocks != BlockLabels::None) {
       const std::int64_t inner = block % g.l.dims[1];
-      std::string lab = g.blocks == BlockLabels::Heads     ? "head " + std::to_string(inner)
-                        : g.blocks == BlockLabels::Modules ? "heads[" + std::to_string(inner) + "]: own W"
-                                                           : "token " + std::to_string(inner) + ": " + token_name(f, inner);
+      std::string lab = g.blocks == BlockLabels::Modules ? "heads[" + std::to_string(inner) + "]: own W"
+                                                         : block_names[static_cast<std::size_t>(inner)];
       ImU32 col = text;
       if (g.blocks == BlockLabels::Heads || g.blocks == BlockLabels::Modules) {
         ImVec4 hc = head_rgba(static_cast<int>(inner));
         hc.w = alpha;
         col = u32(hc);
       }
-      small_text(f, ImVec2(p.x, p.y - line * (g.col_tokens && bs < bcols ? 2.0f : 1.0f)), col, lab);
+      small_text(f, ImVec2(p.x, p.y - line * (g.col_tokens && bs < bcols ? 3.0f : 1.0f)), col, lab);
     }
     if (g.col_tokens && bs < bcols) {
       for (std::int64_t cs = 0; cs < ca.slots(); ++cs) {
         const std::int64_t col = ca.index_at(cs);
-        if (col < 0) continue;
-        std::string lab = token_name(f, col);
-        if (small_w(f, lab) > f.cs - 2.0f) lab = std::to_string(col);  // never a truncated, misleading name
-        if (small_w(f, lab) > f.cs - 2.0f) lab.clear();
+        if (col < 0 || col >= static_cast<std::int64_t>(keys.text.size())) continue;
+        const std::string& lab = keys.text[static_cast<std::size_t>(col)];
+        const float up = keys.lines == 2 && cs % 2 == 0 ? 2.0f : 1.0f;  // staggered: even columns on the upper line
         const ImVec2 cp = to_px(f, g, lay::slot_point(g.l, g.pane_first, bs, 0, cs));
-        small_text(f, ImVec2(cp.x + (f.cs - small_w(f, lab)) * 0.5f, cp.y - line), dim, lab);
+        small_text(f, ImVec2(cp.x + (f.cs - small_w(f, lab)) * 0.5f, cp.y - line * up), dim, lab);
       }
     }
     if (g.rows == RowLabels::None || bs % bcols != 0) continue;
@@ -731,7 +625,7 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha) {
 void draw_grid(Frame& f, Grid& g, float alpha) {
   if (alpha <= 0.01f) return;
   ImFont* font = ImGui::GetFont();
-  if (g.tint == Tint::Intensity) g.vmax = grid_vmax(f, g);
+  if (g.tint == Tint::Diverging || g.tint == Tint::Weights) g.vmax = grid_vmax(f, g);
   for_visible(f, g, [&](const lay::Cell& c, std::int64_t flat, ImVec2 p) { draw_cell(f, p, f.cs, look_of(f, g, c, flat), alpha, font); });
   draw_frame_labels(f, g, alpha);
 }
@@ -787,8 +681,8 @@ constexpr ImU32 kOperand = IM_COL32(255, 214, 10, 255);
 void draw_moving(Frame& fa, Frame& fb, Grid& from, Grid& to, lay::Move m, float u) {
   ImFont* font = ImGui::GetFont();
   const float e = lay::ease(u);
-  if (from.tint == Tint::Intensity) from.vmax = grid_vmax(fa, from);
-  if (to.tint == Tint::Intensity) to.vmax = grid_vmax(fb, to);
+  if (from.tint == Tint::Diverging || from.tint == Tint::Weights) from.vmax = grid_vmax(fa, from);
+  if (to.tint == Tint::Diverging || to.tint == Tint::Weights) to.vmax = grid_vmax(fb, to);
   const float stagger = (m == lay::Move::Transpose || m == lay::Move::TransposeMerge) ? 0.35f : 0.2f;
   const float swing = m == lay::Move::Same ? 0.0f : 0.5f * std::max(grid_size(fa, from).x, grid_size(fb, to).x) + fb.cs;
   // Elements visible before: travel (or fade out when their new place is hidden).
@@ -849,29 +743,7 @@ std::string index_text(const Frame& f, const lay::Layout& l, const lay::Cell& c)
 }
 
 std::string tensor_label(const Frame& f, lay::Step st, int pane) {
-  const Variant v = f.tr.config.variant;
-  static constexpr const char* kBig[3] = {"Q", "K", "V"};
-  static constexpr const char* kSmall[3] = {"q", "k", "v"};
-  switch (st) {
-    case lay::Step::Input: return "X";
-    case lay::Step::Project:
-      if (v == Variant::FusedQkv) return "qkv";
-      if (v == Variant::Wrapper) return std::string(kBig[pane]) + "_head";
-      return kBig[pane];
-    case lay::Step::View: return v == Variant::FusedQkv ? "qkv.reshape" : std::string(kBig[pane]) + ".view";
-    case lay::Step::Transpose: return v == Variant::FusedQkv ? "qkv.permute" : kSmall[pane];
-    case lay::Step::Chunk: return kSmall[pane];
-    case lay::Step::Scores: return "attn_scores";
-    case lay::Step::Mask: return "masked";
-    case lay::Step::Softmax: return "attn_weights";
-    case lay::Step::Dropout: return "dropped";
-    case lay::Step::Context: return "context";
-    case lay::Step::TransposeBack: return "context.transpose";
-    case lay::Step::Merge: return f.w.mistaken ? "reshape (mistake)" : "merged";
-    case lay::Step::Concat: return "cat";
-    case lay::Step::OutProj: return "output";
-  }
-  return "?";
+  return figure::pane_name(f.tr.config.variant, st, pane, f.w.mistaken);
 }
 
 // [SECTION] Inspector: index paths, dot products, softmax rows, mask, dropout
@@ -1089,7 +961,7 @@ void inspect(Frame& f, int k, std::int64_t flat) {
     return;
   }
   const lay::Cell c = lay::cell_of(l, flat);
-  const float value = step_value(f, st, flat);
+  const float value = figure::step_value(f.src, st, flat);
   if (st != lay::Step::Project)  // the projection's first line already names the element
     ImGui::Text("%s%s = %s", tensor_label(f, st, c.pane).c_str(), index_text(f, l, c).c_str(), num(value).c_str());
   switch (st) {
@@ -1464,6 +1336,23 @@ void draw_options_row(AppState& s, Frame& f) {
   }
 }
 
+// Signed scores: the diverging map's swatches from -vmax through 0 to +vmax (figure/walk_values.hpp).
+void draw_diverging_legend(Frame& f, float vmax) {
+  const float fh = ImGui::GetFontSize();
+  ImGui::TextDisabled("score colour:");
+  int i = 0;
+  for (const figure::Swatch& sw : figure::diverging_legend(vmax)) {
+    ImGui::SameLine();
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + fh * 0.15f), ImVec2(p.x + fh * 0.9f, p.y + fh * 1.05f), u32(to_vec(sw.color)));
+    ImGui::Dummy(ImVec2(fh * 0.9f, fh));
+    ImGui::SameLine(0.0f, fh * 0.25f);
+    ImGui::TextUnformatted(sw.text.c_str());
+    ++i;
+  }
+  f.legend_swatches = i;
+}
+
 // [SECTION] The walkthrough tab
 // Cell size of every step (the largest that fits the canvas), and one window of blocks,
 // rows and columns for all steps when a step would get cells too small to read.
@@ -1541,7 +1430,11 @@ void use_step(Frame& f, int k) {
 void update_mistaken(AppState& s) {
   Walkthrough& w = s.walkthrough;
   if (w.mistaken_generation == s.compute.generation) return;
-  w.mistaken_merged = mistaken_merge(s.compute.trace);
+  try {
+    w.mistake = figure::make_mistake(s.compute.model, s.compute.trace);
+  } catch (const std::exception&) {
+    w.mistake = figure::Mistake{mistaken_merge(s.compute.trace), {}};  // the model is ahead of the trace
+  }
   w.mistaken_generation = s.compute.generation;
 }
 
@@ -1552,7 +1445,8 @@ void draw_walkthrough_tab(AppState& s) {
   update_mistaken(s);
   Frame f(s, w, tr);
   f.b = std::clamp(s.view.batch, 0, std::max(0, tr.batch - 1));
-  f.dims = {tr.config.variant, 1, tr.tokens, tr.d_in, tr.heads, tr.head_dim};
+  f.src = {&tr, f.b, w.mistaken, &w.mistake};
+  f.dims = f.src.dims();
   f.steps = lay::steps_for(tr.config.variant, w.mistaken && tr.config.variant != Variant::Wrapper);
   const int n = step_count(f);
   f.sfh = std::round(ImGui::GetFontSize() * 0.8f);
@@ -1629,7 +1523,7 @@ void draw_walkthrough_tab(AppState& s) {
       const Grid& g = cur.grids[static_cast<std::size_t>(cur.result)];
       for_visible(f, g, [&](const lay::Cell&, std::int64_t flat, ImVec2 p) {
         const std::int64_t off = static_cast<std::int64_t>(f.b) * g.l.pane_numel() + flat;
-        if (at(w.mistaken_merged, off) != at(tr.context_merged, off))
+        if (at(w.mistake.merged, off) != at(tr.context_merged, off))
           f.dl->AddRect(ImVec2(p.x + 1, p.y + 1), ImVec2(p.x + f.cs - 1, p.y + f.cs - 1), IM_COL32(255, 60, 50, 255), 0.0f, 0, 2.0f);
       });
     }
@@ -1691,6 +1585,7 @@ void draw_walkthrough_tab(AppState& s) {
     f.dl->PopClipRect();
   }
   ImGui::Separator();
+  if (!moving && figure::step_tint(st) == Tint::Diverging) draw_diverging_legend(f, cur.grids[static_cast<std::size_t>(cur.result)].vmax);
   if (!moving) inspect(f, k, selected_in(f, k));
   else ImGui::TextDisabled("%s", "Every element travels from its place in the old layout to its place in the new one.");
   w.cells_drawn = f.cells;
@@ -1838,7 +1733,7 @@ void weights_tile(AppState& s, const Trace& t, int head, const char* title, floa
       if (txt && !t.masked(i, j)) {
         const std::string v = fmt("%.2f", static_cast<double>(wv));
         dl->AddText(font, sfh, ImVec2(a.x + 3, a.y + (cs - sfh) * 0.5f),
-                    luminance(col) < 0.5f ? IM_COL32(255, 255, 255, 255) : IM_COL32(0, 0, 0, 255), v.c_str());
+                    figure::luminance(to_rgb(col)) < 0.5f ? IM_COL32(255, 255, 255, 255) : IM_COL32(0, 0, 0, 255), v.c_str());
       }
     }
   ImGui::Dummy(ImVec2(cs * static_cast<float>(shown), cs * static_cast<float>(shown)));
@@ -1936,8 +1831,8 @@ void draw_compare_tab(AppState& s) {
         const float lh = ImGui::GetTextLineHeight();
         const float a = wbar * static_cast<float>(g.wrapper.matmul_calls) / static_cast<float>(max_calls);
         const float b = wbar * static_cast<float>(g.split.matmul_calls) / static_cast<float>(max_calls);
-        dl->AddRectFilled(ImVec2(p.x, p.y + 1), ImVec2(p.x + a, p.y + lh * 0.5f - 1), kHeadRgb[1]);
-        dl->AddRectFilled(ImVec2(p.x, p.y + lh * 0.5f + 1), ImVec2(p.x + b, p.y + lh - 1), kHeadRgb[0]);
+        dl->AddRectFilled(ImVec2(p.x, p.y + 1), ImVec2(p.x + a, p.y + lh * 0.5f - 1), u32(head_rgba(1)));
+        dl->AddRectFilled(ImVec2(p.x, p.y + lh * 0.5f + 1), ImVec2(p.x + b, p.y + lh - 1), u32(head_rgba(0)));
         ImGui::Dummy(ImVec2(wbar, lh));
       }
       ImGui::TableNextColumn();

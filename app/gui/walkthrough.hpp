@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "figure/walk_values.hpp"
 #include "mhaviz/layout.hpp"
 #include "mhaviz/model.hpp"
 #include "mhaviz/trace.hpp"
@@ -56,9 +57,9 @@ struct Walkthrough {
   int pin_step = -1;
   std::int64_t pin_flat = -1;
 
-  // Mistaken merge of the current trace (cached per generation).
+  // Mistaken merge of the current trace and the output it leads to (cached per generation).
   std::uint64_t mistaken_generation = ~std::uint64_t{0};
-  Tensor mistaken_merged;
+  figure::Mistake mistake;
 
   Comparison cmp;
   int cmp_max_heads = 16;     // growth table: num_heads from 1 to this
