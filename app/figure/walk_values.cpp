@@ -232,20 +232,23 @@ std::vector<std::string> block_labels(lay::Kind kind, std::int64_t count, const 
   return out;
 }
 
+int key_label_lines(float widest, float cell) {
+  for (int n = 1; n <= kMaxKeyLines; ++n)
+    if (widest <= static_cast<float>(n) * (cell - 2.0f)) return n;
+  return kMaxKeyLines + 1;
+}
+
 ColumnLabels column_labels(const std::vector<std::string>& tokens, float cell, const Measure& m) {
   ColumnLabels out;
   const std::size_t n = tokens.size();
   float widest = 0.0f;
   for (const std::string& t : tokens) widest = std::max(widest, m(t));
-  if (widest <= cell - 2.0f) {
+  out.lines = key_label_lines(widest, cell);
+  if (out.lines <= kMaxKeyLines) {
     out.text = tokens;
     return out;
   }
-  if (widest <= 2.0f * cell - 4.0f) {
-    out.text = tokens;
-    out.lines = 2;
-    return out;
-  }
+  out.lines = 1;
   out.text.resize(n);
   for (std::size_t j = 0; j < n; ++j) out.text[j] = std::to_string(j);
   if (m(std::to_string(n > 0 ? n - 1 : 0)) > cell - 2.0f) {

@@ -81,14 +81,17 @@ using Measure = std::function<float(const std::string&)>;
 std::vector<std::string> block_labels(layout::Kind kind, std::int64_t count, const std::vector<std::string>& tokens,
                                       float width, const Measure& m);
 // Column labels of a T x T attention grid (the key tokens). Every token fits its column:
-// one line. Else every token fits two columns: two staggered lines (even columns on the
-// first). Else the key positions (0, 1, ...) and `note` says so; never one column a name and
-// its neighbour a number.
+// one line. Else every token fits in `lines` columns: that many staggered lines (column j on
+// line j mod lines), up to kMaxKeyLines. Else the key positions (0, 1, ...) and `note` says
+// so; never one column a name and its neighbour a number.
+inline constexpr int kMaxKeyLines = 3;
 struct ColumnLabels {
   std::vector<std::string> text;  // one per column ("" = none)
-  int lines = 1;                  // 1 or 2 (staggered)
+  int lines = 1;                  // 1 to kMaxKeyLines
   std::string note;               // "keys by position" when indices are shown
 };
+// Lines needed for labels at most `widest` wide in columns `cell` wide (kMaxKeyLines + 1: too wide).
+int key_label_lines(float widest, float cell);
 ColumnLabels column_labels(const std::vector<std::string>& tokens, float cell, const Measure& m);
 
 }  // namespace mhaviz::figure

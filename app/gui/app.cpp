@@ -287,7 +287,7 @@ int run(const Options& opts) {
   std::signal(SIGINT, on_terminate_signal);
 
   int status = 0;
-  std::map<std::string, std::vector<float>> written_rects;
+  Introspection written;
   using clock = std::chrono::steady_clock;
   const auto ms = [](clock::time_point a, clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
@@ -390,9 +390,9 @@ int run(const Options& opts) {
       }
     }
     if (s.ui.capture_window_pending) capture_window_now(s);  // the frame just drawn, before the swap
-    if (!opts.layout_out.empty() && s.frame >= 3 && written_rects != s.ui.widget_rects) {
+    if (!opts.layout_out.empty() && s.frame >= 3 && !(written == s.probe)) {
       write_layout(s, opts.layout_out);
-      written_rects = s.ui.widget_rects;
+      written = s.probe;
     }
     swap_pending = true;
     if (s.frame > kWarmupFrames) {

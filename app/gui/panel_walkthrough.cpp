@@ -2,7 +2,7 @@
 // scores -> mask -> softmax -> dropout -> context -> transpose back -> merge -> out_proj),
 // and the wrapper vs weight-split comparison. Positions of every element come from
 // core/layout (mhaviz/layout.hpp); values come from the Trace. Cells are draw-list
-// rectangles, only for a window of rows and columns at large sizes (Walkthrough::cells_drawn).
+// rectangles, only for a window of rows and columns at large sizes (Introspection::Walk::cells).
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 
@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "app_state.hpp"
+#include "walk_spec.hpp"
+#include "walk_transport.hpp"
 #include "figure/walk_values.hpp"
 #include "mhaviz/layout.hpp"
 
@@ -28,8 +30,6 @@ namespace {
 
 namespace lay = mhaviz::layout;
 
-constexpr float kTransitionSeconds = 1.6f;  // one animation at speed 1
-constexpr float kHoldSeconds = 1.4f;        // playing: time a step stays still at speed 1
 
 // [SECTION] Formatting
 std::string fmt(const char* f, double v) {
@@ -106,6 +106,7 @@ struct Frame {
   std::vector<int> step_bcols;
   std::vector<std::array<std::int64_t, 3>> step_lims;  // window (blocks, rows, cols) of each step
   float token_w = 0.0f;        // widest token label (UI font, capped), measured once a frame
+  float key_w = 0.0f;          // widest token in the small font (key column labels), measured once a frame
   bool weights_fit = true;     // Wᵀ is drawn only when it fits without hiding columns
   int cells = 0;
   int legend_swatches = 0;  // diverging legend drawn this frame (tests)
@@ -362,7 +363,10 @@ float top_margin(const Frame& f, const Grid& g) {
   float lines = 1.0f;  // pane titles
   if (g.col_heads || g.l.part_cols > 0) lines += 1.0f;
   if (g.blocks != BlockLabels::None) lines += 1.0f;  // the first block's label
-  if (g.col_tokens) lines += 2.0f;  // key tokens, on two staggered lines when they are wide
+  if (g.col_tokens) {  // key tokens, on staggered lines when they are wide (the shared rule)
+    const int kl = figure::key_label_lines(f.key_w, f.cs);
+    lines += static_cast<float>(kl <= figure::kMaxKeyLines ? kl : 1);
+  }
   return std::ceil(lines * (f.sfh + 3.0f));
 }
 
@@ -501,7 +505,8 @@ float small_w(const Frame& f, const std::string& s) {
 }
 
 // Titles, row labels, block labels, column-group labels and ellipses of a grid.
-void draw_frame_labels(Frame& f, const Grid& g, float alpha) {
+// rec: the test hooks (key labels of every grid; titles and block labels of the result only).
+void draw_frame_labels(Frame& f, const Grid& g, float alpha, Introspection::Walk* rec = nullptr, bool result = false) {
   if (alpha <= 0.01f) return;
   const ImVec4 tc = rgba(ImGui::GetColorU32(ImGuiCol_Text));
   const ImVec4 dc = rgba(ImGui::GetColorU32(ImGuiCol_TextDisabled));
@@ -519,6 +524,7 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha) {
     std::string t = pane < static_cast<int>(g.pane_titles.size()) ? g.pane_titles[static_cast<std::size_t>(pane)] : g.pane_titles.front();
     if (!keys.note.empty()) t += "  · columns: " + keys.note;
     small_text(f, ImVec2(p.x, title_y), text, t);
+    if (rec && result) rec->titles.push_back(t);
   }
   // Column groups: "head i" (or q | k | v of a fused chunk) above the columns.
   if (g.col_heads || g.l.part_cols > 0) {
@@ -576,16 +582,18 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha) {
         hc.w = alpha;
         col = u32(hc);
       }
-      small_text(f, ImVec2(p.x, p.y - line * (g.col_tokens && bs < bcols ? 3.0f : 1.0f)), col, lab);
+      small_text(f, ImVec2(p.x, p.y - line * (g.col_tokens && bs < bcols ? 1.0f + static_cast<float>(keys.lines) : 1.0f)), col, lab);
+      if (rec && result) rec->block_labels.push_back(lab);
     }
     if (g.col_tokens && bs < bcols) {
       for (std::int64_t cs = 0; cs < ca.slots(); ++cs) {
         const std::int64_t col = ca.index_at(cs);
         if (col < 0 || col >= static_cast<std::int64_t>(keys.text.size())) continue;
         const std::string& lab = keys.text[static_cast<std::size_t>(col)];
-        const float up = keys.lines == 2 && cs % 2 == 0 ? 2.0f : 1.0f;  // staggered: even columns on the upper line
+        const float up = static_cast<float>(keys.lines - cs % keys.lines);  // staggered: column 0 on the top line
         const ImVec2 cp = to_px(f, g, lay::slot_point(g.l, g.pane_first, bs, 0, cs));
         small_text(f, ImVec2(cp.x + (f.cs - small_w(f, lab)) * 0.5f, cp.y - line * up), dim, lab);
+        if (rec && bs == 0) rec->key_labels.push_back(lab);
       }
     }
     if (g.rows == RowLabels::None || bs % bcols != 0) continue;
@@ -622,12 +630,16 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha) {
     }
 }
 
-void draw_grid(Frame& f, Grid& g, float alpha) {
+void draw_grid(Frame& f, Grid& g, float alpha, Introspection::Walk* rec = nullptr, bool result = false) {
   if (alpha <= 0.01f) return;
   ImFont* font = ImGui::GetFont();
   if (g.tint == Tint::Diverging || g.tint == Tint::Weights) g.vmax = grid_vmax(f, g);
-  for_visible(f, g, [&](const lay::Cell& c, std::int64_t flat, ImVec2 p) { draw_cell(f, p, f.cs, look_of(f, g, c, flat), alpha, font); });
-  draw_frame_labels(f, g, alpha);
+  for_visible(f, g, [&](const lay::Cell& c, std::int64_t flat, ImVec2 p) {
+    const Look lk = look_of(f, g, c, flat);
+    draw_cell(f, p, f.cs, lk, alpha, font);
+    if (rec && result && c.pane == g.pane_first && rec->values.size() < 16) rec->values.push_back(lk.label);
+  });
+  draw_frame_labels(f, g, alpha, rec, result);
 }
 
 void draw_operator(Frame& f, const Grid& g, float alpha) {
@@ -1169,47 +1181,13 @@ void draw_chain_strip(Frame& f, int k, ImVec2 at_px, float width, float height) 
 // [SECTION] Controls
 int step_count(const Frame& f) { return static_cast<int>(f.steps.size()); }
 
-void go_to(Walkthrough& w, float target, int n) {
-  w.target = std::clamp(target, 0.0f, static_cast<float>(n - 1));
-  w.playing = false;
-}
-
-void advance(AppState& s, Walkthrough& w, int n) {
-  const double now = glfwGetTime();
-  const float dt = static_cast<float>(std::clamp(now - w.last_time, 0.0, 0.1));
-  w.last_time = now;
-  const float rate = w.speed / kTransitionSeconds;  // steps per second
-  const float last = static_cast<float>(n - 1);
-  w.pos = std::clamp(w.pos, 0.0f, last);
-  if (w.playing) {
-    if (w.pos >= last) {
-      w.playing = false;
-    } else if (now < w.hold_until) {
-      // holding a step
-    } else {
-      const float next = std::floor(w.pos) + 1.0f;
-      w.pos = std::min(next, w.pos + rate * dt);
-      if (w.pos >= next) w.hold_until = now + kHoldSeconds / w.speed;
-    }
-    w.target = w.pos;
-  } else if (w.pos != w.target) {
-    if (w.target > w.pos) w.pos = std::min(w.target, w.pos + rate * dt);
-    else w.pos = std::max(w.target, w.pos - rate * dt * 2.0f);
-  }
-  if (w.playing || w.pos != w.target) s.last_event_time = now;  // keep frames coming while animating
-}
-
 void handle_keys(AppState& s, Walkthrough& w, int n) {
   const ImGuiIO& io = ImGui::GetIO();
   if (s.ui.dialog != Dialog::None || io.WantTextInput || io.KeyCtrl) return;
   // GLFW key codes index KeysDown in the 1.86 GLFW backend (ImGuiKey_Space would never fire).
-  if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT, false)) go_to(w, std::floor(w.target + 1e-4f) + 1.0f, n);
-  if (ImGui::IsKeyPressed(GLFW_KEY_LEFT, false)) go_to(w, std::ceil(w.target - 1e-4f) - 1.0f, n);
-  if (ImGui::IsKeyPressed(GLFW_KEY_SPACE, false)) {
-    w.playing = !w.playing;
-    if (w.playing && w.pos >= static_cast<float>(n - 1)) w.pos = w.target = 0.0f;
-    w.hold_until = 0.0;
-  }
+  if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT, false)) next_step(w, n);
+  if (ImGui::IsKeyPressed(GLFW_KEY_LEFT, false)) previous_step(w, n);
+  if (ImGui::IsKeyPressed(GLFW_KEY_SPACE, false)) toggle_play(w, n);
   if (ImGui::IsKeyPressed(GLFW_KEY_HOME, false)) go_to(w, 0.0f, n);
   if (ImGui::IsKeyPressed(GLFW_KEY_END, false)) go_to(w, static_cast<float>(n - 1), n);
 }
@@ -1221,19 +1199,15 @@ void draw_controls_row(AppState& s, Frame& f) {
   if (ImGui::Button("|<")) go_to(w, 0.0f, n);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("First step (Home)");
   ImGui::SameLine();
-  if (ImGui::Button("< Back")) go_to(w, std::ceil(w.target - 1e-4f) - 1.0f, n);
+  if (ImGui::Button("< Back")) previous_step(w, n);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Previous step (←)");
-  s.ui.widget_rects["walk_back"] = {ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y, ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y};
+  s.probe.widgets["walk_back"] = {ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y, ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y};
   ImGui::SameLine();
-  if (ImGui::Button(w.playing ? "Pause ##play" : "Play  ##play", ImVec2(fh * 4.0f, 0))) {
-    w.playing = !w.playing;
-    if (w.playing && w.pos >= static_cast<float>(n - 1)) w.pos = w.target = 0.0f;
-    w.hold_until = 0.0;
-  }
+  if (ImGui::Button(w.playing ? "Pause ##play" : "Play  ##play", ImVec2(fh * 4.0f, 0))) toggle_play(w, n);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Play / pause (Space)");
   record_widget(s, "walk_play");
   ImGui::SameLine();
-  if (ImGui::Button("Next >")) go_to(w, std::floor(w.target + 1e-4f) + 1.0f, n);
+  if (ImGui::Button("Next >")) next_step(w, n);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Next step, animated (→)");
   record_widget(s, "walk_next");
   ImGui::SameLine();
@@ -1256,7 +1230,7 @@ void draw_controls_row(AppState& s, Frame& f) {
   capture_button(s);
 }
 
-void draw_step_chips(Frame& f) {
+void draw_step_chips(AppState& s, Frame& f) {
   ImGui::SetWindowFontScale(0.85f);
   ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, ImVec2(4.0f, 2.0f));
   Walkthrough& w = f.w;
@@ -1272,6 +1246,7 @@ void draw_step_chips(Frame& f) {
     const bool on = i == cur;
     if (on) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
     if (ImGui::Button(name.c_str())) go_to(w, static_cast<float>(i), n);
+    record_widget(s, ("walk_chip_" + std::to_string(i + 1)).c_str());
     if (on) ImGui::PopStyleColor();
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("%s", std::string(lay::step_title(f.steps[static_cast<std::size_t>(i)], f.tr.config.variant)).c_str());
@@ -1455,10 +1430,10 @@ void draw_walkthrough_tab(AppState& s) {
   w.pos = std::clamp(w.pos, 0.0f, static_cast<float>(n - 1));
   w.target = std::clamp(w.target, 0.0f, static_cast<float>(n - 1));
   handle_keys(s, w, n);
-  advance(s, w, n);
+  if (advance(w, glfwGetTime(), n)) s.last_event_time = w.last_time;  // keep frames coming while animating
 
   draw_controls_row(s, f);
-  draw_step_chips(f);
+  draw_step_chips(s, f);
   draw_options_row(s, f);
 
   const int k = std::clamp(static_cast<int>(std::floor(w.pos)), 0, n - 1);
@@ -1503,6 +1478,7 @@ void draw_walkthrough_tab(AppState& s) {
   f.value_w = ImGui::GetFont()->CalcTextSizeA(f.sfh, FLT_MAX, 0.0f, "-0.00").x;
   for (const auto& t : s.compute.tokens) f.token_w = std::max(f.token_w, ImGui::CalcTextSize(t.c_str()).x);
   f.token_w = std::min(f.token_w, ImGui::CalcTextSize("abcdefgh").x);
+  for (const auto& t : s.compute.tokens) f.key_w = std::max(f.key_w, small_w(f, t));
   choose_scale(f, ImVec2(canvas_sz.x - 8.0f, canvas_sz.y - 8.0f));
   use_step(f, k);
   const ImVec2 canvas = ImGui::GetCursorScreenPos();
@@ -1513,9 +1489,10 @@ void draw_walkthrough_tab(AppState& s) {
   place_scene(f, cur, ImVec2(canvas.x + 4.0f, canvas.y + 4.0f));
   w.hover_step = -1;
   w.hover_flat = -1;
+  Introspection::Walk rec;
   if (!moving) {
     for (std::size_t i = 0; i < cur.grids.size(); ++i) {
-      draw_grid(f, cur.grids[i], 1.0f);
+      draw_grid(f, cur.grids[i], 1.0f, &rec, static_cast<int>(i) == cur.result);
       draw_operator(f, cur.grids[i], 1.0f);
     }
     // Mistake: outline cells that differ from the correct merge.
@@ -1588,9 +1565,13 @@ void draw_walkthrough_tab(AppState& s) {
   if (!moving && figure::step_tint(st) == Tint::Diverging) draw_diverging_legend(f, cur.grids[static_cast<std::size_t>(cur.result)].vmax);
   if (!moving) inspect(f, k, selected_in(f, k));
   else ImGui::TextDisabled("%s", "Every element travels from its place in the old layout to its place in the new one.");
-  w.cells_drawn = f.cells;
-  // For tests (--layout-out / --state-out): position, target, playing, cells drawn this frame.
-  s.ui.widget_rects["walk_state"] = {w.pos, w.target, w.playing ? 1.0f : 0.0f, static_cast<float>(f.cells)};
+  // For tests (--layout-out / --state-out): position, target, playing, what was drawn this frame.
+  rec.pos = w.pos;
+  rec.target = w.target;
+  rec.playing = w.playing;
+  rec.cells = f.cells;
+  rec.legend_swatches = f.legend_swatches;
+  s.probe.walk = std::move(rec);
 }
 
 // [SECTION] Wrapper vs weight split
@@ -1852,51 +1833,28 @@ void draw_compare_tab(AppState& s) {
 void apply_options(AppState& s) {
   Walkthrough& w = s.walkthrough;
   w.options_applied = true;
-  const std::string& spec = s.opts.walkthrough;
-  if (spec.empty()) return;
+  if (s.opts.walkthrough.empty()) return;
+  const WalkSpec spec = parse_walk_spec(s.opts.walkthrough);  // checked when the options were parsed
   w.open = true;
-  std::vector<std::string> parts;
-  std::string cur;
-  for (char ch : spec + ",") {
-    if (ch == ',') {
-      if (!cur.empty()) parts.push_back(cur);
-      cur.clear();
-    } else {
-      cur += ch;
-    }
-  }
-  std::string step_tok;
-  float frac = 0.0f;
-  for (const auto& p : parts) {
-    if (p == "mistake") w.mistaken = true;
-    else if (p == "compare") w.request_tab = 1;
-    else if (p == "play") w.playing = true;
-    else if (p == "no-numbers") w.values = false;
-    else if (p == "no-weights") w.show_weights = false;
-    else if (p.rfind("pane=", 0) == 0) {
-      const std::string v = p.substr(5);
-      w.pane = v == "k" ? 1 : v == "v" ? 2 : v == "all" ? 3 : 0;
-    } else if (p.rfind("pin=", 0) == 0) {
-      w.pin_flat = std::atoll(p.substr(4).c_str());
-    } else if (p.rfind("heads=", 0) == 0) {
-      w.cmp_max_heads = std::clamp(std::atoi(p.substr(6).c_str()), 4, 64);
-    } else {
-      const auto plus = p.find('+');
-      step_tok = p.substr(0, plus);
-      if (plus != std::string::npos) frac = std::clamp(static_cast<float>(std::atof(p.substr(plus + 1).c_str())), 0.0f, 0.999f);
-    }
-  }
+  w.mistaken = spec.mistake;
+  if (spec.compare) w.request_tab = 1;
+  w.playing = spec.play;
+  w.values = spec.numbers;
+  w.show_weights = spec.weights;
+  w.pane = spec.pane;
+  w.pin_flat = spec.pin;
+  if (spec.heads > 0) w.cmp_max_heads = spec.heads;
   const Variant v = s.compute.have_trace ? s.compute.trace.config.variant : s.doc.session.model.variant;
   const auto steps = lay::steps_for(v, w.mistaken && v != Variant::Wrapper);
   int idx = 0;
   lay::Step st;
-  if (!step_tok.empty() && lay::parse_step(step_tok, st)) {
+  if (lay::parse_step(spec.step, st)) {
     for (int i = 0; i < static_cast<int>(steps.size()); ++i)
       if (steps[static_cast<std::size_t>(i)] == st) idx = i;
-  } else if (!step_tok.empty() && std::isdigit(static_cast<unsigned char>(step_tok[0]))) {
-    idx = std::clamp(std::atoi(step_tok.c_str()) - 1, 0, static_cast<int>(steps.size()) - 1);
+  } else if (!spec.step.empty()) {
+    idx = std::clamp(std::stoi(spec.step) - 1, 0, static_cast<int>(steps.size()) - 1);
   }
-  w.pos = w.target = static_cast<float>(idx) + frac;
+  w.pos = w.target = static_cast<float>(idx) + spec.fraction;
   if (w.pin_flat >= 0) w.pin_step = idx;
 }
 

@@ -63,9 +63,6 @@ struct Walkthrough {
 
   Comparison cmp;
   int cmp_max_heads = 16;     // growth table: num_heads from 1 to this
-
-  // Frame statistics for tests: cells drawn last frame.
-  int cells_drawn = 0;
 };
 
 }  // namespace mhaviz::gui
