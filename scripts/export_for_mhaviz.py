@@ -13,6 +13,13 @@ With a Hugging Face GPT2LMHeadModel (or its state_dict and config dict):
 
     export_hf(hf_model, "gpt2-mhaviz")
 
+A chapter-3 attention module (MultiHeadAttention, MultiHeadAttentionWrapper, or a module with
+the Transformer tutorial's qkv_layer and linear_layer) that you trained, for a session file's
+"model": {"weights": "trained.safetensors", ...}:
+
+    from export_for_mhaviz import export_attention
+    export_attention(mha, "trained.safetensors")
+
 From the command line, with a state_dict saved by torch.save and the config as JSON:
 
     python3 export_for_mhaviz.py model.pth config.json OUT_DIR [--dtype f32|f16|bf16]
@@ -115,6 +122,17 @@ def export_hf(model_or_state_dict, out_dir, config=None, dtype=None):
     if "n_positions" not in cfg and "n_ctx" in config:
         cfg["n_positions"] = config["n_ctx"]
     _write_config(cfg, out_dir)
+
+
+def export_attention(module_or_state_dict, path, dtype=None):
+    """A chapter-3 attention module's parameters under their state_dict names (W_query.weight,
+    heads.0.W_key.weight, out_proj.bias, qkv_layer.weight ...), the names `mhaviz dump` prints.
+    The causal mask buffers are left out: mhaviz builds the mask from the session."""
+    state = module_or_state_dict.state_dict() if hasattr(module_or_state_dict, "state_dict") else module_or_state_dict
+    kept = {k: v for k, v in state.items() if k.split(".")[-1] != "mask" and v.is_floating_point()}
+    if not kept:
+        raise ValueError("state_dict has no floating-point parameters")
+    save_safetensors(_cast(kept, dtype), path, {"format": "pt"})
 
 
 def main():

@@ -109,9 +109,31 @@ ConfigRead read_config(const fs::path& file) {
 
 // Copies named tensors out of the file into float32, checking each shape, releasing the
 // file's pages behind it.
+// Bytes read so far against the total a load will read, told to the caller's callback.
+class Progress {
+ public:
+  Progress(const SafetensorsFile& f, const LoadProgress* callback) : callback_(callback) {
+    for (const StTensor& t : f.tensors())
+      if (dtype_is_float(t.dtype)) total_ += t.end - t.begin;
+  }
+  void add(std::uint64_t bytes) {
+    done_ = std::min(total_, done_ + bytes);
+    if (callback_ && *callback_ && !(*callback_)(done_, total_)) throw LoadCancelled("load cancelled");
+  }
+  void finish() {
+    done_ = total_;
+    add(0);
+  }
+
+ private:
+  const LoadProgress* callback_;
+  std::uint64_t done_ = 0, total_ = 0;
+};
+
 class TensorSource {
  public:
-  TensorSource(const SafetensorsFile& f, std::string prefix) : f_(f), prefix_(std::move(prefix)) {}
+  TensorSource(const SafetensorsFile& f, std::string prefix, Progress& progress)
+      : f_(f), prefix_(std::move(prefix)), progress_(progress) {}
 
   bool has(const std::string& name) const { return f_.find(prefix_ + name) != nullptr; }
 
@@ -120,34 +142,40 @@ class TensorSource {
     const StTensor& t = need(name, shape);
     out.resize(static_cast<std::size_t>(t.numel()));
     f_.read(t, out.data());
-    f_.release(t);
+    done(t);
   }
   // Into a slice of a larger buffer (the book's W_query/W_key/W_value into one qkv).
   void take_into(const std::string& name, const Shape& shape, float* out) const {
     const StTensor& t = need(name, shape);
     f_.read(t, out);
-    f_.release(t);
+    done(t);
   }
   // Conv1D: stored [in, out], wanted [out, in].
   void take_transposed(const std::string& name, const Shape& stored, std::vector<float>& out) const {
     const StTensor& t = need(name, stored);
     out.resize(static_cast<std::size_t>(t.numel()));
     f_.read_transposed(t, out.data());
-    f_.release(t);
+    done(t);
   }
 
  private:
+  void done(const StTensor& t) const {
+    f_.release(t);
+    progress_.add(t.end - t.begin);
+  }
+
   const StTensor& need(const std::string& name, const Shape& shape) const {
     const StTensor* t = f_.find(prefix_ + name);
     if (!t) throw LoadError(f_.label() + ": tensor " + prefix_ + name + " is missing");
     if (t->shape != shape)
-      throw LoadError(f_.label() + ": tensor " + prefix_ + name + " has shape " + shape_string(t->shape) + ", expected " +
-                      shape_string(shape));
+      throw LoadError(f_.label() + ": tensor " + prefix_ + name + " has shape " + shape_list_string(t->shape) + ", expected " +
+                      shape_list_string(shape));
     return *t;
   }
 
   const SafetensorsFile& f_;
   std::string prefix_;
+  Progress& progress_;
 };
 
 // How many blocks the file holds: the count of consecutive indices N from 0 with some
@@ -184,10 +212,10 @@ void check_layers(const SafetensorsFile& f, const fs::path& config_file, const G
 }
 
 // Hugging Face GPT-2: Conv1D weights [in, out] transposed; mask buffers ignored.
-void load_hf(const SafetensorsFile& f, const std::string& prefix, GptModel& m) {
+void load_hf(const SafetensorsFile& f, const std::string& prefix, Progress& progress, GptModel& m) {
   const GptConfig& c = m.config;
   const std::int64_t E = c.n_embd, V = c.vocab_size, P = c.n_ctx;
-  const TensorSource src(f, prefix);
+  const TensorSource src(f, prefix, progress);
   src.take("wte.weight", {V, E}, m.wte);
   src.take("wpe.weight", {P, E}, m.wpe);
   m.blocks.resize(static_cast<std::size_t>(c.n_layer));
@@ -214,16 +242,16 @@ void load_hf(const SafetensorsFile& f, const std::string& prefix, GptModel& m) {
   src.take("ln_f.weight", {E}, m.lnf_weight);
   src.take("ln_f.bias", {E}, m.lnf_bias);
   // lm_head sits outside `transformer.`; absent, the head is tied to wte (left empty).
-  const TensorSource top(f, "");
+  const TensorSource top(f, "", progress);
   set_linear(m.lm_head, "lm_head", c.n_embd, c.vocab_size);
   if (top.has("lm_head.weight")) top.take("lm_head.weight", {V, E}, m.lm_head.weight);
 }
 
 // The book's GPTModel: nn.Linear [out, in] everywhere; W_query, W_key, W_value stacked.
-void load_book(const SafetensorsFile& f, const fs::path& config_file, bool has_qkv_bias_key, GptModel& m) {
+void load_book(const SafetensorsFile& f, const fs::path& config_file, bool has_qkv_bias_key, Progress& progress, GptModel& m) {
   GptConfig& c = m.config;
   const std::int64_t E = c.n_embd, V = c.vocab_size, P = c.n_ctx;
-  const TensorSource src(f, "");
+  const TensorSource src(f, "", progress);
   const bool file_bias = src.has("trf_blocks.0.att.W_query.bias");
   if (!has_qkv_bias_key) c.qkv_bias = file_bias;
   if (!c.qkv_bias && file_bias)
@@ -275,13 +303,16 @@ std::int64_t GptModel::parameter_count() const {
   return total;
 }
 
-GptModel load_gpt(const fs::path& path) {
+GptModel load_gpt(const fs::path& path) { return load_gpt(path, LoadProgress{}); }
+
+GptModel load_gpt(const fs::path& path, const LoadProgress& callback) {
   const Located where = locate(path);
   const fs::path config_file = where.folder / "config.json";
   // The weights are checked first: a broken file is the likelier and more specific error.
   const SafetensorsFile f = SafetensorsFile::open(where.weights);
   const ConfigRead cr = read_config(config_file);
 
+  Progress progress(f, &callback);
   GptModel m;
   m.config = cr.config;
   m.weights_file = where.weights;
@@ -289,16 +320,17 @@ GptModel load_gpt(const fs::path& path) {
   if (f.find("tok_emb.weight")) {
     m.layout = GptLayout::Book;
     check_layers(f, config_file, m.config, cr.book_keys, "trf_blocks.");
-    load_book(f, config_file, cr.has_qkv_bias_key, m);
+    load_book(f, config_file, cr.has_qkv_bias_key, progress, m);
   } else if (f.find("transformer.wte.weight") || f.find("wte.weight")) {
     const std::string prefix = f.find("transformer.wte.weight") ? "transformer." : "";
     m.layout = GptLayout::HuggingFace;
     check_layers(f, config_file, m.config, cr.book_keys, prefix + "h.");
-    load_hf(f, prefix, m);
+    load_hf(f, prefix, progress, m);
   } else {
     throw LoadError(f.label() + ": neither a GPT-2 (wte.weight) nor a book GPTModel (tok_emb.weight): " +
                     std::to_string(f.tensors().size()) + " tensors, none of those names");
   }
+  progress.finish();
   return m;
 }
 

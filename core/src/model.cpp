@@ -122,34 +122,64 @@ Linear make_linear(std::mt19937& gen, std::string name, int in, int out, bool bi
 
 }  // namespace
 
+namespace {
+
+// The Linears a config builds, in PyTorch construction order (the order the generator feeds).
+struct LayerPlan {
+  std::string name;
+  int in, out;
+  bool bias;
+};
+
+std::vector<LayerPlan> layer_plan(const ModelConfig& config, int d_in) {
+  const int d = config.d_out;
+  const bool b = config.qkv_bias;
+  switch (config.variant) {
+    case Variant::Wrapper: {
+      std::vector<LayerPlan> plan;
+      for (int h = 0; h < config.num_heads; ++h) {
+        const std::string p = "heads." + std::to_string(h) + ".";
+        for (const char* w : {"W_query", "W_key", "W_value"}) plan.push_back({p + w, d_in, d, b});
+      }
+      return plan;
+    }
+    case Variant::WeightSplit:
+      return {{"W_query", d_in, d, b}, {"W_key", d_in, d, b}, {"W_value", d_in, d, b}, {"out_proj", d, d, true}};
+    case Variant::FusedQkv:
+      return {{"qkv_layer", d_in, 3 * d, b}, {"linear_layer", d, d, true}};
+  }
+  return {};
+}
+
+// Copies a parameter file's tensors over the initialised layers (validate_model checked that
+// every one is there with its shape).
+void load_parameters(Model& m, const ParameterFile& file) {
+  for (Linear& l : m.layers) {
+    l.weight = file.tensors.find(l.name + ".weight")->second.values;
+    if (!l.bias.empty()) l.bias = file.tensors.find(l.name + ".bias")->second.values;
+  }
+}
+
+}  // namespace
+
+std::vector<ParameterSpec> parameter_specs(const ModelConfig& config, int d_in) {
+  std::vector<ParameterSpec> specs;
+  for (const LayerPlan& l : layer_plan(config, d_in)) {
+    specs.push_back({l.name + ".weight", {l.out, l.in}});
+    if (l.bias) specs.push_back({l.name + ".bias", {l.out}});
+  }
+  return specs;
+}
+
 Model build_model(const ModelConfig& config, int d_in) {
   Model m;
   m.config = config;
   m.d_in = d_in;
-  std::mt19937 gen(static_cast<std::mt19937::result_type>(config.seed));
   // torch.manual_seed takes 64 bits but seeds mt19937 with the low 32: same here.
-  const int d = config.d_out;
-  switch (config.variant) {
-    case Variant::Wrapper:
-      for (int h = 0; h < config.num_heads; ++h) {
-        const std::string p = "heads." + std::to_string(h) + ".";
-        m.layers.push_back(make_linear(gen, p + "W_query", d_in, d, config.qkv_bias));
-        m.layers.push_back(make_linear(gen, p + "W_key", d_in, d, config.qkv_bias));
-        m.layers.push_back(make_linear(gen, p + "W_value", d_in, d, config.qkv_bias));
-      }
-      break;
-    case Variant::WeightSplit:
-      m.layers.push_back(make_linear(gen, "W_query", d_in, d, config.qkv_bias));
-      m.layers.push_back(make_linear(gen, "W_key", d_in, d, config.qkv_bias));
-      m.layers.push_back(make_linear(gen, "W_value", d_in, d, config.qkv_bias));
-      m.layers.push_back(make_linear(gen, "out_proj", d, d, true));
-      break;
-    case Variant::FusedQkv:
-      m.layers.push_back(make_linear(gen, "qkv_layer", d_in, 3 * d, config.qkv_bias));
-      m.layers.push_back(make_linear(gen, "linear_layer", d, d, true));
-      break;
-  }
+  std::mt19937 gen(static_cast<std::mt19937::result_type>(config.seed));
+  for (const LayerPlan& l : layer_plan(config, d_in)) m.layers.push_back(make_linear(gen, l.name, l.in, l.out, l.bias));
   m.rng_after_init = gen;
+  if (config.weights) load_parameters(m, *config.weights);
   prepare_forward(m);
   return m;
 }

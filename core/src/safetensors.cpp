@@ -90,7 +90,7 @@ std::int64_t StTensor::numel() const {
   return n;
 }
 
-std::string shape_string(const std::vector<std::int64_t>& shape) {
+std::string shape_list_string(const std::vector<std::int64_t>& shape) {
   std::string s = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
@@ -120,7 +120,10 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw LoadError(f.label_ + ": does not exist");
   if (std::filesystem::is_directory(path, ec)) throw LoadError(f.label_ + ": is a folder, not a safetensors file");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // A FIFO or a device would block the open or the read (a session's model.weights may name
+  // any path); O_NONBLOCK covers a file swapped for a FIFO after the check.
+  if (!std::filesystem::is_regular_file(path, ec)) throw LoadError(f.label_ + ": is not a regular file");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw LoadError(f.label_ + ": cannot open (" + std::strerror(errno) + ")");
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -235,7 +238,7 @@ void SafetensorsFile::parse(std::size_t size) {
       throw LoadError(L + ": " + q + " data_offsets " + off->dump() + " are outside the data (" + std::to_string(data_size) + " bytes)");
     if (too_big || t.end - t.begin != bytes)
       throw LoadError(L + ": " + q + " data_offsets " + off->dump() + " hold " + std::to_string(t.end - t.begin) +
-                      " bytes but shape " + shape_string(t.shape) + " of " + std::string(di->name) + " needs " +
+                      " bytes but shape " + shape_list_string(t.shape) + " of " + std::string(di->name) + " needs " +
                       (too_big ? "more than 2^64" : std::to_string(bytes)));
     tensors_.push_back(std::move(t));
   }
@@ -307,7 +310,7 @@ std::vector<float> SafetensorsFile::read(const StTensor& t) const {
 }
 
 void SafetensorsFile::read_transposed(const StTensor& t, float* out) const {
-  if (t.shape.size() != 2) throw LoadError(label_ + ": tensor " + name_q(t.name) + " is not 2-D: " + shape_string(t.shape));
+  if (t.shape.size() != 2) throw LoadError(label_ + ": tensor " + name_q(t.name) + " is not 2-D: " + shape_list_string(t.shape));
   const unsigned char* p = bytes_of(t);
   const auto rows = static_cast<std::size_t>(t.shape[0]);
   const auto cols = static_cast<std::size_t>(t.shape[1]);

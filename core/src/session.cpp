@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "mhaviz/safetensors.hpp"
 #include "mhaviz/trace.hpp"
 
 namespace mhaviz {
@@ -126,6 +128,26 @@ std::string human_bytes(std::int64_t b) {
   return buf;
 }
 
+// Every parameter the config builds is in the file with its shape, and the file holds nothing
+// else (a tensor of another module would be silently ignored otherwise).
+void check_parameter_file(const ParameterFile& file, const ModelConfig& c, int d_in) {
+  const std::vector<ParameterSpec> specs = parameter_specs(c, d_in);
+  const std::string what = std::string(variant_name(c.variant)) + " module with d_in " + std::to_string(d_in) + ", d_out " +
+                           std::to_string(c.d_out) + ", " + std::to_string(c.num_heads) + " heads" +
+                           (c.qkv_bias ? ", qkv_bias" : "");
+  for (const ParameterSpec& p : specs) {
+    const auto it = file.tensors.find(p.name);
+    if (it == file.tensors.end())
+      fail("model.weights", file.path + ": no tensor " + p.name + " " + shape_list_string(p.shape) + ", which the " + what + " needs");
+    if (it->second.shape != p.shape)
+      fail("model.weights", file.path + ": " + p.name + " is " + shape_list_string(it->second.shape) + " but the " + what + " needs " +
+                                shape_list_string(p.shape));
+  }
+  for (const auto& [name, t] : file.tensors)
+    if (std::none_of(specs.begin(), specs.end(), [&](const ParameterSpec& p) { return p.name == name; }))
+      fail("model.weights", file.path + ": " + name + " is not a parameter of the " + what);
+}
+
 }  // namespace
 
 Tensor Session::input_tensor() const {
@@ -174,6 +196,7 @@ void validate_model(const ModelConfig& c, int d_in, int tokens, int batch) {
     fail("model.num_heads", std::to_string(c.num_heads) + " heads of d_out " + std::to_string(c.d_out) +
                                 " concatenate to " + std::to_string(static_cast<std::int64_t>(c.num_heads) * c.d_out) +
                                 " features, over the limit of " + std::to_string(Limits::kMaxDim));
+  if (c.weights) check_parameter_file(*c.weights, c, d_in);
   if (tokens > c.context_length)
     fail("tokens", std::to_string(tokens) + " tokens exceed model.context_length = " + std::to_string(c.context_length));
   const std::int64_t need = estimate_memory_bytes(c, d_in, tokens, batch);
@@ -214,7 +237,7 @@ void validate_session(const Session& s) {
   validate_model(s.model, static_cast<int>(din), s.num_tokens(), s.batch);
 }
 
-Session parse_session(std::string_view text) {
+Session parse_session(std::string_view text, const std::filesystem::path& base_dir) {
   if (static_cast<std::int64_t>(text.size()) > Limits::kMaxFileBytes)
     fail("session", std::to_string(text.size()) + " bytes is over the limit of " + std::to_string(Limits::kMaxFileBytes));
   check_depth(text);
@@ -271,7 +294,7 @@ Session parse_session(std::string_view text) {
 
   const json& m = require(j, "", "model");
   if (!m.is_object()) fail("model", "expected an object, got " + type_name(m));
-  reject_unknown(m, "model", {"variant", "d_out", "num_heads", "context_length", "dropout", "qkv_bias", "causal", "seed", "training"});
+  reject_unknown(m, "model", {"variant", "d_out", "num_heads", "context_length", "dropout", "qkv_bias", "causal", "seed", "training", "weights"});
   const json& variant = require(m, "model.", "variant");
   if (!variant.is_string() || !parse_variant(variant.get<std::string>(), s.model.variant))
     fail("model.variant", show(variant) + " is not one of \"wrapper\", \"weight_split\", \"fused_qkv\"");
@@ -290,6 +313,12 @@ Session parse_session(std::string_view text) {
   else if (seed.is_number_integer() && seed.get<std::int64_t>() >= 0) s.model.seed = static_cast<std::uint64_t>(seed.get<std::int64_t>());
   else fail("model.seed", "expected an integer in [0, 2^64), got " + show(seed));
   if (auto it = m.find("training"); it != m.end()) s.model.training = get_bool(*it, "model.training");
+  if (auto it = m.find("weights"); it != m.end()) {
+    if (!it->is_string() || it->get<std::string>().empty())
+      fail("model.weights", "expected the path of a .safetensors file, got " + type_name(*it) + " " + show(*it));
+    const std::filesystem::path p = it->get<std::string>();
+    s.model.weights = load_parameter_file(p.is_absolute() || base_dir.empty() ? p : base_dir / p);
+  }
   validate_session(s);
   return s;
 }
@@ -317,6 +346,7 @@ std::string session_to_json(const Session& s) {
                 {"causal", c.causal},
                 {"seed", c.seed},
                 {"training", c.training}};
+  if (c.weights) j["model"]["weights"] = c.weights->path;
   return j.dump(1) + "\n";
 }
 
@@ -341,7 +371,33 @@ Session load_session(const std::string& what) {
   if (::stat(what.c_str(), &st) != 0 && is_lesson(what)) return lesson(what);
   if (::stat(what.c_str(), &st) != 0)
     fail("session", "'" + what + "' is neither a readable file nor a built-in lesson (see `mhaviz lessons`)");
-  return parse_session(read_file(what));
+  return parse_session(read_file(what), std::filesystem::path(what).parent_path());
+}
+
+std::shared_ptr<const ParameterFile> load_parameter_file(const std::filesystem::path& path) {
+  auto file = std::make_shared<ParameterFile>();
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  file->path = (ec ? path : abs).lexically_normal().string();
+  try {
+    const SafetensorsFile st = SafetensorsFile::open(path);
+    std::int64_t total = 0;
+    for (const StTensor& t : st.tensors()) total += t.numel();
+    if (total > Limits::kMaxMemoryBytes / 4)
+      fail("model.weights", path.string() + ": " + std::to_string(total) + " values is over a session's limit of " +
+                                std::to_string(Limits::kMaxMemoryBytes / 4) + " (is this a whole GPT? open it with --model)");
+    for (const StTensor& t : st.tensors()) {
+      ParameterFile::Tensor& out = file->tensors[t.name];
+      out.shape = t.shape;
+      out.values = st.read(t);
+      for (std::size_t i = 0; i < out.values.size(); ++i)
+        if (!std::isfinite(out.values[i]))
+          fail("model.weights", path.string() + ": " + t.name + "[" + std::to_string(i) + "] is not a finite number");
+    }
+  } catch (const LoadError& e) {
+    fail("model.weights", e.what());
+  }
+  return file;
 }
 
 void write_file_atomic(const std::string& path, std::string_view contents) {

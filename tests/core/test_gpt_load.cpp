@@ -2,6 +2,7 @@
 // gpt_checkpoints): both layouts, F32/F16/BF16, tied and untied heads, and every broken one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -135,6 +136,36 @@ TEST(GptLoad, APathToTheSafetensorsFileFindsConfigBesideIt) {
   const GptModel b = load_gpt(kModels / "hf_f16");
   EXPECT_EQ(a.folder, kModels / "hf_f16");
   expect_same_model(a, b);
+}
+
+TEST(GptLoad, ProgressCountsEveryWeightByteAndCanCancel) {
+  for (const char* name : {"hf_f32", "hf_bf16", "book_same_as_hf_f32"}) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(fs::exists(kModels / name / "model.safetensors"));
+    const auto f = SafetensorsFile::open(kModels / name / "model.safetensors");
+    std::uint64_t float_bytes = 0;
+    for (const StTensor& t : f.tensors())
+      if (dtype_is_float(t.dtype)) float_bytes += t.end - t.begin;
+    std::vector<std::uint64_t> seen;
+    const GptModel m = load_gpt(kModels / name, [&](std::uint64_t done, std::uint64_t total) {
+      EXPECT_EQ(total, float_bytes);
+      seen.push_back(done);
+      return true;
+    });
+    ASSERT_GE(seen.size(), 3u);
+    EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+    EXPECT_EQ(seen.back(), float_bytes);
+    expect_same_model(m, load_gpt(kModels / name));
+
+    // Stopping halfway throws LoadCancelled (a LoadError) and nothing else is told after it.
+    int calls = 0;
+    EXPECT_THROW(load_gpt(kModels / name, [&](std::uint64_t done, std::uint64_t total) {
+                   ++calls;
+                   return done < total / 2;
+                 }),
+                 LoadCancelled);
+    EXPECT_LT(calls, static_cast<int>(seen.size()));
+  }
 }
 
 TEST(GptLoad, HalfPrecisionValuesEqualTorchsConversion) {

@@ -2,6 +2,7 @@
 // included), one-line LoadErrors for each way a header can be wrong, mutated files that must
 // never crash, the atomic writer's round trip through a real memory map.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <bit>
 #include <cmath>
@@ -227,6 +228,10 @@ TEST(Safetensors, WriterRoundTripsThroughAMappedFile) {
   };
   expect_error(dir / "nope.safetensors", "does not exist");
   expect_error(dir, "is a folder");
+  // A FIFO with no writer would block open() forever; a device reads without end.
+  ASSERT_EQ(::mkfifo((dir / "fifo.safetensors").c_str(), 0600), 0);
+  expect_error(dir / "fifo.safetensors", "is not a regular file");
+  expect_error("/dev/zero", "is not a regular file");
   std::filesystem::remove_all(dir);
 }
 

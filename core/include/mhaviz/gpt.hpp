@@ -6,7 +6,9 @@
 // held (GPT-2's Conv1D stores [in, out] and is transposed when loaded).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -67,5 +69,15 @@ struct GptModel {
 // F16/BF16 to float32, checks every shape against the config, and releases the file's
 // pages as it goes. Throws LoadError: one line naming the file and the problem.
 GptModel load_gpt(const std::filesystem::path& path);
+
+// Told after each tensor is read: bytes read so far and the bytes the load reads in all (a
+// last call has done == total). Return false to stop: load_gpt then throws LoadCancelled.
+// Runs on the loading thread; an app loading off its UI thread reads the numbers from there.
+using LoadProgress = std::function<bool(std::uint64_t done, std::uint64_t total)>;
+class LoadCancelled : public LoadError {
+ public:
+  using LoadError::LoadError;
+};
+GptModel load_gpt(const std::filesystem::path& path, const LoadProgress& progress);
 
 }  // namespace mhaviz

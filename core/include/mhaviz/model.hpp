@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <string_view>
@@ -13,6 +15,18 @@
 namespace mhaviz {
 
 enum class Variant { Wrapper, WeightSplit, FusedQkv };
+
+// Trained parameters of a chapter-3 module read from a safetensors file (a session's
+// model.weights): state_dict name ("W_query.weight", "heads.0.W_key.bias") -> float32 values
+// with their shape. build_model puts them in place of the seed's init.
+struct ParameterFile {
+  std::string path;  // absolute
+  struct Tensor {
+    std::vector<std::int64_t> shape;
+    std::vector<float> values;
+  };
+  std::map<std::string, Tensor, std::less<>> tensors;
+};
 
 std::string_view variant_name(Variant v);  // "wrapper", "weight_split", "fused_qkv"
 bool parse_variant(std::string_view name, Variant& out);
@@ -28,7 +42,19 @@ struct ModelConfig {
   std::uint64_t seed = 123;
   // Training mode applies dropout, as the seeds' notebooks do; eval mode draws nothing.
   bool training = true;
+  // Trained parameters replacing the seed's init (null: init from seed). Their shapes fix
+  // d_in, d_out, num_heads and qkv_bias: validate_model refuses a config they do not fit.
+  // Dropout masks still continue the seed's stream, as in PyTorch after load_state_dict.
+  std::shared_ptr<const ParameterFile> weights;
 };
+
+// One parameter a config builds: its state_dict name and shape ([out, in] or [out]).
+struct ParameterSpec {
+  std::string name;
+  std::vector<std::int64_t> shape;
+};
+// Every parameter of the module, in PyTorch construction order.
+std::vector<ParameterSpec> parameter_specs(const ModelConfig& config, int d_in);
 
 // head_dim: d_out for the wrapper (each head projects to d_out), d_out / num_heads otherwise.
 int head_dim(const ModelConfig& c);

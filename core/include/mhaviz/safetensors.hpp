@@ -36,7 +36,9 @@ struct StTensor {
   std::int64_t numel() const;
 };
 
-std::string shape_string(const std::vector<std::int64_t>& shape);  // "[768, 2304]"
+// "[768, 2304]", as torch and the safetensors header write a shape (tensor.hpp's shape_string
+// writes the tuple "(768, 2304)").
+std::string shape_list_string(const std::vector<std::int64_t>& shape);
 
 class SafetensorsFile {
  public:

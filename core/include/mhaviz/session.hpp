@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -52,11 +53,18 @@ std::int64_t estimate_memory_bytes(const ModelConfig& c, int d_in, int tokens, i
 void validate_model(const ModelConfig& c, int d_in, int tokens, int batch);
 void validate_session(const Session& s);
 
-// Parses and validates. Throws SessionError ("model.d_out: ..." style messages).
-Session parse_session(std::string_view json_text);
-std::string session_to_json(const Session& s);  // pretty, round-trips exactly
+// Parses and validates. Throws SessionError ("model.d_out: ..." style messages). A relative
+// model.weights path is read from base_dir (empty: the working directory).
+Session parse_session(std::string_view json_text, const std::filesystem::path& base_dir = {});
+// Pretty, round-trips exactly; model.weights is written as the absolute path it was read from.
+std::string session_to_json(const Session& s);
 
-// A session from a path, "-" (standard input) or a built-in lesson name.
+// A chapter-3 module's parameters from a safetensors file (F32, F16 or BF16; names as
+// `mhaviz dump` prints them). Throws SessionError "model.weights: <file>: <problem>".
+std::shared_ptr<const ParameterFile> load_parameter_file(const std::filesystem::path& path);
+
+// A session from a path, "-" (standard input) or a built-in lesson name. A relative
+// model.weights is read beside the session file.
 Session load_session(const std::string& path_or_lesson);
 
 // Atomic write: a temporary file in the same directory, then rename over path.
