@@ -74,6 +74,19 @@ w = shown("softmax-legend", "seed003-wrapper", "softmax")
 if w is not None:
     g.check(w["legend_swatches"] == 0, "softmax: no diverging legend (%d)" % w["legend_swatches"])
 
+def positions(layout, seconds=3.0):
+    """Walkthrough positions the app reports over the next `seconds`."""
+    seen = []
+    end = time.time() + seconds
+    while time.time() < end:
+        try:
+            seen.append(g.read_json(layout)["walk"]["pos"])
+        except (ValueError, KeyError):
+            pass
+        time.sleep(0.03)
+    return seen
+
+
 # [6] From the last step, the chip of step 3 goes straight there: no step between is shown.
 layout = os.path.join(tmp, "jump-layout.json")
 proc = g.start(["gui", "seed003-weight-split-6d", "--no-restore", "--width", "1280", "--height", "800",
@@ -85,27 +98,13 @@ try:
     g.xdo("mousemove", 5, 790)
     time.sleep(0.5)
     g.click(*g.center(wid["walk_chip_3"]))
-    seen = []
-    end = time.time() + 3.0
-    while time.time() < end:
-        try:
-            seen.append(g.read_json(layout)["walk"]["pos"])
-        except (ValueError, KeyError):
-            pass
-        time.sleep(0.03)
+    seen = positions(layout)
     between = [p for p in seen if 2.0 < p < 11.0]
     g.check(seen and seen[-1] == 2.0, "chip 3 from step 12: at step 3 (last %s)" % (seen[-1:] or None))
     g.check(not between, "chip 3 from step 12: no step between replayed (%s)" % sorted(set(between))[:8])
     # The next step still animates: a position between 3 and 4 is shown on the way.
     g.click(*g.center(wid["walk_next"]))
-    seen = []
-    end = time.time() + 3.0
-    while time.time() < end:
-        try:
-            seen.append(g.read_json(layout)["walk"]["pos"])
-        except (ValueError, KeyError):
-            pass
-        time.sleep(0.03)
+    seen = positions(layout)
     g.check(any(2.0 < p < 3.0 for p in seen) and seen[-1] == 3.0, "Next from step 3: animates to step 4 (%s)" % sorted(set(seen))[:6])
 finally:
     rc, out, err = g.stop(proc)
