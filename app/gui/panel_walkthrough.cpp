@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "app_state.hpp"
+#include "variant_edit.hpp"
 #include "walk_spec.hpp"
 #include "walk_transport.hpp"
 #include "figure/walk_values.hpp"
@@ -1266,13 +1267,11 @@ void draw_options_row(AppState& s, Frame& f) {
     ImGui::SameLine();
     if (ImGui::RadioButton(std::string(variant_name(x)).c_str(), v == x) && v != x) {
       ModelConfig& c = s.doc.session.model;
-      // Keep the per-head width: the wrapper's d_out is one head's width.
-      const int hd = f.tr.head_dim, h = f.tr.heads;
-      c.variant = x;
-      c.num_heads = h;
-      c.d_out = x == Variant::Wrapper ? hd : h * hd;
+      c = with_variant(c, x);  // the Model panel's edit: keeps num_heads and head_dim
+      s.ui.preferred_heads = c.num_heads;
       mark_model_dirty(s);
     }
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kVariantSwitchNote);
   }
   if (!f.steps.empty()) {
     ImGui::SameLine();

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "variant_edit.hpp"
 #include "walk_spec.hpp"
 #include "walk_transport.hpp"
 
@@ -71,6 +72,23 @@ TEST(WalkTransport, PlayRunsToTheEnd) {
   for (int i = 1; i < 400 && w.playing; ++i) advance(w, 0.05 * i, 3);
   EXPECT_FALSE(w.playing);
   EXPECT_EQ(w.pos, 2.0f);
+}
+
+// [SECTION] Variant switch (bug 4: the walkthrough kept head_dim, the Model panel kept d_out)
+TEST(VariantEdit, KeepsHeadsAndHeadDimBothWays) {
+  ModelConfig c;
+  c.variant = Variant::Wrapper;
+  c.d_out = 2;
+  c.num_heads = 2;
+  const ModelConfig split = with_variant(c, Variant::WeightSplit);
+  EXPECT_EQ(split.d_out, 4);
+  EXPECT_EQ(split.num_heads, 2);
+  const ModelConfig back = with_variant(split, Variant::Wrapper);
+  EXPECT_EQ(back.d_out, 2);
+  EXPECT_EQ(back.num_heads, 2);
+  const ModelConfig fused = with_variant(split, Variant::FusedQkv);
+  EXPECT_EQ(fused.d_out, 4);
+  EXPECT_EQ(fused.num_heads, 2);
 }
 
 }  // namespace
