@@ -166,6 +166,7 @@ struct Introspection {
     bool playing = false;
     int cells = 0;                          // cells drawn this frame
     int legend_swatches = 0;                // the diverging legend of signed scores
+    int plan_builds = 0;                    // times the step plan was built (cached on its inputs)
     std::vector<std::string> titles;        // pane titles of the step's result
     std::vector<std::string> block_labels;  // labels above its blocks ("token 0: Your", "head 1")
     std::vector<std::string> key_labels;    // column labels of an attention grid (the key tokens)

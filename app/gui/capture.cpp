@@ -124,7 +124,7 @@ nlohmann::json probe_json(const Introspection& p) {
   return {{"widgets", widgets},
           {"walk",
            {{"pos", w.pos}, {"target", w.target}, {"playing", w.playing}, {"cells", w.cells},
-            {"legend_swatches", w.legend_swatches}, {"titles", w.titles}, {"block_labels", w.block_labels},
+            {"legend_swatches", w.legend_swatches}, {"plan_builds", w.plan_builds}, {"titles", w.titles}, {"block_labels", w.block_labels},
             {"key_labels", w.key_labels}, {"values", w.values}}}};
 }
 }  // namespace

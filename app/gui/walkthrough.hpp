@@ -2,6 +2,7 @@
 // weight-split comparison (panel_walkthrough.cpp). Part of AppState; no function-local statics.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,6 +29,23 @@ struct Comparison {
     double wrapper_ms = 0.0, split_ms = 0.0, fused_ms = 0.0;  // measured forward() times
   };
   std::vector<Row> rows;  // the current size first, then growing num_heads
+};
+
+// Cell size, blocks side by side and window of every step for one canvas and font: built
+// only when one of its inputs changes (choose_scale), not every frame.
+struct WalkPlan {
+  struct Key {
+    float width = 0, height = 0, font = 0, small_font = 0, value_w = 0, token_w = 0, key_w = 0;
+    int variant = -1, tokens = 0, d_in = 0, heads = 0, head_dim = 0, pane = 0, steps = 0;
+    bool weights = false, mistaken = false;
+    bool operator==(const Key&) const = default;
+  } key;
+  bool valid = false;
+  std::vector<float> cs;                            // cell size of each step (pixels)
+  std::vector<int> bcols;                           // blocks side by side
+  std::vector<std::array<std::int64_t, 3>> lims;    // window (blocks, rows, cols) of each step
+  bool weights_fit = true;                          // Wᵀ drawn in the projection step
+  int builds = 0;                                   // times built (tests: cached, not per frame)
 };
 
 struct Walkthrough {
@@ -61,6 +79,7 @@ struct Walkthrough {
   std::uint64_t mistaken_generation = ~std::uint64_t{0};
   figure::Mistake mistake;
 
+  WalkPlan plan;
   Comparison cmp;
   int cmp_max_heads = 16;     // growth table: num_heads from 1 to this
 };

@@ -7,6 +7,7 @@ under Xvfb, through the test hooks the app writes (--state-out / --layout-out "w
  6. a step chip jumps straight to its step; only the next / previous step animates
  7. signed scores on the diverging map, with its legend
  9. an unknown word in --walkthrough is a one-line error, exit 2, before any window
+ and the step plan is cached on its inputs (built a few times in 60 frames, not 60 times)
 
 usage (under xvfb-run): test_gui_walk_bugs.py PATH/TO/mhaviz TESTS_DATA_DIR
 """
@@ -86,6 +87,12 @@ def positions(layout, seconds=3.0):
         time.sleep(0.03)
     return seen
 
+
+# The plan of cell sizes is built when its inputs change, not every frame (GPT-2 size: it
+# used to build a few hundred scenes a frame).
+w = shown("plan-cached", "seed003-weight-split-6d", "transpose", frames=60)
+if w is not None:
+    g.check(1 <= w["plan_builds"] <= 4, "60 frames at rest: the step plan built %d time(s), not per frame" % w["plan_builds"])
 
 # [6] From the last step, the chip of step 3 goes straight there: no step between is shown.
 layout = os.path.join(tmp, "jump-layout.json")
