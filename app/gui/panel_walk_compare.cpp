@@ -1,112 +1,34 @@
 // The "Wrapper vs weight split" tab.
 #include "walk_frame.hpp"
+#include <GLFW/glfw3.h>
+
 #include <chrono>
+
+#include "walk_compare.hpp"
 
 namespace mhaviz::gui::walk {
 
-// [SECTION] Wrapper vs weight split
-void rebuild_comparison(AppState& s) {
-  Comparison& c = s.walkthrough.cmp;
-  const Trace& tr = s.compute.trace;
-  c = Comparison();
-  c.generation = s.compute.generation;
-  using clock = std::chrono::steady_clock;
-  // Once per change (not per frame); a cheap forward is repeated and the fastest kept, so
-  // that a cold cache does not decide the comparison.
-  const auto time_forward = [](const Model& m, const Tensor& x, Trace& out) {
-    double best = 1e300;
-    for (int rep = 0; rep < 3; ++rep) {
-      const auto t0 = clock::now();
-      forward(m, x, out);
-      best = std::min(best, std::chrono::duration<double, std::milli>(clock::now() - t0).count());
-      if (best > 5.0) break;
-    }
-    return best;
-  };
-  try {
-    const ModelConfig& cur = s.compute.model.config;
-    Model wrapper;
-    if (cur.variant == Variant::Wrapper) {
-      wrapper = s.compute.model;
-      c.note = "Weight-split model built from this wrapper's weights: the heads' W stacked row-wise, out_proj = identity.";
-    } else {
-      ModelConfig wc = cur;
-      wc.variant = Variant::Wrapper;
-      wc.d_out = tr.head_dim;
-      wrapper = build_model(wc, tr.d_in);
-      c.note = "This session is " + std::string(variant_name(cur.variant)) + ": a wrapper of " + std::to_string(tr.heads) +
-               " heads of d_out = " + std::to_string(tr.head_dim) + " is initialised from seed " + std::to_string(cur.seed) +
-               ", and the weight-split model is built from its weights (stacked W, out_proj = identity).";
-    }
-    wrapper.config.training = false;  // eval mode: no dropout, so both compute the same function
-    Model split = weight_split_from_wrapper(wrapper);
-    split.config.training = false;
-    c.d_in = tr.d_in;
-    c.tokens = tr.tokens;
-    c.batch = tr.batch;
-    c.heads = tr.heads;
-    c.head_dim = tr.head_dim;
-    Comparison::Row row0;
-    row0.heads = tr.heads;
-    row0.wrapper_ms = time_forward(wrapper, tr.input, c.wrapper);
-    row0.split_ms = time_forward(split, tr.input, c.split);
-    double dw = 0.0, dout = 0.0;
-    for (std::size_t i = 0; i < c.wrapper.weights.data.size() && i < c.split.weights.data.size(); ++i)
-      dw = std::max(dw, static_cast<double>(std::fabs(c.wrapper.weights.data[i] - c.split.weights.data[i])));
-    for (std::size_t i = 0; i < c.wrapper.output.data.size() && i < c.split.output.data.size(); ++i)
-      dout = std::max(dout, static_cast<double>(std::fabs(c.wrapper.output.data[i] - c.split.output.data[i])));
-    c.max_diff_weights = dw;
-    c.max_diff_output = dout;
-    // Cost rows: this size, then growing num_heads at the same head_dim.
-    auto cost_row = [&](int h, bool timed) {
-      Comparison::Row r;
-      r.heads = h;
-      ModelConfig wc = wrapper.config;
-      wc.num_heads = h;
-      wc.d_out = tr.head_dim;
-      ModelConfig sc = wc;
-      sc.variant = Variant::WeightSplit;
-      sc.d_out = h * tr.head_dim;
-      ModelConfig fc = sc;
-      fc.variant = Variant::FusedQkv;
-      r.wrapper = forward_cost(wc, tr.d_in, tr.tokens, tr.batch);
-      r.split = forward_cost(sc, tr.d_in, tr.tokens, tr.batch);
-      r.fused = forward_cost(fc, tr.d_in, tr.tokens, tr.batch);
-      if (timed) {
-        Trace scratch;
-        r.wrapper_ms = time_forward(build_model(wc, tr.d_in), tr.input, scratch);
-        r.split_ms = time_forward(build_model(sc, tr.d_in), tr.input, scratch);
-        r.fused_ms = time_forward(build_model(fc, tr.d_in), tr.input, scratch);
-      } else {
-        r.wrapper_ms = r.split_ms = r.fused_ms = -1.0;
-      }
-      return r;
-    };
-    Comparison::Row first = cost_row(tr.heads, false);
-    first.wrapper_ms = row0.wrapper_ms;
-    first.split_ms = row0.split_ms;
-    {
-      ModelConfig fc = wrapper.config;
-      fc.variant = Variant::FusedQkv;
-      fc.d_out = tr.heads * tr.head_dim;
-      Trace scratch;
-      first.fused_ms = time_forward(build_model(fc, tr.d_in), tr.input, scratch);
-    }
-    c.rows.push_back(first);
-    // Growth: time only while a forward stays cheap (frames must stay fast).
-    const double budget_flops = 4e8;
-    for (int h : {1, 2, 4, 8, 12, 16, 24, 32, 48, 64}) {
-      if (h > s.walkthrough.cmp_max_heads) break;
-      ModelConfig probe = wrapper.config;
-      probe.num_heads = h;
-      const bool timed = static_cast<double>(forward_cost(probe, tr.d_in, tr.tokens, tr.batch).flops) < budget_flops;
-      c.rows.push_back(cost_row(h, timed));
-    }
-    c.valid = true;
-  } catch (const std::exception& e) {
-    c.valid = false;
-    c.note = std::string("Cannot build the comparison: ") + e.what();
+// [SECTION] Wrapper vs weight split: computed by compare_variants off the UI thread
+// Starts the comparison for the current trace when it changed; takes the result when ready.
+// Returns false while it is being computed.
+bool comparison_ready(AppState& s) {
+  Walkthrough& w = s.walkthrough;
+  const std::uint64_t gen = s.compute.generation;
+  if (w.cmp_job.valid() && w.cmp_job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    Comparison c = w.cmp_job.get();
+    c.generation = w.cmp_job_generation;
+    w.cmp = std::move(c);
   }
+  const bool stale = w.cmp.generation != gen || w.cmp.rows.size() < 2 || w.cmp_job_heads != w.cmp_max_heads;
+  if (stale && !w.cmp_job.valid()) {
+    w.cmp_job_generation = gen;
+    w.cmp_job_heads = w.cmp_max_heads;
+    w.cmp_job = std::async(std::launch::async, [m = s.compute.model, x = s.compute.trace.input, h = w.cmp_max_heads] {
+      return compare_variants(m, x, h);
+    });
+  }
+  if (w.cmp_job.valid()) s.last_event_time = glfwGetTime();  // keep frames coming until it is drawn
+  return w.cmp.generation == gen && w.cmp_job_heads == w.cmp_max_heads && !w.cmp_job.valid();
 }
 
 std::string big(std::int64_t v) {
@@ -118,7 +40,10 @@ std::string big(std::int64_t v) {
   return buf;
 }
 
-static std::string ms_text(double ms) { return ms < 0 ? "not timed" : fmt(ms < 1.0 ? "%.3f ms" : "%.2f ms", ms); }
+static std::string ms_text(double ms) {
+  if (ms < 0) return "not timed";
+  return ms < 0.1 ? fmt("%.1f µs", ms * 1000.0) : fmt(ms < 1.0 ? "%.3f ms" : "%.2f ms", ms);
+}
 
 // A head's (T, T) weights as a small grid of cells.
 void weights_tile(AppState& s, const Trace& t, int head, const char* title, float side) {
@@ -155,7 +80,10 @@ void weights_tile(AppState& s, const Trace& t, int head, const char* title, floa
 void draw_compare_tab(AppState& s) {
   Walkthrough& w = s.walkthrough;
   Comparison& c = w.cmp;
-  if (c.generation != s.compute.generation) rebuild_comparison(s);
+  if (!comparison_ready(s)) {
+    ImGui::TextDisabled("Building both models and timing their forwards (off the UI thread)…");
+    if (!c.valid) return;
+  }
   ImGui::TextWrapped("%s", c.note.c_str());
   if (!c.valid) return;
   const float fh = ImGui::GetFontSize();
@@ -186,7 +114,7 @@ void draw_compare_tab(AppState& s) {
     ImGui::TableSetupColumn("matmul calls");
     ImGui::TableSetupColumn("FLOPs");
     ImGui::TableSetupColumn("parameters");
-    ImGui::TableSetupColumn("forward time (measured)");
+    ImGui::TableSetupColumn("forward time (median)");
     ImGui::TableHeadersRow();
     const struct {
       const char* name;
@@ -209,12 +137,18 @@ void draw_compare_tab(AppState& s) {
     ImGui::EndTable();
   }
   ImGui::TextDisabled("Weight split adds out_proj (d_out² + d_out parameters); its identity here keeps the outputs equal.");
+  if (r.samples > 0) {
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextDisabled("Times: median of %d samples of %d forward%s each. A teaching-size forward takes microseconds, where "
+                        "the calls and FLOPs say more than the clock.", r.samples, r.per_sample, r.per_sample > 1 ? "s" : "");
+    ImGui::PopTextWrapPos();
+  }
 
   ImGui::Spacing();
   ImGui::TextWrapped("As num_heads grows (head_dim = %d fixed): the wrapper makes 5 matmul calls per head, weight split 6 in all.", c.head_dim);
   ImGui::SameLine();
   ImGui::SetNextItemWidth(fh * 6.0f);
-  if (ImGui::SliderInt("up to heads", &w.cmp_max_heads, 4, 64)) c.generation = ~std::uint64_t{0};
+  ImGui::SliderInt("up to heads", &w.cmp_max_heads, 4, 64);
   std::int64_t max_calls = 1;
   for (std::size_t i = 1; i < c.rows.size(); ++i) max_calls = std::max(max_calls, c.rows[i].wrapper.matmul_calls);
   if (ImGui::BeginTable("growth", 6, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
@@ -255,7 +189,7 @@ void draw_compare_tab(AppState& s) {
   }
   ImGui::PushTextWrapPos(0.0f);
   ImGui::TextDisabled("FLOPs of the projections are the same; the wrapper pays for h times more, smaller calls. Times: forward() "
-                      "measured by the core when the input changes, not every frame (\"not timed\": too large to time while you edit).");
+                      "medians measured off the UI thread when the input changes (\"not timed\": too large to time while you edit).");
   ImGui::PopTextWrapPos();
 }
 

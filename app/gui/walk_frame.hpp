@@ -190,7 +190,7 @@ void draw_step_chips(AppState& s, Frame& f);
 void draw_options_row(AppState& s, Frame& f);
 void draw_diverging_legend(Frame& f, float vmax);
 // panel_walk_compare.cpp
-void rebuild_comparison(AppState& s);
+bool comparison_ready(AppState& s);
 std::string big(std::int64_t v);
 void weights_tile(AppState& s, const Trace& t, int head, const char* title, float side);
 void draw_compare_tab(AppState& s);

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,7 @@ namespace mhaviz::gui {
 struct Comparison {
   std::uint64_t generation = ~std::uint64_t{0};  // compute.generation it was built for
   bool valid = false;
-  std::string note;    // how the pair was built, or why it could not be
+  std::string note;    // what is compared and how the pair was built, or why it could not be
   Trace wrapper, split;             // forward of the wrapper and of weight_split_from_wrapper
   double max_diff_weights = 0.0;    // max |wrapper - split| over every head's attention weights
   double max_diff_output = 0.0;
@@ -26,7 +27,8 @@ struct Comparison {
   struct Row {
     int heads = 0;
     Cost wrapper, split, fused;
-    double wrapper_ms = 0.0, split_ms = 0.0, fused_ms = 0.0;  // measured forward() times
+    double wrapper_ms = 0.0, split_ms = 0.0, fused_ms = 0.0;  // median forward() times (< 0: not timed)
+    int samples = 0, per_sample = 0;                          // of the wrapper's timing (the others alike)
   };
   std::vector<Row> rows;  // the current size first, then growing num_heads
 };
@@ -81,6 +83,9 @@ struct Walkthrough {
 
   WalkPlan plan;
   Comparison cmp;
+  std::future<Comparison> cmp_job;  // computing off the UI thread (walk_compare.hpp)
+  std::uint64_t cmp_job_generation = ~std::uint64_t{0};
+  int cmp_job_heads = 0;
   int cmp_max_heads = 16;     // growth table: num_heads from 1 to this
 };
 

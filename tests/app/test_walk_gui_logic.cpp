@@ -2,10 +2,13 @@
 // moving through the steps (walk_transport).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
+#include "mhaviz/session.hpp"
 #include "variant_edit.hpp"
+#include "walk_compare.hpp"
 #include "walk_spec.hpp"
 #include "walk_transport.hpp"
 
@@ -89,6 +92,36 @@ TEST(VariantEdit, KeepsHeadsAndHeadDimBothWays) {
   const ModelConfig fused = with_variant(split, Variant::FusedQkv);
   EXPECT_EQ(fused.d_out, 4);
   EXPECT_EQ(fused.num_heads, 2);
+}
+
+// [SECTION] Wrapper vs weight split (bug 5: another model, unsaid; times that were noise)
+Comparison compare_lesson(const char* name) {
+  const Session s = lesson(name);
+  return compare_variants(build_model(s.model, s.d_in()), s.input_tensor(), 4);
+}
+
+TEST(Compare, SaysWhatItComparesAndAgrees) {
+  const Comparison c = compare_lesson("seed003-wrapper");
+  ASSERT_TRUE(c.valid) << c.note;
+  EXPECT_NE(c.note.find("out_proj is the identity"), std::string::npos) << c.note;
+  EXPECT_NE(c.note.find("this session's model"), std::string::npos) << c.note;
+  EXPECT_LT(c.max_diff_weights, 1e-6);
+  EXPECT_LT(c.max_diff_output, 1e-5);
+  ASSERT_GE(c.rows.size(), 2u);
+  // A teaching-size forward (microseconds) is timed in batches long enough to measure.
+  const Comparison::Row& r = c.rows.front();
+  EXPECT_GE(r.samples, 7);
+  EXPECT_GT(r.per_sample, 1);
+  EXPECT_GT(r.wrapper_ms, 0.0);
+  EXPECT_GT(r.split_ms, 0.0);
+  EXPECT_EQ(r.wrapper.matmul_calls, 5 * 2);  // per head: 3 projections, q·kᵀ, weights·v
+  EXPECT_EQ(r.split.matmul_calls, 6);
+}
+
+TEST(Compare, SaysWhenItsModelIsNotTheSessions) {
+  const Comparison c = compare_lesson("book-weight-split-3d");
+  ASSERT_TRUE(c.valid) << c.note;
+  EXPECT_NE(c.note.find("differ from the walkthrough's"), std::string::npos) << c.note;
 }
 
 }  // namespace
