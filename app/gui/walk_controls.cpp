@@ -131,7 +131,8 @@ void draw_options_row(AppState& s, Frame& f) {
       w.hover_step = w.pin_step = -1;
     }
     record_widget(s, "walk_mistake");
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Seed 002's reshape of (b, h, T, hd) straight to (b, T, h*hd): see the merge step");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("The Transformer tutorial's slip: reshape (b, h, T, hd) straight to (b, T, h*hd), without the transpose back; "
+                                                  "see the merge step and the wrong output it leads to");
   }
 }
 

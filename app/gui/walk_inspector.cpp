@@ -224,7 +224,7 @@ void inspect(Frame& f, int k, std::int64_t flat) {
       break;
     case lay::Step::Merge:
       if (f.w.mistaken) {
-        text_line("Common mistake (seed 002): reshape (b, h, T, hd) → (b, T, h·hd) without the transpose back. Row 0 then holds head 0 "
+        text_line("Common mistake: reshape (b, h, T, hd) → (b, T, h·hd) without the transpose back. Row 0 then holds head 0 "
                   "of tokens 0, 1, …: tokens are scrambled across heads. Red outlines: cells that differ from the correct merge.");
       } else {
         text_line("view(b, num_tokens, d_out): each token's h blocks of head_dim are laid side by side; column j = head·head_dim + d.");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -47,6 +48,17 @@ TEST(WalkValues, NegativeZeroPrintsWithoutSign) {
 TEST(WalkValues, MaskedPrintsAsPyTorch) {
   EXPECT_EQ(figure::format_value(-INFINITY), "-inf");
   EXPECT_EQ(figure::format_number(-INFINITY, 4), "-inf");
+}
+
+// "seed 002" in lesson tooltips read like the RNG seed (the app's seed control): lessons say
+// what they are.
+TEST(WalkValues, LessonTooltipsNameWhatTheyAre) {
+  for (const LessonInfo& l : lessons()) {
+    std::string d = l.description;
+    std::transform(d.begin(), d.end(), d.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    EXPECT_EQ(d.find("seed 0"), std::string::npos) << l.name << ": " << l.description;
+    EXPECT_EQ(d.find("seeds 0"), std::string::npos) << l.name << ": " << l.description;
+  }
 }
 
 // [SECTION] Names (one per tensor: screen and capture said "Q.view" / "queries.view")
