@@ -125,7 +125,7 @@ nlohmann::json probe_json(const Introspection& p) {
           {"walk",
            {{"pos", w.pos}, {"target", w.target}, {"playing", w.playing}, {"cells", w.cells},
             {"legend_swatches", w.legend_swatches}, {"plan_builds", w.plan_builds}, {"titles", w.titles}, {"block_labels", w.block_labels},
-            {"key_labels", w.key_labels}, {"values", w.values}}}};
+            {"key_labels", w.key_labels}, {"values", w.values}, {"inspector", w.inspector}}}};
 }
 }  // namespace
 

@@ -171,7 +171,12 @@ void draw_walkthrough_tab(AppState& s) {
   }
   ImGui::Separator();
   if (!moving && figure::step_tint(st) == Tint::Diverging) draw_diverging_legend(f, cur.grids[static_cast<std::size_t>(cur.result)].vmax);
-  if (!moving) inspect(f, k, selected_in(f, k));
+  if (!moving) {
+    const Inspection in = inspect(f, k, selected_in(f, k));
+    draw_inspection(in);
+    for (const auto& it : in.items)
+      if (it.table.header.empty()) rec.inspector.push_back(it.line.text);
+  }
   else ImGui::TextDisabled("%s", "Every element travels from its place in the old layout to its place in the new one.");
   // For tests (--layout-out / --state-out): position, target, playing, what was drawn this frame.
   rec.pos = w.pos;

@@ -137,6 +137,30 @@ constexpr float kOpWidthFactor = 2.2f;  // operator column, in small-font height
 constexpr ImU32 kSelect = IM_COL32(255, 255, 255, 255);
 constexpr ImU32 kOperand = IM_COL32(255, 214, 10, 255);
 
+// The inspector's content, built as strings first (walk_inspector.cpp: inspect), then drawn
+// (draw_inspection): what it says can be checked without drawing.
+struct Inspection {
+  struct Line {
+    std::string text;
+    bool dim = false;
+  };
+  struct Table {  // the softmax row: header, then rows of cells (dim: masked)
+    std::vector<std::string> header;
+    std::vector<std::vector<Line>> rows;
+  };
+  struct Item {
+    Line line;
+    Table table;  // a table when its header is not empty
+  };
+  std::vector<Item> items;
+  void text(std::string s) { items.push_back({{std::move(s), false}, {}}); }
+  void dim(std::string s) { items.push_back({{std::move(s), true}, {}}); }
+  Table& table() {
+    items.push_back({});
+    return items.back().table;
+  }
+};
+
 // walk_scene.cpp
 lay::Layout windowed(const Frame& f, lay::Layout l);
 std::string shape_of(const Frame& f, const lay::Layout& l);
@@ -179,10 +203,11 @@ std::string index_text(const Frame& f, const lay::Layout& l, const lay::Cell& c)
 std::string tensor_label(const Frame& f, lay::Step st, int pane);
 std::string dot_terms(const std::vector<float>& a, const std::vector<float>& b, double& sum);
 std::vector<float> row_of(const std::vector<float>& w, std::int64_t row, std::int64_t n);
-void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, float value);
-void inspect_path(const Frame& f, int k, std::int64_t flat);
-void inspect_softmax_row(const Frame& f, int head, int i);
-void inspect(Frame& f, int k, std::int64_t flat);
+void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, float value, Inspection& out);
+void inspect_path(const Frame& f, int k, std::int64_t flat, Inspection& out);
+void inspect_softmax_row(const Frame& f, int head, int i, Inspection& out);
+Inspection inspect(const Frame& f, int k, std::int64_t flat);
+void draw_inspection(const Inspection& in);
 // walk_controls.cpp
 void handle_keys(AppState& s, Walkthrough& w, int n);
 void draw_controls_row(AppState& s, Frame& f);

@@ -46,9 +46,8 @@ std::vector<float> row_of(const std::vector<float>& w, std::int64_t row, std::in
   return {w.begin() + static_cast<std::ptrdiff_t>(row * n), w.begin() + static_cast<std::ptrdiff_t>((row + 1) * n)};
 }
 
-static void text_line(const std::string& s) { ImGui::TextWrapped("%s", s.c_str()); }
 
-void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, float value) {
+void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, float value, Inspection& out) {
   const Variant v = f.tr.config.variant;
   const Model& m = f.s.compute.model;
   static constexpr const char* kW[3] = {"W_query", "W_key", "W_value"};
@@ -78,28 +77,28 @@ void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, f
       sum += static_cast<double>(lin.bias[static_cast<std::size_t>(row)]);
       bias = " + bias[" + std::to_string(row) + "] " + num(lin.bias[static_cast<std::size_t>(row)]);
     }
-    text_line(tensor_label(f, lay::Step::Project, c.pane) + index_text(f, l, c) + " = X" + lay::index_string({f.b, t}).substr(0, lay::index_string({f.b, t}).size() - 1) +
+    out.text(tensor_label(f, lay::Step::Project, c.pane) + index_text(f, l, c) + " = X" + lay::index_string({f.b, t}).substr(0, lay::index_string({f.b, t}).size() - 1) +
               ", :] · " + wname + ".weight[" + std::to_string(row) + ", :]" + bias);
-    text_line("= " + terms + (bias.empty() ? "" : " + " + num(lin.bias[static_cast<std::size_t>(row)])) + " = " + num(static_cast<float>(sum)) +
+    out.text("= " + terms + (bias.empty() ? "" : " + " + num(lin.bias[static_cast<std::size_t>(row)])) + " = " + num(static_cast<float>(sum)) +
               "   (trace: " + num(value) + ")");
     if (v == Variant::WeightSplit) {
       const lay::HeadIndex hi = lay::split_column(f.b, c.row, c.col, f.tr.head_dim);
-      text_line("Column j = " + std::to_string(c.col) + " belongs to head j / head_dim = " + std::to_string(c.col) + " / " +
+      out.text("Column j = " + std::to_string(c.col) + " belongs to head j / head_dim = " + std::to_string(c.col) + " / " +
                 std::to_string(f.tr.head_dim) + " = " + std::to_string(hi.head) + " (d = j mod head_dim = " + std::to_string(hi.d) + ")");
     } else if (v == Variant::FusedQkv) {
       const std::int64_t hd = f.tr.head_dim, head = c.col / (3 * hd), part = (c.col % (3 * hd)) / hd;
-      text_line("Column " + std::to_string(c.col) + ": head " + std::to_string(head) + "'s chunk [q | k | v], part " +
+      out.text("Column " + std::to_string(c.col) + ": head " + std::to_string(head) + "'s chunk [q | k | v], part " +
                 (part == 0 ? "q" : part == 1 ? "k" : "v") + ", d = " + std::to_string(c.col % hd));
     } else {
-      text_line("Head " + std::to_string(c.block % l.dims[1]) + " is its own module with its own " + kW[c.pane] +
+      out.text("Head " + std::to_string(c.block % l.dims[1]) + " is its own module with its own " + kW[c.pane] +
                 " (" + std::to_string(f.tr.head_dim) + " x " + std::to_string(f.tr.d_in) + ").");
     }
   } catch (const std::exception&) {
-    text_line("(weights of this trace are not available)");
+    out.text("(weights of this trace are not available)");
   }
 }
 
-void inspect_path(const Frame& f, int k, std::int64_t flat) {
+void inspect_path(const Frame& f, int k, std::int64_t flat, Inspection& out) {
   // The element's index in every layout of its chain.
   const auto path = lay::follow(f.steps, f.dims, f.w.mistaken, k, flat);
   std::string s;
@@ -112,7 +111,7 @@ void inspect_path(const Frame& f, int k, std::int64_t flat) {
     if (!s.empty()) s += "  →  ";
     s += tensor_label(f, st, c.pane) + index_text(f, l, c);
   }
-  text_line(s);
+  out.text(s);
   const lay::Step st = f.steps[static_cast<std::size_t>(k)];
   const lay::Layout l = lay::step_layout(st, f.dims);
   const lay::Cell c = lay::cell_of(l, flat);
@@ -127,7 +126,7 @@ void inspect_path(const Frame& f, int k, std::int64_t flat) {
         j = c.block * hd + c.col;
       }
       const lay::HeadIndex hi = lay::split_column(f.b, t, j, hd);
-      text_line("head = j / head_dim = " + std::to_string(j) + " / " + std::to_string(hd) + " = " + std::to_string(hi.head) +
+      out.text("head = j / head_dim = " + std::to_string(j) + " / " + std::to_string(hd) + " = " + std::to_string(hi.head) +
                 ",  d = j mod head_dim = " + std::to_string(hi.d) + ".  The view keeps memory (same flat index); the transpose "
                 "moves token " + std::to_string(t) + "'s row of head " + std::to_string(hi.head) + " into head " +
                 std::to_string(hi.head) + "'s block.");
@@ -136,13 +135,13 @@ void inspect_path(const Frame& f, int k, std::int64_t flat) {
   if ((st == lay::Step::Merge && f.w.mistaken) && f.tr.config.variant != Variant::Wrapper) {
     const lay::HeadIndex bad = lay::mistaken_source(f.b, c.row, c.col, f.tr.tokens, f.tr.heads, hd);
     const lay::HeadIndex ok = lay::split_column(f.b, c.row, c.col, hd);
-    text_line("The plain reshape puts context" + lay::index_string({bad.b, bad.head, bad.t, bad.d}) + " (token " +
+    out.text("The plain reshape puts context" + lay::index_string({bad.b, bad.head, bad.t, bad.d}) + " (token " +
               std::to_string(bad.t) + ", " + token_name(f, bad.t) + ") here; the correct merge has context" +
               lay::index_string({ok.b, ok.head, ok.t, ok.d}) + " (token " + std::to_string(ok.t) + ").");
   }
 }
 
-void inspect_softmax_row(const Frame& f, int head, int i) {
+void inspect_softmax_row(const Frame& f, int head, int i, Inspection& out) {
   const Trace& tr = f.tr;
   const int T = tr.tokens;
   const float scale = tr.scale();
@@ -155,43 +154,36 @@ void inspect_softmax_row(const Frame& f, int head, int i) {
   }
   double sum = 0.0;
   for (int j = 0; j < T; ++j) sum += std::isinf(sc[static_cast<std::size_t>(j)]) ? 0.0 : std::exp(static_cast<double>(sc[static_cast<std::size_t>(j)] - mx));
-  ImGui::Text("Row inspector: head %d, query %d (%s).  weight = exp(s/√%d − max) / Σ,  max = %s,  Σ = %s", head, i,
-              token_name(f, i).c_str(), tr.head_dim, num(mx).c_str(), num(static_cast<float>(sum)).c_str());
+  out.text("Row inspector: head " + std::to_string(head) + ", query " + std::to_string(i) + " (" + token_name(f, i) +
+           ").  weight = exp(s/√" + std::to_string(tr.head_dim) + " − max) / Σ,  max = " + num(mx) + ",  Σ = " +
+           num(static_cast<float>(sum)));
   const int shown = std::min(T, 10);
-  if (ImGui::BeginTable("softmax_row", shown + 1, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
-    ImGui::TableSetupColumn("key");
+  Inspection::Table& t = out.table();
+  t.header.push_back("key");
+  for (int c = 0; c < shown; ++c) t.header.push_back(token_name(f, c == shown - 1 ? T - 1 : c).substr(0, 8));
+  const char* names[4] = {"score", "score/√d", "exp(· − max)", "weight"};
+  for (int r = 0; r < 4; ++r) {
+    std::vector<Inspection::Line> row{{names[r], false}};
     for (int c = 0; c < shown; ++c) {
       const int j = c == shown - 1 ? T - 1 : c;
-      ImGui::TableSetupColumn(token_name(f, j).substr(0, 8).c_str());
-    }
-    ImGui::TableHeadersRow();
-    const char* names[4] = {"score", "score/√d", "exp(· − max)", "weight"};
-    for (int r = 0; r < 4; ++r) {
-      ImGui::TableNextRow();
-      ImGui::TableNextColumn();
-      ImGui::TextUnformatted(names[r]);
-      for (int c = 0; c < shown; ++c) {
-        const int j = c == shown - 1 ? T - 1 : c;
-        ImGui::TableNextColumn();
-        const bool masked = tr.masked(i, j);
-        const float s = sc[static_cast<std::size_t>(j)];
-        std::string txt;
-        switch (r) {
-          case 0: txt = masked ? "-∞" : num(tr.scores.at({f.b, head, i, j})); break;
-          case 1: txt = num(s); break;
-          case 2: txt = masked ? "0" : num(static_cast<float>(std::exp(static_cast<double>(s - mx)))); break;
-          default: txt = num(tr.weights.at({f.b, head, i, j})); break;
-        }
-        if (masked) ImGui::TextDisabled("%s", txt.c_str());
-        else ImGui::TextUnformatted(txt.c_str());
+      const bool masked = tr.masked(i, j);
+      const float s = sc[static_cast<std::size_t>(j)];
+      std::string txt;
+      switch (r) {
+        case 0: txt = masked ? num(-std::numeric_limits<float>::infinity()) : num(tr.scores.at({f.b, head, i, j})); break;
+        case 1: txt = num(s); break;
+        case 2: txt = masked ? "0" : num(static_cast<float>(std::exp(static_cast<double>(s - mx)))); break;
+        default: txt = num(tr.weights.at({f.b, head, i, j})); break;
       }
+      row.push_back({txt, masked});
     }
-    ImGui::EndTable();
+    t.rows.push_back(std::move(row));
   }
-  if (T > shown) ImGui::TextDisabled("(first %d keys and the last of %d)", shown - 1, T);
+  if (T > shown) out.dim("(first " + std::to_string(shown - 1) + " keys and the last of " + std::to_string(T) + ")");
 }
 
-void inspect(Frame& f, int k, std::int64_t flat) {
+Inspection inspect(const Frame& f, int k, std::int64_t flat) {
+  Inspection out;
   const lay::Step st = f.steps[static_cast<std::size_t>(k)];
   const lay::Layout l = lay::step_layout(st, f.dims);
   const Trace& tr = f.tr;
@@ -202,7 +194,7 @@ void inspect(Frame& f, int k, std::int64_t flat) {
   // Always-on captions per step.
   switch (st) {
     case lay::Step::Mask:
-      text_line("mask_bool = triu(ones(" + std::to_string(T) + ", " + std::to_string(T) + "), diagonal=1): " +
+      out.text("mask_bool = triu(ones(" + std::to_string(T) + ", " + std::to_string(T) + "), diagonal=1): " +
                 std::to_string(masked_cells) + " of " + std::to_string(T * T) +
                 " cells per head (key after query, j > i) become -∞ (outlined), so softmax gives them weight 0.");
       break;
@@ -215,37 +207,37 @@ void inspect(Frame& f, int k, std::int64_t flat) {
               ++n;
               dropped += tr.kept(f.b, h, i, j) ? 0 : 1;
             }
-        text_line("p = " + fmt("%.2f", tr.config.dropout) + ": " + std::to_string(dropped) + " of " + std::to_string(n) +
+        out.text("p = " + fmt("%.2f", tr.config.dropout) + ": " + std::to_string(dropped) + " of " + std::to_string(n) +
                   " unmasked weights dropped (empty cells); survivors × 1/(1 − p) = " + fmt("%.4f", 1.0 / (1.0 - tr.config.dropout)) + ".");
       } else {
-        text_line(std::string("No dropout drawn (") + (tr.config.training ? "p = 0" : "eval mode") +
+        out.text(std::string("No dropout drawn (") + (tr.config.training ? "p = 0" : "eval mode") +
                   "): the weights pass through unchanged. Set dropout in the model panel to see cells disappear.");
       }
       break;
     case lay::Step::Merge:
       if (f.w.mistaken) {
-        text_line("Common mistake: reshape (b, h, T, hd) → (b, T, h·hd) without the transpose back. Row 0 then holds head 0 "
+        out.text("Common mistake: reshape (b, h, T, hd) → (b, T, h·hd) without the transpose back. Row 0 then holds head 0 "
                   "of tokens 0, 1, …: tokens are scrambled across heads. Red outlines: cells that differ from the correct merge.");
       } else {
-        text_line("view(b, num_tokens, d_out): each token's h blocks of head_dim are laid side by side; column j = head·head_dim + d.");
+        out.text("view(b, num_tokens, d_out): each token's h blocks of head_dim are laid side by side; column j = head·head_dim + d.");
       }
       break;
     case lay::Step::Concat:
-      text_line("The wrapper concatenates the heads' outputs along the last dim: no view or transpose is needed.");
+      out.text("The wrapper concatenates the heads' outputs along the last dim: no view or transpose is needed.");
       break;
     default: break;
   }
   if (flat < 0) {
-    if (st == lay::Step::Softmax && T > 0) inspect_softmax_row(f, std::clamp(f.s.view.head, 0, tr.heads - 1), T - 1);
-    else ImGui::TextDisabled("Hover a cell to follow its element and see how it is computed; click to pin it.");
-    return;
+    if (st == lay::Step::Softmax && T > 0) inspect_softmax_row(f, std::clamp(f.s.view.head, 0, tr.heads - 1), T - 1, out);
+    else out.dim("Hover a cell to follow its element and see how it is computed; click to pin it.");
+    return out;
   }
   const lay::Cell c = lay::cell_of(l, flat);
   const float value = figure::step_value(f.src, st, flat);
   if (st != lay::Step::Project)  // the projection's first line already names the element
-    ImGui::Text("%s%s = %s", tensor_label(f, st, c.pane).c_str(), index_text(f, l, c).c_str(), num(value).c_str());
+    out.text(tensor_label(f, st, c.pane) + index_text(f, l, c) + " = " + num(value));
   switch (st) {
-    case lay::Step::Project: inspect_project(f, l, c, value); break;
+    case lay::Step::Project: inspect_project(f, l, c, value, out); break;
     case lay::Step::Scores: {
       const std::int64_t head = c.block, i = c.row, j = c.col, hd = tr.head_dim;
       std::vector<float> q(static_cast<std::size_t>(hd)), kk(static_cast<std::size_t>(hd));
@@ -255,10 +247,10 @@ void inspect(Frame& f, int k, std::int64_t flat) {
       }
       double sum = 0;
       const std::string terms = dot_terms(q, kk, sum);
-      text_line("= q" + lay::index_string({f.b, head, i}).insert(lay::index_string({f.b, head, i}).size() - 1, ", :") + " · k" +
+      out.text("= q" + lay::index_string({f.b, head, i}).insert(lay::index_string({f.b, head, i}).size() - 1, ", :") + " · k" +
                 lay::index_string({f.b, head, j}).insert(lay::index_string({f.b, head, j}).size() - 1, ", :") + " = " + terms + " = " +
                 num(static_cast<float>(sum)));
-      text_line("Row " + std::to_string(i) + " of q (query " + token_name(f, i) + ") times column " + std::to_string(j) +
+      out.text("Row " + std::to_string(i) + " of q (query " + token_name(f, i) + ") times column " + std::to_string(j) +
                 " of kᵀ (key " + token_name(f, j) + "), inside head " + std::to_string(head) + " only.");
       break;
     }
@@ -272,10 +264,10 @@ void inspect(Frame& f, int k, std::int64_t flat) {
       }
       double sum = 0;
       const std::string terms = dot_terms(wr, vc, sum);
-      text_line("= weights[" + std::to_string(f.b) + ", " + std::to_string(head) + ", " + std::to_string(t) + ", :] · v[" +
+      out.text("= weights[" + std::to_string(f.b) + ", " + std::to_string(head) + ", " + std::to_string(t) + ", :] · v[" +
                 std::to_string(f.b) + ", " + std::to_string(head) + ", :, " + std::to_string(d) + "] = " + terms + " = " +
                 num(static_cast<float>(sum)));
-      inspect_path(f, k, flat);
+      inspect_path(f, k, flat, out);
       break;
     }
     case lay::Step::OutProj: {
@@ -283,36 +275,63 @@ void inspect(Frame& f, int k, std::int64_t flat) {
       try {
         const Linear& lin = f.s.compute.model.layer(name);
         std::vector<float> x(static_cast<std::size_t>(lin.in));
-        for (int i = 0; i < lin.in; ++i) x[static_cast<std::size_t>(i)] = tr.context_merged.at({f.b, c.row, i});
+        // With the mistake on, out_proj reads the scrambled merge (and gives the wrong output shown).
+        const Tensor& merged = f.src.wrong() ? f.w.mistake.merged : tr.context_merged;
+        for (int i = 0; i < lin.in; ++i) x[static_cast<std::size_t>(i)] = merged.at({f.b, c.row, i});
         double sum = 0;
         const std::string terms = dot_terms(x, row_of(lin.weight, c.col, lin.in), sum);
         const float bias = lin.bias.empty() ? 0.0f : lin.bias[static_cast<std::size_t>(c.col)];
-        text_line("= merged[" + std::to_string(f.b) + ", " + std::to_string(c.row) + ", :] · " + name + ".weight[" +
+        out.text("= merged[" + std::to_string(f.b) + ", " + std::to_string(c.row) + ", :] · " + name + ".weight[" +
                   std::to_string(c.col) + ", :] + bias = " + terms + " + " + num(bias) + " = " + num(static_cast<float>(sum + bias)));
-        text_line(std::string(name) + " mixes all heads: every output column reads every head's columns.");
+        out.text(std::string(name) + " mixes all heads: every output column reads every head's columns.");
       } catch (const std::exception&) {
-        text_line("(weights of this trace are not available)");
+        out.text("(weights of this trace are not available)");
       }
       break;
     }
     default: break;
   }
   if (st == lay::Step::Mask) {
-    text_line(tr.masked(static_cast<int>(c.row), static_cast<int>(c.col))
-                  ? "Key " + std::to_string(c.col) + " comes after query " + std::to_string(c.row) + ": masked to -∞."
+    out.text(tr.masked(static_cast<int>(c.row), static_cast<int>(c.col))
+                  ? "Key " + std::to_string(c.col) + " comes after query " + std::to_string(c.row) + ": masked to -inf."
                   : "Key " + std::to_string(c.col) + " is not after query " + std::to_string(c.row) + ": kept.");
   }
-  if (st == lay::Step::Softmax) inspect_softmax_row(f, static_cast<int>(c.block), static_cast<int>(c.row));
+  if (st == lay::Step::Softmax) inspect_softmax_row(f, static_cast<int>(c.block), static_cast<int>(c.row), out);
   if (st == lay::Step::Dropout && tr.dropout_applied()) {
     const int i = static_cast<int>(c.row), j = static_cast<int>(c.col), h = static_cast<int>(c.block);
-    if (tr.masked(i, j)) text_line("Masked cell: weight 0 either way.");
+    if (tr.masked(i, j)) out.text("Masked cell: weight 0 either way.");
     else if (tr.kept(f.b, h, i, j))
-      text_line("Kept: " + num(tr.weights.at({f.b, h, i, j})) + " × " + fmt("%.4f", 1.0 / (1.0 - tr.config.dropout)) + " = " + num(value));
-    else text_line("Dropped: " + num(tr.weights.at({f.b, h, i, j})) + " → 0");
+      out.text("Kept: " + num(tr.weights.at({f.b, h, i, j})) + " × " + fmt("%.4f", 1.0 / (1.0 - tr.config.dropout)) + " = " + num(value));
+    else out.text("Dropped: " + num(tr.weights.at({f.b, h, i, j})) + " → 0");
   }
   if (st == lay::Step::View || st == lay::Step::Transpose || st == lay::Step::Chunk || st == lay::Step::TransposeBack ||
       st == lay::Step::Merge || st == lay::Step::Concat || st == lay::Step::Input)
-    inspect_path(f, k, flat);
+    inspect_path(f, k, flat, out);
+  return out;
+}
+
+void draw_inspection(const Inspection& in) {
+  for (const Inspection::Item& it : in.items) {
+    if (it.table.header.empty()) {
+      if (it.line.dim) ImGui::TextDisabled("%s", it.line.text.c_str());
+      else ImGui::TextWrapped("%s", it.line.text.c_str());
+      continue;
+    }
+    const Inspection::Table& t = it.table;
+    if (!ImGui::BeginTable("inspect_table", static_cast<int>(t.header.size()), ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit))
+      continue;
+    for (const auto& h : t.header) ImGui::TableSetupColumn(h.c_str());
+    ImGui::TableHeadersRow();
+    for (const auto& row : t.rows) {
+      ImGui::TableNextRow();
+      for (const auto& cell : row) {
+        ImGui::TableNextColumn();
+        if (cell.dim) ImGui::TextDisabled("%s", cell.text.c_str());
+        else ImGui::TextUnformatted(cell.text.c_str());
+      }
+    }
+    ImGui::EndTable();
+  }
 }
 
 }  // namespace mhaviz::gui::walk

@@ -67,6 +67,17 @@ if right is not None and wrong is not None:
             "mistake: the output values change (%s vs %s)" % (right["values"][:4], wrong["values"][:4]))
     g.check(any("mistake" in t for t in wrong["titles"]), "mistake: the output is titled as the mistake's (%s)" % wrong["titles"])
 
+# The inspector (strings built before drawing) explains the wrong value it shows: out_proj of
+# the scrambled merge, its dot product ending on the value in the cell.
+pinned = shown("out-mistake-pinned", "seed003-weight-split-6d", "out_proj,mistake,pin=0")
+if pinned is not None:
+    lines = pinned["inspector"]
+    g.check(len(lines) >= 2 and lines[0].startswith("output (of the mistake)[0, 0, 0] = "), "inspector names the element (%s)" % lines[:1])
+    if len(lines) >= 2:
+        value = lines[0].rsplit("= ", 1)[1]
+        g.check(lines[1].startswith("= merged[") and lines[1].endswith("= " + value),
+                "inspector: out_proj's dot product gives the wrong value shown (%s ... %s)" % (lines[1][:30], value))
+
 # [7] Signed scores: the diverging legend is drawn; weights (non-negative) have none.
 w = shown("scores-legend", "seed003-wrapper", "scores")
 if w is not None:
