@@ -41,8 +41,10 @@ Mistake make_mistake(const Model& model, const Trace& tr) {
     for (int o = 0; o < op.out; ++o) {
       double sum = op.bias.empty() ? 0.0 : static_cast<double>(op.bias[static_cast<std::size_t>(o)]);
       for (int i = 0; i < op.in; ++i)
-        sum += static_cast<double>(m.merged.data[static_cast<std::size_t>(r * op.in + i)]) *
-               static_cast<double>(op.weight[static_cast<std::size_t>(o) * static_cast<std::size_t>(op.in) + static_cast<std::size_t>(i)]);
+        sum +=
+            static_cast<double>(m.merged.data[static_cast<std::size_t>(r * op.in + i)]) *
+            static_cast<double>(
+                op.weight[static_cast<std::size_t>(o) * static_cast<std::size_t>(op.in) + static_cast<std::size_t>(i)]);
       m.output.data[static_cast<std::size_t>(r * op.out + o)] = static_cast<float>(sum);
     }
   return m;
@@ -57,7 +59,9 @@ lay::Dims StepSource::dims() const {
 
 namespace {
 
-float at(const Tensor& t, std::int64_t i) { return i >= 0 && i < t.numel() ? t.data[static_cast<std::size_t>(i)] : 0.0f; }
+float at(const Tensor& t, std::int64_t i) {
+  return i >= 0 && i < t.numel() ? t.data[static_cast<std::size_t>(i)] : 0.0f;
+}
 const Tensor& projection(const Trace& tr, int p) { return p == 0 ? tr.queries : p == 1 ? tr.keys : tr.values; }
 const Tensor& per_head(const Trace& tr, int p) { return p == 0 ? tr.q : p == 1 ? tr.k : tr.v; }
 
@@ -82,7 +86,8 @@ float step_value(const StepSource& s, lay::Step st, std::int64_t flat) {
     case lay::Step::View: return v == Variant::FusedQkv ? at(tr.qkv, off) : at(projection(tr, pane), off);
     case lay::Step::Transpose:
       if (v == Variant::FusedQkv)
-        return at(tr.qkv, base + lay::move_index_inverse(lay::Move::Transpose, lay::step_layout(lay::Step::View, dims), l, r));
+        return at(tr.qkv,
+                  base + lay::move_index_inverse(lay::Move::Transpose, lay::step_layout(lay::Step::View, dims), l, r));
       return at(per_head(tr, pane), off);
     case lay::Step::Chunk: return at(per_head(tr, pane), off);
     case lay::Step::Scores: return at(tr.scores, off);
@@ -95,7 +100,8 @@ float step_value(const StepSource& s, lay::Step st, std::int64_t flat) {
     case lay::Step::Dropout: return at(tr.weights_after_dropout(), off);
     case lay::Step::Context: return at(tr.context, off);
     case lay::Step::TransposeBack:
-      return at(tr.context, base + lay::move_index_inverse(lay::Move::Transpose, lay::step_layout(lay::Step::Context, dims), l, r));
+      return at(tr.context,
+                base + lay::move_index_inverse(lay::Move::Transpose, lay::step_layout(lay::Step::Context, dims), l, r));
     case lay::Step::Merge: return at(s.wrong() ? s.mistake->merged : tr.context_merged, off);
     case lay::Step::Concat: return at(tr.context_merged, off);
     case lay::Step::OutProj: return at(s.wrong() && !s.mistake->output.empty() ? s.mistake->output : tr.output, off);
@@ -170,7 +176,9 @@ Rgb head_rgb(int head) {
   return {c[0] / 255.0f, c[1] / 255.0f, c[2] / 255.0f};
 }
 
-Rgb neutral_rgb(bool dark) { return dark ? Rgb{84 / 255.0f, 97 / 255.0f, 117 / 255.0f} : Rgb{158 / 255.0f, 173 / 255.0f, 199 / 255.0f}; }
+Rgb neutral_rgb(bool dark) {
+  return dark ? Rgb{84 / 255.0f, 97 / 255.0f, 117 / 255.0f} : Rgb{158 / 255.0f, 173 / 255.0f, 199 / 255.0f};
+}
 
 Rgb mix_rgb(Rgb a, Rgb b, float t) { return {a.r + (b.r - a.r) * t, a.g + (b.g - a.g) * t, a.b + (b.b - a.b) * t}; }
 
@@ -182,7 +190,8 @@ Rgb cell_rgb(Tint t, int head, int part, float value, float vmax, bool dark, Rgb
     case Tint::Neutral: return neutral_rgb(dark);
     case Tint::Diverging:
       // -vmax at 0, zero at the middle, +vmax at 1: a sign reads as a hue, not as a brightness.
-      return colormap_eval(Colormap::Diverging, std::isfinite(value) ? std::clamp(0.5f + 0.5f * value / m, 0.0f, 1.0f) : 0.5f);
+      return colormap_eval(Colormap::Diverging,
+                           std::isfinite(value) ? std::clamp(0.5f + 0.5f * value / m, 0.0f, 1.0f) : 0.5f);
     case Tint::Weights: {
       const float a = std::isfinite(value) ? std::clamp(std::fabs(value) / m, 0.0f, 1.0f) : 0.0f;
       const Rgb base = head >= 0 ? head_rgb(head) : Rgb{0.5f, 0.5f, 0.55f};
@@ -205,8 +214,8 @@ std::vector<Swatch> diverging_legend(float vmax) {
 }
 
 // [SECTION] Labels
-std::vector<std::string> block_labels(lay::Kind kind, std::int64_t count, const std::vector<std::string>& tokens, float width,
-                                      const Measure& m) {
+std::vector<std::string> block_labels(lay::Kind kind, std::int64_t count, const std::vector<std::string>& tokens,
+                                      float width, const Measure& m) {
   const auto token = [&tokens](std::int64_t i) {
     return i >= 0 && i < static_cast<std::int64_t>(tokens.size()) ? tokens[static_cast<std::size_t>(i)] : std::string();
   };

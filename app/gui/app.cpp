@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <cfloat>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <cmath>
 #include <map>
 #include <string>
 #include <thread>
@@ -29,9 +29,8 @@ volatile std::sig_atomic_t g_terminate = 0;
 extern "C" void on_terminate_signal(int) { g_terminate = 1; }
 
 // Latin-1 plus the symbols the UI and the stage titles use (ellipsis, arrows, √, ∞, ᵀ, −).
-const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2026, 0x2026,
-                                0x2190, 0x2193, 0x2212, 0x2212, 0x221A, 0x221A, 0x221E, 0x221E,
-                                0x2264, 0x2265, 0};
+const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2026, 0x2026, 0x2190, 0x2193,
+                                0x2212, 0x2212, 0x221A, 0x221A, 0x221E, 0x221E, 0x2264, 0x2265, 0};
 
 constexpr int kWarmupFrames = 10;
 
@@ -157,10 +156,13 @@ void draw_frame(AppState& s) {
   // Status bar.
   const double now = glfwGetTime();
   if (!s.ui.status.empty() && now < s.ui.status_until) {
-    if (s.ui.status_is_error) ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.35f, 1.0f), "%s", s.ui.status.c_str());
-    else ImGui::TextUnformatted(s.ui.status.c_str());
+    if (s.ui.status_is_error)
+      ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.35f, 1.0f), "%s", s.ui.status.c_str());
+    else
+      ImGui::TextUnformatted(s.ui.status.c_str());
   } else {
-    ImGui::TextDisabled("Hover a cell for details.  Keys: 1-5 stage   [ ] head   E enlarge   C controls   Ctrl+O open   Ctrl+S save");
+    ImGui::TextDisabled(
+        "Hover a cell for details.  Keys: 1-5 stage   [ ] head   E enlarge   C controls   Ctrl+O open   Ctrl+S save");
   }
   ImGui::End();
   draw_capture_settings(s);
@@ -207,7 +209,6 @@ int no_window(const char* what, const char* remedy) {
                what, why ? why : "unknown error", remedy);
   return 2;
 }
-
 
 // [SECTION] Start: the document, then the window
 // The document: the argument, else the autosave, else the default lesson. Returns an exit
@@ -290,7 +291,9 @@ int init_window(AppState& s, bool measuring) {
 
 // [SECTION] One frame
 using Clock = std::chrono::steady_clock;
-double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
 
 // What the main loop carries from one frame to the next.
 struct Loop {
@@ -308,8 +311,8 @@ struct Loop {
 // Events: poll while busy or measuring, otherwise sleep until input. False: leave the loop.
 bool handle_events(AppState& s, Loop& L) {
   const double now = glfwGetTime();
-  const bool busy = L.measuring || s.opts.exit_after_frames > 0 || now - s.last_event_time < 1.0 || s.compute.model_dirty ||
-                    s.compute.input_dirty || s.frame < 5;
+  const bool busy = L.measuring || s.opts.exit_after_frames > 0 || now - s.last_event_time < 1.0 ||
+                    s.compute.model_dirty || s.compute.input_dirty || s.frame < 5;
   if (busy) {
     glfwPollEvents();
   } else {
@@ -433,15 +436,17 @@ int shutdown(AppState& s, Loop& L) {
   if (L.swap_pending) glfwSwapBuffers(s.window);
   if (!opts.state_out.empty()) write_state_dump(s, opts.state_out);
   if (!L.measuring) autosave(s);
-  if (opts.width == 0 && opts.height == 0) glfwGetWindowSize(s.window, &s.settings.window_width, &s.settings.window_height);
+  if (opts.width == 0 && opts.height == 0)
+    glfwGetWindowSize(s.window, &s.settings.window_width, &s.settings.window_height);
   if (!L.measuring) save_settings(s);
   if (opts.frame_stats) {
     std::printf("frames=%lld measured=%zu forward_ms=%.2f texture_uploads=%lld heatmaps=%s perturb=%s\n",
                 static_cast<long long>(s.frame), s.frame_ms.size(), s.compute.forward_ms,
                 static_cast<long long>(s.renderer.uploads_total), opts.no_heatmaps ? "off" : "on",
                 opts.perturb ? "on" : "off");
-    std::printf("median_ms: events=%.2f swap+recompute=%.2f ui+upload=%.2f gl_submit=%.2f\n", percentile(s.phase_ms[0], 0.5),
-                percentile(s.phase_ms[1], 0.5), percentile(s.phase_ms[2], 0.5), percentile(s.phase_ms[3], 0.5));
+    std::printf("median_ms: events=%.2f swap+recompute=%.2f ui+upload=%.2f gl_submit=%.2f\n",
+                percentile(s.phase_ms[0], 0.5), percentile(s.phase_ms[1], 0.5), percentile(s.phase_ms[2], 0.5),
+                percentile(s.phase_ms[3], 0.5));
     std::printf("frame_median_ms=%.2f frame_p95_ms=%.2f\n", percentile(s.frame_ms, 0.5), percentile(s.frame_ms, 0.95));
     std::fflush(stdout);
   }

@@ -1,6 +1,6 @@
 // The "Wrapper vs weight split" tab.
-#include "walk_frame.hpp"
 #include <GLFW/glfw3.h>
+#include "walk_frame.hpp"
 
 #include <chrono>
 
@@ -33,10 +33,14 @@ bool comparison_ready(AppState& s) {
 
 std::string big(std::int64_t v) {
   char buf[32];
-  if (v >= 1000000000) std::snprintf(buf, sizeof buf, "%.2f G", static_cast<double>(v) / 1e9);
-  else if (v >= 1000000) std::snprintf(buf, sizeof buf, "%.2f M", static_cast<double>(v) / 1e6);
-  else if (v >= 10000) std::snprintf(buf, sizeof buf, "%.1f k", static_cast<double>(v) / 1e3);
-  else std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+  if (v >= 1000000000)
+    std::snprintf(buf, sizeof buf, "%.2f G", static_cast<double>(v) / 1e9);
+  else if (v >= 1000000)
+    std::snprintf(buf, sizeof buf, "%.2f M", static_cast<double>(v) / 1e6);
+  else if (v >= 10000)
+    std::snprintf(buf, sizeof buf, "%.1f k", static_cast<double>(v) / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
   return buf;
 }
 
@@ -63,13 +67,15 @@ void weights_tile(AppState& s, const Trace& t, int head, const char* title, floa
   for (int i = 0; i < shown; ++i)
     for (int j = 0; j < shown; ++j) {
       const float wv = t.weights.at({b, head, i, j});
-      const ImVec4 col = t.masked(i, j) ? ImVec4(0.2f, 0.2f, 0.2f, 1.0f) : mix(bg, hc, 0.15f + 0.85f * std::clamp(wv, 0.0f, 1.0f));
+      const ImVec4 col =
+          t.masked(i, j) ? ImVec4(0.2f, 0.2f, 0.2f, 1.0f) : mix(bg, hc, 0.15f + 0.85f * std::clamp(wv, 0.0f, 1.0f));
       const ImVec2 a(o.x + static_cast<float>(j) * cs, o.y + static_cast<float>(i) * cs);
       dl->AddRectFilled(ImVec2(a.x + 1, a.y + 1), ImVec2(a.x + cs - 1, a.y + cs - 1), u32(col));
       if (txt && !t.masked(i, j)) {
         const std::string v = fmt("%.2f", static_cast<double>(wv));
         dl->AddText(font, sfh, ImVec2(a.x + 3, a.y + (cs - sfh) * 0.5f),
-                    figure::luminance(to_rgb(col)) < 0.5f ? IM_COL32(255, 255, 255, 255) : IM_COL32(0, 0, 0, 255), v.c_str());
+                    figure::luminance(to_rgb(col)) < 0.5f ? IM_COL32(255, 255, 255, 255) : IM_COL32(0, 0, 0, 255),
+                    v.c_str());
       }
     }
   ImGui::Dummy(ImVec2(cs * static_cast<float>(shown), cs * static_cast<float>(shown)));
@@ -98,16 +104,16 @@ void draw_compare_tab(AppState& s) {
   ImGui::SameLine();
   const bool exact = c.max_diff_weights == 0.0;
   ImGui::TextColored(c.max_diff_weights <= 1e-6 ? ImVec4(0.45f, 0.85f, 0.45f, 1.0f) : ImVec4(1.0f, 0.45f, 0.35f, 1.0f),
-                     "max |wrapper − weight split| over all heads' weights = %.3g%s,  outputs = %.3g", c.max_diff_weights,
-                     exact ? " (identical)" : "", c.max_diff_output);
+                     "max |wrapper − weight split| over all heads' weights = %.3g%s,  outputs = %.3g",
+                     c.max_diff_weights, exact ? " (identical)" : "", c.max_diff_output);
   const float side = std::min(fh * 7.5f, (ImGui::GetContentRegionAvail().x - fh * 4.0f) * 0.5f);
   weights_tile(s, c.wrapper, head, "Wrapper: head's own module", side);
   ImGui::SameLine(0.0f, fh * 2.0f);
   weights_tile(s, c.split, head, "Weight split: q.view + transpose", side);
 
   ImGui::Separator();
-  ImGui::Text("Cost of one forward: b = %d, num_tokens = %d, d_in = %d, num_heads = %d, head_dim = %d", c.batch, c.tokens, c.d_in,
-              c.heads, c.head_dim);
+  ImGui::Text("Cost of one forward: b = %d, num_tokens = %d, d_in = %d, num_heads = %d, head_dim = %d", c.batch,
+              c.tokens, c.d_in, c.heads, c.head_dim);
   const Comparison::Row& r = c.rows.front();
   if (ImGui::BeginTable("cost", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
     ImGui::TableSetupColumn("variant");
@@ -120,7 +126,9 @@ void draw_compare_tab(AppState& s) {
       const char* name;
       const Cost& cost;
       double ms;
-    } lines[3] = {{"wrapper (h modules)", r.wrapper, r.wrapper_ms}, {"weight split", r.split, r.split_ms}, {"fused qkv", r.fused, r.fused_ms}};
+    } lines[3] = {{"wrapper (h modules)", r.wrapper, r.wrapper_ms},
+                  {"weight split", r.split, r.split_ms},
+                  {"fused qkv", r.fused, r.fused_ms}};
     for (const auto& ln : lines) {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
@@ -136,22 +144,28 @@ void draw_compare_tab(AppState& s) {
     }
     ImGui::EndTable();
   }
-  ImGui::TextDisabled("Weight split adds out_proj (d_out² + d_out parameters); its identity here keeps the outputs equal.");
+  ImGui::TextDisabled(
+      "Weight split adds out_proj (d_out² + d_out parameters); its identity here keeps the outputs equal.");
   if (r.samples > 0) {
     ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextDisabled("Times: median of %d samples of %d forward%s each. A teaching-size forward takes microseconds, where "
-                        "the calls and FLOPs say more than the clock.", r.samples, r.per_sample, r.per_sample > 1 ? "s" : "");
+    ImGui::TextDisabled(
+        "Times: median of %d samples of %d forward%s each. A teaching-size forward takes microseconds, where "
+        "the calls and FLOPs say more than the clock.",
+        r.samples, r.per_sample, r.per_sample > 1 ? "s" : "");
     ImGui::PopTextWrapPos();
   }
 
   ImGui::Spacing();
-  ImGui::TextWrapped("As num_heads grows (head_dim = %d fixed): the wrapper makes 5 matmul calls per head, weight split 6 in all.", c.head_dim);
+  ImGui::TextWrapped(
+      "As num_heads grows (head_dim = %d fixed): the wrapper makes 5 matmul calls per head, weight split 6 in all.",
+      c.head_dim);
   ImGui::SameLine();
   ImGui::SetNextItemWidth(fh * 6.0f);
   ImGui::SliderInt("up to heads", &w.cmp_max_heads, 4, 64);
   std::int64_t max_calls = 1;
   for (std::size_t i = 1; i < c.rows.size(); ++i) max_calls = std::max(max_calls, c.rows[i].wrapper.matmul_calls);
-  if (ImGui::BeginTable("growth", 6, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
+  if (ImGui::BeginTable("growth", 6,
+                        ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
     ImGui::TableSetupColumn("num_heads");
     ImGui::TableSetupColumn("wrapper calls");
     ImGui::TableSetupColumn("split calls");
@@ -188,8 +202,9 @@ void draw_compare_tab(AppState& s) {
     ImGui::EndTable();
   }
   ImGui::PushTextWrapPos(0.0f);
-  ImGui::TextDisabled("FLOPs of the projections are the same; the wrapper pays for h times more, smaller calls. Times: forward() "
-                      "medians measured off the UI thread when the input changes (\"not timed\": too large to time while you edit).");
+  ImGui::TextDisabled(
+      "FLOPs of the projections are the same; the wrapper pays for h times more, smaller calls. Times: forward() "
+      "medians measured off the UI thread when the input changes (\"not timed\": too large to time while you edit).");
   ImGui::PopTextWrapPos();
 }
 

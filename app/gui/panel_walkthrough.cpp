@@ -59,14 +59,17 @@ void draw_walkthrough_tab(AppState& s) {
     sh[0] = tr.batch;
     const std::string shape_line = std::string(lay::step_shape(st, v)) + " = " +
                                    (v == Variant::Wrapper && (st == lay::Step::Project || st == lay::Step::Context)
-                                        ? std::to_string(tr.heads) + " x (" + std::to_string(tr.batch) + ", " + std::to_string(tr.tokens) + ", " + std::to_string(tr.head_dim) + ")"
+                                        ? std::to_string(tr.heads) + " x (" + std::to_string(tr.batch) + ", " +
+                                              std::to_string(tr.tokens) + ", " + std::to_string(tr.head_dim) + ")"
                                         : shape_text(sh));
     ImGui::SameLine(0.0f, fh * 1.5f);
     ImGui::TextDisabled("%s", shape_line.c_str());
     std::string extra = "num_heads = " + std::to_string(tr.heads) + ", head_dim = " + std::to_string(tr.head_dim);
     if (v == Variant::Wrapper && st == lay::Step::Project)
-      extra = std::to_string(tr.heads) + " modules, each its own W_query, W_key, W_value (" + std::to_string(tr.head_dim) + " x " + std::to_string(tr.d_in) + ")";
-    if (v == Variant::FusedQkv && st == lay::Step::Project) extra = "per head a [q | k | v] chunk of 3 * head_dim columns";
+      extra = std::to_string(tr.heads) + " modules, each its own W_query, W_key, W_value (" +
+              std::to_string(tr.head_dim) + " x " + std::to_string(tr.d_in) + ")";
+    if (v == Variant::FusedQkv && st == lay::Step::Project)
+      extra = "per head a [q | k | v] chunk of 3 * head_dim columns";
     if (st == lay::Step::Softmax) extra = "1/√head_dim = 1/√" + std::to_string(tr.head_dim) + " = " + num(tr.scale());
     ImGui::PushFont(s.ui.font_mono ? s.ui.font_mono : ImGui::GetFont());
     const ImVec4 code_col = s.settings.dark ? ImVec4(0.55f, 0.8f, 1.0f, 1.0f) : ImVec4(0.05f, 0.3f, 0.6f, 1.0f);
@@ -80,7 +83,8 @@ void draw_walkthrough_tab(AppState& s) {
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const bool has_chain = chain_of(f, shown).size() >= 2;
   const float strip_w = has_chain ? std::floor(std::clamp(avail.x * 0.3f, fh * 10.0f, fh * 17.0f)) : 0.0f;
-  const bool matmul = st == lay::Step::Project || st == lay::Step::Scores || st == lay::Step::Context || st == lay::Step::OutProj;
+  const bool matmul =
+      st == lay::Step::Project || st == lay::Step::Scores || st == lay::Step::Context || st == lay::Step::OutProj;
   const float insp_h = st == lay::Step::Softmax ? fh * 9.5f : matmul ? fh * 5.8f : fh * 4.6f;
   const ImVec2 canvas_sz(avail.x - strip_w, std::max(fh * 6.0f, avail.y - insp_h));
   f.value_w = ImGui::GetFont()->CalcTextSizeA(f.sfh, FLT_MAX, 0.0f, "-0.00").x;
@@ -109,13 +113,14 @@ void draw_walkthrough_tab(AppState& s) {
       for_visible(f, g, [&](const lay::Cell&, std::int64_t flat, ImVec2 p) {
         const std::int64_t off = static_cast<std::int64_t>(f.b) * g.l.pane_numel() + flat;
         if (at(w.mistake.merged, off) != at(tr.context_merged, off))
-          f.dl->AddRect(ImVec2(p.x + 1, p.y + 1), ImVec2(p.x + f.cs - 1, p.y + f.cs - 1), IM_COL32(255, 60, 50, 255), 0.0f, 0, 2.0f);
+          f.dl->AddRect(ImVec2(p.x + 1, p.y + 1), ImVec2(p.x + f.cs - 1, p.y + f.cs - 1), IM_COL32(255, 60, 50, 255),
+                        0.0f, 0, 2.0f);
       });
     }
     // Hover: the result grid (and the correct merge next to the mistake).
     const ImVec2 m = ImGui::GetIO().MousePos;
-    const bool inside = ImGui::IsWindowHovered() && m.x >= canvas.x && m.y >= canvas.y && m.x < canvas.x + canvas_sz.x &&
-                        m.y < canvas.y + canvas_sz.y && !s.opts.ignore_mouse;
+    const bool inside = ImGui::IsWindowHovered() && m.x >= canvas.x && m.y >= canvas.y &&
+                        m.x < canvas.x + canvas_sz.x && m.y < canvas.y + canvas_sz.y && !s.opts.ignore_mouse;
     if (inside) {
       const Grid& g = cur.grids[static_cast<std::size_t>(cur.result)];
       const lay::Point p{(m.x - g.origin.x) / f.cs + pane_shift(g), (m.y - g.origin.y) / f.cs};
@@ -137,7 +142,8 @@ void draw_walkthrough_tab(AppState& s) {
     use_step(fb, k + 1);
     Scene next = build_scene(fb, k + 1);
     place_scene(fb, next, ImVec2(canvas.x + 4.0f, canvas.y + 4.0f));
-    const lay::Move mv = lay::step_move(f.steps[static_cast<std::size_t>(k)], f.steps[static_cast<std::size_t>(k + 1)], w.mistaken);
+    const lay::Move mv =
+        lay::step_move(f.steps[static_cast<std::size_t>(k)], f.steps[static_cast<std::size_t>(k + 1)], w.mistaken);
     const float e = lay::ease(u);
     // A new tensor (no element correspondence): cross-fade the scenes. Elements that move:
     // operands leave first, then the new ones come.
@@ -155,7 +161,8 @@ void draw_walkthrough_tab(AppState& s) {
       draw_operator(fb, next.grids[i], in_a);
     }
     if (mv != lay::Move::None) {
-      draw_moving(f, fb, cur.grids[static_cast<std::size_t>(cur.result)], next.grids[static_cast<std::size_t>(next.result)], mv, u);
+      draw_moving(f, fb, cur.grids[static_cast<std::size_t>(cur.result)],
+                  next.grids[static_cast<std::size_t>(next.result)], mv, u);
     }
     f.cells += fb.cells;
   }
@@ -165,19 +172,21 @@ void draw_walkthrough_tab(AppState& s) {
   if (has_chain) {
     const ImVec2 sp(canvas.x + canvas_sz.x, canvas.y);
     f.dl->PushClipRect(sp, ImVec2(sp.x + strip_w, sp.y + canvas_sz.y), true);
-    f.dl->AddLine(ImVec2(sp.x - 6.0f, sp.y), ImVec2(sp.x - 6.0f, sp.y + canvas_sz.y), ImGui::GetColorU32(ImGuiCol_Separator));
+    f.dl->AddLine(ImVec2(sp.x - 6.0f, sp.y), ImVec2(sp.x - 6.0f, sp.y + canvas_sz.y),
+                  ImGui::GetColorU32(ImGuiCol_Separator));
     draw_chain_strip(f, shown, ImVec2(sp.x + 4.0f, sp.y), strip_w - 8.0f, canvas_sz.y - 4.0f);
     f.dl->PopClipRect();
   }
   ImGui::Separator();
-  if (!moving && figure::step_tint(st) == Tint::Diverging) draw_diverging_legend(f, cur.grids[static_cast<std::size_t>(cur.result)].vmax);
+  if (!moving && figure::step_tint(st) == Tint::Diverging)
+    draw_diverging_legend(f, cur.grids[static_cast<std::size_t>(cur.result)].vmax);
   if (!moving) {
     const Inspection in = inspect(f, k, selected_in(f, k));
     draw_inspection(in);
     for (const auto& it : in.items)
       if (it.table.header.empty()) rec.inspector.push_back(it.line.text);
-  }
-  else ImGui::TextDisabled("%s", "Every element travels from its place in the old layout to its place in the new one.");
+  } else
+    ImGui::TextDisabled("%s", "Every element travels from its place in the old layout to its place in the new one.");
   // For tests (--layout-out / --state-out): position, target, playing, what was drawn this frame.
   rec.pos = w.pos;
   rec.target = w.target;
@@ -224,7 +233,8 @@ bool walkthrough_active(AppState& s) {
   Walkthrough& w = s.walkthrough;
   if (!w.options_applied) walk::apply_options(s);
   const ImGuiIO& io = ImGui::GetIO();
-  if (s.ui.dialog == Dialog::None && !io.WantTextInput && !io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_W, false)) w.open = !w.open;
+  if (s.ui.dialog == Dialog::None && !io.WantTextInput && !io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_W, false))
+    w.open = !w.open;
   return w.open;
 }
 

@@ -11,7 +11,9 @@ namespace mhaviz::gui {
 
 Timing time_forward(const Model& m, const Tensor& x, Trace& out) {
   using clock = std::chrono::steady_clock;
-  const auto ms_since = [](clock::time_point t0) { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
+  const auto ms_since = [](clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  };
   // One warm-up forward sizes the samples (and fills the caches, as a repeated forward finds them).
   auto t0 = clock::now();
   forward(m, x, out);
@@ -41,9 +43,10 @@ Comparison compare_variants(const Model& model, const Tensor& input, int max_hea
     c.d_in = static_cast<int>(input.shape.at(2));
     c.heads = heads;
     c.head_dim = head_dim;
-    const std::string what = "Compared: a MultiHeadAttentionWrapper and a weight-split MultiHeadAttention whose W_query, W_key and "
-                             "W_value are the wrapper's heads stacked row-wise and whose out_proj is the identity, both in eval "
-                             "mode (no dropout), so they compute the same function. ";
+    const std::string what =
+        "Compared: a MultiHeadAttentionWrapper and a weight-split MultiHeadAttention whose W_query, W_key and "
+        "W_value are the wrapper's heads stacked row-wise and whose out_proj is the identity, both in eval "
+        "mode (no dropout), so they compute the same function. ";
     Model wrapper;
     if (cur.variant == Variant::Wrapper) {
       wrapper = model;
@@ -54,8 +57,9 @@ Comparison compare_variants(const Model& model, const Tensor& input, int max_hea
       wc.d_out = head_dim;
       wc.weights = nullptr;
       wrapper = build_model(wc, c.d_in);
-      c.note = what + "This session is " + std::string(variant_name(cur.variant)) + ": the wrapper here is a new one (" +
-               std::to_string(heads) + " heads of d_out = " + std::to_string(head_dim) + ", seed " + std::to_string(cur.seed) +
+      c.note = what + "This session is " + std::string(variant_name(cur.variant)) +
+               ": the wrapper here is a new one (" + std::to_string(heads) +
+               " heads of d_out = " + std::to_string(head_dim) + ", seed " + std::to_string(cur.seed) +
                "), so its weights and results differ from the walkthrough's.";
     }
     wrapper.config.training = false;
@@ -70,9 +74,11 @@ Comparison compare_variants(const Model& model, const Tensor& input, int max_hea
     first.samples = tw.samples;
     first.per_sample = tw.per_sample;
     for (std::size_t i = 0; i < c.wrapper.weights.data.size() && i < c.split.weights.data.size(); ++i)
-      c.max_diff_weights = std::max(c.max_diff_weights, static_cast<double>(std::fabs(c.wrapper.weights.data[i] - c.split.weights.data[i])));
+      c.max_diff_weights = std::max(
+          c.max_diff_weights, static_cast<double>(std::fabs(c.wrapper.weights.data[i] - c.split.weights.data[i])));
     for (std::size_t i = 0; i < c.wrapper.output.data.size() && i < c.split.output.data.size(); ++i)
-      c.max_diff_output = std::max(c.max_diff_output, static_cast<double>(std::fabs(c.wrapper.output.data[i] - c.split.output.data[i])));
+      c.max_diff_output = std::max(c.max_diff_output,
+                                   static_cast<double>(std::fabs(c.wrapper.output.data[i] - c.split.output.data[i])));
     // Cost (and time, while cheap) at h heads of the same head_dim, for each variant.
     const auto configs = [&](int h) {
       ModelConfig wc = wrapper.config;

@@ -1,7 +1,7 @@
 // The walkthrough's transport controls (buttons, scrub bar, step chips, keys) and its
 // options row (mode, panes, mistake); the moves themselves are walk_transport.cpp.
-#include "walk_frame.hpp"
 #include <GLFW/glfw3.h>
+#include "walk_frame.hpp"
 
 namespace mhaviz::gui::walk {
 
@@ -27,7 +27,8 @@ void draw_controls_row(AppState& s, Frame& f) {
   ImGui::SameLine();
   if (ImGui::Button("< Back")) previous_step(w, n);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Previous step (←)");
-  s.probe.widgets["walk_back"] = {ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y, ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y};
+  s.probe.widgets["walk_back"] = {ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y, ImGui::GetItemRectMax().x,
+                                  ImGui::GetItemRectMax().y};
   ImGui::SameLine();
   if (ImGui::Button(w.playing ? "Pause ##play" : "Play  ##play", ImVec2(fh * 4.0f, 0))) toggle_play(w, n);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Play / pause (Space)");
@@ -65,17 +66,22 @@ void draw_step_chips(AppState& s, Frame& f) {
   for (int i = 0; i < n; ++i) {
     if (i > 0) ImGui::SameLine(0.0f, 4.0f);
     const lay::Step sti = f.steps[static_cast<std::size_t>(i)];
-    const std::string shortname = sti == lay::Step::Input ? "X" : sti == lay::Step::Project ? "QKV" : sti == lay::Step::TransposeBack ? "back" : std::string(lay::step_name(sti));
+    const std::string shortname = sti == lay::Step::Input           ? "X"
+                                  : sti == lay::Step::Project       ? "QKV"
+                                  : sti == lay::Step::TransposeBack ? "back"
+                                                                    : std::string(lay::step_name(sti));
     const std::string name = std::to_string(i + 1) + " " + shortname;
     const float bw = ImGui::CalcTextSize(name.c_str()).x + ImGui::GetStyle().FramePadding.x * 2.0f;
-    if (i > 0 && ImGui::GetItemRectMax().x + bw + 4.0f > ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x) ImGui::NewLine();
+    if (i > 0 && ImGui::GetItemRectMax().x + bw + 4.0f > ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
+      ImGui::NewLine();
     const bool on = i == cur;
     if (on) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
     if (ImGui::Button(name.c_str())) go_to(w, static_cast<float>(i), n);
     record_widget(s, ("walk_chip_" + std::to_string(i + 1)).c_str());
     if (on) ImGui::PopStyleColor();
     if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("%s", std::string(lay::step_title(f.steps[static_cast<std::size_t>(i)], f.tr.config.variant)).c_str());
+      ImGui::SetTooltip(
+          "%s", std::string(lay::step_title(f.steps[static_cast<std::size_t>(i)], f.tr.config.variant)).c_str());
   }
   ImGui::PopStyleVar();
   ImGui::SetWindowFontScale(1.0f);
@@ -108,7 +114,10 @@ void draw_options_row(AppState& s, Frame& f) {
     }
     ImGui::SameLine();
     ImGui::Checkbox("Wᵀ", &w.show_weights);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Draw the weight matrix (transposed) in the projection step: X · Wᵀ = Q\n(when it fits without hiding columns)");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "Draw the weight matrix (transposed) in the projection step: X · Wᵀ = Q\n(when it fits without hiding "
+          "columns)");
   }
   if (f.tr.batch > 1) {
     ImGui::SameLine();
@@ -122,17 +131,23 @@ void draw_options_row(AppState& s, Frame& f) {
     if (ImGui::Checkbox("mistake: merge w/o transpose back", &w.mistaken)) {
       // Stay on the same step (the step list loses or regains "transpose back").
       const auto old_steps = lay::steps_for(v, !w.mistaken);
-      const lay::Step at_step = old_steps[static_cast<std::size_t>(std::clamp(static_cast<int>(std::lround(before)), 0, static_cast<int>(old_steps.size()) - 1))];
+      const lay::Step at_step = old_steps[static_cast<std::size_t>(
+          std::clamp(static_cast<int>(std::lround(before)), 0, static_cast<int>(old_steps.size()) - 1))];
       const auto now_steps = lay::steps_for(v, w.mistaken);
       int idx = 0;
       for (int i = 0; i < static_cast<int>(now_steps.size()); ++i)
-        if (now_steps[static_cast<std::size_t>(i)] == at_step || (at_step == lay::Step::TransposeBack && now_steps[static_cast<std::size_t>(i)] == lay::Step::Merge)) idx = i;
+        if (now_steps[static_cast<std::size_t>(i)] == at_step ||
+            (at_step == lay::Step::TransposeBack && now_steps[static_cast<std::size_t>(i)] == lay::Step::Merge))
+          idx = i;
       w.pos = w.target = static_cast<float>(idx);
       w.hover_step = w.pin_step = -1;
     }
     record_widget(s, "walk_mistake");
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("The Transformer tutorial's slip: reshape (b, h, T, hd) straight to (b, T, h*hd), without the transpose back; "
-                                                  "see the merge step and the wrong output it leads to");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "The Transformer tutorial's slip: reshape (b, h, T, hd) straight to (b, T, h*hd), without the transpose "
+          "back; "
+          "see the merge step and the wrong output it leads to");
   }
 }
 
@@ -144,7 +159,8 @@ void draw_diverging_legend(Frame& f, float vmax) {
   for (const figure::Swatch& sw : figure::diverging_legend(vmax)) {
     ImGui::SameLine();
     const ImVec2 p = ImGui::GetCursorScreenPos();
-    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + fh * 0.15f), ImVec2(p.x + fh * 0.9f, p.y + fh * 1.05f), u32(to_vec(sw.color)));
+    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + fh * 0.15f), ImVec2(p.x + fh * 0.9f, p.y + fh * 1.05f),
+                                              u32(to_vec(sw.color)));
     ImGui::Dummy(ImVec2(fh * 0.9f, fh));
     ImGui::SameLine(0.0f, fh * 0.25f);
     ImGui::TextUnformatted(sw.text.c_str());

@@ -16,7 +16,8 @@ Look look_of(const Frame& f, const Grid& g, const lay::Cell& c, std::int64_t fla
   const float v = g.value(flat);
   lk.state = g.state ? g.state(flat) : 0;
   const ImVec4 bg = rgba(ImGui::GetColorU32(ImGuiCol_WindowBg));
-  ImVec4 col = to_vec(figure::cell_rgb(g.tint, cell_head(g, c), lay::part_of(g.l, c), v, g.vmax, f.s.settings.dark, to_rgb(bg)));
+  ImVec4 col =
+      to_vec(figure::cell_rgb(g.tint, cell_head(g, c), lay::part_of(g.l, c), v, g.vmax, f.s.settings.dark, to_rgb(bg)));
   if (lk.state == 1) col = f.s.settings.dark ? ImVec4(0.16f, 0.16f, 0.17f, 1.0f) : ImVec4(0.80f, 0.80f, 0.80f, 1.0f);
   if (lk.state == 2) col = bg;
   lk.fill = col;
@@ -46,7 +47,8 @@ void draw_cell(Frame& f, ImVec2 p, float size, const Look& lk, float alpha, ImFo
     ImVec4 tc = lk.text;
     tc.w *= alpha;
     const ImVec2 ts = font->CalcTextSizeA(f.sfh, FLT_MAX, 0.0f, lk.label.c_str());
-    f.dl->AddText(font, f.sfh, ImVec2(p.x + (size - ts.x) * 0.5f, p.y + (size - ts.y) * 0.5f), u32(tc), lk.label.c_str());
+    f.dl->AddText(font, f.sfh, ImVec2(p.x + (size - ts.x) * 0.5f, p.y + (size - ts.y) * 0.5f), u32(tc),
+                  lk.label.c_str());
   }
   if (!lk.tag.empty() && size >= f.sfh * 2.4f) {
     ImVec4 tc = lk.text;
@@ -54,7 +56,6 @@ void draw_cell(Frame& f, ImVec2 p, float size, const Look& lk, float alpha, ImFo
     f.dl->AddText(font, std::round(f.sfh * 0.72f), ImVec2(p.x + 3.0f, p.y + 1.0f), u32(tc), lk.tag.c_str());
   }
 }
-
 
 float grid_vmax(const Frame& f, const Grid& g) {
   float m = 0.0f;
@@ -97,7 +98,8 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, Introspection::Walk
   // Pane titles.
   for (int pane = g.pane_first; pane <= g.pane_last; ++pane) {
     const ImVec2 p = to_px(f, g, lay::slot_point(g.l, pane, 0, 0, 0));
-    std::string t = pane < static_cast<int>(g.pane_titles.size()) ? g.pane_titles[static_cast<std::size_t>(pane)] : g.pane_titles.front();
+    std::string t = pane < static_cast<int>(g.pane_titles.size()) ? g.pane_titles[static_cast<std::size_t>(pane)]
+                                                                  : g.pane_titles.front();
     if (!keys.note.empty()) t += "  · columns: " + keys.note;
     small_text(f, ImVec2(p.x, title_y), text, t);
     if (rec && result) rec->titles.push_back(t);
@@ -112,10 +114,13 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, Introspection::Walk
         const ImVec2 a = to_px(f, g, lay::slot_point(g.l, pane, 0, 0, start));
         const float wpx = static_cast<float>(end_slot - start) * f.cs;
         std::string lab;
-        if (g.l.part_cols > 0 && g.l.kind != lay::Kind::Matrix) lab = cur == 0 ? "q" : cur == 1 ? "k" : "v";
-        else lab = (wpx >= small_w(f, "head 00") + 4.0f ? "head " : "h") + std::to_string(cur);
+        if (g.l.part_cols > 0 && g.l.kind != lay::Kind::Matrix)
+          lab = cur == 0 ? "q" : cur == 1 ? "k" : "v";
+        else
+          lab = (wpx >= small_w(f, "head 00") + 4.0f ? "head " : "h") + std::to_string(cur);
         if (small_w(f, lab) <= wpx + 2.0f) small_text(f, ImVec2(a.x + 2.0f, title_y + line), dim, lab);
-        f.dl->AddLine(ImVec2(a.x + 1, title_y + line * 2 - 2), ImVec2(a.x + wpx - 1, title_y + line * 2 - 2), dim, 1.0f);
+        f.dl->AddLine(ImVec2(a.x + 1, title_y + line * 2 - 2), ImVec2(a.x + wpx - 1, title_y + line * 2 - 2), dim,
+                      1.0f);
       };
       for (std::int64_t cs = 0; cs < ca.slots(); ++cs) {
         const std::int64_t col = ca.index_at(cs);
@@ -138,8 +143,8 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, Introspection::Walk
   std::vector<std::string> block_names;
   if (g.blocks == BlockLabels::Heads || g.blocks == BlockLabels::Tokens) {
     const float block_w = static_cast<float>(ca.slots()) * f.cs + (bcols > 1 ? g.l.block_gap_x * f.cs - 4.0f : 1.0e6f);
-    block_names = figure::block_labels(g.blocks == BlockLabels::Heads ? lay::Kind::HeadBlocks : lay::Kind::TokenBlocks, g.l.dims[1],
-                                       f.s.compute.tokens, block_w, measure);
+    block_names = figure::block_labels(g.blocks == BlockLabels::Heads ? lay::Kind::HeadBlocks : lay::Kind::TokenBlocks,
+                                       g.l.dims[1], f.s.compute.tokens, block_w, measure);
   }
   for (std::int64_t bs = 0; bs < ba.slots(); ++bs) {
     const std::int64_t block = ba.index_at(bs);
@@ -158,7 +163,9 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, Introspection::Walk
         hc.w = alpha;
         col = u32(hc);
       }
-      small_text(f, ImVec2(p.x, p.y - line * (g.col_tokens && bs < bcols ? 1.0f + static_cast<float>(keys.lines) : 1.0f)), col, lab);
+      small_text(f,
+                 ImVec2(p.x, p.y - line * (g.col_tokens && bs < bcols ? 1.0f + static_cast<float>(keys.lines) : 1.0f)),
+                 col, lab);
       if (rec && result) rec->block_labels.push_back(lab);
     }
     if (g.col_tokens && bs < bcols) {
@@ -229,8 +236,8 @@ void draw_operator(Frame& f, const Grid& g, float alpha) {
 }
 
 // Rectangle (pixels) around cells [c0, c1] (inclusive, same pane and block) of a grid, visible part only.
-bool cells_rect(const Frame& f, const Grid& g, int pane, std::int64_t block, std::int64_t r0, std::int64_t r1, std::int64_t c0,
-                std::int64_t c1, ImVec2& a, ImVec2& b) {
+bool cells_rect(const Frame& f, const Grid& g, int pane, std::int64_t block, std::int64_t r0, std::int64_t r1,
+                std::int64_t c0, std::int64_t c1, ImVec2& a, ImVec2& b) {
   const lay::Axis ba = g.l.block_axis(), ra = g.l.row_axis(), ca = g.l.col_axis();
   const std::int64_t bs = ba.slot(block);
   if (bs < 0 || !pane_drawn(g, pane)) return false;
@@ -259,7 +266,6 @@ void outline(const Frame& f, ImVec2 a, ImVec2 b, ImU32 col, float th) {
   f.dl->AddRect(ImVec2(a.x - 1, a.y - 1), ImVec2(b.x + 1, b.y + 1), IM_COL32(0, 0, 0, 200), 0.0f, 0, th + 2.0f);
   f.dl->AddRect(ImVec2(a.x - 1, a.y - 1), ImVec2(b.x + 1, b.y + 1), col, 0.0f, 0, th);
 }
-
 
 // [SECTION] The animated transition of the result grid between two steps
 // fa / fb: the frames (cell sizes) of the steps before and after; elements travel from their
@@ -300,10 +306,13 @@ void draw_moving(Frame& fa, Frame& fb, Grid& from, Grid& to, lay::Move m, float 
     if (lay::visible(from.l, sc) && pane_drawn(from, sc.pane)) return;
     draw_cell(fa, p1, fb.cs, look_of(fb, to, c, flat), std::max(0.0f, 3.0f * e - 2.0f), font);
   });
-  if (from.l.kind == to.l.kind && from.l.dims == to.l.dims && from.origin.x == to.origin.x && from.origin.y == to.origin.y) {
+  if (from.l.kind == to.l.kind && from.l.dims == to.l.dims && from.origin.x == to.origin.x &&
+      from.origin.y == to.origin.y) {
     // Same drawing, new values (mask, softmax, dropout): the labels stay; the title switches halfway.
-    if (e < 0.5f) draw_frame_labels(fa, from, 1.0f);
-    else draw_frame_labels(fb, to, 1.0f);
+    if (e < 0.5f)
+      draw_frame_labels(fa, from, 1.0f);
+    else
+      draw_frame_labels(fb, to, 1.0f);
   } else {
     draw_frame_labels(fa, from, std::max(0.0f, 1.0f - 2.5f * e));  // labels leave, then the new ones come
     draw_frame_labels(fb, to, std::max(0.0f, 2.5f * e - 1.5f));
@@ -327,8 +336,10 @@ void highlight_operands(Frame& f, const Scene& sc, lay::Step st, std::int64_t fl
       row_hl(sc.grids[0], 0, c.row);
       if (sc.result == 2) {  // Wᵀ drawn: the column that makes the output column
         const Grid& wg = sc.grids[1];
-        if (wg.l.kind == lay::Kind::HeadBlocks) col_hl(wg, c.block % wg.l.dims[1], c.col);
-        else col_hl(wg, 0, c.col);
+        if (wg.l.kind == lay::Kind::HeadBlocks)
+          col_hl(wg, c.block % wg.l.dims[1], c.col);
+        else
+          col_hl(wg, 0, c.col);
       }
       break;
     case lay::Step::Scores:
@@ -339,9 +350,7 @@ void highlight_operands(Frame& f, const Scene& sc, lay::Step st, std::int64_t fl
       row_hl(sc.grids[0], c.block, c.row);
       col_hl(sc.grids[1], c.block, c.col);
       break;
-    case lay::Step::OutProj:
-      row_hl(sc.grids[0], 0, c.row);
-      break;
+    case lay::Step::OutProj: row_hl(sc.grids[0], 0, c.row); break;
     case lay::Step::Softmax:
       if (cells_rect(f, res, 0, c.block, c.row, c.row, 0, res.l.dims[3] - 1, a, b)) outline(f, a, b, kOperand, 1.5f);
       break;
@@ -354,7 +363,8 @@ void highlight_operands(Frame& f, const Scene& sc, lay::Step st, std::int64_t fl
 std::vector<int> chain_of(const Frame& f, int k) {
   int lo = k, hi = k;
   auto moves = [&](int i) {  // move into step i
-    const lay::Move m = lay::step_move(f.steps[static_cast<std::size_t>(i - 1)], f.steps[static_cast<std::size_t>(i)], f.w.mistaken);
+    const lay::Move m =
+        lay::step_move(f.steps[static_cast<std::size_t>(i - 1)], f.steps[static_cast<std::size_t>(i)], f.w.mistaken);
     return m != lay::Move::None;
   };
   while (lo > 0 && moves(lo)) --lo;
@@ -402,7 +412,9 @@ void draw_chain_strip(Frame& f, int k, ImVec2 at_px, float width, float height) 
       cells_h += bl * static_cast<float>(g.l.row_axis().slots());
       fixed_h += (bl - 1.0f) * mini.gap_px + per_fixed;
     }
-    mini.cs = std::floor(std::clamp(std::min((width - fixed_w - 8.0f) / std::max(1.0f, max_cells_w), (height - fixed_h) / std::max(1.0f, cells_h)), 2.0f, 16.0f));
+    mini.cs = std::floor(std::clamp(
+        std::min((width - fixed_w - 8.0f) / std::max(1.0f, max_cells_w), (height - fixed_h) / std::max(1.0f, cells_h)),
+        2.0f, 16.0f));
     mini.gap_px = std::max(2.0f, std::floor(mini.cs * 0.5f));
     mini.pane_px = std::max(3.0f, mini.cs);
   }
@@ -429,9 +441,11 @@ void draw_chain_strip(Frame& f, int k, ImVec2 at_px, float width, float height) 
       if (e >= 0) {
         const lay::Cell c = lay::cell_of(g.l, e);
         ImVec2 a, b;
-        if (pane_drawn(g, c.pane) && lay::visible(g.l, c) && cells_rect(mini, g, c.pane, c.block, c.row, c.row, c.col, c.col, a, b))
+        if (pane_drawn(g, c.pane) && lay::visible(g.l, c) &&
+            cells_rect(mini, g, c.pane, c.block, c.row, c.row, c.col, c.col, a, b))
           outline(mini, a, b, kSelect, 2.0f);
-        small_text(f, ImVec2(at_px.x, g.origin.y + gy + 2.0f), text, tensor_label(f, st, c.pane) + index_text(f, g.l, c));
+        small_text(f, ImVec2(at_px.x, g.origin.y + gy + 2.0f), text,
+                   tensor_label(f, st, c.pane) + index_text(f, g.l, c));
       }
     }
     y = g.origin.y + gy + label_h;

@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 #include "app_state.hpp"
+#include "figure/walk_values.hpp"
+#include "mhaviz/layout.hpp"
 #include "variant_edit.hpp"
 #include "walk_spec.hpp"
 #include "walk_transport.hpp"
-#include "figure/walk_values.hpp"
-#include "mhaviz/layout.hpp"
 
 namespace mhaviz::gui::walk {
 
@@ -63,12 +63,12 @@ struct Grid {
   std::vector<std::string> pane_titles;  // one per pane
   RowLabels rows = RowLabels::Tokens;
   BlockLabels blocks = BlockLabels::None;
-  bool col_heads = false;  // label column groups "head i" (Matrix split by head)
-  bool col_tokens = false; // label columns with the key tokens (T x T attention grids)
+  bool col_heads = false;   // label column groups "head i" (Matrix split by head)
+  bool col_tokens = false;  // label columns with the key tokens (T x T attention grids)
   // Merge grids: the context element (b, t, head, d) a cell holds; colours cells by that head
   // and tags them with its token, so a scrambled merge shows where each value came from.
   std::function<lay::HeadIndex(std::int64_t)> source;
-  float vmax = 1.0f;       // largest |value| shown (Diverging, Weights)
+  float vmax = 1.0f;  // largest |value| shown (Diverging, Weights)
   // Placement (pixels)
   ImVec2 origin{0, 0};  // top-left of the cells
   float left = 0, top = 0;
@@ -96,11 +96,11 @@ struct Frame {
   std::int64_t lim_blocks = 0, lim_rows = 0, lim_cols = 0;
   ImDrawList* dl = nullptr;
   bool values_fit = false;
-  float value_w = 30.0f;  // width of "-0.00" in the small font
-  int block_cols = 1;          // blocks side by side (chosen per step to make cells large)
-  float token_w = 0.0f;        // widest token label (UI font, capped), measured once a frame
-  float key_w = 0.0f;          // widest token in the small font (key column labels), measured once a frame
-  bool weights_fit = true;     // Wᵀ is drawn only when it fits without hiding columns (while planning)
+  float value_w = 30.0f;    // width of "-0.00" in the small font
+  int block_cols = 1;       // blocks side by side (chosen per step to make cells large)
+  float token_w = 0.0f;     // widest token label (UI font, capped), measured once a frame
+  float key_w = 0.0f;       // widest token in the small font (key column labels), measured once a frame
+  bool weights_fit = true;  // Wᵀ is drawn only when it fits without hiding columns (while planning)
   int cells = 0;
   int legend_swatches = 0;  // diverging legend drawn this frame (tests)
 };
@@ -115,7 +115,6 @@ inline float at(const Tensor& t, std::int64_t i) {
   if (i < 0 || i >= t.numel()) return 0.0f;
   return t.data[static_cast<std::size_t>(i)];
 }
-
 
 inline int panes_drawn(const Grid& g) { return g.pane_last - g.pane_first + 1; }
 inline float pane_shift(const Grid& g) {  // cell units removed from x for the first drawn pane
@@ -190,8 +189,8 @@ float small_w(const Frame& f, const std::string& s);
 void draw_frame_labels(Frame& f, const Grid& g, float alpha, Introspection::Walk* rec = nullptr, bool result = false);
 void draw_grid(Frame& f, Grid& g, float alpha, Introspection::Walk* rec = nullptr, bool result = false);
 void draw_operator(Frame& f, const Grid& g, float alpha);
-bool cells_rect(const Frame& f, const Grid& g, int pane, std::int64_t block, std::int64_t r0, std::int64_t r1, std::int64_t c0,
-                std::int64_t c1, ImVec2& a, ImVec2& b);
+bool cells_rect(const Frame& f, const Grid& g, int pane, std::int64_t block, std::int64_t r0, std::int64_t r1,
+                std::int64_t c0, std::int64_t c1, ImVec2& a, ImVec2& b);
 void outline(const Frame& f, ImVec2 a, ImVec2 b, ImU32 col, float th = 2.5f);
 void draw_moving(Frame& fa, Frame& fb, Grid& from, Grid& to, lay::Move m, float u);
 void highlight_operands(Frame& f, const Scene& sc, lay::Step st, std::int64_t flat);

@@ -46,7 +46,6 @@ std::vector<float> row_of(const std::vector<float>& w, std::int64_t row, std::in
   return {w.begin() + static_cast<std::ptrdiff_t>(row * n), w.begin() + static_cast<std::ptrdiff_t>((row + 1) * n)};
 }
 
-
 void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, float value, Inspection& out) {
   const Variant v = f.tr.config.variant;
   const Model& m = f.s.compute.model;
@@ -77,21 +76,26 @@ void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, f
       sum += static_cast<double>(lin.bias[static_cast<std::size_t>(row)]);
       bias = " + bias[" + std::to_string(row) + "] " + num(lin.bias[static_cast<std::size_t>(row)]);
     }
-    out.text(tensor_label(f, lay::Step::Project, c.pane) + index_text(f, l, c) + " = X" + lay::index_string({f.b, t}).substr(0, lay::index_string({f.b, t}).size() - 1) +
-              ", :] · " + wname + ".weight[" + std::to_string(row) + ", :]" + bias);
-    out.text("= " + terms + (bias.empty() ? "" : " + " + num(lin.bias[static_cast<std::size_t>(row)])) + " = " + num(static_cast<float>(sum)) +
-              "   (trace: " + num(value) + ")");
+    out.text(tensor_label(f, lay::Step::Project, c.pane) + index_text(f, l, c) + " = X" +
+             lay::index_string({f.b, t}).substr(0, lay::index_string({f.b, t}).size() - 1) + ", :] · " + wname +
+             ".weight[" + std::to_string(row) + ", :]" + bias);
+    out.text("= " + terms + (bias.empty() ? "" : " + " + num(lin.bias[static_cast<std::size_t>(row)])) + " = " +
+             num(static_cast<float>(sum)) + "   (trace: " + num(value) + ")");
     if (v == Variant::WeightSplit) {
       const lay::HeadIndex hi = lay::split_column(f.b, c.row, c.col, f.tr.head_dim);
-      out.text("Column j = " + std::to_string(c.col) + " belongs to head j / head_dim = " + std::to_string(c.col) + " / " +
-                std::to_string(f.tr.head_dim) + " = " + std::to_string(hi.head) + " (d = j mod head_dim = " + std::to_string(hi.d) + ")");
+      out.text("Column j = " + std::to_string(c.col) + " belongs to head j / head_dim = " + std::to_string(c.col) +
+               " / " + std::to_string(f.tr.head_dim) + " = " + std::to_string(hi.head) +
+               " (d = j mod head_dim = " + std::to_string(hi.d) + ")");
     } else if (v == Variant::FusedQkv) {
       const std::int64_t hd = f.tr.head_dim, head = c.col / (3 * hd), part = (c.col % (3 * hd)) / hd;
       out.text("Column " + std::to_string(c.col) + ": head " + std::to_string(head) + "'s chunk [q | k | v], part " +
-                (part == 0 ? "q" : part == 1 ? "k" : "v") + ", d = " + std::to_string(c.col % hd));
+               (part == 0   ? "q"
+                : part == 1 ? "k"
+                            : "v") +
+               ", d = " + std::to_string(c.col % hd));
     } else {
-      out.text("Head " + std::to_string(c.block % l.dims[1]) + " is its own module with its own " + kW[c.pane] +
-                " (" + std::to_string(f.tr.head_dim) + " x " + std::to_string(f.tr.d_in) + ").");
+      out.text("Head " + std::to_string(c.block % l.dims[1]) + " is its own module with its own " + kW[c.pane] + " (" +
+               std::to_string(f.tr.head_dim) + " x " + std::to_string(f.tr.d_in) + ").");
     }
   } catch (const std::exception&) {
     out.text("(weights of this trace are not available)");
@@ -126,18 +130,20 @@ void inspect_path(const Frame& f, int k, std::int64_t flat, Inspection& out) {
         j = c.block * hd + c.col;
       }
       const lay::HeadIndex hi = lay::split_column(f.b, t, j, hd);
-      out.text("head = j / head_dim = " + std::to_string(j) + " / " + std::to_string(hd) + " = " + std::to_string(hi.head) +
-                ",  d = j mod head_dim = " + std::to_string(hi.d) + ".  The view keeps memory (same flat index); the transpose "
-                "moves token " + std::to_string(t) + "'s row of head " + std::to_string(hi.head) + " into head " +
-                std::to_string(hi.head) + "'s block.");
+      out.text("head = j / head_dim = " + std::to_string(j) + " / " + std::to_string(hd) + " = " +
+               std::to_string(hi.head) + ",  d = j mod head_dim = " + std::to_string(hi.d) +
+               ".  The view keeps memory (same flat index); the transpose "
+               "moves token " +
+               std::to_string(t) + "'s row of head " + std::to_string(hi.head) + " into head " +
+               std::to_string(hi.head) + "'s block.");
     }
   }
   if ((st == lay::Step::Merge && f.w.mistaken) && f.tr.config.variant != Variant::Wrapper) {
     const lay::HeadIndex bad = lay::mistaken_source(f.b, c.row, c.col, f.tr.tokens, f.tr.heads, hd);
     const lay::HeadIndex ok = lay::split_column(f.b, c.row, c.col, hd);
     out.text("The plain reshape puts context" + lay::index_string({bad.b, bad.head, bad.t, bad.d}) + " (token " +
-              std::to_string(bad.t) + ", " + token_name(f, bad.t) + ") here; the correct merge has context" +
-              lay::index_string({ok.b, ok.head, ok.t, ok.d}) + " (token " + std::to_string(ok.t) + ").");
+             std::to_string(bad.t) + ", " + token_name(f, bad.t) + ") here; the correct merge has context" +
+             lay::index_string({ok.b, ok.head, ok.t, ok.d}) + " (token " + std::to_string(ok.t) + ").");
   }
 }
 
@@ -153,10 +159,13 @@ void inspect_softmax_row(const Frame& f, int head, int i, Inspection& out) {
     mx = std::max(mx, v);
   }
   double sum = 0.0;
-  for (int j = 0; j < T; ++j) sum += std::isinf(sc[static_cast<std::size_t>(j)]) ? 0.0 : std::exp(static_cast<double>(sc[static_cast<std::size_t>(j)] - mx));
+  for (int j = 0; j < T; ++j)
+    sum += std::isinf(sc[static_cast<std::size_t>(j)])
+               ? 0.0
+               : std::exp(static_cast<double>(sc[static_cast<std::size_t>(j)] - mx));
   out.text("Row inspector: head " + std::to_string(head) + ", query " + std::to_string(i) + " (" + token_name(f, i) +
-           ").  weight = exp(s/√" + std::to_string(tr.head_dim) + " − max) / Σ,  max = " + num(mx) + ",  Σ = " +
-           num(static_cast<float>(sum)));
+           ").  weight = exp(s/√" + std::to_string(tr.head_dim) + " − max) / Σ,  max = " + num(mx) +
+           ",  Σ = " + num(static_cast<float>(sum)));
   const int shown = std::min(T, 10);
   Inspection::Table& t = out.table();
   t.header.push_back("key");
@@ -170,7 +179,9 @@ void inspect_softmax_row(const Frame& f, int head, int i, Inspection& out) {
       const float s = sc[static_cast<std::size_t>(j)];
       std::string txt;
       switch (r) {
-        case 0: txt = masked ? num(-std::numeric_limits<float>::infinity()) : num(tr.scores.at({f.b, head, i, j})); break;
+        case 0:
+          txt = masked ? num(-std::numeric_limits<float>::infinity()) : num(tr.scores.at({f.b, head, i, j}));
+          break;
         case 1: txt = num(s); break;
         case 2: txt = masked ? "0" : num(static_cast<float>(std::exp(static_cast<double>(s - mx)))); break;
         default: txt = num(tr.weights.at({f.b, head, i, j})); break;
@@ -194,9 +205,9 @@ Inspection inspect(const Frame& f, int k, std::int64_t flat) {
   // Always-on captions per step.
   switch (st) {
     case lay::Step::Mask:
-      out.text("mask_bool = triu(ones(" + std::to_string(T) + ", " + std::to_string(T) + "), diagonal=1): " +
-                std::to_string(masked_cells) + " of " + std::to_string(T * T) +
-                " cells per head (key after query, j > i) become -∞ (outlined), so softmax gives them weight 0.");
+      out.text("mask_bool = triu(ones(" + std::to_string(T) + ", " + std::to_string(T) +
+               "), diagonal=1): " + std::to_string(masked_cells) + " of " + std::to_string(T * T) +
+               " cells per head (key after query, j > i) become -∞ (outlined), so softmax gives them weight 0.");
       break;
     case lay::Step::Dropout:
       if (tr.dropout_applied()) {
@@ -208,18 +219,23 @@ Inspection inspect(const Frame& f, int k, std::int64_t flat) {
               dropped += tr.kept(f.b, h, i, j) ? 0 : 1;
             }
         out.text("p = " + fmt("%.2f", tr.config.dropout) + ": " + std::to_string(dropped) + " of " + std::to_string(n) +
-                  " unmasked weights dropped (empty cells); survivors × 1/(1 − p) = " + fmt("%.4f", 1.0 / (1.0 - tr.config.dropout)) + ".");
+                 " unmasked weights dropped (empty cells); survivors × 1/(1 − p) = " +
+                 fmt("%.4f", 1.0 / (1.0 - tr.config.dropout)) + ".");
       } else {
         out.text(std::string("No dropout drawn (") + (tr.config.training ? "p = 0" : "eval mode") +
-                  "): the weights pass through unchanged. Set dropout in the model panel to see cells disappear.");
+                 "): the weights pass through unchanged. Set dropout in the model panel to see cells disappear.");
       }
       break;
     case lay::Step::Merge:
       if (f.w.mistaken) {
-        out.text("Common mistake: reshape (b, h, T, hd) → (b, T, h·hd) without the transpose back. Row 0 then holds head 0 "
-                  "of tokens 0, 1, …: tokens are scrambled across heads. Red outlines: cells that differ from the correct merge.");
+        out.text(
+            "Common mistake: reshape (b, h, T, hd) → (b, T, h·hd) without the transpose back. Row 0 then holds head 0 "
+            "of tokens 0, 1, …: tokens are scrambled across heads. Red outlines: cells that differ from the correct "
+            "merge.");
       } else {
-        out.text("view(b, num_tokens, d_out): each token's h blocks of head_dim are laid side by side; column j = head·head_dim + d.");
+        out.text(
+            "view(b, num_tokens, d_out): each token's h blocks of head_dim are laid side by side; column j = "
+            "head·head_dim + d.");
       }
       break;
     case lay::Step::Concat:
@@ -228,8 +244,10 @@ Inspection inspect(const Frame& f, int k, std::int64_t flat) {
     default: break;
   }
   if (flat < 0) {
-    if (st == lay::Step::Softmax && T > 0) inspect_softmax_row(f, std::clamp(f.s.view.head, 0, tr.heads - 1), T - 1, out);
-    else out.dim("Hover a cell to follow its element and see how it is computed; click to pin it.");
+    if (st == lay::Step::Softmax && T > 0)
+      inspect_softmax_row(f, std::clamp(f.s.view.head, 0, tr.heads - 1), T - 1, out);
+    else
+      out.dim("Hover a cell to follow its element and see how it is computed; click to pin it.");
     return out;
   }
   const lay::Cell c = lay::cell_of(l, flat);
@@ -247,11 +265,11 @@ Inspection inspect(const Frame& f, int k, std::int64_t flat) {
       }
       double sum = 0;
       const std::string terms = dot_terms(q, kk, sum);
-      out.text("= q" + lay::index_string({f.b, head, i}).insert(lay::index_string({f.b, head, i}).size() - 1, ", :") + " · k" +
-                lay::index_string({f.b, head, j}).insert(lay::index_string({f.b, head, j}).size() - 1, ", :") + " = " + terms + " = " +
-                num(static_cast<float>(sum)));
+      out.text("= q" + lay::index_string({f.b, head, i}).insert(lay::index_string({f.b, head, i}).size() - 1, ", :") +
+               " · k" + lay::index_string({f.b, head, j}).insert(lay::index_string({f.b, head, j}).size() - 1, ", :") +
+               " = " + terms + " = " + num(static_cast<float>(sum)));
       out.text("Row " + std::to_string(i) + " of q (query " + token_name(f, i) + ") times column " + std::to_string(j) +
-                " of kᵀ (key " + token_name(f, j) + "), inside head " + std::to_string(head) + " only.");
+               " of kᵀ (key " + token_name(f, j) + "), inside head " + std::to_string(head) + " only.");
       break;
     }
     case lay::Step::Context: {
@@ -264,9 +282,9 @@ Inspection inspect(const Frame& f, int k, std::int64_t flat) {
       }
       double sum = 0;
       const std::string terms = dot_terms(wr, vc, sum);
-      out.text("= weights[" + std::to_string(f.b) + ", " + std::to_string(head) + ", " + std::to_string(t) + ", :] · v[" +
-                std::to_string(f.b) + ", " + std::to_string(head) + ", :, " + std::to_string(d) + "] = " + terms + " = " +
-                num(static_cast<float>(sum)));
+      out.text("= weights[" + std::to_string(f.b) + ", " + std::to_string(head) + ", " + std::to_string(t) +
+               ", :] · v[" + std::to_string(f.b) + ", " + std::to_string(head) + ", :, " + std::to_string(d) +
+               "] = " + terms + " = " + num(static_cast<float>(sum)));
       inspect_path(f, k, flat, out);
       break;
     }
@@ -282,7 +300,8 @@ Inspection inspect(const Frame& f, int k, std::int64_t flat) {
         const std::string terms = dot_terms(x, row_of(lin.weight, c.col, lin.in), sum);
         const float bias = lin.bias.empty() ? 0.0f : lin.bias[static_cast<std::size_t>(c.col)];
         out.text("= merged[" + std::to_string(f.b) + ", " + std::to_string(c.row) + ", :] · " + name + ".weight[" +
-                  std::to_string(c.col) + ", :] + bias = " + terms + " + " + num(bias) + " = " + num(static_cast<float>(sum + bias)));
+                 std::to_string(c.col) + ", :] + bias = " + terms + " + " + num(bias) + " = " +
+                 num(static_cast<float>(sum + bias)));
         out.text(std::string(name) + " mixes all heads: every output column reads every head's columns.");
       } catch (const std::exception&) {
         out.text("(weights of this trace are not available)");
@@ -293,16 +312,19 @@ Inspection inspect(const Frame& f, int k, std::int64_t flat) {
   }
   if (st == lay::Step::Mask) {
     out.text(tr.masked(static_cast<int>(c.row), static_cast<int>(c.col))
-                  ? "Key " + std::to_string(c.col) + " comes after query " + std::to_string(c.row) + ": masked to -inf."
-                  : "Key " + std::to_string(c.col) + " is not after query " + std::to_string(c.row) + ": kept.");
+                 ? "Key " + std::to_string(c.col) + " comes after query " + std::to_string(c.row) + ": masked to -inf."
+                 : "Key " + std::to_string(c.col) + " is not after query " + std::to_string(c.row) + ": kept.");
   }
   if (st == lay::Step::Softmax) inspect_softmax_row(f, static_cast<int>(c.block), static_cast<int>(c.row), out);
   if (st == lay::Step::Dropout && tr.dropout_applied()) {
     const int i = static_cast<int>(c.row), j = static_cast<int>(c.col), h = static_cast<int>(c.block);
-    if (tr.masked(i, j)) out.text("Masked cell: weight 0 either way.");
+    if (tr.masked(i, j))
+      out.text("Masked cell: weight 0 either way.");
     else if (tr.kept(f.b, h, i, j))
-      out.text("Kept: " + num(tr.weights.at({f.b, h, i, j})) + " × " + fmt("%.4f", 1.0 / (1.0 - tr.config.dropout)) + " = " + num(value));
-    else out.text("Dropped: " + num(tr.weights.at({f.b, h, i, j})) + " → 0");
+      out.text("Kept: " + num(tr.weights.at({f.b, h, i, j})) + " × " + fmt("%.4f", 1.0 / (1.0 - tr.config.dropout)) +
+               " = " + num(value));
+    else
+      out.text("Dropped: " + num(tr.weights.at({f.b, h, i, j})) + " → 0");
   }
   if (st == lay::Step::View || st == lay::Step::Transpose || st == lay::Step::Chunk || st == lay::Step::TransposeBack ||
       st == lay::Step::Merge || st == lay::Step::Concat || st == lay::Step::Input)
@@ -313,12 +335,15 @@ Inspection inspect(const Frame& f, int k, std::int64_t flat) {
 void draw_inspection(const Inspection& in) {
   for (const Inspection::Item& it : in.items) {
     if (it.table.header.empty()) {
-      if (it.line.dim) ImGui::TextDisabled("%s", it.line.text.c_str());
-      else ImGui::TextWrapped("%s", it.line.text.c_str());
+      if (it.line.dim)
+        ImGui::TextDisabled("%s", it.line.text.c_str());
+      else
+        ImGui::TextWrapped("%s", it.line.text.c_str());
       continue;
     }
     const Inspection::Table& t = it.table;
-    if (!ImGui::BeginTable("inspect_table", static_cast<int>(t.header.size()), ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit))
+    if (!ImGui::BeginTable("inspect_table", static_cast<int>(t.header.size()),
+                           ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit))
       continue;
     for (const auto& h : t.header) ImGui::TableSetupColumn(h.c_str());
     ImGui::TableHeadersRow();
@@ -326,8 +351,10 @@ void draw_inspection(const Inspection& in) {
       ImGui::TableNextRow();
       for (const auto& cell : row) {
         ImGui::TableNextColumn();
-        if (cell.dim) ImGui::TextDisabled("%s", cell.text.c_str());
-        else ImGui::TextUnformatted(cell.text.c_str());
+        if (cell.dim)
+          ImGui::TextDisabled("%s", cell.text.c_str());
+        else
+          ImGui::TextUnformatted(cell.text.c_str());
       }
     }
     ImGui::EndTable();

@@ -28,7 +28,8 @@ Grid result_grid(const Frame& f, lay::Step st) {
   const Variant v = f.tr.config.variant;
   const Frame* fp = &f;
   g.value = [fp, st](std::int64_t i) { return figure::step_value(fp->src, st, i); };
-  if (st == lay::Step::Mask || st == lay::Step::Dropout) g.state = [fp, st](std::int64_t i) { return figure::step_state(fp->src, st, i); };
+  if (st == lay::Step::Mask || st == lay::Step::Dropout)
+    g.state = [fp, st](std::int64_t i) { return figure::step_state(fp->src, st, i); };
   if (g.l.panes == 3) {
     const int p = f.w.pane;
     g.pane_first = p == 3 ? 0 : p;
@@ -43,9 +44,10 @@ Grid result_grid(const Frame& f, lay::Step st) {
       if (v == Variant::Wrapper) {
         g.blocks = BlockLabels::Modules;
         for (int p = 0; p < 3; ++p)
-          g.pane_titles[static_cast<std::size_t>(p)] = figure::pane_name(v, st, p, false) + "  " + std::to_string(f.tr.heads) + " x (" +
-                                                       std::to_string(f.tr.batch) + ", " + std::to_string(f.tr.tokens) + ", " +
-                                                       std::to_string(f.tr.head_dim) + ")";
+          g.pane_titles[static_cast<std::size_t>(p)] = figure::pane_name(v, st, p, false) + "  " +
+                                                       std::to_string(f.tr.heads) + " x (" +
+                                                       std::to_string(f.tr.batch) + ", " + std::to_string(f.tr.tokens) +
+                                                       ", " + std::to_string(f.tr.head_dim) + ")";
       } else {
         g.col_heads = true;
       }
@@ -57,9 +59,7 @@ Grid result_grid(const Frame& f, lay::Step st) {
       break;
     case lay::Step::Transpose:
     case lay::Step::Chunk:
-    case lay::Step::Context:
-      g.blocks = BlockLabels::Heads;
-      break;
+    case lay::Step::Context: g.blocks = BlockLabels::Heads; break;
     case lay::Step::Scores:
     case lay::Step::Mask:
     case lay::Step::Softmax:
@@ -126,15 +126,16 @@ bool weight_grid(const Frame& f, Grid& g) {
     g.l.kind = lay::Kind::HeadBlocks;
     g.l.dims = {1, H, din, hd};
     g.blocks = BlockLabels::Modules;
-    g.pane_titles = {std::string(kW[pane]) + "ᵀ of each head  (" + std::to_string(din) + ", " + std::to_string(hd) + ")"};
+    g.pane_titles = {std::string(kW[pane]) + "ᵀ of each head  (" + std::to_string(din) + ", " + std::to_string(hd) +
+                     ")"};
   } else {
     const int out = ls[0]->out;
     g.l.dims = {1, 1, din, out};
     g.l.head_cols = v == Variant::FusedQkv ? 3 * hd : hd;
     g.l.part_cols = v == Variant::FusedQkv ? hd : 0;
     g.col_heads = true;
-    g.pane_titles = {(v == Variant::FusedQkv ? std::string("qkv_layer.weightᵀ") : std::string(kW[pane]) + ".weightᵀ") + "  (" +
-                     std::to_string(din) + ", " + std::to_string(out) + ")"};
+    g.pane_titles = {(v == Variant::FusedQkv ? std::string("qkv_layer.weightᵀ") : std::string(kW[pane]) + ".weightᵀ") +
+                     "  (" + std::to_string(din) + ", " + std::to_string(out) + ")"};
   }
   g.l.heads = H;
   g.l = windowed(f, g.l);
@@ -157,10 +158,14 @@ Scene build_scene(const Frame& f, int k) {
   Grid res = result_grid(f, st);
   switch (st) {
     case lay::Step::Project: {
-      Grid x = tensor_grid(f, lay::Step::Input, &tr.input, figure::pane_name(tr.config.variant, lay::Step::Input, 0, false) + "  " + shape_text(tr.input.shape), Tint::Neutral);
+      Grid x = tensor_grid(
+          f, lay::Step::Input, &tr.input,
+          figure::pane_name(tr.config.variant, lay::Step::Input, 0, false) + "  " + shape_text(tr.input.shape),
+          Tint::Neutral);
       x.op_after = "→";
       sc.grids.push_back(std::move(x));
-      if (f.w.show_weights && f.weights_fit && f.w.plan.weights_fit && (f.w.pane != 3 || tr.config.variant == Variant::FusedQkv)) {
+      if (f.w.show_weights && f.weights_fit && f.w.plan.weights_fit &&
+          (f.w.pane != 3 || tr.config.variant == Variant::FusedQkv)) {
         Grid wt;
         if (weight_grid(f, wt)) {
           sc.grids.back().op_after = "·";
@@ -180,7 +185,8 @@ Scene build_scene(const Frame& f, int k) {
       break;
     }
     case lay::Step::Context: {
-      Grid wg = tensor_grid(f, lay::Step::Softmax, &tr.weights_after_dropout(), figure::pane_name(tr.config.variant, lay::Step::Dropout, 0, false), Tint::Weights);
+      Grid wg = tensor_grid(f, lay::Step::Softmax, &tr.weights_after_dropout(),
+                            figure::pane_name(tr.config.variant, lay::Step::Dropout, 0, false), Tint::Weights);
       wg.col_tokens = true;
       wg.op_after = "·";
       Grid vg = tensor_grid(f, lay::Step::Context, &tr.v, "v  " + shape_text(tr.v.shape), Tint::Head);
@@ -190,8 +196,8 @@ Scene build_scene(const Frame& f, int k) {
       break;
     }
     case lay::Step::OutProj: {
-      Grid m = tensor_grid(f, tr.config.variant == Variant::Wrapper ? lay::Step::Concat : lay::Step::Merge, &tr.context_merged,
-                           "merged  " + shape_text(tr.context_merged.shape), Tint::Head);
+      Grid m = tensor_grid(f, tr.config.variant == Variant::Wrapper ? lay::Step::Concat : lay::Step::Merge,
+                           &tr.context_merged, "merged  " + shape_text(tr.context_merged.shape), Tint::Head);
       m.col_heads = true;
       m.op_after = "→";
       sc.grids.push_back(std::move(m));
@@ -246,7 +252,6 @@ float top_margin(const Frame& f, const Grid& g) {
   return std::ceil(lines * (f.sfh + 3.0f));
 }
 
-
 // Width and height of a scene at the frame's cell size.
 ImVec2 scene_size(const Frame& f, const Scene& sc) {
   float w = 0, h = 0;
@@ -275,8 +280,6 @@ ImVec2 to_px(const Frame& f, const Grid& g, lay::Point p) {
   return {g.origin.x + (p.x - pane_shift(g)) * f.cs, g.origin.y + p.y * f.cs};
 }
 
-
-
 // [SECTION] The walkthrough tab
 // Cell size of every step (the largest that fits the canvas), and one window of blocks,
 // rows and columns for all steps when a step would get cells too small to read.
@@ -284,8 +287,22 @@ void choose_scale(Frame& f, const ImVec2& avail) {
   const int n = step_count(f);
   const float fh = ImGui::GetFontSize();
   WalkPlan& plan = f.w.plan;
-  const WalkPlan::Key key{avail.x, avail.y, fh, f.sfh, f.value_w, f.token_w, f.key_w, static_cast<int>(f.dims.variant), f.dims.T,
-                          f.dims.d_in, f.dims.h, f.dims.hd, f.w.pane, n, f.w.show_weights, f.w.mistaken};
+  const WalkPlan::Key key{avail.x,
+                          avail.y,
+                          fh,
+                          f.sfh,
+                          f.value_w,
+                          f.token_w,
+                          f.key_w,
+                          static_cast<int>(f.dims.variant),
+                          f.dims.T,
+                          f.dims.d_in,
+                          f.dims.h,
+                          f.dims.hd,
+                          f.w.pane,
+                          n,
+                          f.w.show_weights,
+                          f.w.mistaken};
   if (plan.valid && plan.key == key) return;  // nothing it depends on changed: no scene is built
   plan.key = key;
   plan.valid = true;

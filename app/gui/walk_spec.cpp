@@ -10,7 +10,8 @@ namespace mhaviz::gui {
 namespace {
 
 bool all_digits(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
 }
 
 [[noreturn]] void bad(const std::string& word, const std::string& why) {
@@ -28,11 +29,16 @@ WalkSpec parse_walk_spec(const std::string& spec) {
     const std::string p = spec.substr(start, comma - start);
     start = comma + 1;
     if (p.empty()) continue;
-    if (p == "mistake") w.mistake = true;
-    else if (p == "compare") w.compare = true;
-    else if (p == "play") w.play = true;
-    else if (p == "no-numbers") w.numbers = false;
-    else if (p == "no-weights") w.weights = false;
+    if (p == "mistake")
+      w.mistake = true;
+    else if (p == "compare")
+      w.compare = true;
+    else if (p == "play")
+      w.play = true;
+    else if (p == "no-numbers")
+      w.numbers = false;
+    else if (p == "no-weights")
+      w.weights = false;
     else if (p.rfind("pane=", 0) == 0) {
       const std::string v = p.substr(5);
       if (v != "q" && v != "k" && v != "v" && v != "all") bad(p, "is not pane=q, k, v or all");
@@ -48,8 +54,9 @@ WalkSpec parse_walk_spec(const std::string& spec) {
       const std::string step = p.substr(0, plus);
       layout::Step st;
       if (step_seen || (!all_digits(step) && !layout::parse_step(step, st)))
-        bad(p, "is not a step (a name such as transpose, or a number) nor one of mistake, compare, play, no-numbers, "
-               "no-weights, pane=, pin=, heads=");
+        bad(p,
+            "is not a step (a name such as transpose, or a number) nor one of mistake, compare, play, no-numbers, "
+            "no-weights, pane=, pin=, heads=");
       if (all_digits(step) && (step.size() > 6 || std::stoi(step) < 1)) bad(p, "is not a step number (1 is the first)");
       if (plus != std::string::npos) {
         const std::string f = p.substr(plus + 1);

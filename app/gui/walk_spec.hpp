@@ -12,9 +12,9 @@ struct WalkSpec {
   std::string step;    // a step name (layout::parse_step) or a 1-based number; empty: the first step
   float fraction = 0;  // STEP+0.5: halfway into the next step
   bool mistake = false, compare = false, play = false, numbers = true, weights = true;
-  int pane = 0;                // 0 q, 1 k, 2 v, 3 all
-  std::int64_t pin = -1;       // flat index pinned in the step
-  int heads = 0;               // comparison table up to this many heads (0: default)
+  int pane = 0;           // 0 q, 1 k, 2 v, 3 all
+  std::int64_t pin = -1;  // flat index pinned in the step
+  int heads = 0;          // comparison table up to this many heads (0: default)
 };
 
 // Throws std::invalid_argument("--walkthrough: 'WORD' is not ...") for an unknown word.

@@ -38,8 +38,10 @@ bool advance(Walkthrough& w, double now, int n) {
     }
     w.target = w.pos;
   } else if (w.pos != w.target) {
-    if (w.target > w.pos) w.pos = std::min(w.target, w.pos + rate * dt);
-    else w.pos = std::max(w.target, w.pos - rate * dt * 2.0f);
+    if (w.target > w.pos)
+      w.pos = std::min(w.target, w.pos + rate * dt);
+    else
+      w.pos = std::max(w.target, w.pos - rate * dt * 2.0f);
   }
   return w.playing || w.pos != w.target;
 }

@@ -103,7 +103,8 @@ TEST(WalkValues, MistakeFlowsToTheOutput) {
   for (std::int64_t i = 0; i < l.numel(); ++i) {
     EXPECT_EQ(figure::step_value(ok, lay::Step::OutProj, i), r.trace.output.data[static_cast<std::size_t>(i)]);
     EXPECT_EQ(figure::step_value(bad, lay::Step::OutProj, i), m.output.data[static_cast<std::size_t>(i)]);
-    diff = std::max(diff, std::fabs(static_cast<double>(m.output.data[static_cast<std::size_t>(i)] - r.trace.output.data[static_cast<std::size_t>(i)])));
+    diff = std::max(diff, std::fabs(static_cast<double>(m.output.data[static_cast<std::size_t>(i)] -
+                                                        r.trace.output.data[static_cast<std::size_t>(i)])));
   }
   EXPECT_GT(diff, 1e-3) << "the scrambled merge must give a visibly different output";
 }
@@ -166,7 +167,8 @@ TEST(WalkValues, FigureScoresStepHasTheLegend) {
   o.view = figure::View::Step;
   ASSERT_TRUE(figure::parse_step_arg(r.trace, false, "scores", o.step));
   const figure::Figure f = figure::build_figure(r.trace, r.s.tokens, o);
-  const auto n = std::count_if(f.prims.begin(), f.prims.end(), [](const figure::Prim& p) { return p.cls == "legend-diverging"; });
+  const auto n =
+      std::count_if(f.prims.begin(), f.prims.end(), [](const figure::Prim& p) { return p.cls == "legend-diverging"; });
   EXPECT_EQ(n, 5);
 }
 
@@ -200,7 +202,8 @@ TEST(WalkValues, BlockLabelsFitTheirBlockInOneForm) {
     ASSERT_EQ(l.size(), 6u);
     for (const auto& t : l) EXPECT_LE(chars(t), w) << "width " << w;
     // One form for every block: all name their token, or none does.
-    const auto named = std::count_if(l.begin(), l.end(), [&](const std::string& t) { return t.find_first_of("aeiou") != std::string::npos; });
+    const auto named = std::count_if(
+        l.begin(), l.end(), [&](const std::string& t) { return t.find_first_of("aeiou") != std::string::npos; });
     EXPECT_TRUE(named == 0 || named == 6) << "width " << w;
   }
   EXPECT_EQ(figure::block_labels(lay::Kind::TokenBlocks, 6, toks, 1000.0f, chars)[1], "token 1: journey");
