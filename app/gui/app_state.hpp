@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "colormap.hpp"
+#include "figure/sidecar.hpp"
 #include "gui.hpp"
 #include "walkthrough.hpp"
 #include "mhaviz/model.hpp"
@@ -112,15 +113,9 @@ struct View {
   bool show_controls = true;  // the left panel (hide it to give the heatmaps the window)
 };
 
-// Rectangles of what was drawn, for captures and tests (framebuffer pixels).
-struct CellLayout {
-  int head = 0;
-  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // heatmap rectangle
-  int rows = 0, cols = 0;
-  float vmin = 0, vmax = 1;
-  Colormap colormap = Colormap::Viridis;
-  bool log_scale = false;
-};
+// Rectangles of what was drawn, for captures and tests (framebuffer pixels): the figures'
+// placement, so the app's sidecars and `mhaviz render --cells-json` write the same fields.
+using CellLayout = figure::HeatmapPlacement;
 
 // [SECTION] Transient UI state
 enum class Dialog { None, Open, SaveAs, ConfirmQuit, ConfirmOpen };

@@ -12,22 +12,14 @@
 #include <vector>
 
 #include "app_state.hpp"
+#include "figure/sidecar.hpp"
 
 namespace mhaviz::gui {
 namespace {
 
 nlohmann::json layout_json(const CellLayout& c, float sx, float sy) {
-  return {{"head", c.head},
-          {"x0", c.x0 * sx},
-          {"y0", c.y0 * sy},
-          {"x1", c.x1 * sx},
-          {"y1", c.y1 * sy},
-          {"rows", c.rows},
-          {"cols", c.cols},
-          {"vmin", c.vmin},
-          {"vmax", c.vmax},
-          {"colormap", std::string(colormap_name(c.colormap))},
-          {"log", c.log_scale}};
+  return figure::placement_json(
+      {c.head, c.x0 * sx, c.y0 * sy, c.x1 * sx, c.y1 * sy, c.rows, c.cols, c.vmin, c.vmax, c.cmap, c.log});
 }
 
 nlohmann::json colormap_table(Colormap c) {
