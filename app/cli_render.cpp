@@ -98,6 +98,7 @@ int run_render(const RenderOptions& o) {
         return usage_error("--step: '" + arg + "' is not a step of this variant (0 to " +
                            std::to_string(figure::step_count(trace, o.mistake) - 1) + ", or a step name)");
     }
+    fo.model = &model;
     const figure::Figure f = figure::build_figure(trace, s.tokens, fo);
     std::string bytes;
     if (svg) {

@@ -1,5 +1,6 @@
-// Layout of the teaching figures: the heatmap of one head, the grid of every head, and a
-// step of the walkthrough, as a display list in logical pixels (see figure.hpp).
+// Layout of the teaching figures: the heatmap of one head, the grid of every head, and the
+// model view of a trained GPT, as a display list in logical pixels (see figure.hpp); a step of
+// the walkthrough is step_figure.cpp.
 #include "figure/figure.hpp"
 
 #include <algorithm>
@@ -8,158 +9,14 @@
 #include <limits>
 #include <stdexcept>
 
+#include "figure/builder.hpp"
 #include "figure/text.hpp"
 #include "mhaviz/layout.hpp"
 
 namespace mhaviz::figure {
 namespace {
 
-namespace lay = mhaviz::layout;
-
-// [SECTION] Theme and sizes (logical pixels)
-constexpr float kMargin = 16.0f;
-constexpr float kTitle = 17.0f;   // figure title
-constexpr float kTile = 14.0f;    // "Head 0"
-constexpr float kLabel = 13.0f;   // token labels
-constexpr float kSmall = 12.0f;   // ticks, legend, caption, values
-
-struct Theme {
-  Color bg, text, dim, masked_a, masked_b, frame;
-};
-
-Theme theme(const Options& o) {
-  Theme t;
-  if (o.dark) {
-    t = {{28, 28, 31, 255}, {235, 235, 235, 255}, {160, 160, 165, 255}, {41, 41, 41, 255}, {77, 77, 77, 255}, {110, 110, 115, 255}};
-  } else {
-    t = {{255, 255, 255, 255}, {20, 20, 20, 255}, {100, 100, 105, 255}, {199, 199, 199, 255}, {235, 235, 235, 255}, {120, 120, 120, 255}};
-  }
-  if (o.transparent) t.bg.a = 0;
-  return t;
-}
-
-Color mix(Color a, Color b, float t) {
-  const auto m = [t](std::uint8_t x, std::uint8_t y) {
-    return static_cast<std::uint8_t>(std::lround(static_cast<float>(x) + (static_cast<float>(y) - static_cast<float>(x)) * t));
-  };
-  return {m(a.r, b.r), m(a.g, b.g), m(a.b, b.b), 255};
-}
-
-float luminance(Color c) {
-  return (0.2126f * static_cast<float>(c.r) + 0.7152f * static_cast<float>(c.g) + 0.0722f * static_cast<float>(c.b)) / 255.0f;
-}
-Color on(Color fill) { return luminance(fill) > 0.5f ? Color{0, 0, 0, 255} : Color{255, 255, 255, 255}; }
-
-// One hue per head, as the walkthrough colours them (Tableau 10, colour-blind friendly order).
-constexpr Color kHead[10] = {{78, 121, 167, 255},  {242, 142, 43, 255}, {89, 161, 79, 255},   {225, 87, 89, 255},
-                             {176, 122, 161, 255}, {118, 183, 178, 255}, {237, 201, 72, 255}, {255, 157, 167, 255},
-                             {156, 117, 95, 255},  {186, 176, 172, 255}};
-Color head_color(int h) { return kHead[static_cast<std::size_t>(((h % 10) + 10) % 10)]; }
-
-// [SECTION] Display list helpers
-struct Builder {
-  Figure f;
-  Theme th;
-  float right = 0, bottom = 0;  // extent of what was placed
-
-  void grow(float x, float y) {
-    right = std::max(right, x);
-    bottom = std::max(bottom, y);
-  }
-  void rect(float x0, float y0, float x1, float y1, Color c, std::string cls = {}, std::string title = {}) {
-    Prim p;
-    p.kind = Prim::Kind::Rect;
-    p.x0 = x0, p.y0 = y0, p.x1 = x1, p.y1 = y1, p.color = c, p.cls = std::move(cls), p.text = std::move(title);
-    f.prims.push_back(std::move(p));
-    grow(x1, y1);
-  }
-  void hatch(float x0, float y0, float x1, float y1, std::string cls, std::string title = {}) {
-    Prim p;
-    p.kind = Prim::Kind::Hatch;
-    p.x0 = x0, p.y0 = y0, p.x1 = x1, p.y1 = y1, p.color = th.masked_a, p.color2 = th.masked_b;
-    p.cls = std::move(cls), p.text = std::move(title);
-    f.prims.push_back(std::move(p));
-    grow(x1, y1);
-  }
-  void line(float x0, float y0, float x1, float y1, Color c, float w, std::string cls = {}) {
-    Prim p;
-    p.kind = Prim::Kind::Line;
-    p.x0 = x0, p.y0 = y0, p.x1 = x1, p.y1 = y1, p.color = c, p.size = w, p.cls = std::move(cls);
-    f.prims.push_back(std::move(p));
-  }
-  // Text with its baseline start at (x, y); align 0 left, 1 centre, 2 right.
-  float text(float x, float y, const std::string& s, float size, Color c, int align = 0, std::string cls = "label",
-             bool vertical = false, bool mono = false) {
-    if (s.empty()) return 0;
-    Prim p;
-    p.kind = Prim::Kind::Text;
-    p.x0 = x, p.y0 = y, p.size = size, p.color = c, p.align = align, p.vertical = vertical, p.mono = mono;
-    p.text = s, p.cls = std::move(cls);
-    const float w = text_width(s, size, mono);
-    if (!vertical) grow(align == 0 ? x + w : align == 1 ? x + w * 0.5f : x, y + size * 0.3f);
-    f.prims.push_back(std::move(p));
-    return w;
-  }
-};
-
-float line_h(float size) { return std::ceil(size * 1.35f); }
-
-
-std::string variant_title(Variant v) {
-  switch (v) {
-    case Variant::Wrapper: return "MultiHeadAttentionWrapper";
-    case Variant::WeightSplit: return "MultiHeadAttention (weight split)";
-    case Variant::FusedQkv: return "MultiHeadAttention (fused qkv_layer)";
-  }
-  return "";
-}
-
-std::string stage_tensor(Stage s) {
-  switch (s) {
-    case Stage::Scores: return "attn_scores";
-    case Stage::Masked: return "attn_scores_masked";
-    case Stage::Scaled: return "attn_scores_scaled";
-    case Stage::Weights: return "attn_weights";
-    case Stage::Dropped: return "attn_weights_dropped";
-  }
-  return "";
-}
-
-std::string model_line(const Trace& tr) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%s \xC2\xB7 d_in %d, d_out %d, %d heads of head_dim %d \xC2\xB7 seed %llu",
-                variant_title(tr.config.variant).c_str(), tr.d_in, tr.config.d_out, tr.heads, tr.head_dim,
-                static_cast<unsigned long long>(tr.config.seed));
-  std::string s = buf;
-  if (tr.config.dropout > 0.0) {
-    std::snprintf(buf, sizeof buf, " \xC2\xB7 dropout %.2f (%s)", tr.config.dropout, tr.config.training ? "training" : "eval");
-    s += buf;
-  }
-  if (!tr.config.causal) s += " \xC2\xB7 no causal mask";
-  return s;
-}
-
-// Caption lines at the bottom; returns the new bottom.
-void caption(Builder& B, const Options& o, const std::vector<std::string>& lines) {
-  if (!o.caption) return;
-  float y = B.bottom + 14.0f;
-  B.f.caption_y0 = y;
-  for (const auto& l : lines) {
-    y += line_h(kSmall);
-    B.text(kMargin, y - 4.0f, l, kSmall, B.th.dim, 0, "caption");
-  }
-  B.f.caption_y1 = y + 2.0f;
-  B.grow(0, y);
-}
-
-Figure finish(Builder& B) {
-  B.f.width = static_cast<int>(std::ceil(B.right + kMargin));
-  B.f.height = static_cast<int>(std::ceil(B.bottom + kMargin));
-  B.f.background = B.th.bg;
-  B.f.masked_a = B.th.masked_a;
-  B.f.masked_b = B.th.masked_b;
-  return std::move(B.f);
-}
+using namespace detail;  // the drawing kit (builder.hpp)
 
 // [SECTION] Heatmaps
 bool signed_stage(Stage st) { return st == Stage::Scores || st == Stage::Masked || st == Stage::Scaled; }
@@ -265,7 +122,8 @@ void heatmap(Builder& B, const Trace& tr, const std::vector<std::string>& tokens
   Prim cells;
   cells.kind = Prim::Kind::Cells;
   cells.heatmap = static_cast<int>(B.f.heatmaps.size());
-  cells.x0 = x0, cells.y0 = y0, cells.x1 = x0 + cell * static_cast<float>(T), cells.y1 = y0 + cell * static_cast<float>(T);
+  cells.x0 = x0, cells.y0 = y0, cells.x1 = x0 + cell * static_cast<float>(T),
+  cells.y1 = y0 + cell * static_cast<float>(T);
   cells.color = B.th.masked_a, cells.color2 = B.th.masked_b;
   B.f.prims.push_back(cells);
   B.grow(cells.x1, cells.y1);
@@ -286,7 +144,8 @@ void heatmap(Builder& B, const Trace& tr, const std::vector<std::string>& tokens
         if (dropped && cell >= 8.0f) {
           const Color lc = on(fill);
           const float r = cell * (values ? 0.1f : 0.22f);
-          const float mx = cx0 + (cell - gap) * (values ? 0.84f : 0.5f), my = cy0 + (cell - gap) * (values ? 0.18f : 0.5f);
+          const float mx = cx0 + (cell - gap) * (values ? 0.84f : 0.5f),
+                      my = cy0 + (cell - gap) * (values ? 0.18f : 0.5f);
           B.line(mx - r, my - r, mx + r, my + r, lc, 1.5f, "dropped");
           B.line(mx - r, my + r, mx + r, my - r, lc, 1.5f, "dropped");
         }
@@ -298,15 +157,16 @@ void heatmap(Builder& B, const Trace& tr, const std::vector<std::string>& tokens
   if (row_labels)
     for (int i = 0; i < T; i += lp.step) {
       const float cy = y0 + (static_cast<float>(i) + 0.5f) * cell;
-      B.text(x0 - 5.0f, cy + text_ascent(kLabel) * 0.5f - 1.0f, fit_text(tokens[static_cast<std::size_t>(i)], kLabel, maxw), kLabel,
-             B.th.text, 2);
+      B.text(x0 - 5.0f, cy + text_ascent(kLabel) * 0.5f - 1.0f,
+             fit_text(tokens[static_cast<std::size_t>(i)], kLabel, maxw), kLabel, B.th.text, 2);
     }
   if (col_labels)
     for (int j = 0; j < T; j += lp.step) {
       const float cx = x0 + (static_cast<float>(j) + 0.5f) * cell;
       if (lp.vertical) {
-        B.text(cx + text_ascent(kLabel) * 0.5f - 1.0f, y0 - 5.0f, fit_text(tokens[static_cast<std::size_t>(j)], kLabel, lp.top - 8.0f),
-               kLabel, B.th.text, 0, "label", true);
+        B.text(cx + text_ascent(kLabel) * 0.5f - 1.0f, y0 - 5.0f,
+               fit_text(tokens[static_cast<std::size_t>(j)], kLabel, lp.top - 8.0f), kLabel, B.th.text, 0, "label",
+               true);
       } else {
         B.text(cx, y0 - 6.0f, tokens[static_cast<std::size_t>(j)], kLabel, B.th.text, 1);
       }
@@ -325,8 +185,8 @@ void colorbar(Builder& B, const Range& rg, float x, float y0, float h, const std
     const float f = static_cast<float>(k) / 4.0f;
     const float y = y0 + f * h;
     B.line(x + w, y, x + w + 5, y, B.th.text, 1.0f, "tick");
-    B.text(x + w + 8, y + text_ascent(kSmall) * 0.5f - 1.0f, format_tick(scale_value(rg, 1.0f - f), (rg.vmax - rg.vmin) / 4.0f, rg.log),
-           kSmall, B.th.text, 0, "tick");
+    B.text(x + w + 8, y + text_ascent(kSmall) * 0.5f - 1.0f,
+           format_tick(scale_value(rg, 1.0f - f), (rg.vmax - rg.vmin) / 4.0f, rg.log), kSmall, B.th.text, 0, "tick");
   }
 }
 
@@ -340,7 +200,8 @@ void legend(Builder& B, const Trace& tr, const Options& o, float x, float y) {
   }
   if (o.stage == Stage::Dropped && tr.dropout_applied()) {
     char buf[96];
-    std::snprintf(buf, sizeof buf, "\xC3\x97 dropped; kept weights \xC3\x97 1/(1 \xE2\x88\x92 %.2f)", tr.config.dropout);
+    std::snprintf(buf, sizeof buf, "\xC3\x97 dropped; kept weights \xC3\x97 1/(1 \xE2\x88\x92 %.2f)",
+                  tr.config.dropout);
     B.text(lx, y + 11, buf, kSmall, B.th.text);
   }
   B.grow(0, y + 14);
@@ -357,8 +218,9 @@ Figure heatmap_figure(const Trace& tr, const std::vector<std::string>& tokens, c
   B.text(kMargin, y, std::string(stage_title(o.stage)), kTitle, B.th.text, 0, "title");
   y += line_h(kSmall) + 2;
   char sub[160];
-  std::snprintf(sub, sizeof sub, "%s%s \xC2\xB7 batch item %d \xC2\xB7 rows: queries, columns: keys", one ? "head " : "",
-                one ? std::to_string(o.head).c_str() : (std::to_string(H) + " heads").c_str(), o.batch);
+  std::snprintf(sub, sizeof sub, "%s%s \xC2\xB7 batch item %d \xC2\xB7 rows: queries, columns: keys",
+                one ? "head " : "", one ? std::to_string(o.head).c_str() : (std::to_string(H) + " heads").c_str(),
+                o.batch);
   B.text(kMargin, y, sub, kSmall, B.th.dim, 0, "subtitle");
   y += 12;
 
@@ -401,264 +263,10 @@ Figure heatmap_figure(const Trace& tr, const std::vector<std::string>& tokens, c
   const Shape sh{tr.batch, tr.heads, tr.tokens, tr.tokens};
   std::string what = stage_tensor(o.stage) + " " + shape_string(sh) + ", batch item " + std::to_string(o.batch);
   if (one) what += ", head " + std::to_string(o.head);
-  what += " \xC2\xB7 stage " + std::to_string(static_cast<int>(o.stage) + 1) + " of 5: " + std::string(stage_name(o.stage)) + " \xC2\xB7 " +
-          std::to_string(T) + " tokens";
+  what += " \xC2\xB7 stage " + std::to_string(static_cast<int>(o.stage) + 1) +
+          " of 5: " + std::string(stage_name(o.stage)) + " \xC2\xB7 " + std::to_string(T) + " tokens";
   if (bar.log) what += " \xC2\xB7 log colour scale";
   caption(B, o, {o.model_caption.empty() ? model_line(tr) : o.model_caption, what});
-  return finish(B);
-}
-
-// [SECTION] A step of the walkthrough
-struct StepCtx {
-  const Trace& tr;
-  const Options& o;
-  lay::Dims dims;
-  Tensor mistaken;  // the mistaken merge, when asked for
-};
-
-float at(const Tensor& t, std::int64_t i) { return i >= 0 && i < t.numel() ? t.data[static_cast<std::size_t>(i)] : 0.0f; }
-const Tensor& proj(const Trace& tr, int p) { return p == 0 ? tr.queries : p == 1 ? tr.keys : tr.values; }
-const Tensor& per_head(const Trace& tr, int p) { return p == 0 ? tr.q : p == 1 ? tr.k : tr.v; }
-
-// The value the walkthrough shows for element `flat` of a step's layout (batch item o.batch).
-float step_value(const StepCtx& c, lay::Step st, std::int64_t flat) {
-  const Trace& tr = c.tr;
-  const lay::Layout l = lay::step_layout(st, c.dims);
-  const std::int64_t per = l.pane_numel();
-  const int pane = static_cast<int>(flat / per);
-  const std::int64_t r = flat % per;
-  const std::int64_t off = static_cast<std::int64_t>(c.o.batch) * per + r;
-  const Variant v = tr.config.variant;
-  switch (st) {
-    case lay::Step::Input: return at(tr.input, off);
-    case lay::Step::Project:
-      if (v == Variant::Wrapper) return at(per_head(tr, pane), off);
-      if (v == Variant::FusedQkv) return at(tr.qkv, off);
-      return at(proj(tr, pane), off);
-    case lay::Step::View: return v == Variant::FusedQkv ? at(tr.qkv, off) : at(proj(tr, pane), off);
-    case lay::Step::Transpose:
-      if (v == Variant::FusedQkv) {
-        const lay::Layout vl = lay::step_layout(lay::Step::View, c.dims);
-        return at(tr.qkv, static_cast<std::int64_t>(c.o.batch) * per + lay::move_index_inverse(lay::Move::Transpose, vl, l, r));
-      }
-      return at(per_head(tr, pane), off);
-    case lay::Step::Chunk: return at(per_head(tr, pane), off);
-    case lay::Step::Scores: return at(tr.scores, off);
-    case lay::Step::Mask: {
-      const lay::Cell cl = lay::cell_of(l, flat);
-      if (tr.masked(static_cast<int>(cl.row), static_cast<int>(cl.col))) return -std::numeric_limits<float>::infinity();
-      return at(tr.scores, off);
-    }
-    case lay::Step::Softmax: return at(tr.weights, off);
-    case lay::Step::Dropout: return at(tr.weights_after_dropout(), off);
-    case lay::Step::Context: return at(tr.context, off);
-    case lay::Step::TransposeBack: {
-      const lay::Layout cl = lay::step_layout(lay::Step::Context, c.dims);
-      return at(tr.context, static_cast<std::int64_t>(c.o.batch) * per + lay::move_index_inverse(lay::Move::Transpose, cl, l, r));
-    }
-    case lay::Step::Merge: return at(c.o.mistaken && v != Variant::Wrapper ? c.mistaken : tr.context_merged, off);
-    case lay::Step::Concat: return at(tr.context_merged, off);
-    case lay::Step::OutProj: return at(tr.output, off);
-  }
-  return 0.0f;
-}
-
-std::vector<std::string> pane_names(const Trace& tr, lay::Step st, const Options& o) {
-  const Variant v = tr.config.variant;
-  switch (st) {
-    case lay::Step::Input: return {"X"};
-    case lay::Step::Project:
-      if (v == Variant::Wrapper) return {"Q_i", "K_i", "V_i"};
-      if (v == Variant::FusedQkv) return {"qkv"};
-      return {"queries", "keys", "values"};
-    case lay::Step::View:
-      if (v == Variant::FusedQkv) return {"qkv.view"};
-      return {"queries.view", "keys.view", "values.view"};
-    case lay::Step::Transpose:
-      if (v == Variant::FusedQkv) return {"qkv.permute"};
-      return {"q", "k", "v"};
-    case lay::Step::Chunk: return {"q", "k", "v"};
-    case lay::Step::Scores: return {"attn_scores"};
-    case lay::Step::Mask: return {"masked scores"};
-    case lay::Step::Softmax: return {"attn_weights"};
-    case lay::Step::Dropout: return {"attn_weights after dropout"};
-    case lay::Step::Context: return {"context_vec"};
-    case lay::Step::TransposeBack: return {"context_vec.transpose(1, 2)"};
-    case lay::Step::Merge: return {o.mistaken && v != Variant::Wrapper ? "plain reshape (the mistake)" : "context_vec"};
-    case lay::Step::Concat: return {"torch.cat(..., dim=-1)"};
-    case lay::Step::OutProj: return {"output"};
-  }
-  return {""};
-}
-
-bool attention_step(lay::Step st) {
-  return st == lay::Step::Scores || st == lay::Step::Mask || st == lay::Step::Softmax || st == lay::Step::Dropout;
-}
-
-Figure step_figure(const Trace& tr, const std::vector<std::string>& tokens, const Options& o) {
-  Builder B;
-  B.th = theme(o);
-  StepCtx ctx{tr, o, {tr.config.variant, 1, tr.tokens, tr.d_in, tr.heads, tr.head_dim}, {}};
-  if (o.mistaken && tr.config.variant != Variant::Wrapper) ctx.mistaken = mistaken_merge(tr);
-  const std::vector<lay::Step> steps = lay::steps_for(tr.config.variant, o.mistaken);
-  const lay::Step st = steps[static_cast<std::size_t>(o.step)];
-  const Variant v = tr.config.variant;
-
-  // Header: step, PyTorch line, shape as the seeds write it and as it is here.
-  float y = kMargin + text_ascent(kTitle);
-  B.text(kMargin, y, "Step " + std::to_string(o.step + 1) + " of " + std::to_string(steps.size()) + ": " + std::string(lay::step_title(st, v)),
-         kTitle, B.th.text, 0, "title");
-  y += line_h(kLabel) + 2;
-  B.text(kMargin, y, std::string(lay::step_code(st, v)), kLabel, B.th.text, 0, "code", false, true);
-  lay::Layout l = lay::step_layout(st, ctx.dims);
-  Shape sh = l.shape();
-  sh[0] = tr.batch;
-  y += line_h(kSmall) + 2;
-  B.text(kMargin, y, std::string(lay::step_shape(st, v)) + " = " + shape_string(sh) + " \xC2\xB7 batch item " + std::to_string(o.batch) + " shown",
-         kSmall, B.th.dim, 0, "shape");
-  y += 14;
-
-  // Window large tensors (first rows/columns, an ellipsis, the last), as the app does.
-  l.max_rows = 12;
-  l.max_cols = 12;
-  l.max_blocks = 6;
-  // Blocks side by side as far as that makes the cells larger (ties: fewer columns).
-  const std::int64_t nblocks = l.block_axis().slots();
-  const auto fit = [&l](int bcols) {
-    l.block_cols = bcols;
-    float cs = 40.0f;
-    for (int it = 0; it < 3; ++it) {
-      l.block_gap = std::max(0.5f, 24.0f / cs);
-      l.pane_gap = std::max(1.0f, 30.0f / cs);
-      l.block_gap_x = std::max(1.0f, 40.0f / cs);
-      const lay::Point e = lay::extent(l);
-      cs = std::clamp(std::floor(std::min(1000.0f / e.x, 600.0f / e.y)), 10.0f, 44.0f);
-    }
-    return cs;
-  };
-  int best_cols = 1;
-  float cs = fit(1);
-  if (l.kind != lay::Kind::Matrix)
-    for (int bc = 2; bc <= std::min<std::int64_t>(nblocks, 4); ++bc) {
-      const float c = fit(bc);
-      if (c > cs) cs = c, best_cols = bc;
-    }
-  cs = fit(best_cols);
-  const int row_step = std::max(1, static_cast<int>(std::ceil((kSmall + 2.0f) / cs)));
-  const bool labels_rows_tokens = l.kind != lay::Kind::TokenBlocks;
-  float tokw = 0;
-  for (const auto& t : tokens) tokw = std::max(tokw, std::min(text_width(t, kSmall), text_width("abcdefghij", kSmall)));
-  const float left = std::ceil((labels_rows_tokens ? tokw : text_width("head 00", kSmall)) + 10.0f);
-  const std::vector<std::string> names = pane_names(tr, st, o);
-  const float ox = kMargin + left, oy = y + line_h(kLabel) + 4.0f + line_h(kSmall) + 2.0f;
-
-  // Scale of attention steps: |v| relative to the largest |v| drawn.
-  float vmax = 0;
-  const lay::Axis ba = l.block_axis(), ra = l.row_axis(), ca = l.col_axis();
-  const auto each = [&](auto fn) {
-    for (int pane = 0; pane < l.panes; ++pane)
-      for (std::int64_t bs = 0; bs < ba.slots(); ++bs)
-        for (std::int64_t rs = 0; rs < ra.slots(); ++rs)
-          for (std::int64_t cs_ = 0; cs_ < ca.slots(); ++cs_) fn(pane, bs, rs, cs_);
-  };
-  each([&](int pane, std::int64_t bs, std::int64_t rs, std::int64_t c_) {
-    const lay::Cell c{pane, ba.index_at(bs), ra.index_at(rs), ca.index_at(c_)};
-    if (c.block < 0 || c.row < 0 || c.col < 0) return;
-    const float val = step_value(ctx, st, lay::index_of(l, c));
-    if (std::isfinite(val)) vmax = std::max(vmax, std::fabs(val));
-  });
-  if (!(vmax > 0)) vmax = 1;
-  float widest = 0;
-  for (float t : {-0.99f, 0.99f, -9.99f}) widest = std::max(widest, text_width(format_value(t), kSmall));
-  const bool values = o.values && cs >= widest + 5.0f;
-  const Color neutral = o.dark ? Color{84, 97, 117, 255} : Color{158, 173, 199, 255};
-  const Color bg_solid{B.th.bg.r, B.th.bg.g, B.th.bg.b, 255};
-  const auto px = [&](lay::Point p) { return std::pair<float, float>{ox + std::round(p.x * cs), oy + std::round(p.y * cs)}; };
-
-  each([&](int pane, std::int64_t bs, std::int64_t rs, std::int64_t c_) {
-    const auto [x, yy] = px(lay::slot_point(l, pane, bs, rs, c_));
-    const lay::Cell c{pane, ba.index_at(bs), ra.index_at(rs), ca.index_at(c_)};
-    if (c.block < 0 || c.row < 0 || c.col < 0) {
-      // One ellipsis per hidden run, in the first cell of the run's slot.
-      const bool first = (c.block < 0 && rs == 0 && c_ == 0) || (c.block >= 0 && c.row < 0 && c_ == 0) ||
-                         (c.block >= 0 && c.row >= 0 && c.col < 0);
-      if (first) B.text(x + cs * 0.5f, yy + cs * 0.5f + text_ascent(kSmall) * 0.5f, c.row < 0 && c.block >= 0 ? "\xE2\x8B\xAE" : "\xE2\x8B\xAF", kSmall, B.th.dim, 1, "ellipsis");
-      return;
-    }
-    const std::int64_t flat = lay::index_of(l, c);
-    const float val = step_value(ctx, st, flat);
-    const int i = static_cast<int>(c.row), j = static_cast<int>(c.col);
-    const bool masked = st == lay::Step::Mask && tr.masked(i, j);
-    const bool dropped = st == lay::Step::Dropout && tr.dropout_applied() && !tr.masked(i, j) &&
-                         !tr.kept(o.batch, static_cast<int>(c.block), i, j);
-    const int head = lay::head_of(l, c);
-    Color fill = st == lay::Step::Input || st == lay::Step::OutProj ? neutral : head >= 0 ? head_color(head) : Color{128, 128, 140, 255};
-    if (st == lay::Step::Merge) {
-      const lay::HeadIndex src = o.mistaken && v != Variant::Wrapper
-                                     ? lay::mistaken_source(0, c.row, c.col, tr.tokens, tr.heads, tr.head_dim)
-                                     : lay::split_column(0, c.row, c.col, tr.head_dim);
-      fill = head_color(static_cast<int>(src.head));
-    }
-    const int part = lay::part_of(l, c);
-    if (part > 0) fill = mix(fill, o.dark ? Color{25, 25, 25, 255} : Color{255, 255, 255, 255}, part == 1 ? 0.28f : 0.5f);
-    if (attention_step(st)) fill = mix(bg_solid, fill, 0.18f + 0.82f * (std::isfinite(val) ? std::min(1.0f, std::fabs(val) / vmax) : 0.0f));
-    const float pad = cs >= 14.0f ? 1.0f : 0.0f;
-    std::string title = lay::index_string({o.batch, c.block, c.row, c.col}) + " = " + format_value(val);
-    if (masked) {
-      B.hatch(x + pad, yy + pad, x + cs - pad, yy + cs - pad, "cell masked", title);
-    } else if (dropped) {
-      B.rect(x + pad, yy + pad, x + cs - pad, yy + cs - pad, bg_solid, "cell dropped", title);
-      B.line(x + pad, yy + pad, x + cs - pad, yy + cs - pad, B.th.dim, 1.0f, "dropped");
-    } else {
-      B.rect(x + pad, yy + pad, x + cs - pad, yy + cs - pad, fill, "cell", title);
-    }
-    ++B.f.cells;
-    if (values) {
-      const Color tc = masked ? B.th.text : dropped ? B.th.dim : on(fill);
-      B.text(x + cs * 0.5f, yy + cs * 0.5f + text_ascent(kSmall) * 0.5f - 1.0f, dropped ? "0" : format_value(val), kSmall, tc, 1, "value");
-    }
-  });
-
-  // Pane titles, block labels (head i / token), row labels on the left of the first block column.
-  for (int pane = 0; pane < l.panes; ++pane) {
-    const auto [x, yy] = px(lay::slot_point(l, pane, 0, 0, 0));
-    const std::string nm = pane < static_cast<int>(names.size()) ? names[static_cast<std::size_t>(pane)] : names.back();
-    B.text(x, yy - line_h(kSmall) - 6.0f, nm + "  " + shape_string(sh), kLabel, B.th.text, 0, "pane-title");
-    for (std::int64_t bs = 0; bs < ba.slots(); ++bs) {
-      const std::int64_t block = ba.index_at(bs);
-      if (block < 0) continue;
-      const auto [bx, by] = px(lay::slot_point(l, pane, bs, 0, 0));
-      std::string bl;
-      if (l.kind == lay::Kind::HeadBlocks) bl = "head " + std::to_string(block % tr.heads);
-      else if (l.kind == lay::Kind::TokenBlocks) bl = fit_text(tokens[static_cast<std::size_t>(block % tr.tokens)], kSmall, cs * static_cast<float>(ca.slots()));
-      if (!bl.empty()) B.text(bx, by - 4.0f, bl, kSmall, l.kind == lay::Kind::HeadBlocks ? head_color(static_cast<int>(block % tr.heads)) : B.th.dim, 0, "block-label");
-      if (pane != 0 || (bx - ox) > 1.0f) continue;  // row labels left of the first column of blocks
-      for (std::int64_t rs = 0; rs < ra.slots(); ++rs) {
-        const std::int64_t row = ra.index_at(rs);
-        if (row < 0 || (rs % row_step != 0 && rs != ra.slots() - 1)) continue;
-        const auto [rx, ry] = px(lay::slot_point(l, pane, bs, rs, 0));
-        const std::string rl = labels_rows_tokens ? fit_text(tokens[static_cast<std::size_t>(row % tr.tokens)], kSmall, left - 10.0f)
-                                                  : "head " + std::to_string(row);
-        B.text(rx - 5.0f, ry + cs * 0.5f + text_ascent(kSmall) * 0.5f - 1.0f, rl, kSmall, B.th.text, 2);
-      }
-    }
-  }
-  // Legend: one hue per head.
-  float lx = kMargin, ly = B.bottom + 14.0f;
-  for (int h = 0; h < std::min(tr.heads, 10); ++h) {
-    B.rect(lx, ly, lx + 13, ly + 13, head_color(h), "legend-head");
-    lx += 18 + B.text(lx + 18, ly + 11, "head " + std::to_string(h), kSmall, B.th.text) + 12;
-  }
-  if (tr.heads > 10) B.text(lx, ly + 11, "(colours repeat every 10 heads)", kSmall, B.th.dim);
-  if (st == lay::Step::Mask) {
-    lx = std::max(lx, kMargin);
-    ly += 20;
-    B.hatch(kMargin, ly, kMargin + 16, ly + 13, "legend-masked");
-    B.text(kMargin + 22, ly + 11, "masked: -inf (key after the query)", kSmall, B.th.text);
-  }
-  B.grow(0, ly + 14);
-  caption(B, o, {model_line(tr), "walkthrough step " + std::to_string(o.step + 1) + " of " + std::to_string(steps.size()) + ": " + std::string(lay::step_name(st)) +
-                                     " \xC2\xB7 " + std::to_string(tr.tokens) + " tokens"});
   return finish(B);
 }
 
@@ -682,18 +290,19 @@ Figure model_figure(const ModelView& m, const Options& o) {
   B.th = theme(o);
   const int L = m.n_layer, H = m.n_head, T = m.tokens;
   float y = kMargin + text_ascent(kTitle);
-  B.text(kMargin, y, m.title.empty() ? std::string("Attention weights of every layer and head") : m.title, kTitle, B.th.text, 0,
-         "title");
+  B.text(kMargin, y, m.title.empty() ? std::string("Attention weights of every layer and head") : m.title, kTitle,
+         B.th.text, 0, "title");
   y += line_h(kSmall) + 2;
   std::string sub = std::to_string(L) + " layers \xC3\x97 " + std::to_string(H) +
-                    " heads \xC2\xB7 each thumbnail: queries down, keys across \xC2\xB7 " + std::to_string(T) + " tokens";
+                    " heads \xC2\xB7 each thumbnail: queries down, keys across \xC2\xB7 " + std::to_string(T) +
+                    " tokens";
   B.text(kMargin, y, sub, kSmall, B.th.dim, 0, "subtitle");
   y += 14;
 
   // Thumbnail side: the grid about 1200 x 1300 logical pixels at most, whole pixels per cell.
   const float gap = m.scores.empty() ? 8.0f : 8.0f + line_h(kSmall);
-  const float side_max = std::clamp(std::floor(std::min(1200.0f / static_cast<float>(H), 1300.0f / static_cast<float>(L))) - 8.0f,
-                                    16.0f, 160.0f);
+  const float side_max = std::clamp(
+      std::floor(std::min(1200.0f / static_cast<float>(H), 1300.0f / static_cast<float>(L))) - 8.0f, 16.0f, 160.0f);
   const int f = T <= side_max ? 1 : static_cast<int>(std::ceil(static_cast<float>(T) / side_max));
   const int n = (T + f - 1) / f;
   const float cell = std::max(1.0f, std::floor(side_max / static_cast<float>(n)));
@@ -728,10 +337,12 @@ Figure model_figure(const ModelView& m, const Options& o) {
   }
   const Color accent{230, 85, 13, 255}, selected{0, 114, 178, 255};
   for (int h = 0; h < H; ++h)
-    B.text(gx + static_cast<float>(h) * pitch_x + side * 0.5f, gy - 6.0f, "H" + std::to_string(h), kLabel, B.th.text, 1, "label");
+    B.text(gx + static_cast<float>(h) * pitch_x + side * 0.5f, gy - 6.0f, "H" + std::to_string(h), kLabel, B.th.text, 1,
+           "label");
   for (int l = 0; l < L; ++l) {
     const float ty = gy + static_cast<float>(l) * pitch_y;
-    B.text(gx - 8.0f, ty + side * 0.5f + text_ascent(kLabel) * 0.5f - 1.0f, "L" + std::to_string(l), kLabel, B.th.text, 2, "label");
+    B.text(gx - 8.0f, ty + side * 0.5f + text_ascent(kLabel) * 0.5f - 1.0f, "L" + std::to_string(l), kLabel, B.th.text,
+           2, "label");
     for (int h = 0; h < H; ++h) {
       const int k = l * H + h;
       const float tx = gx + static_cast<float>(h) * pitch_x;
@@ -767,14 +378,17 @@ Figure model_figure(const ModelView& m, const Options& o) {
       if (!m.scores.empty()) {
         const float s = m.scores[static_cast<std::size_t>(k)];
         char buf[16];
-        if (std::isfinite(s)) std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(s));
-        else std::snprintf(buf, sizeof buf, "\xE2\x80\x93");
+        if (std::isfinite(s))
+          std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(s));
+        else
+          std::snprintf(buf, sizeof buf, "\xE2\x80\x93");
         B.text(tx + side * 0.5f, ty + side + line_h(kSmall), buf, kSmall, is_top ? accent : B.th.dim, 1, "score");
       }
     }
   }
   const float grid_right = gx + static_cast<float>(H - 1) * pitch_x + side;
-  const float grid_bottom = gy + static_cast<float>(L - 1) * pitch_y + side + (m.scores.empty() ? 0.0f : line_h(kSmall));
+  const float grid_bottom =
+      gy + static_cast<float>(L - 1) * pitch_y + side + (m.scores.empty() ? 0.0f : line_h(kSmall));
   colorbar(B, rg, grid_right + 28.0f, gy, std::clamp(grid_bottom - gy, 120.0f, 320.0f),
            std::string("weight") + (rg.log ? " (log)" : ""));
   float ly = grid_bottom + 12.0f;
@@ -793,8 +407,8 @@ Figure model_figure(const ModelView& m, const Options& o) {
   B.grow(0, ly + 14);
   std::vector<std::string> lines;
   if (!m.caption.empty()) lines.push_back(m.caption);
-  lines.push_back("attn_weights (1, " + std::to_string(H) + ", " + std::to_string(T) + ", " + std::to_string(T) + ") of each layer" +
-                  (rg.log ? " \xC2\xB7 log colour scale" : ""));
+  lines.push_back("attn_weights (1, " + std::to_string(H) + ", " + std::to_string(T) + ", " + std::to_string(T) +
+                  ") of each layer" + (rg.log ? " \xC2\xB7 log colour scale" : ""));
   caption(B, o, lines);
   return finish(B);
 }
@@ -836,32 +450,26 @@ bool parse_step_arg(const Trace& trace, bool mistaken, const std::string& arg, i
 
 Figure build_figure(const Trace& trace, const std::vector<std::string>& tokens, const Options& o) {
   if (o.batch < 0 || o.batch >= trace.batch)
-    throw std::invalid_argument("--batch: " + std::to_string(o.batch) + " is out of range [0, " + std::to_string(trace.batch - 1) + "]");
-  if (static_cast<int>(tokens.size()) != trace.tokens) throw std::invalid_argument("tokens: the trace and the token list differ");
+    throw std::invalid_argument("--batch: " + std::to_string(o.batch) + " is out of range [0, " +
+                                std::to_string(trace.batch - 1) + "]");
+  if (static_cast<int>(tokens.size()) != trace.tokens)
+    throw std::invalid_argument("tokens: the trace and the token list differ");
   if (o.view == View::Step) {
     const int n = step_count(trace, o.mistaken);
     if (o.step < 0 || o.step >= n)
-      throw std::invalid_argument("--step: " + std::to_string(o.step) + " is out of range [0, " + std::to_string(n - 1) + "]");
+      throw std::invalid_argument("--step: " + std::to_string(o.step) + " is out of range [0, " +
+                                  std::to_string(n - 1) + "]");
     return step_figure(trace, tokens, o);
   }
   if (o.view == View::Head && (o.head < 0 || o.head >= trace.heads))
-    throw std::invalid_argument("--head: " + std::to_string(o.head) + " is out of range [0, " + std::to_string(trace.heads - 1) + "]");
+    throw std::invalid_argument("--head: " + std::to_string(o.head) + " is out of range [0, " +
+                                std::to_string(trace.heads - 1) + "]");
   Options oo = o;
   if (oo.view == View::Grid) oo.head = std::clamp(o.head, 0, trace.heads - 1);
   return heatmap_figure(trace, tokens, oo);
 }
 
 // [SECTION] Numbers as the app and the figures print them
-std::string format_value(float v) {
-  char buf[32];
-  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-  const float a = std::fabs(v);
-  if (a >= 100.0f) std::snprintf(buf, sizeof buf, "%.0f", static_cast<double>(v));
-  else if (a >= 10.0f) std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(v));
-  else std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(v));
-  return buf;
-}
-
 std::string format_tick(float v, float step, bool log) {
   char buf[32];
   if (log) {

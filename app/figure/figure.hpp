@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "figure/colormap.hpp"
+#include "figure/walk_values.hpp"
 #include "mhaviz/trace.hpp"
 
 namespace mhaviz::figure {
@@ -24,6 +25,9 @@ struct Options {
   int head = 0;        // View::Head
   int step = 0;        // View::Step: index into layout::steps_for(variant, mistaken)
   bool mistaken = false;  // View::Step: the seeds' merge without the transpose back
+  // View::Step with the mistake: the model whose out_proj turns the scrambled merge into the
+  // wrong output shown (without it the output step shows the trace's correct output).
+  const Model* model = nullptr;
   Stage stage = Stage::Weights;
   int batch = 0;
   Colormap colormap = Colormap::Viridis;  // sequential stages (weights, dropped)
@@ -116,10 +120,8 @@ std::string to_svg(const Figure& f);
 // tables and the masked colours, as JSON (the GUI's --screenshot sidecar, for an image file).
 std::string sidecar_json(const Figure& f, int scale, const std::string& image);
 
-// A value in a cell (two decimals below 10, fewer above, "-inf" for masked), and a
-// colorbar tick with enough decimals to tell ticks `step` apart (two significant digits on
-// a log scale). The app's panels print through these too, so screen and figure agree.
-std::string format_value(float v);
+// A colorbar tick with enough decimals to tell ticks `step` apart (two significant digits on
+// a log scale). Values in cells: format_value (walk_values.hpp), which the app prints through too.
 std::string format_tick(float v, float step, bool log);
 
 // The walkthrough steps of a trace's variant, and a step given as an index or a name.

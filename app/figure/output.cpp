@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "figure/figure.hpp"
+#include "figure/sidecar.hpp"
 #include "figure/text.hpp"
 
 namespace mhaviz::figure {
@@ -294,6 +295,12 @@ std::string to_svg(const Figure& f) {
   return o;
 }
 
+nlohmann::json placement_json(const HeatmapPlacement& p) {
+  return {{"head", p.head}, {"x0", p.x0},     {"y0", p.y0},     {"x1", p.x1},
+          {"y1", p.y1},     {"rows", p.rows}, {"cols", p.cols}, {"vmin", p.vmin},
+          {"vmax", p.vmax}, {"colormap", std::string(colormap_name(p.cmap))}, {"log", p.log}};
+}
+
 std::string sidecar_json(const Figure& f, int scale, const std::string& image) {
   using nlohmann::json;
   const float s = static_cast<float>(scale);
@@ -301,19 +308,12 @@ std::string sidecar_json(const Figure& f, int scale, const std::string& image) {
   for (const auto& h : f.heatmaps) {
     json values = json::array();
     for (float v : h.values) values.push_back(std::isfinite(v) ? json(v) : json(nullptr));
-    heads.push_back({{"head", h.head},
-                     {"x0", h.x0 * s},
-                     {"y0", h.y0 * s},
-                     {"x1", (h.x0 + h.cell * static_cast<float>(h.cols)) * s},
-                     {"y1", (h.y0 + h.cell * static_cast<float>(h.rows)) * s},
-                     {"cell", h.cell * s},
-                     {"rows", h.rows},
-                     {"cols", h.cols},
-                     {"vmin", h.vmin},
-                     {"vmax", h.vmax},
-                     {"colormap", std::string(colormap_name(h.cmap))},
-                     {"log", h.log},
-                     {"values", values}});
+    json hj = placement_json({h.head, h.x0 * s, h.y0 * s, (h.x0 + h.cell * static_cast<float>(h.cols)) * s,
+                              (h.y0 + h.cell * static_cast<float>(h.rows)) * s, h.rows, h.cols, h.vmin, h.vmax, h.cmap,
+                              h.log});
+    hj["cell"] = h.cell * s;
+    hj["values"] = values;
+    heads.push_back(std::move(hj));
   }
   json maps;
   for (int k = 0; k < kColormapCount; ++k) {

@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <cfloat>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <cmath>
 #include <map>
 #include <string>
 #include <thread>
@@ -29,9 +29,8 @@ volatile std::sig_atomic_t g_terminate = 0;
 extern "C" void on_terminate_signal(int) { g_terminate = 1; }
 
 // Latin-1 plus the symbols the UI and the stage titles use (ellipsis, arrows, √, ∞, ᵀ, −).
-const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2026, 0x2026,
-                                0x2190, 0x2193, 0x2212, 0x2212, 0x221A, 0x221A, 0x221E, 0x221E,
-                                0x2264, 0x2265, 0};
+const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2026, 0x2026, 0x2190, 0x2193,
+                                0x2212, 0x2212, 0x221A, 0x221A, 0x221E, 0x221E, 0x2264, 0x2265, 0};
 
 constexpr int kWarmupFrames = 10;
 
@@ -157,10 +156,13 @@ void draw_frame(AppState& s) {
   // Status bar.
   const double now = glfwGetTime();
   if (!s.ui.status.empty() && now < s.ui.status_until) {
-    if (s.ui.status_is_error) ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.35f, 1.0f), "%s", s.ui.status.c_str());
-    else ImGui::TextUnformatted(s.ui.status.c_str());
+    if (s.ui.status_is_error)
+      ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.35f, 1.0f), "%s", s.ui.status.c_str());
+    else
+      ImGui::TextUnformatted(s.ui.status.c_str());
   } else {
-    ImGui::TextDisabled("Hover a cell for details.  Keys: 1-5 stage   [ ] head   E enlarge   C controls   Ctrl+O open   Ctrl+S save");
+    ImGui::TextDisabled(
+        "Hover a cell for details.  Keys: 1-5 stage   [ ] head   E enlarge   C controls   Ctrl+O open   Ctrl+S save");
   }
   ImGui::End();
   draw_capture_settings(s);
@@ -208,19 +210,15 @@ int no_window(const char* what, const char* remedy) {
   return 2;
 }
 
-}  // namespace
-
-// [SECTION] Entry point
-int run(const Options& opts) {
-  AppState s;
-  s.opts = opts;
-  const bool measuring = opts.frame_stats || opts.perturb;
+// [SECTION] Start: the document, then the window
+// The document: the argument, else the autosave, else the default lesson. Returns an exit
+// status (2: bad input, as in dump and export), or 0.
+int init_document(AppState& s) {
+  const Options& opts = s.opts;
   limit_compute_threads();
   resolve_paths(s);
   load_settings(s);
   apply_initial_overrides(s);
-
-  // The document: the argument, else the autosave, else the default lesson.
   if (!opts.session.empty()) {
     try {
       Session ses = load_session(opts.session);
@@ -230,7 +228,7 @@ int run(const Options& opts) {
       if (!lesson_name && opts.session != "-") add_recent(s, opts.session);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "mhaviz: %s\n", e.what());
-      return 2;  // bad input, as in dump and export
+      return 2;
     }
   } else if (opts.no_restore || !restore_autosave(s)) {
     set_document(s, lesson(kDefaultLesson), "", "lesson " + std::string(kDefaultLesson));
@@ -239,7 +237,11 @@ int run(const Options& opts) {
   refresh(s);
   apply_initial_view(s);
   refresh(s);
+  return 0;
+}
 
+// GLFW window, ImGui and the heatmap renderer. Returns an exit status, or 0.
+int init_window(AppState& s, bool measuring) {
   if (!glfwInit()) return no_window("no display: ", "set DISPLAY or run under xvfb-run");
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
@@ -282,144 +284,169 @@ int run(const Options& opts) {
     glfwTerminate();
     return 3;
   }
-
   std::signal(SIGTERM, on_terminate_signal);
   std::signal(SIGINT, on_terminate_signal);
+  return 0;
+}
 
+// [SECTION] One frame
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// What the main loop carries from one frame to the next.
+struct Loop {
+  bool measuring = false;
   int status = 0;
-  std::map<std::string, std::vector<float>> written_rects;
-  using clock = std::chrono::steady_clock;
-  const auto ms = [](clock::time_point a, clock::time_point b) {
-    return std::chrono::duration<double, std::milli>(b - a).count();
-  };
-  auto prev_start = clock::now();
-  s.last_event_time = glfwGetTime();
+  Introspection written;  // test hooks as last written to --layout-out
+  Clock::time_point prev_start = Clock::now();
   // The previous frame is presented at the start of the next iteration, so that a
   // recompute (CPU) overlaps with the rasterisation and presentation of the last frame
   // (llvmpipe finishes drawing inside SwapBuffers). The recomputed trace is still drawn
   // in the frame whose input changed.
   bool swap_pending = false;
-  while (!s.quit) {
-    const auto start = clock::now();
-    if (s.frame > kWarmupFrames) s.frame_ms.push_back(ms(prev_start, start));
-    prev_start = start;
+};
 
-    // [SECTION] Events: poll while busy or measuring, otherwise sleep until input.
-    const double now = glfwGetTime();
-    const bool busy = measuring || opts.exit_after_frames > 0 || now - s.last_event_time < 1.0 ||
-                      s.compute.model_dirty || s.compute.input_dirty || s.frame < 5;
-    if (busy) {
-      glfwPollEvents();
-    } else {
-      if (swap_pending) glfwSwapBuffers(s.window);
-      swap_pending = false;
-      glfwWaitEventsTimeout(0.5);
-    }
-    if (g_terminate) break;
-    if (glfwWindowShouldClose(s.window)) {
-      glfwSetWindowShouldClose(s.window, GLFW_FALSE);
-      s.quit_requested = true;
-    }
-    if (s.quit_requested && s.ui.dialog == Dialog::None) {
-      if (s.doc.modified) {
-        s.ui.dialog = Dialog::ConfirmQuit;
-        s.ui.dialog_just_opened = true;
-      } else {
-        break;
-      }
-    }
-
-    if (opts.perturb && s.doc.session.num_tokens() > 0) {
-      // One input value changes every frame: forces a forward and a texture upload.
-      s.doc.session.embeddings[0][0] += static_cast<float>(0.01 * s.perturb_sign);
-      s.perturb_sign = -s.perturb_sign;
-      mark_input_dirty(s);
-    }
-    const auto t_events = clock::now();
-    if (swap_pending && (s.compute.model_dirty || s.compute.input_dirty)) {
-      // Recompute on a worker while this thread presents the previous frame.
-      std::thread worker([&s] { refresh(s); });
-      glfwSwapBuffers(s.window);
-      worker.join();
-    } else if (swap_pending) {
-      glfwSwapBuffers(s.window);
-    }
-    swap_pending = false;
-    refresh(s);
-    if (s.ui.fonts_dirty) build_fonts(s, true);
-    if (s.ui.style_dirty) apply_style(s);
-    const std::string title = "mhaviz - " + s.doc.origin + (s.doc.modified ? " *" : "");
-    if (title != s.ui.window_title) {
-      glfwSetWindowTitle(s.window, title.c_str());
-      s.ui.window_title = title;
-    }
-
-    const auto t_ui = clock::now();
-    ImGui_ImplOpenGL3_NewFrame();
-    ImGui_ImplGlfw_NewFrame();
-    if (opts.ignore_mouse) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
-    ImGui::NewFrame();
-    draw_frame(s);
-    ImGui::Render();
-
-    int fb_w = 0, fb_h = 0;
-    glfwGetFramebufferSize(s.window, &fb_w, &fb_h);
-    glViewport(0, 0, fb_w, fb_h);
-    const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
-    glClearColor(bg.x, bg.y, bg.z, 1.0f);
-    glClear(GL_COLOR_BUFFER_BIT);
-    const auto t_render = clock::now();
-    renderer_begin_frame(s.renderer);
-    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-    glFlush();  // start rasterising now
-    ++s.frame;
-
-    // [SECTION] Checks and hooks
-    for (GLenum err = glGetError(); err != GL_NO_ERROR; err = glGetError()) {
-      ++s.gl_errors;
-      std::fprintf(stderr, "mhaviz: OpenGL error 0x%04x in frame %lld\n", err, static_cast<long long>(s.frame));
-      if (opts.check_gl) status = 3;
-    }
-    if (status != 0) break;
-    const bool last_frame = opts.exit_after_frames > 0 && s.frame >= opts.exit_after_frames;
-    if (!opts.screenshot.empty() && (last_frame || (opts.exit_after_frames == 0 && s.frame == 10))) {
-      std::string err;
-      if (!write_screenshot(s, opts.screenshot, err)) {
-        std::fprintf(stderr, "mhaviz: screenshot: %s\n", err.c_str());
-        status = 1;
-      }
-    }
-    if (s.ui.capture_window_pending) capture_window_now(s);  // the frame just drawn, before the swap
-    if (!opts.layout_out.empty() && s.frame >= 3 && written_rects != s.ui.widget_rects) {
-      write_layout(s, opts.layout_out);
-      written_rects = s.ui.widget_rects;
-    }
-    swap_pending = true;
-    if (s.frame > kWarmupFrames) {
-      s.phase_ms[0].push_back(ms(start, t_events));  // events
-      s.phase_ms[1].push_back(ms(t_events, t_ui));   // previous frame's swap, overlapped with the recompute
-      s.phase_ms[2].push_back(ms(t_ui, t_render));   // UI build + texture upload
-      s.phase_ms[3].push_back(ms(t_render, clock::now()));  // GL submit
-    }
-    if (!measuring && glfwGetTime() - s.last_edit_time > 1.0) autosave(s);
-    if (last_frame || status != 0) break;
+// Events: poll while busy or measuring, otherwise sleep until input. False: leave the loop.
+bool handle_events(AppState& s, Loop& L) {
+  const double now = glfwGetTime();
+  const bool busy = L.measuring || s.opts.exit_after_frames > 0 || now - s.last_event_time < 1.0 ||
+                    s.compute.model_dirty || s.compute.input_dirty || s.frame < 5;
+  if (busy) {
+    glfwPollEvents();
+  } else {
+    if (L.swap_pending) glfwSwapBuffers(s.window);
+    L.swap_pending = false;
+    glfwWaitEventsTimeout(0.5);
   }
-  if (swap_pending) glfwSwapBuffers(s.window);
+  if (g_terminate) return false;
+  if (glfwWindowShouldClose(s.window)) {
+    glfwSetWindowShouldClose(s.window, GLFW_FALSE);
+    s.quit_requested = true;
+  }
+  if (s.quit_requested && s.ui.dialog == Dialog::None) {
+    if (!s.doc.modified) return false;
+    s.ui.dialog = Dialog::ConfirmQuit;
+    s.ui.dialog_just_opened = true;
+  }
+  if (s.opts.perturb && s.doc.session.num_tokens() > 0) {
+    // One input value changes every frame: forces a forward and a texture upload.
+    s.doc.session.embeddings[0][0] += static_cast<float>(0.01 * s.perturb_sign);
+    s.perturb_sign = -s.perturb_sign;
+    mark_input_dirty(s);
+  }
+  return true;
+}
 
-  // [SECTION] Shutdown: state, autosave, settings
+// Present the previous frame (recomputing meanwhile), then fonts, style and title.
+void present_and_refresh(AppState& s, Loop& L) {
+  if (L.swap_pending && (s.compute.model_dirty || s.compute.input_dirty)) {
+    // Recompute on a worker while this thread presents the previous frame.
+    std::thread worker([&s] { refresh(s); });
+    glfwSwapBuffers(s.window);
+    worker.join();
+  } else if (L.swap_pending) {
+    glfwSwapBuffers(s.window);
+  }
+  L.swap_pending = false;
+  refresh(s);
+  if (s.ui.fonts_dirty) build_fonts(s, true);
+  if (s.ui.style_dirty) apply_style(s);
+  const std::string title = "mhaviz - " + s.doc.origin + (s.doc.modified ? " *" : "");
+  if (title != s.ui.window_title) {
+    glfwSetWindowTitle(s.window, title.c_str());
+    s.ui.window_title = title;
+  }
+}
+
+// The UI, then its GL submission. Returns the time the UI was built (the GL phase starts).
+Clock::time_point build_and_submit(AppState& s) {
+  ImGui_ImplOpenGL3_NewFrame();
+  ImGui_ImplGlfw_NewFrame();
+  if (s.opts.ignore_mouse) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
+  ImGui::NewFrame();
+  draw_frame(s);
+  ImGui::Render();
+  int fb_w = 0, fb_h = 0;
+  glfwGetFramebufferSize(s.window, &fb_w, &fb_h);
+  glViewport(0, 0, fb_w, fb_h);
+  const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+  glClearColor(bg.x, bg.y, bg.z, 1.0f);
+  glClear(GL_COLOR_BUFFER_BIT);
+  const auto t_render = Clock::now();
+  renderer_begin_frame(s.renderer);
+  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  glFlush();  // start rasterising now
+  ++s.frame;
+  return t_render;
+}
+
+// GL errors, screenshot, window capture, test hooks. False: leave the loop.
+bool after_frame(AppState& s, Loop& L) {
+  const Options& opts = s.opts;
+  for (GLenum err = glGetError(); err != GL_NO_ERROR; err = glGetError()) {
+    ++s.gl_errors;
+    std::fprintf(stderr, "mhaviz: OpenGL error 0x%04x in frame %lld\n", err, static_cast<long long>(s.frame));
+    if (opts.check_gl) L.status = 3;
+  }
+  if (L.status != 0) return false;
+  const bool last_frame = opts.exit_after_frames > 0 && s.frame >= opts.exit_after_frames;
+  if (!opts.screenshot.empty() && (last_frame || (opts.exit_after_frames == 0 && s.frame == 10))) {
+    std::string err;
+    if (!write_screenshot(s, opts.screenshot, err)) {
+      std::fprintf(stderr, "mhaviz: screenshot: %s\n", err.c_str());
+      L.status = 1;
+    }
+  }
+  if (s.ui.capture_window_pending) capture_window_now(s);  // the frame just drawn, before the swap
+  if (!opts.layout_out.empty() && s.frame >= 3 && !(L.written == s.probe)) {
+    write_layout(s, opts.layout_out);
+    L.written = s.probe;
+  }
+  L.swap_pending = true;
+  if (!L.measuring && glfwGetTime() - s.last_edit_time > 1.0) autosave(s);
+  return !last_frame && L.status == 0;
+}
+
+// One iteration of the main loop, its phases timed. False: leave the loop.
+bool frame(AppState& s, Loop& L) {
+  const auto start = Clock::now();
+  if (s.frame > kWarmupFrames) s.frame_ms.push_back(ms_between(L.prev_start, start));
+  L.prev_start = start;
+  if (!handle_events(s, L)) return false;
+  const auto t_events = Clock::now();
+  present_and_refresh(s, L);
+  const auto t_ui = Clock::now();
+  const auto t_render = build_and_submit(s);
+  const auto t_end = Clock::now();
+  const bool go_on = after_frame(s, L);
+  if (s.frame > kWarmupFrames) {
+    s.phase_ms[0].push_back(ms_between(start, t_events));  // events
+    s.phase_ms[1].push_back(ms_between(t_events, t_ui));   // previous frame's swap, overlapped with the recompute
+    s.phase_ms[2].push_back(ms_between(t_ui, t_render));   // UI build + texture upload
+    s.phase_ms[3].push_back(ms_between(t_render, t_end));  // GL submit
+  }
+  return go_on;
+}
+
+// [SECTION] Shutdown: state, autosave, settings, frame figures
+int shutdown(AppState& s, Loop& L) {
+  const Options& opts = s.opts;
+  if (L.swap_pending) glfwSwapBuffers(s.window);
   if (!opts.state_out.empty()) write_state_dump(s, opts.state_out);
-  if (!measuring) autosave(s);
-  if (opts.width == 0 && opts.height == 0) {
+  if (!L.measuring) autosave(s);
+  if (opts.width == 0 && opts.height == 0)
     glfwGetWindowSize(s.window, &s.settings.window_width, &s.settings.window_height);
-  }
-  if (!measuring) save_settings(s);
+  if (!L.measuring) save_settings(s);
   if (opts.frame_stats) {
     std::printf("frames=%lld measured=%zu forward_ms=%.2f texture_uploads=%lld heatmaps=%s perturb=%s\n",
                 static_cast<long long>(s.frame), s.frame_ms.size(), s.compute.forward_ms,
                 static_cast<long long>(s.renderer.uploads_total), opts.no_heatmaps ? "off" : "on",
                 opts.perturb ? "on" : "off");
-    std::printf("median_ms: events=%.2f swap+recompute=%.2f ui+upload=%.2f gl_submit=%.2f\n", percentile(s.phase_ms[0], 0.5),
-                percentile(s.phase_ms[1], 0.5), percentile(s.phase_ms[2], 0.5), percentile(s.phase_ms[3], 0.5));
+    std::printf("median_ms: events=%.2f swap+recompute=%.2f ui+upload=%.2f gl_submit=%.2f\n",
+                percentile(s.phase_ms[0], 0.5), percentile(s.phase_ms[1], 0.5), percentile(s.phase_ms[2], 0.5),
+                percentile(s.phase_ms[3], 0.5));
     std::printf("frame_median_ms=%.2f frame_p95_ms=%.2f\n", percentile(s.frame_ms, 0.5), percentile(s.frame_ms, 0.95));
     std::fflush(stdout);
   }
@@ -429,8 +456,24 @@ int run(const Options& opts) {
   ImGui::DestroyContext();
   glfwDestroyWindow(s.window);
   glfwTerminate();
-  if (status == 0 && opts.check_gl && s.gl_errors > 0) status = 3;
-  return status;
+  if (L.status == 0 && opts.check_gl && s.gl_errors > 0) L.status = 3;
+  return L.status;
+}
+
+}  // namespace
+
+// [SECTION] Entry point
+int run(const Options& opts) {
+  AppState s;
+  s.opts = opts;
+  Loop loop;
+  loop.measuring = opts.frame_stats || opts.perturb;
+  if (const int status = init_document(s)) return status;
+  if (const int status = init_window(s, loop.measuring)) return status;
+  s.last_event_time = glfwGetTime();
+  while (!s.quit && frame(s, loop)) {
+  }
+  return shutdown(s, loop);
 }
 
 }  // namespace mhaviz::gui

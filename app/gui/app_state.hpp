@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "colormap.hpp"
+#include "figure/sidecar.hpp"
 #include "gui.hpp"
 #include "walkthrough.hpp"
 #include "mhaviz/model.hpp"
@@ -112,15 +113,9 @@ struct View {
   bool show_controls = true;  // the left panel (hide it to give the heatmaps the window)
 };
 
-// Rectangles of what was drawn, for captures and tests (framebuffer pixels).
-struct CellLayout {
-  int head = 0;
-  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // heatmap rectangle
-  int rows = 0, cols = 0;
-  float vmin = 0, vmax = 1;
-  Colormap colormap = Colormap::Viridis;
-  bool log_scale = false;
-};
+// Rectangles of what was drawn, for captures and tests (framebuffer pixels): the figures'
+// placement, so the app's sidecars and `mhaviz render --cells-json` write the same fields.
+using CellLayout = figure::HeatmapPlacement;
 
 // [SECTION] Transient UI state
 enum class Dialog { None, Open, SaveAs, ConfirmQuit, ConfirmOpen };
@@ -138,7 +133,6 @@ struct Ui {
   std::string status;           // one-line notice in the status bar
   bool status_is_error = false;
   double status_until = 0.0;
-  std::map<std::string, std::vector<float>> widget_rects;  // name -> x0,y0,x1,y1
   std::vector<CellLayout> cell_layout;                     // this frame's heatmaps
   CellLayout colorbar_layout;
   float shapes_content_h = 0.0f;  // height of the shapes strip's content last frame
@@ -158,6 +152,26 @@ struct Paths {
   std::string state_dir;   // autosave.json, autosave-meta.json
 };
 
+// Test hooks: what the last frame showed, for --layout-out and --state-out. Panels write
+// here; the UI never reads it back; capture.cpp turns it into JSON in one function.
+struct Introspection {
+  std::map<std::string, std::vector<float>> widgets;  // name -> x0,y0,x1,y1
+  struct Walk {
+    float pos = 0.0f, target = 0.0f;
+    bool playing = false;
+    int cells = 0;                          // cells drawn this frame
+    int legend_swatches = 0;                // the diverging legend of signed scores
+    int plan_builds = 0;                    // times the step plan was built (cached on its inputs)
+    std::vector<std::string> titles;        // pane titles of the step's result
+    std::vector<std::string> block_labels;  // labels above its blocks ("token 0: Your", "head 1")
+    std::vector<std::string> key_labels;    // column labels of an attention grid (the key tokens)
+    std::vector<std::string> values;        // its first cells as printed (pane 0, row-major, at most 16)
+    std::vector<std::string> inspector;     // the inspector's lines (strings built before drawing)
+    bool operator==(const Walk&) const = default;
+  } walk;
+  bool operator==(const Introspection&) const = default;
+};
+
 struct AppState {
   Options opts;
   Settings settings;
@@ -168,6 +182,7 @@ struct AppState {
   Ui ui;
   Renderer renderer;
   Walkthrough walkthrough;  // panel_walkthrough.cpp
+  Introspection probe;      // test hooks (written to --layout-out / --state-out)
   GLFWwindow* window = nullptr;
   bool quit = false;              // leave the main loop
   bool quit_requested = false;    // window close / Ctrl+Q: may ask first

@@ -12,22 +12,14 @@
 #include <vector>
 
 #include "app_state.hpp"
+#include "figure/sidecar.hpp"
 
 namespace mhaviz::gui {
 namespace {
 
 nlohmann::json layout_json(const CellLayout& c, float sx, float sy) {
-  return {{"head", c.head},
-          {"x0", c.x0 * sx},
-          {"y0", c.y0 * sy},
-          {"x1", c.x1 * sx},
-          {"y1", c.y1 * sy},
-          {"rows", c.rows},
-          {"cols", c.cols},
-          {"vmin", c.vmin},
-          {"vmax", c.vmax},
-          {"colormap", std::string(colormap_name(c.colormap))},
-          {"log", c.log_scale}};
+  return figure::placement_json(
+      {c.head, c.x0 * sx, c.y0 * sy, c.x1 * sx, c.y1 * sy, c.rows, c.cols, c.vmin, c.vmax, c.cmap, c.log});
 }
 
 nlohmann::json colormap_table(Colormap c) {
@@ -115,6 +107,20 @@ bool write_screenshot(AppState& s, const std::string& path, std::string& error) 
   return true;
 }
 
+namespace {
+// The test hooks as JSON: every writer goes through here.
+nlohmann::json probe_json(const Introspection& p) {
+  nlohmann::json widgets = nlohmann::json::object();
+  for (const auto& [k, v] : p.widgets) widgets[k] = v;
+  const auto& w = p.walk;
+  return {{"widgets", widgets},
+          {"walk",
+           {{"pos", w.pos}, {"target", w.target}, {"playing", w.playing}, {"cells", w.cells},
+            {"legend_swatches", w.legend_swatches}, {"plan_builds", w.plan_builds}, {"titles", w.titles}, {"block_labels", w.block_labels},
+            {"key_labels", w.key_labels}, {"values", w.values}, {"inspector", w.inspector}}}};
+}
+}  // namespace
+
 void write_state_dump(AppState& s, const std::string& path) {
   const Trace& t = s.compute.trace;
   nlohmann::json shapes;
@@ -123,8 +129,6 @@ void write_state_dump(AppState& s, const std::string& path) {
               {"scores", t.scores.shape}, {"weights", t.weights.shape}, {"context", t.context.shape},
               {"context_merged", t.context_merged.shape}, {"output", t.output.shape}};
   }
-  nlohmann::json rects;
-  for (const auto& [k, v] : s.ui.widget_rects) rects[k] = v;
   const nlohmann::json j = {
       {"session", nlohmann::json::parse(session_to_json(s.doc.session))},
       {"path", s.doc.path},
@@ -152,7 +156,8 @@ void write_state_dump(AppState& s, const std::string& path) {
         {"theme", s.settings.dark ? "dark" : "light"},
         {"colormap", std::string(colormap_name(s.settings.colormap))},
         {"recent", s.settings.recent}}},
-      {"widgets", rects},
+      {"widgets", probe_json(s.probe)["widgets"]},
+      {"walk", probe_json(s.probe)["walk"]},
   };
   try {
     write_file_atomic(path, j.dump(1) + "\n");
@@ -162,11 +167,10 @@ void write_state_dump(AppState& s, const std::string& path) {
 }
 
 void write_layout(AppState& s, const std::string& path) {
-  nlohmann::json rects;
-  for (const auto& [k, v] : s.ui.widget_rects) rects[k] = v;
+  const nlohmann::json probe = probe_json(s.probe);
   int wx = 0, wy = 0;
   glfwGetWindowPos(s.window, &wx, &wy);
-  const nlohmann::json j = {{"window_x", wx}, {"window_y", wy}, {"frame", s.frame}, {"widgets", rects}};
+  const nlohmann::json j = {{"window_x", wx}, {"window_y", wy}, {"frame", s.frame}, {"widgets", probe["widgets"]}, {"walk", probe["walk"]}};
   try {
     write_file_atomic(path, j.dump(1) + "\n");
   } catch (const std::exception& e) {

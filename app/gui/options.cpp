@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "gui.hpp"
+#include "walk_spec.hpp"
 
 namespace mhaviz::gui {
 
@@ -40,7 +41,17 @@ void add_options(CLI::App& sub, Options& opts) {
   sub.add_option("--font-size", opts.font_size, "Font size in pixels")->check(CLI::Range(10.0f, 48.0f));
   sub.add_option("--walkthrough", opts.walkthrough,
                  "Open the walkthrough at STEP (name or number; STEP+0.5 is halfway into the next step), "
-                 "then comma-separated: mistake, compare, pane=q|k|v|all, pin=FLAT, play, no-numbers, no-weights");
+                 "then comma-separated: mistake, compare, pane=q|k|v|all, pin=FLAT, play, no-numbers, no-weights")
+      ->check(CLI::Validator(
+          [](std::string& spec) {
+            try {
+              parse_walk_spec(spec);
+            } catch (const std::invalid_argument& e) {
+              return std::string(e.what()).substr(std::string("--walkthrough: ").size());
+            }
+            return std::string();
+          },
+          "SPEC"));
 }
 
 }  // namespace mhaviz::gui

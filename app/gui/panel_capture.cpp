@@ -74,6 +74,7 @@ figure::Options figure_options(const AppState& s, figure::View view) {
   o.caption = s.settings.capture_caption;
   if (view == figure::View::Step) {
     o.mistaken = s.walkthrough.mistaken;
+    o.model = &s.compute.model;
     o.step = walkthrough_step(s);
   }
   return o;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "app_state.hpp"
+#include "variant_edit.hpp"
 
 namespace mhaviz::gui {
 namespace {
@@ -44,19 +45,21 @@ void draw_controls(AppState& s) {
   if (ImGui::BeginCombo("variant", std::string(variant_name(c.variant)).c_str())) {
     for (Variant v : kVariants) {
       if (ImGui::Selectable(std::string(variant_name(v)).c_str(), v == c.variant) && v != c.variant) {
-        c.variant = v;
-        if (s.ui.preferred_heads <= 0) s.ui.preferred_heads = c.num_heads;
-        c.num_heads = nearest_valid_heads(c, s.ui.preferred_heads);
+        c = with_variant(c, v);
+        s.ui.preferred_heads = c.num_heads;
         mark_model_dirty(s);
       }
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kVariantSwitchNote);
     }
     ImGui::EndCombo();
   }
   record_frame(s, "variant");
-  help_marker(
+  const std::string variant_help =
       "wrapper: a list of single-head modules, each with its own W_query, W_key, W_value projecting to d_out; "
       "outputs concatenated.\nweight_split: one W per Q/K/V of d_out columns, split into num_heads heads of "
-      "d_out / num_heads, then out_proj.\nfused_qkv: one Linear producing q, k, v together (seed 002).");
+      "d_out / num_heads, then out_proj.\nfused_qkv: one Linear producing q, k, v together, chunked per head "
+      "(the Transformer tutorial's qkv_layer).\n" + std::string(kVariantSwitchNote);
+  help_marker(variant_help.c_str());
 
   // [SECTION] Sizes
   int d_in = s.doc.session.d_in();

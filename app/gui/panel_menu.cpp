@@ -36,12 +36,12 @@ void do_save(AppState& s) {
 
 void record_widget(AppState& s, const char* name) {
   const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
-  s.ui.widget_rects[name] = {a.x, a.y, b.x, b.y};
+  s.probe.widgets[name] = {a.x, a.y, b.x, b.y};
 }
 
 void record_frame(AppState& s, const char* name) {
   const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
-  s.ui.widget_rects[name] = {a.x, a.y, a.x + ImGui::CalcItemWidth(), b.y};
+  s.probe.widgets[name] = {a.x, a.y, a.x + ImGui::CalcItemWidth(), b.y};
 }
 
 // [SECTION] Menu bar

@@ -23,7 +23,7 @@ struct Preset {
 
 // Sizes from the seeds: Transformer base (seed 002), GPT-2 small and XL (seed 003).
 constexpr Preset kPresets[] = {
-    {"transformer-base-64", "Transformer base: d_model 512, 8 heads, fused qkv_layer (seed 002), 64 tokens, no mask",
+    {"transformer-base-64", "Transformer base: d_model 512, 8 heads, fused qkv_layer (the Transformer tutorial's), 64 tokens, no mask",
      Variant::FusedQkv, 512, 8, 64, 512, false},
     {"gpt2-small-256", "GPT-2 small: d_in = d_out = 768, 12 heads, weight splits, 256 tokens of 1024", Variant::WeightSplit,
      768, 12, 256, 1024, true},
@@ -57,11 +57,11 @@ Session preset_session(const Preset& p) {
 
 std::vector<LessonInfo> make_lessons() {
   return {
-      {"seed003-wrapper", "Seed 003: MultiHeadAttentionWrapper, \"Your journey starts with one step\", d_in 3, d_out 2, 2 heads"},
-      {"seed003-weight-split-6d", "Seeds 000/003: MultiHeadAttention with weight splits, 3 tokens, d_in = d_out = 6, 2 heads"},
+      {"seed003-wrapper", "The book's MultiHeadAttentionWrapper on \"Your journey starts with one step\", d_in 3, d_out 2, 2 heads"},
+      {"seed003-weight-split-6d", "MultiHeadAttention with weight splits, 3 tokens, d_in = d_out = 6, 2 heads"},
       {"book-weight-split-3d", "The book's MultiHeadAttention: d_in 3, d_out 2, 2 heads of head_dim 1"},
       {"journey-dropout-half", "Weight splits with dropout 0.5 in training mode: dropped weights doubled"},
-      {"seed002-fused-qkv-encoder", "Seed 002: one qkv_layer chunked per head, encoder (no causal mask), with bias"},
+      {"seed002-fused-qkv-encoder", "Fused qkv, Transformer tutorial: one qkv_layer chunked per head, encoder (no causal mask), with bias"},
       {kPresets[0].name, kPresets[0].description},
       {kPresets[1].name, kPresets[1].description},
       {kPresets[2].name, kPresets[2].description},

@@ -113,7 +113,7 @@ def count(kind):
 # [SECTION] Actions
 def act_click_widget():
     w = widgets()
-    names = [n for n in w if n not in ("walk_state",) and len(w[n]) == 4]
+    names = [n for n in w if len(w[n]) == 4]
     if names:
         click_at(*rand_point_in(w[rng.choice(names)]))
 

@@ -75,9 +75,9 @@ for lesson, steps in STEPS.items():
         png, st, _ = capture("%s-%02d-%s" % (lesson, i + 1, step), lesson, step)
         if st is None:
             continue
-        ws = st["widgets"].get("walk_state")
-        g.check(ws is not None and abs(ws[0] - i) < 1e-6, "%s %s: shown at step %d (%s)" % (lesson, step, i + 1, ws))
-        g.check(ws is not None and 0 < ws[3] < 5000, "%s %s: cells drawn (%s)" % (lesson, step, ws and ws[3]))
+        ws = st.get("walk")
+        g.check(ws is not None and abs(ws["pos"] - i) < 1e-6, "%s %s: shown at step %d (%s)" % (lesson, step, i + 1, ws and ws["pos"]))
+        g.check(ws is not None and 0 < ws["cells"] < 5000, "%s %s: cells drawn (%s)" % (lesson, step, ws and ws["cells"]))
         if step in HEAD_COLOURED:
             c = colours(png)
             g.check(BLUE in c and ORANGE in c, "%s %s: head 0 and head 1 colours in the capture" % (lesson, step))
@@ -90,7 +90,7 @@ for lesson, a, b in [("seed003-weight-split-6d", "view", "transpose"), ("journey
     pm, sm, _ = capture("mid-%s-%s-half" % (lesson, a), lesson, a + "+0.5")
     p1, s1, _ = capture("mid-%s-%s-1" % (lesson, a), lesson, b)
     if p0 and pm and p1:
-        g.check(sm["widgets"]["walk_state"][3] > 0, "%s %s+0.5: cells drawn mid-animation" % (lesson, a))
+        g.check(sm["walk"]["cells"] > 0, "%s %s+0.5: cells drawn mid-animation" % (lesson, a))
         m = sample(pm)
         g.check(m != sample(p0) and m != sample(p1), "%s %s+0.5: middle frame differs from both ends" % (lesson, a))
 
@@ -100,7 +100,7 @@ pc, sc, _ = capture("correct-merge", "journey-dropout-half", "merge")
 if pw and pc:
     g.check(RED in colours(pw), "mistaken merge: cells that differ are outlined in red")
     g.check(RED not in colours(pc), "correct merge: no red outlines")
-    g.check(sw["widgets"]["walk_state"][0] == 9.0, "mistake: merge follows context directly (step 10 of 11)")
+    g.check(sw["walk"]["pos"] == 9.0, "mistake: merge follows context directly (step 10 of 11)")
 
 # [4] GPT-2 sizes: a window of cells.
 gpt = os.path.join(tmp, "gpt2.json")
@@ -114,7 +114,7 @@ for spec in ["project", "view+0.5", "transpose", "softmax", "merge,mistake"]:
     png, st, r = capture("gpt2-" + spec.replace(",", "-"), gpt, spec, extra=["--frame-stats"], frames=40)
     if st is None:
         continue
-    cells = st["widgets"]["walk_state"][3]
+    cells = st["walk"]["cells"]
     g.check(0 < cells < 3000, "GPT-2 %s: a window of cells is drawn (%d)" % (spec, cells))
     # A figure to read, not a pass/fail timing: frame times depend on the machine's load.
     ui = [l for l in r.stdout.splitlines() if l.startswith("median_ms:")]
@@ -126,7 +126,7 @@ proc = g.start(["gui", "seed003-weight-split-6d", "--no-restore", "--width", "12
                 "--config-dir", layout + ".cfg", "--state-dir", layout + ".st", "--walkthrough", "input",
                 "--layout-out", layout])
 try:
-    w = g.wait_for_layout(layout, ["walk_state", "walk_next", "walk_play"], proc=proc)
+    w = g.wait_for_layout(layout, ["walk_next", "walk_play"], proc=proc)
     g.focus_window()
 
 
@@ -135,7 +135,7 @@ try:
         ws = None
         while time.time() < end:
             try:
-                ws = g.read_json(layout)["widgets"]["walk_state"]
+                ws = g.read_json(layout)["walk"]
                 if pred(ws):
                     return g.check(True, what)
             except (ValueError, KeyError):
@@ -146,18 +146,18 @@ try:
 
     g.xdo("mousemove", 5, 790)  # away from the cells
     g.key("Right")
-    state_when(lambda s: s[1] == 1.0 and s[0] == 1.0, "Right: animates to step 2 and stops there")
+    state_when(lambda s: s["target"] == 1.0 and s["pos"] == 1.0, "Right: animates to step 2 and stops there")
     g.key("Right")
-    state_when(lambda s: s[0] == 2.0, "Right again: step 3")
+    state_when(lambda s: s["pos"] == 2.0, "Right again: step 3")
     g.key("Left")
-    state_when(lambda s: s[1] == 1.0 and s[0] == 1.0, "Left: back to step 2")
+    state_when(lambda s: s["target"] == 1.0 and s["pos"] == 1.0, "Left: back to step 2")
     g.click(*g.center(w["walk_next"]))
-    state_when(lambda s: s[0] == 2.0, "Next button: step 3")
+    state_when(lambda s: s["pos"] == 2.0, "Next button: step 3")
     g.key("space")
-    state_when(lambda s: s[2] == 1.0, "Space: playing")
-    state_when(lambda s: s[0] > 2.0, "playing: moves on by itself")
+    state_when(lambda s: s["playing"], "Space: playing")
+    state_when(lambda s: s["pos"] > 2.0, "playing: moves on by itself")
     g.key("space")
-    state_when(lambda s: s[2] == 0.0, "Space again: paused")
+    state_when(lambda s: not s["playing"], "Space again: paused")
 finally:
     rc, out, err = g.stop(proc)
     g.check(rc == 0, "keys: app exits cleanly (%s)" % err.strip()[-200:])

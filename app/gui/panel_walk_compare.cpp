@@ -1,0 +1,211 @@
+// The "Wrapper vs weight split" tab.
+#include <GLFW/glfw3.h>
+#include "walk_frame.hpp"
+
+#include <chrono>
+
+#include "walk_compare.hpp"
+
+namespace mhaviz::gui::walk {
+
+// [SECTION] Wrapper vs weight split: computed by compare_variants off the UI thread
+// Starts the comparison for the current trace when it changed; takes the result when ready.
+// Returns false while it is being computed.
+bool comparison_ready(AppState& s) {
+  Walkthrough& w = s.walkthrough;
+  const std::uint64_t gen = s.compute.generation;
+  if (w.cmp_job.valid() && w.cmp_job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    Comparison c = w.cmp_job.get();
+    c.generation = w.cmp_job_generation;
+    w.cmp = std::move(c);
+  }
+  const bool stale = w.cmp.generation != gen || w.cmp.rows.size() < 2 || w.cmp_job_heads != w.cmp_max_heads;
+  if (stale && !w.cmp_job.valid()) {
+    w.cmp_job_generation = gen;
+    w.cmp_job_heads = w.cmp_max_heads;
+    w.cmp_job = std::async(std::launch::async, [m = s.compute.model, x = s.compute.trace.input, h = w.cmp_max_heads] {
+      return compare_variants(m, x, h);
+    });
+  }
+  if (w.cmp_job.valid()) s.last_event_time = glfwGetTime();  // keep frames coming until it is drawn
+  return w.cmp.generation == gen && w.cmp_job_heads == w.cmp_max_heads && !w.cmp_job.valid();
+}
+
+std::string big(std::int64_t v) {
+  char buf[32];
+  if (v >= 1000000000)
+    std::snprintf(buf, sizeof buf, "%.2f G", static_cast<double>(v) / 1e9);
+  else if (v >= 1000000)
+    std::snprintf(buf, sizeof buf, "%.2f M", static_cast<double>(v) / 1e6);
+  else if (v >= 10000)
+    std::snprintf(buf, sizeof buf, "%.1f k", static_cast<double>(v) / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+  return buf;
+}
+
+static std::string ms_text(double ms) {
+  if (ms < 0) return "not timed";
+  return ms < 0.1 ? fmt("%.1f µs", ms * 1000.0) : fmt(ms < 1.0 ? "%.3f ms" : "%.2f ms", ms);
+}
+
+// A head's (T, T) weights as a small grid of cells.
+void weights_tile(AppState& s, const Trace& t, int head, const char* title, float side) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const int T = t.tokens;
+  const int shown = std::min(T, 24);
+  const float cs = std::floor(side / static_cast<float>(shown));
+  ImGui::BeginGroup();
+  ImGui::TextUnformatted(title);
+  const ImVec2 o = ImGui::GetCursorScreenPos();
+  const ImVec4 bg = rgba(ImGui::GetColorU32(ImGuiCol_WindowBg));
+  const ImVec4 hc = head_rgba(head);
+  ImFont* font = ImGui::GetFont();
+  const float sfh = std::round(ImGui::GetFontSize() * 0.8f);
+  const bool txt = cs >= font->CalcTextSizeA(sfh, FLT_MAX, 0.0f, "0.00").x + 4.0f;
+  const int b = std::clamp(s.view.batch, 0, std::max(0, t.batch - 1));
+  for (int i = 0; i < shown; ++i)
+    for (int j = 0; j < shown; ++j) {
+      const float wv = t.weights.at({b, head, i, j});
+      const ImVec4 col =
+          t.masked(i, j) ? ImVec4(0.2f, 0.2f, 0.2f, 1.0f) : mix(bg, hc, 0.15f + 0.85f * std::clamp(wv, 0.0f, 1.0f));
+      const ImVec2 a(o.x + static_cast<float>(j) * cs, o.y + static_cast<float>(i) * cs);
+      dl->AddRectFilled(ImVec2(a.x + 1, a.y + 1), ImVec2(a.x + cs - 1, a.y + cs - 1), u32(col));
+      if (txt && !t.masked(i, j)) {
+        const std::string v = fmt("%.2f", static_cast<double>(wv));
+        dl->AddText(font, sfh, ImVec2(a.x + 3, a.y + (cs - sfh) * 0.5f),
+                    figure::luminance(to_rgb(col)) < 0.5f ? IM_COL32(255, 255, 255, 255) : IM_COL32(0, 0, 0, 255),
+                    v.c_str());
+      }
+    }
+  ImGui::Dummy(ImVec2(cs * static_cast<float>(shown), cs * static_cast<float>(shown)));
+  if (T > shown) ImGui::TextDisabled("first %d of %d tokens", shown, T);
+  ImGui::EndGroup();
+}
+
+void draw_compare_tab(AppState& s) {
+  Walkthrough& w = s.walkthrough;
+  Comparison& c = w.cmp;
+  if (!comparison_ready(s)) {
+    ImGui::TextDisabled("Building both models and timing their forwards (off the UI thread)…");
+    if (!c.valid) return;
+  }
+  ImGui::TextWrapped("%s", c.note.c_str());
+  if (!c.valid) return;
+  const float fh = ImGui::GetFontSize();
+  const int head = std::clamp(s.view.head, 0, std::max(0, c.heads - 1));
+  ImGui::Separator();
+  ImGui::AlignTextToFramePadding();
+  ImGui::Text("Head %d of %d", head, c.heads);
+  ImGui::SameLine();
+  if (ImGui::ArrowButton("cmp_prev", ImGuiDir_Left)) s.view.head = std::max(0, head - 1);
+  ImGui::SameLine();
+  if (ImGui::ArrowButton("cmp_next", ImGuiDir_Right)) s.view.head = std::min(c.heads - 1, head + 1);
+  ImGui::SameLine();
+  const bool exact = c.max_diff_weights == 0.0;
+  ImGui::TextColored(c.max_diff_weights <= 1e-6 ? ImVec4(0.45f, 0.85f, 0.45f, 1.0f) : ImVec4(1.0f, 0.45f, 0.35f, 1.0f),
+                     "max |wrapper − weight split| over all heads' weights = %.3g%s,  outputs = %.3g",
+                     c.max_diff_weights, exact ? " (identical)" : "", c.max_diff_output);
+  const float side = std::min(fh * 7.5f, (ImGui::GetContentRegionAvail().x - fh * 4.0f) * 0.5f);
+  weights_tile(s, c.wrapper, head, "Wrapper: head's own module", side);
+  ImGui::SameLine(0.0f, fh * 2.0f);
+  weights_tile(s, c.split, head, "Weight split: q.view + transpose", side);
+
+  ImGui::Separator();
+  ImGui::Text("Cost of one forward: b = %d, num_tokens = %d, d_in = %d, num_heads = %d, head_dim = %d", c.batch,
+              c.tokens, c.d_in, c.heads, c.head_dim);
+  const Comparison::Row& r = c.rows.front();
+  if (ImGui::BeginTable("cost", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
+    ImGui::TableSetupColumn("variant");
+    ImGui::TableSetupColumn("matmul calls");
+    ImGui::TableSetupColumn("FLOPs");
+    ImGui::TableSetupColumn("parameters");
+    ImGui::TableSetupColumn("forward time (median)");
+    ImGui::TableHeadersRow();
+    const struct {
+      const char* name;
+      const Cost& cost;
+      double ms;
+    } lines[3] = {{"wrapper (h modules)", r.wrapper, r.wrapper_ms},
+                  {"weight split", r.split, r.split_ms},
+                  {"fused qkv", r.fused, r.fused_ms}};
+    for (const auto& ln : lines) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(ln.name);
+      ImGui::TableNextColumn();
+      ImGui::Text("%lld", static_cast<long long>(ln.cost.matmul_calls));
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(big(ln.cost.flops).c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(big(ln.cost.parameters).c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(ms_text(ln.ms).c_str());
+    }
+    ImGui::EndTable();
+  }
+  ImGui::TextDisabled(
+      "Weight split adds out_proj (d_out² + d_out parameters); its identity here keeps the outputs equal.");
+  if (r.samples > 0) {
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextDisabled(
+        "Times: median of %d samples of %d forward%s each. A teaching-size forward takes microseconds, where "
+        "the calls and FLOPs say more than the clock.",
+        r.samples, r.per_sample, r.per_sample > 1 ? "s" : "");
+    ImGui::PopTextWrapPos();
+  }
+
+  ImGui::Spacing();
+  ImGui::TextWrapped(
+      "As num_heads grows (head_dim = %d fixed): the wrapper makes 5 matmul calls per head, weight split 6 in all.",
+      c.head_dim);
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(fh * 6.0f);
+  ImGui::SliderInt("up to heads", &w.cmp_max_heads, 4, 64);
+  std::int64_t max_calls = 1;
+  for (std::size_t i = 1; i < c.rows.size(); ++i) max_calls = std::max(max_calls, c.rows[i].wrapper.matmul_calls);
+  if (ImGui::BeginTable("growth", 6,
+                        ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
+    ImGui::TableSetupColumn("num_heads");
+    ImGui::TableSetupColumn("wrapper calls");
+    ImGui::TableSetupColumn("split calls");
+    ImGui::TableSetupColumn("calls (bars: wrapper, split)", ImGuiTableColumnFlags_WidthFixed, fh * 12.0f);
+    ImGui::TableSetupColumn("wrapper time");
+    ImGui::TableSetupColumn("split time");
+    ImGui::TableHeadersRow();
+    for (std::size_t i = 1; i < c.rows.size(); ++i) {
+      const auto& g = c.rows[i];
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::Text("%d", g.heads);
+      ImGui::TableNextColumn();
+      ImGui::Text("%lld", static_cast<long long>(g.wrapper.matmul_calls));
+      ImGui::TableNextColumn();
+      ImGui::Text("%lld", static_cast<long long>(g.split.matmul_calls));
+      ImGui::TableNextColumn();
+      {
+        ImDrawList* dl = ImGui::GetWindowDrawList();
+        const ImVec2 p = ImGui::GetCursorScreenPos();
+        const float wbar = fh * 12.0f;
+        const float lh = ImGui::GetTextLineHeight();
+        const float a = wbar * static_cast<float>(g.wrapper.matmul_calls) / static_cast<float>(max_calls);
+        const float b = wbar * static_cast<float>(g.split.matmul_calls) / static_cast<float>(max_calls);
+        dl->AddRectFilled(ImVec2(p.x, p.y + 1), ImVec2(p.x + a, p.y + lh * 0.5f - 1), u32(head_rgba(1)));
+        dl->AddRectFilled(ImVec2(p.x, p.y + lh * 0.5f + 1), ImVec2(p.x + b, p.y + lh - 1), u32(head_rgba(0)));
+        ImGui::Dummy(ImVec2(wbar, lh));
+      }
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(ms_text(g.wrapper_ms).c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(ms_text(g.split_ms).c_str());
+    }
+    ImGui::EndTable();
+  }
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextDisabled(
+      "FLOPs of the projections are the same; the wrapper pays for h times more, smaller calls. Times: forward() "
+      "medians measured off the UI thread when the input changes (\"not timed\": too large to time while you edit).");
+  ImGui::PopTextWrapPos();
+}
+
+}  // namespace mhaviz::gui::walk

@@ -1,0 +1,172 @@
+// The walkthrough's transport controls (buttons, scrub bar, step chips, keys) and its
+// options row (mode, panes, mistake); the moves themselves are walk_transport.cpp.
+#include <GLFW/glfw3.h>
+#include "walk_frame.hpp"
+
+namespace mhaviz::gui::walk {
+
+// [SECTION] Controls
+
+void handle_keys(AppState& s, Walkthrough& w, int n) {
+  const ImGuiIO& io = ImGui::GetIO();
+  if (s.ui.dialog != Dialog::None || io.WantTextInput || io.KeyCtrl) return;
+  // GLFW key codes index KeysDown in the 1.86 GLFW backend (ImGuiKey_Space would never fire).
+  if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT, false)) next_step(w, n);
+  if (ImGui::IsKeyPressed(GLFW_KEY_LEFT, false)) previous_step(w, n);
+  if (ImGui::IsKeyPressed(GLFW_KEY_SPACE, false)) toggle_play(w, n);
+  if (ImGui::IsKeyPressed(GLFW_KEY_HOME, false)) go_to(w, 0.0f, n);
+  if (ImGui::IsKeyPressed(GLFW_KEY_END, false)) go_to(w, static_cast<float>(n - 1), n);
+}
+
+void draw_controls_row(AppState& s, Frame& f) {
+  Walkthrough& w = f.w;
+  const int n = step_count(f);
+  const float fh = ImGui::GetFontSize();
+  if (ImGui::Button("|<")) go_to(w, 0.0f, n);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("First step (Home)");
+  ImGui::SameLine();
+  if (ImGui::Button("< Back")) previous_step(w, n);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Previous step (←)");
+  s.probe.widgets["walk_back"] = {ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y, ImGui::GetItemRectMax().x,
+                                  ImGui::GetItemRectMax().y};
+  ImGui::SameLine();
+  if (ImGui::Button(w.playing ? "Pause ##play" : "Play  ##play", ImVec2(fh * 4.0f, 0))) toggle_play(w, n);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Play / pause (Space)");
+  record_widget(s, "walk_play");
+  ImGui::SameLine();
+  if (ImGui::Button("Next >")) next_step(w, n);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Next step, animated (→)");
+  record_widget(s, "walk_next");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(std::max(fh * 8.0f, ImGui::GetContentRegionAvail().x - fh * 26.0f));
+  float pos = w.pos + 1.0f;
+  char fmtbuf[64];
+  std::snprintf(fmtbuf, sizeof fmtbuf, "step %.2f of %d", static_cast<double>(w.pos + 1.0f), n);
+  if (ImGui::SliderFloat("##scrub", &pos, 1.0f, static_cast<float>(n), fmtbuf)) {
+    w.pos = w.target = std::clamp(pos - 1.0f, 0.0f, static_cast<float>(n - 1));
+    w.playing = false;
+  }
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Scrub: fractions show the animation between two steps");
+  record_widget(s, "walk_scrub");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(fh * 6.0f);
+  ImGui::SliderFloat("speed", &w.speed, 0.25f, 4.0f, "%.2fx", ImGuiSliderFlags_Logarithmic);
+  ImGui::SameLine();
+  ImGui::Checkbox("numbers", &w.values);
+  ImGui::SameLine();
+  capture_button(s);
+}
+
+void draw_step_chips(AppState& s, Frame& f) {
+  ImGui::SetWindowFontScale(0.85f);
+  ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, ImVec2(4.0f, 2.0f));
+  Walkthrough& w = f.w;
+  const int n = step_count(f);
+  const int cur = static_cast<int>(std::lround(w.target));
+  for (int i = 0; i < n; ++i) {
+    if (i > 0) ImGui::SameLine(0.0f, 4.0f);
+    const lay::Step sti = f.steps[static_cast<std::size_t>(i)];
+    const std::string shortname = sti == lay::Step::Input           ? "X"
+                                  : sti == lay::Step::Project       ? "QKV"
+                                  : sti == lay::Step::TransposeBack ? "back"
+                                                                    : std::string(lay::step_name(sti));
+    const std::string name = std::to_string(i + 1) + " " + shortname;
+    const float bw = ImGui::CalcTextSize(name.c_str()).x + ImGui::GetStyle().FramePadding.x * 2.0f;
+    if (i > 0 && ImGui::GetItemRectMax().x + bw + 4.0f > ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
+      ImGui::NewLine();
+    const bool on = i == cur;
+    if (on) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
+    if (ImGui::Button(name.c_str())) go_to(w, static_cast<float>(i), n);
+    record_widget(s, ("walk_chip_" + std::to_string(i + 1)).c_str());
+    if (on) ImGui::PopStyleColor();
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "%s", std::string(lay::step_title(f.steps[static_cast<std::size_t>(i)], f.tr.config.variant)).c_str());
+  }
+  ImGui::PopStyleVar();
+  ImGui::SetWindowFontScale(1.0f);
+}
+
+void draw_options_row(AppState& s, Frame& f) {
+  Walkthrough& w = f.w;
+  const Variant v = f.tr.config.variant;
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextDisabled("mode:");
+  ImGui::SameLine();
+  const Variant vs[3] = {Variant::Wrapper, Variant::WeightSplit, Variant::FusedQkv};
+  for (Variant x : vs) {
+    ImGui::SameLine();
+    if (ImGui::RadioButton(std::string(variant_name(x)).c_str(), v == x) && v != x) {
+      ModelConfig& c = s.doc.session.model;
+      c = with_variant(c, x);  // the Model panel's edit: keeps num_heads and head_dim
+      s.ui.preferred_heads = c.num_heads;
+      mark_model_dirty(s);
+    }
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kVariantSwitchNote);
+  }
+  if (!f.steps.empty()) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("  show:");
+    const char* names[4] = {"Q", "K", "V", "all"};
+    for (int p = 0; p < 4; ++p) {
+      ImGui::SameLine();
+      ImGui::RadioButton(names[p], &w.pane, p);
+    }
+    ImGui::SameLine();
+    ImGui::Checkbox("Wᵀ", &w.show_weights);
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "Draw the weight matrix (transposed) in the projection step: X · Wᵀ = Q\n(when it fits without hiding "
+          "columns)");
+  }
+  if (f.tr.batch > 1) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5.0f);
+    int b = s.view.batch;
+    if (ImGui::InputInt("batch", &b)) s.view.batch = std::clamp(b, 0, f.tr.batch - 1);
+  }
+  if (v != Variant::Wrapper) {
+    ImGui::SameLine();
+    const float before = w.pos;
+    if (ImGui::Checkbox("mistake: merge w/o transpose back", &w.mistaken)) {
+      // Stay on the same step (the step list loses or regains "transpose back").
+      const auto old_steps = lay::steps_for(v, !w.mistaken);
+      const lay::Step at_step = old_steps[static_cast<std::size_t>(
+          std::clamp(static_cast<int>(std::lround(before)), 0, static_cast<int>(old_steps.size()) - 1))];
+      const auto now_steps = lay::steps_for(v, w.mistaken);
+      int idx = 0;
+      for (int i = 0; i < static_cast<int>(now_steps.size()); ++i)
+        if (now_steps[static_cast<std::size_t>(i)] == at_step ||
+            (at_step == lay::Step::TransposeBack && now_steps[static_cast<std::size_t>(i)] == lay::Step::Merge))
+          idx = i;
+      w.pos = w.target = static_cast<float>(idx);
+      w.hover_step = w.pin_step = -1;
+    }
+    record_widget(s, "walk_mistake");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "The Transformer tutorial's slip: reshape (b, h, T, hd) straight to (b, T, h*hd), without the transpose "
+          "back; "
+          "see the merge step and the wrong output it leads to");
+  }
+}
+
+// Signed scores: the diverging map's swatches from -vmax through 0 to +vmax (figure/walk_values.hpp).
+void draw_diverging_legend(Frame& f, float vmax) {
+  const float fh = ImGui::GetFontSize();
+  ImGui::TextDisabled("score colour:");
+  int i = 0;
+  for (const figure::Swatch& sw : figure::diverging_legend(vmax)) {
+    ImGui::SameLine();
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + fh * 0.15f), ImVec2(p.x + fh * 0.9f, p.y + fh * 1.05f),
+                                              u32(to_vec(sw.color)));
+    ImGui::Dummy(ImVec2(fh * 0.9f, fh));
+    ImGui::SameLine(0.0f, fh * 0.25f);
+    ImGui::TextUnformatted(sw.text.c_str());
+    ++i;
+  }
+  f.legend_swatches = i;
+}
+
+}  // namespace mhaviz::gui::walk

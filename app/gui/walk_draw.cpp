@@ -1,0 +1,458 @@
+// Drawing the walkthrough: cells, labels, the animated move between two steps, the
+// highlighted operands and the chain strip. Values, names and colours come from the shared
+// table (figure/walk_values.hpp).
+#include "walk_frame.hpp"
+
+namespace mhaviz::gui::walk {
+
+// [SECTION] Cells
+
+int cell_head(const Grid& g, const lay::Cell& c) {
+  return g.source ? static_cast<int>(g.source(lay::index_of(g.l, c)).head) : lay::head_of(g.l, c);
+}
+
+Look look_of(const Frame& f, const Grid& g, const lay::Cell& c, std::int64_t flat) {
+  Look lk;
+  const float v = g.value(flat);
+  lk.state = g.state ? g.state(flat) : 0;
+  const ImVec4 bg = rgba(ImGui::GetColorU32(ImGuiCol_WindowBg));
+  ImVec4 col =
+      to_vec(figure::cell_rgb(g.tint, cell_head(g, c), lay::part_of(g.l, c), v, g.vmax, f.s.settings.dark, to_rgb(bg)));
+  if (lk.state == 1) col = f.s.settings.dark ? ImVec4(0.16f, 0.16f, 0.17f, 1.0f) : ImVec4(0.80f, 0.80f, 0.80f, 1.0f);
+  if (lk.state == 2) col = bg;
+  lk.fill = col;
+  const bool light_text = figure::luminance(to_rgb(col)) < 0.5f;
+  lk.text = light_text ? ImVec4(1, 1, 1, 1) : ImVec4(0, 0, 0, 1);
+  if (lk.state == 1) lk.text = f.s.settings.dark ? ImVec4(1.0f, 0.55f, 0.5f, 1.0f) : ImVec4(0.7f, 0.1f, 0.1f, 1.0f);
+  if (lk.state == 2) lk.text = rgba(ImGui::GetColorU32(ImGuiCol_TextDisabled));
+  lk.label = lk.state == 2 ? "0" : figure::format_value(v);
+  if (g.source) lk.tag = "t" + std::to_string(g.source(flat).t);
+  return lk;
+}
+
+void draw_cell(Frame& f, ImVec2 p, float size, const Look& lk, float alpha, ImFont* font) {
+  if (alpha <= 0.01f) return;
+  const float pad = size >= 10.0f ? 1.0f : 0.0f;
+  ImVec4 fill = lk.fill;
+  fill.w *= alpha;
+  const ImVec2 a(p.x + pad, p.y + pad), b(p.x + size - pad, p.y + size - pad);
+  if (lk.state == 2) {
+    f.dl->AddRect(a, b, u32(ImVec4(0.5f, 0.5f, 0.5f, 0.6f * alpha)), 0.0f, 0, 1.0f);  // dropped: an empty slot
+  } else {
+    f.dl->AddRectFilled(a, b, u32(fill));
+  }
+  if (lk.state == 1) f.dl->AddRect(a, b, u32(ImVec4(0.9f, 0.3f, 0.25f, 0.9f * alpha)), 0.0f, 0, 1.5f);
+  ++f.cells;
+  if (f.w.values && size >= f.value_w + 4.0f && size >= f.sfh + 2.0f) {
+    ImVec4 tc = lk.text;
+    tc.w *= alpha;
+    const ImVec2 ts = font->CalcTextSizeA(f.sfh, FLT_MAX, 0.0f, lk.label.c_str());
+    f.dl->AddText(font, f.sfh, ImVec2(p.x + (size - ts.x) * 0.5f, p.y + (size - ts.y) * 0.5f), u32(tc),
+                  lk.label.c_str());
+  }
+  if (!lk.tag.empty() && size >= f.sfh * 2.4f) {
+    ImVec4 tc = lk.text;
+    tc.w *= alpha * 0.8f;
+    f.dl->AddText(font, std::round(f.sfh * 0.72f), ImVec2(p.x + 3.0f, p.y + 1.0f), u32(tc), lk.tag.c_str());
+  }
+}
+
+float grid_vmax(const Frame& f, const Grid& g) {
+  float m = 0.0f;
+  for_visible(f, g, [&](const lay::Cell&, std::int64_t flat, ImVec2) {
+    const float v = g.value(flat);
+    if (std::isfinite(v)) m = std::max(m, std::fabs(v));
+  });
+  return m > 0.0f ? m : 1.0f;
+}
+
+std::string token_name(const Frame& f, std::int64_t t) {
+  const auto& toks = f.s.compute.tokens;
+  return t >= 0 && t < static_cast<std::int64_t>(toks.size()) ? toks[static_cast<std::size_t>(t)] : std::string();
+}
+
+void small_text(const Frame& f, ImVec2 p, ImU32 col, const std::string& s) {
+  ImFont* font = ImGui::GetFont();
+  f.dl->AddText(font, f.sfh, p, col, s.c_str());
+}
+
+float small_w(const Frame& f, const std::string& s) {
+  ImFont* font = ImGui::GetFont();
+  return font->CalcTextSizeA(f.sfh, FLT_MAX, 0.0f, s.c_str()).x;
+}
+
+// Titles, row labels, block labels, column-group labels and ellipses of a grid.
+// rec: the test hooks (key labels of every grid; titles and block labels of the result only).
+void draw_frame_labels(Frame& f, const Grid& g, float alpha, Introspection::Walk* rec, bool result) {
+  if (alpha <= 0.01f) return;
+  const ImVec4 tc = rgba(ImGui::GetColorU32(ImGuiCol_Text));
+  const ImVec4 dc = rgba(ImGui::GetColorU32(ImGuiCol_TextDisabled));
+  const ImU32 text = u32(ImVec4(tc.x, tc.y, tc.z, alpha)), dim = u32(ImVec4(dc.x, dc.y, dc.z, alpha));
+  const lay::Axis ba = g.l.block_axis(), ra = g.l.row_axis(), ca = g.l.col_axis();
+  const float line = f.sfh + 3.0f;
+  const float title_y = g.origin.y - g.top;
+  const std::int64_t bcols = std::max<std::int64_t>(1, std::min<std::int64_t>(g.l.block_cols, ba.slots()));
+  const figure::Measure measure = [&f](const std::string& t) { return small_w(f, t); };
+  figure::ColumnLabels keys;
+  if (g.col_tokens) keys = figure::column_labels(f.s.compute.tokens, f.cs, measure);
+  // Pane titles.
+  for (int pane = g.pane_first; pane <= g.pane_last; ++pane) {
+    const ImVec2 p = to_px(f, g, lay::slot_point(g.l, pane, 0, 0, 0));
+    std::string t = pane < static_cast<int>(g.pane_titles.size()) ? g.pane_titles[static_cast<std::size_t>(pane)]
+                                                                  : g.pane_titles.front();
+    if (!keys.note.empty()) t += "  · columns: " + keys.note;
+    small_text(f, ImVec2(p.x, title_y), text, t);
+    if (rec && result) rec->titles.push_back(t);
+  }
+  // Column groups: "head i" (or q | k | v of a fused chunk) above the columns.
+  if (g.col_heads || g.l.part_cols > 0) {
+    for (int pane = g.pane_first; pane <= g.pane_last; ++pane) {
+      std::int64_t start = -1;
+      int cur = -2;
+      auto flush = [&](std::int64_t end_slot) {
+        if (start < 0) return;
+        const ImVec2 a = to_px(f, g, lay::slot_point(g.l, pane, 0, 0, start));
+        const float wpx = static_cast<float>(end_slot - start) * f.cs;
+        std::string lab;
+        if (g.l.part_cols > 0 && g.l.kind != lay::Kind::Matrix)
+          lab = cur == 0 ? "q" : cur == 1 ? "k" : "v";
+        else
+          lab = (wpx >= small_w(f, "head 00") + 4.0f ? "head " : "h") + std::to_string(cur);
+        if (small_w(f, lab) <= wpx + 2.0f) small_text(f, ImVec2(a.x + 2.0f, title_y + line), dim, lab);
+        f.dl->AddLine(ImVec2(a.x + 1, title_y + line * 2 - 2), ImVec2(a.x + wpx - 1, title_y + line * 2 - 2), dim,
+                      1.0f);
+      };
+      for (std::int64_t cs = 0; cs < ca.slots(); ++cs) {
+        const std::int64_t col = ca.index_at(cs);
+        int key = -1;
+        if (col >= 0) {
+          const lay::Cell c{pane, 0, 0, col};
+          key = (g.l.part_cols > 0 && g.l.kind != lay::Kind::Matrix) ? lay::part_of(g.l, c) : lay::head_of(g.l, c);
+        }
+        if (key != cur) {
+          flush(cs);
+          start = key >= 0 ? cs : -1;
+          cur = key;
+        }
+      }
+      flush(ca.slots());
+    }
+  }
+  // Block labels above each block, row labels to the left.
+  // One form of label for every block, fitting a block's width (head_dim 1: one cell): the shared table's rule.
+  std::vector<std::string> block_names;
+  if (g.blocks == BlockLabels::Heads || g.blocks == BlockLabels::Tokens) {
+    const float block_w = static_cast<float>(ca.slots()) * f.cs + (bcols > 1 ? g.l.block_gap_x * f.cs - 4.0f : 1.0e6f);
+    block_names = figure::block_labels(g.blocks == BlockLabels::Heads ? lay::Kind::HeadBlocks : lay::Kind::TokenBlocks,
+                                       g.l.dims[1], f.s.compute.tokens, block_w, measure);
+  }
+  for (std::int64_t bs = 0; bs < ba.slots(); ++bs) {
+    const std::int64_t block = ba.index_at(bs);
+    const ImVec2 p = to_px(f, g, lay::slot_point(g.l, g.pane_first, bs, 0, 0));
+    if (block < 0) {
+      small_text(f, ImVec2(p.x, p.y), dim, "… " + std::to_string(g.l.blocks() - ba.limit) + " more");
+      continue;
+    }
+    if (g.blocks != BlockLabels::None) {
+      const std::int64_t inner = block % g.l.dims[1];
+      std::string lab = g.blocks == BlockLabels::Modules ? "heads[" + std::to_string(inner) + "]: own W"
+                                                         : block_names[static_cast<std::size_t>(inner)];
+      ImU32 col = text;
+      if (g.blocks == BlockLabels::Heads || g.blocks == BlockLabels::Modules) {
+        ImVec4 hc = head_rgba(static_cast<int>(inner));
+        hc.w = alpha;
+        col = u32(hc);
+      }
+      small_text(f,
+                 ImVec2(p.x, p.y - line * (g.col_tokens && bs < bcols ? 1.0f + static_cast<float>(keys.lines) : 1.0f)),
+                 col, lab);
+      if (rec && result) rec->block_labels.push_back(lab);
+    }
+    if (g.col_tokens && bs < bcols) {
+      for (std::int64_t cs = 0; cs < ca.slots(); ++cs) {
+        const std::int64_t col = ca.index_at(cs);
+        if (col < 0 || col >= static_cast<std::int64_t>(keys.text.size())) continue;
+        const std::string& lab = keys.text[static_cast<std::size_t>(col)];
+        const float up = static_cast<float>(keys.lines - cs % keys.lines);  // staggered: column 0 on the top line
+        const ImVec2 cp = to_px(f, g, lay::slot_point(g.l, g.pane_first, bs, 0, cs));
+        small_text(f, ImVec2(cp.x + (f.cs - small_w(f, lab)) * 0.5f, cp.y - line * up), dim, lab);
+        if (rec && bs == 0) rec->key_labels.push_back(lab);
+      }
+    }
+    if (g.rows == RowLabels::None || bs % bcols != 0) continue;
+    for (std::int64_t rs = 0; rs < ra.slots(); ++rs) {
+      const std::int64_t row = ra.index_at(rs);
+      const ImVec2 rp = to_px(f, g, lay::slot_point(g.l, g.pane_first, bs, rs, 0));
+      if (f.cs < f.sfh * 0.8f && row >= 0 && rs % 2 == 1) continue;
+      std::string lab = row < 0 ? "…" : g.rows == RowLabels::Heads ? "head " + std::to_string(row) : token_name(f, row);
+      if (row < 0) lab = "…";
+      while (!lab.empty() && small_w(f, lab) > g.left - 6.0f) lab.pop_back();
+      ImU32 col = text;
+      if (g.rows == RowLabels::Heads && row >= 0) {
+        ImVec4 hc = head_rgba(static_cast<int>(row));
+        hc.w = alpha;
+        col = u32(hc);
+      }
+      small_text(f, ImVec2(rp.x - small_w(f, lab) - 5.0f, rp.y + (f.cs - f.sfh) * 0.5f), col, lab);
+    }
+  }
+  // Ellipses of windowed rows and columns.
+  for (int pane = g.pane_first; pane <= g.pane_last; ++pane)
+    for (std::int64_t bs = 0; bs < ba.slots(); ++bs) {
+      if (ba.index_at(bs) < 0) continue;
+      for (std::int64_t rs = 0; rs < ra.slots(); ++rs)
+        for (std::int64_t cs = 0; cs < ca.slots(); ++cs) {
+          if (!ra.ellipsis_at(rs) && !ca.ellipsis_at(cs)) continue;
+          if (ra.ellipsis_at(rs) && cs % 3 != 0 && !ca.ellipsis_at(cs)) continue;
+          if (ca.ellipsis_at(cs) && rs % 3 != 0 && !ra.ellipsis_at(rs)) continue;
+          const ImVec2 p = to_px(f, g, lay::slot_point(g.l, pane, bs, rs, cs));
+          const char* e = "…";
+          const float tw = small_w(f, e);
+          small_text(f, ImVec2(p.x + (f.cs - tw) * 0.5f, p.y + (f.cs - f.sfh) * 0.5f), dim, e);
+        }
+    }
+}
+
+void draw_grid(Frame& f, Grid& g, float alpha, Introspection::Walk* rec, bool result) {
+  if (alpha <= 0.01f) return;
+  ImFont* font = ImGui::GetFont();
+  if (g.tint == Tint::Diverging || g.tint == Tint::Weights) g.vmax = grid_vmax(f, g);
+  for_visible(f, g, [&](const lay::Cell& c, std::int64_t flat, ImVec2 p) {
+    const Look lk = look_of(f, g, c, flat);
+    draw_cell(f, p, f.cs, lk, alpha, font);
+    if (rec && result && c.pane == g.pane_first && rec->values.size() < 16) rec->values.push_back(lk.label);
+  });
+  draw_frame_labels(f, g, alpha, rec, result);
+}
+
+void draw_operator(Frame& f, const Grid& g, float alpha) {
+  if (!g.op_after || alpha <= 0.01f) return;
+  const ImVec2 gs = grid_size(f, g);
+  const float x = g.origin.x + gs.x + f.sfh * 0.5f;
+  const float y = g.origin.y + std::min(gs.y, f.cs * 3.0f) * 0.5f - ImGui::GetFontSize() * 0.5f;
+  ImVec4 c = rgba(ImGui::GetColorU32(ImGuiCol_Text));
+  c.w = alpha;
+  f.dl->AddText(ImVec2(x, y), u32(c), g.op_after);
+}
+
+// Rectangle (pixels) around cells [c0, c1] (inclusive, same pane and block) of a grid, visible part only.
+bool cells_rect(const Frame& f, const Grid& g, int pane, std::int64_t block, std::int64_t r0, std::int64_t r1,
+                std::int64_t c0, std::int64_t c1, ImVec2& a, ImVec2& b) {
+  const lay::Axis ba = g.l.block_axis(), ra = g.l.row_axis(), ca = g.l.col_axis();
+  const std::int64_t bs = ba.slot(block);
+  if (bs < 0 || !pane_drawn(g, pane)) return false;
+  auto first_slot = [](const lay::Axis& ax, std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i <= hi; ++i)
+      if (ax.slot(i) >= 0) return ax.slot(i);
+    return std::int64_t{-1};
+  };
+  auto last_slot = [](const lay::Axis& ax, std::int64_t lo, std::int64_t hi) {
+    if (ax.slot(hi) >= 0) return ax.slot(hi);
+    for (std::int64_t i = hi; i >= lo; --i)
+      if (ax.slot(i) >= 0) return ax.windowed() && hi > i ? ax.slot(i) + 1 : ax.slot(i);
+    return std::int64_t{-1};
+  };
+  const std::int64_t rs0 = first_slot(ra, r0, r1), rs1 = last_slot(ra, r0, r1);
+  const std::int64_t cs0 = first_slot(ca, c0, c1), cs1 = last_slot(ca, c0, c1);
+  if (rs0 < 0 || cs0 < 0) return false;
+  a = to_px(f, g, lay::slot_point(g.l, pane, bs, rs0, cs0));
+  b = to_px(f, g, lay::slot_point(g.l, pane, bs, rs1, cs1));
+  b.x += f.cs;
+  b.y += f.cs;
+  return true;
+}
+
+void outline(const Frame& f, ImVec2 a, ImVec2 b, ImU32 col, float th) {
+  f.dl->AddRect(ImVec2(a.x - 1, a.y - 1), ImVec2(b.x + 1, b.y + 1), IM_COL32(0, 0, 0, 200), 0.0f, 0, th + 2.0f);
+  f.dl->AddRect(ImVec2(a.x - 1, a.y - 1), ImVec2(b.x + 1, b.y + 1), col, 0.0f, 0, th);
+}
+
+// [SECTION] The animated transition of the result grid between two steps
+// fa / fb: the frames (cell sizes) of the steps before and after; elements travel from their
+// static place in `from` to their static place in `to` (lay::progress gives how far).
+void draw_moving(Frame& fa, Frame& fb, Grid& from, Grid& to, lay::Move m, float u) {
+  ImFont* font = ImGui::GetFont();
+  const float e = lay::ease(u);
+  if (from.tint == Tint::Diverging || from.tint == Tint::Weights) from.vmax = grid_vmax(fa, from);
+  if (to.tint == Tint::Diverging || to.tint == Tint::Weights) to.vmax = grid_vmax(fb, to);
+  const float stagger = (m == lay::Move::Transpose || m == lay::Move::TransposeMerge) ? 0.35f : 0.2f;
+  const float swing = m == lay::Move::Same ? 0.0f : 0.5f * std::max(grid_size(fa, from).x, grid_size(fb, to).x) + fb.cs;
+  // Elements visible before: travel (or fade out when their new place is hidden).
+  for_visible(fa, from, [&](const lay::Cell& c, std::int64_t flat, ImVec2 p0) {
+    const std::int64_t g = lay::move_index(m, from.l, to.l, flat);
+    const Look a = look_of(fa, from, c, flat);
+    if (g < 0) return;
+    const lay::Cell tc = lay::cell_of(to.l, g);
+    if (!lay::visible(to.l, tc) || !pane_drawn(to, tc.pane)) {
+      draw_cell(fa, p0, fa.cs, a, std::max(0.0f, 1.0f - 3.0f * e), font);  // leaves the window quickly
+      return;
+    }
+    const ImVec2 p1 = to_px(fb, to, lay::point_of(to.l, tc));
+    const float pr = lay::progress(to.l, tc, u, stagger);
+    ImVec2 p(p0.x + (p1.x - p0.x) * pr, p0.y + (p1.y - p0.y) * pr);
+    // Elements moving down swing out to the right on their way, so that rows do not pass
+    // through each other (the transpose pulls a head's rows out and stacks them below).
+    if (p1.y > p0.y + 0.5f * fb.cs) p.x += std::sin(pr * 3.14159265f) * swing;
+    const Look b = look_of(fb, to, tc, g);
+    Look mixd = pr < 0.5f ? a : b;
+    mixd.fill = mix(a.fill, b.fill, pr);
+    draw_cell(fa, p, fa.cs + (fb.cs - fa.cs) * pr, mixd, 1.0f, font);
+  });
+  // Elements that were hidden before appear in their new place.
+  for_visible(fb, to, [&](const lay::Cell& c, std::int64_t flat, ImVec2 p1) {
+    const std::int64_t src = lay::move_index_inverse(m, from.l, to.l, flat);
+    if (src < 0) return;
+    const lay::Cell sc = lay::cell_of(from.l, src);
+    if (lay::visible(from.l, sc) && pane_drawn(from, sc.pane)) return;
+    draw_cell(fa, p1, fb.cs, look_of(fb, to, c, flat), std::max(0.0f, 3.0f * e - 2.0f), font);
+  });
+  if (from.l.kind == to.l.kind && from.l.dims == to.l.dims && from.origin.x == to.origin.x &&
+      from.origin.y == to.origin.y) {
+    // Same drawing, new values (mask, softmax, dropout): the labels stay; the title switches halfway.
+    if (e < 0.5f)
+      draw_frame_labels(fa, from, 1.0f);
+    else
+      draw_frame_labels(fb, to, 1.0f);
+  } else {
+    draw_frame_labels(fa, from, std::max(0.0f, 1.0f - 2.5f * e));  // labels leave, then the new ones come
+    draw_frame_labels(fb, to, std::max(0.0f, 2.5f * e - 1.5f));
+  }
+}
+
+// [SECTION] Highlights of operands and the chain strip
+void highlight_operands(Frame& f, const Scene& sc, lay::Step st, std::int64_t flat) {
+  if (flat < 0) return;
+  const Grid& res = sc.grids[static_cast<std::size_t>(sc.result)];
+  const lay::Cell c = lay::cell_of(res.l, flat);
+  ImVec2 a, b;
+  auto row_hl = [&](const Grid& g, std::int64_t block, std::int64_t row) {
+    if (cells_rect(f, g, 0, block, row, row, 0, g.l.dims[3] - 1, a, b)) outline(f, a, b, kOperand);
+  };
+  auto col_hl = [&](const Grid& g, std::int64_t block, std::int64_t col) {
+    if (cells_rect(f, g, 0, block, 0, g.l.dims[2] - 1, col, col, a, b)) outline(f, a, b, kOperand);
+  };
+  switch (st) {
+    case lay::Step::Project:
+      row_hl(sc.grids[0], 0, c.row);
+      if (sc.result == 2) {  // Wᵀ drawn: the column that makes the output column
+        const Grid& wg = sc.grids[1];
+        if (wg.l.kind == lay::Kind::HeadBlocks)
+          col_hl(wg, c.block % wg.l.dims[1], c.col);
+        else
+          col_hl(wg, 0, c.col);
+      }
+      break;
+    case lay::Step::Scores:
+      row_hl(sc.grids[0], c.block, c.row);
+      row_hl(sc.grids[1], c.block, c.col);
+      break;
+    case lay::Step::Context:
+      row_hl(sc.grids[0], c.block, c.row);
+      col_hl(sc.grids[1], c.block, c.col);
+      break;
+    case lay::Step::OutProj: row_hl(sc.grids[0], 0, c.row); break;
+    case lay::Step::Softmax:
+      if (cells_rect(f, res, 0, c.block, c.row, c.row, 0, res.l.dims[3] - 1, a, b)) outline(f, a, b, kOperand, 1.5f);
+      break;
+    default: break;
+  }
+  if (cells_rect(f, res, c.pane, c.block, c.row, c.row, c.col, c.col, a, b)) outline(f, a, b, kSelect);
+}
+
+// Chain of steps linked by moves (the same elements, rearranged) around step k.
+std::vector<int> chain_of(const Frame& f, int k) {
+  int lo = k, hi = k;
+  auto moves = [&](int i) {  // move into step i
+    const lay::Move m =
+        lay::step_move(f.steps[static_cast<std::size_t>(i - 1)], f.steps[static_cast<std::size_t>(i)], f.w.mistaken);
+    return m != lay::Move::None;
+  };
+  while (lo > 0 && moves(lo)) --lo;
+  while (hi + 1 < static_cast<int>(f.steps.size()) && moves(hi + 1)) ++hi;
+  std::vector<int> out;
+  bool rearranges = false;
+  for (int i = lo; i <= hi; ++i) {
+    const lay::Step st = f.steps[static_cast<std::size_t>(i)];
+    if (st == lay::Step::Mask || st == lay::Step::Softmax || st == lay::Step::Dropout) continue;
+    if (i > lo) rearranges = true;
+    out.push_back(i);
+  }
+  if (!rearranges) out.clear();
+  return out;
+}
+
+// Small copies of every layout of the chain, stacked in a column, with the selected element
+// outlined in each: the same element in every layout, and its index there.
+void draw_chain_strip(Frame& f, int k, ImVec2 at_px, float width, float height) {
+  const std::vector<int> chain = chain_of(f, k);
+  if (chain.size() < 2) return;
+  Frame mini = f;
+  mini.cells = 0;
+  mini.block_cols = 1;
+  mini.values_fit = false;
+  const float label_h = f.sfh + 4.0f;
+  const float per_fixed = label_h * 2.0f + f.sfh * 0.8f;  // title, index line, arrow gap
+  std::vector<Grid> gs;
+  for (int i : chain) gs.push_back(result_grid(f, f.steps[static_cast<std::size_t>(i)]));
+  for (const auto& g : gs) {
+    if (g.l.numel() > 4096 && mini.lim_rows == 0) {  // never thousands of tiny cells
+      mini.lim_blocks = 3;
+      mini.lim_rows = 8;
+      mini.lim_cols = 8;
+    }
+  }
+  for (int iter = 0; iter < 3; ++iter) {
+    float cells_h = 0.0f, max_cells_w = 0.0f, fixed_h = 0.0f, fixed_w = 0.0f;
+    for (auto& g : gs) {
+      g.l = windowed(mini, g.l);
+      const float np = static_cast<float>(panes_drawn(g));
+      max_cells_w = std::max(max_cells_w, np * static_cast<float>(g.l.col_axis().slots()));
+      fixed_w = std::max(fixed_w, (np - 1.0f) * mini.pane_px);
+      const float bl = static_cast<float>(g.l.block_axis().slots());
+      cells_h += bl * static_cast<float>(g.l.row_axis().slots());
+      fixed_h += (bl - 1.0f) * mini.gap_px + per_fixed;
+    }
+    mini.cs = std::floor(std::clamp(
+        std::min((width - fixed_w - 8.0f) / std::max(1.0f, max_cells_w), (height - fixed_h) / std::max(1.0f, cells_h)),
+        2.0f, 16.0f));
+    mini.gap_px = std::max(2.0f, std::floor(mini.cs * 0.5f));
+    mini.pane_px = std::max(3.0f, mini.cs);
+  }
+  float y = at_px.y;
+  const std::int64_t sel = selected_in(f, k);
+  const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled), text = ImGui::GetColorU32(ImGuiCol_Text);
+  small_text(f, ImVec2(at_px.x, y), dim, "The same elements in each layout:");
+  y += label_h;
+  for (std::size_t n = 0; n < gs.size(); ++n) {
+    Grid& g = gs[n];
+    const int si = chain[n];
+    const lay::Step st = f.steps[static_cast<std::size_t>(si)];
+    const std::string lab = tensor_label(f, st, g.pane_first) + "  " + shape_of(f, g.l);
+    small_text(f, ImVec2(at_px.x, y), si == k ? text : dim, (si == k ? "> " : "") + lab);
+    g.origin = ImVec2(std::floor(at_px.x + 4.0f), std::floor(y + label_h));
+    for_visible(mini, g, [&](const lay::Cell& c, std::int64_t flat, ImVec2 p) {
+      Look lk = look_of(mini, g, c, flat);
+      if (si != k) lk.fill.w = 0.7f;
+      draw_cell(mini, p, mini.cs, lk, 1.0f, ImGui::GetFont());
+    });
+    const float gy = grid_size(mini, g).y;
+    if (sel >= 0) {
+      const std::int64_t e = lay::follow(f.steps, f.dims, f.w.mistaken, k, sel)[static_cast<std::size_t>(si)];
+      if (e >= 0) {
+        const lay::Cell c = lay::cell_of(g.l, e);
+        ImVec2 a, b;
+        if (pane_drawn(g, c.pane) && lay::visible(g.l, c) &&
+            cells_rect(mini, g, c.pane, c.block, c.row, c.row, c.col, c.col, a, b))
+          outline(mini, a, b, kSelect, 2.0f);
+        small_text(f, ImVec2(at_px.x, g.origin.y + gy + 2.0f), text,
+                   tensor_label(f, st, c.pane) + index_text(f, g.l, c));
+      }
+    }
+    y = g.origin.y + gy + label_h;
+    if (n + 1 < gs.size()) small_text(f, ImVec2(at_px.x + f.sfh * 2.0f, y - 2.0f), dim, "↓");
+    y += f.sfh * 0.8f;
+  }
+  f.cells += mini.cells;
+}
+
+}  // namespace mhaviz::gui::walk

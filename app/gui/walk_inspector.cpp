@@ -1,0 +1,364 @@
+// The walkthrough's inspector: the hovered or pinned element's index path and how it is
+// computed (dot products, softmax row, mask, dropout).
+#include "walk_frame.hpp"
+
+namespace mhaviz::gui::walk {
+
+// [SECTION] Selection (hover or pin) followed across steps
+std::int64_t selected_in(const Frame& f, int k) {
+  const Walkthrough& w = f.w;
+  const int st = w.hover_step >= 0 ? w.hover_step : w.pin_step;
+  const std::int64_t fl = w.hover_step >= 0 ? w.hover_flat : w.pin_flat;
+  if (st < 0 || st >= static_cast<int>(f.steps.size()) || fl < 0) return -1;
+  const lay::Layout l = lay::step_layout(f.steps[static_cast<std::size_t>(st)], f.dims);
+  if (fl >= l.numel()) return -1;
+  return lay::follow(f.steps, f.dims, w.mistaken, st, fl)[static_cast<std::size_t>(k)];
+}
+
+// "[b, t, j]" of an element of a step's layout, for the selected batch item.
+std::string index_text(const Frame& f, const lay::Layout& l, const lay::Cell& c) {
+  const std::int64_t b = f.b;
+  if (l.kind == lay::Kind::Matrix) return lay::index_string({b, c.row, c.col});
+  return lay::index_string({b, c.block % l.dims[1], c.row, c.col});
+}
+
+std::string tensor_label(const Frame& f, lay::Step st, int pane) {
+  return figure::pane_name(f.tr.config.variant, st, pane, f.w.mistaken);
+}
+
+// [SECTION] Inspector: index paths, dot products, softmax rows, mask, dropout
+std::string dot_terms(const std::vector<float>& a, const std::vector<float>& b, double& sum) {
+  std::string s;
+  sum = 0.0;
+  const std::size_t n = std::min(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    sum += static_cast<double>(a[i]) * static_cast<double>(b[i]);
+    if (i < 6) {
+      if (i > 0) s += " + ";
+      s += num(a[i]) + "×" + (b[i] < 0 ? "(" + num(b[i]) + ")" : num(b[i]));
+    }
+  }
+  if (n > 6) s += " + … (" + std::to_string(n) + " terms)";
+  return s;
+}
+
+std::vector<float> row_of(const std::vector<float>& w, std::int64_t row, std::int64_t n) {
+  return {w.begin() + static_cast<std::ptrdiff_t>(row * n), w.begin() + static_cast<std::ptrdiff_t>((row + 1) * n)};
+}
+
+void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, float value, Inspection& out) {
+  const Variant v = f.tr.config.variant;
+  const Model& m = f.s.compute.model;
+  static constexpr const char* kW[3] = {"W_query", "W_key", "W_value"};
+  std::string wname;
+  std::int64_t t = 0, row = 0;
+  if (v == Variant::Wrapper) {
+    wname = "heads." + std::to_string(c.block % l.dims[1]) + "." + kW[c.pane];
+    t = c.row;
+    row = c.col;
+  } else if (v == Variant::FusedQkv) {
+    wname = "qkv_layer";
+    t = c.row;
+    row = c.col;
+  } else {
+    wname = kW[c.pane];
+    t = c.row;
+    row = c.col;
+  }
+  try {
+    const Linear& lin = m.layer(wname);
+    std::vector<float> x(static_cast<std::size_t>(f.tr.d_in));
+    for (int i = 0; i < f.tr.d_in; ++i) x[static_cast<std::size_t>(i)] = f.tr.input.at({f.b, t, i});
+    double sum = 0.0;
+    const std::string terms = dot_terms(x, row_of(lin.weight, row, lin.in), sum);
+    std::string bias;
+    if (!lin.bias.empty()) {
+      sum += static_cast<double>(lin.bias[static_cast<std::size_t>(row)]);
+      bias = " + bias[" + std::to_string(row) + "] " + num(lin.bias[static_cast<std::size_t>(row)]);
+    }
+    out.text(tensor_label(f, lay::Step::Project, c.pane) + index_text(f, l, c) + " = X" +
+             lay::index_string({f.b, t}).substr(0, lay::index_string({f.b, t}).size() - 1) + ", :] · " + wname +
+             ".weight[" + std::to_string(row) + ", :]" + bias);
+    out.text("= " + terms + (bias.empty() ? "" : " + " + num(lin.bias[static_cast<std::size_t>(row)])) + " = " +
+             num(static_cast<float>(sum)) + "   (trace: " + num(value) + ")");
+    if (v == Variant::WeightSplit) {
+      const lay::HeadIndex hi = lay::split_column(f.b, c.row, c.col, f.tr.head_dim);
+      out.text("Column j = " + std::to_string(c.col) + " belongs to head j / head_dim = " + std::to_string(c.col) +
+               " / " + std::to_string(f.tr.head_dim) + " = " + std::to_string(hi.head) +
+               " (d = j mod head_dim = " + std::to_string(hi.d) + ")");
+    } else if (v == Variant::FusedQkv) {
+      const std::int64_t hd = f.tr.head_dim, head = c.col / (3 * hd), part = (c.col % (3 * hd)) / hd;
+      out.text("Column " + std::to_string(c.col) + ": head " + std::to_string(head) + "'s chunk [q | k | v], part " +
+               (part == 0   ? "q"
+                : part == 1 ? "k"
+                            : "v") +
+               ", d = " + std::to_string(c.col % hd));
+    } else {
+      out.text("Head " + std::to_string(c.block % l.dims[1]) + " is its own module with its own " + kW[c.pane] + " (" +
+               std::to_string(f.tr.head_dim) + " x " + std::to_string(f.tr.d_in) + ").");
+    }
+  } catch (const std::exception&) {
+    out.text("(weights of this trace are not available)");
+  }
+}
+
+void inspect_path(const Frame& f, int k, std::int64_t flat, Inspection& out) {
+  // The element's index in every layout of its chain.
+  const auto path = lay::follow(f.steps, f.dims, f.w.mistaken, k, flat);
+  std::string s;
+  for (std::size_t i = 0; i < f.steps.size(); ++i) {
+    if (path[i] < 0) continue;
+    const lay::Step st = f.steps[i];
+    if (st == lay::Step::Mask || st == lay::Step::Softmax || st == lay::Step::Dropout) continue;
+    const lay::Layout l = lay::step_layout(st, f.dims);
+    const lay::Cell c = lay::cell_of(l, path[i]);
+    if (!s.empty()) s += "  →  ";
+    s += tensor_label(f, st, c.pane) + index_text(f, l, c);
+  }
+  out.text(s);
+  const lay::Step st = f.steps[static_cast<std::size_t>(k)];
+  const lay::Layout l = lay::step_layout(st, f.dims);
+  const lay::Cell c = lay::cell_of(l, flat);
+  const int hd = f.tr.head_dim;
+  if (st == lay::Step::View || st == lay::Step::Transpose || st == lay::Step::Project) {
+    if (f.tr.config.variant == Variant::WeightSplit) {
+      std::int64_t j = c.col, t = c.row;
+      if (st == lay::Step::View) {
+        j = c.row * hd + c.col;
+        t = c.block;
+      } else if (st == lay::Step::Transpose) {
+        j = c.block * hd + c.col;
+      }
+      const lay::HeadIndex hi = lay::split_column(f.b, t, j, hd);
+      out.text("head = j / head_dim = " + std::to_string(j) + " / " + std::to_string(hd) + " = " +
+               std::to_string(hi.head) + ",  d = j mod head_dim = " + std::to_string(hi.d) +
+               ".  The view keeps memory (same flat index); the transpose "
+               "moves token " +
+               std::to_string(t) + "'s row of head " + std::to_string(hi.head) + " into head " +
+               std::to_string(hi.head) + "'s block.");
+    }
+  }
+  if ((st == lay::Step::Merge && f.w.mistaken) && f.tr.config.variant != Variant::Wrapper) {
+    const lay::HeadIndex bad = lay::mistaken_source(f.b, c.row, c.col, f.tr.tokens, f.tr.heads, hd);
+    const lay::HeadIndex ok = lay::split_column(f.b, c.row, c.col, hd);
+    out.text("The plain reshape puts context" + lay::index_string({bad.b, bad.head, bad.t, bad.d}) + " (token " +
+             std::to_string(bad.t) + ", " + token_name(f, bad.t) + ") here; the correct merge has context" +
+             lay::index_string({ok.b, ok.head, ok.t, ok.d}) + " (token " + std::to_string(ok.t) + ").");
+  }
+}
+
+void inspect_softmax_row(const Frame& f, int head, int i, Inspection& out) {
+  const Trace& tr = f.tr;
+  const int T = tr.tokens;
+  const float scale = tr.scale();
+  std::vector<float> sc(static_cast<std::size_t>(T));
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int j = 0; j < T; ++j) {
+    const float v = tr.masked(i, j) ? -std::numeric_limits<float>::infinity() : tr.scores.at({f.b, head, i, j}) * scale;
+    sc[static_cast<std::size_t>(j)] = v;
+    mx = std::max(mx, v);
+  }
+  double sum = 0.0;
+  for (int j = 0; j < T; ++j)
+    sum += std::isinf(sc[static_cast<std::size_t>(j)])
+               ? 0.0
+               : std::exp(static_cast<double>(sc[static_cast<std::size_t>(j)] - mx));
+  out.text("Row inspector: head " + std::to_string(head) + ", query " + std::to_string(i) + " (" + token_name(f, i) +
+           ").  weight = exp(s/√" + std::to_string(tr.head_dim) + " − max) / Σ,  max = " + num(mx) +
+           ",  Σ = " + num(static_cast<float>(sum)));
+  const int shown = std::min(T, 10);
+  Inspection::Table& t = out.table();
+  t.header.push_back("key");
+  for (int c = 0; c < shown; ++c) t.header.push_back(token_name(f, c == shown - 1 ? T - 1 : c).substr(0, 8));
+  const char* names[4] = {"score", "score/√d", "exp(· − max)", "weight"};
+  for (int r = 0; r < 4; ++r) {
+    std::vector<Inspection::Line> row{{names[r], false}};
+    for (int c = 0; c < shown; ++c) {
+      const int j = c == shown - 1 ? T - 1 : c;
+      const bool masked = tr.masked(i, j);
+      const float s = sc[static_cast<std::size_t>(j)];
+      std::string txt;
+      switch (r) {
+        case 0:
+          txt = masked ? num(-std::numeric_limits<float>::infinity()) : num(tr.scores.at({f.b, head, i, j}));
+          break;
+        case 1: txt = num(s); break;
+        case 2: txt = masked ? "0" : num(static_cast<float>(std::exp(static_cast<double>(s - mx)))); break;
+        default: txt = num(tr.weights.at({f.b, head, i, j})); break;
+      }
+      row.push_back({txt, masked});
+    }
+    t.rows.push_back(std::move(row));
+  }
+  if (T > shown) out.dim("(first " + std::to_string(shown - 1) + " keys and the last of " + std::to_string(T) + ")");
+}
+
+Inspection inspect(const Frame& f, int k, std::int64_t flat) {
+  Inspection out;
+  const lay::Step st = f.steps[static_cast<std::size_t>(k)];
+  const lay::Layout l = lay::step_layout(st, f.dims);
+  const Trace& tr = f.tr;
+  const int T = tr.tokens;
+  std::int64_t masked_cells = 0;
+  for (int i = 0; i < T; ++i)
+    for (int j = 0; j < T; ++j) masked_cells += tr.masked(i, j) ? 1 : 0;
+  // Always-on captions per step.
+  switch (st) {
+    case lay::Step::Mask:
+      out.text("mask_bool = triu(ones(" + std::to_string(T) + ", " + std::to_string(T) +
+               "), diagonal=1): " + std::to_string(masked_cells) + " of " + std::to_string(T * T) +
+               " cells per head (key after query, j > i) become -∞ (outlined), so softmax gives them weight 0.");
+      break;
+    case lay::Step::Dropout:
+      if (tr.dropout_applied()) {
+        std::int64_t dropped = 0, n = 0;
+        for (int h = 0; h < tr.heads; ++h)
+          for (int i = 0; i < T; ++i)
+            for (int j = 0; j <= (tr.config.causal ? i : T - 1); ++j) {
+              ++n;
+              dropped += tr.kept(f.b, h, i, j) ? 0 : 1;
+            }
+        out.text("p = " + fmt("%.2f", tr.config.dropout) + ": " + std::to_string(dropped) + " of " + std::to_string(n) +
+                 " unmasked weights dropped (empty cells); survivors × 1/(1 − p) = " +
+                 fmt("%.4f", 1.0 / (1.0 - tr.config.dropout)) + ".");
+      } else {
+        out.text(std::string("No dropout drawn (") + (tr.config.training ? "p = 0" : "eval mode") +
+                 "): the weights pass through unchanged. Set dropout in the model panel to see cells disappear.");
+      }
+      break;
+    case lay::Step::Merge:
+      if (f.w.mistaken) {
+        out.text(
+            "Common mistake: reshape (b, h, T, hd) → (b, T, h·hd) without the transpose back. Row 0 then holds head 0 "
+            "of tokens 0, 1, …: tokens are scrambled across heads. Red outlines: cells that differ from the correct "
+            "merge.");
+      } else {
+        out.text(
+            "view(b, num_tokens, d_out): each token's h blocks of head_dim are laid side by side; column j = "
+            "head·head_dim + d.");
+      }
+      break;
+    case lay::Step::Concat:
+      out.text("The wrapper concatenates the heads' outputs along the last dim: no view or transpose is needed.");
+      break;
+    default: break;
+  }
+  if (flat < 0) {
+    if (st == lay::Step::Softmax && T > 0)
+      inspect_softmax_row(f, std::clamp(f.s.view.head, 0, tr.heads - 1), T - 1, out);
+    else
+      out.dim("Hover a cell to follow its element and see how it is computed; click to pin it.");
+    return out;
+  }
+  const lay::Cell c = lay::cell_of(l, flat);
+  const float value = figure::step_value(f.src, st, flat);
+  if (st != lay::Step::Project)  // the projection's first line already names the element
+    out.text(tensor_label(f, st, c.pane) + index_text(f, l, c) + " = " + num(value));
+  switch (st) {
+    case lay::Step::Project: inspect_project(f, l, c, value, out); break;
+    case lay::Step::Scores: {
+      const std::int64_t head = c.block, i = c.row, j = c.col, hd = tr.head_dim;
+      std::vector<float> q(static_cast<std::size_t>(hd)), kk(static_cast<std::size_t>(hd));
+      for (std::int64_t d = 0; d < hd; ++d) {
+        q[static_cast<std::size_t>(d)] = tr.q.at({f.b, head, i, d});
+        kk[static_cast<std::size_t>(d)] = tr.k.at({f.b, head, j, d});
+      }
+      double sum = 0;
+      const std::string terms = dot_terms(q, kk, sum);
+      out.text("= q" + lay::index_string({f.b, head, i}).insert(lay::index_string({f.b, head, i}).size() - 1, ", :") +
+               " · k" + lay::index_string({f.b, head, j}).insert(lay::index_string({f.b, head, j}).size() - 1, ", :") +
+               " = " + terms + " = " + num(static_cast<float>(sum)));
+      out.text("Row " + std::to_string(i) + " of q (query " + token_name(f, i) + ") times column " + std::to_string(j) +
+               " of kᵀ (key " + token_name(f, j) + "), inside head " + std::to_string(head) + " only.");
+      break;
+    }
+    case lay::Step::Context: {
+      const std::int64_t head = c.block, t = c.row, d = c.col;
+      std::vector<float> wr(static_cast<std::size_t>(T)), vc(static_cast<std::size_t>(T));
+      const Tensor& wt = tr.weights_after_dropout();
+      for (int j = 0; j < T; ++j) {
+        wr[static_cast<std::size_t>(j)] = wt.at({f.b, head, t, j});
+        vc[static_cast<std::size_t>(j)] = tr.v.at({f.b, head, j, d});
+      }
+      double sum = 0;
+      const std::string terms = dot_terms(wr, vc, sum);
+      out.text("= weights[" + std::to_string(f.b) + ", " + std::to_string(head) + ", " + std::to_string(t) +
+               ", :] · v[" + std::to_string(f.b) + ", " + std::to_string(head) + ", :, " + std::to_string(d) +
+               "] = " + terms + " = " + num(static_cast<float>(sum)));
+      inspect_path(f, k, flat, out);
+      break;
+    }
+    case lay::Step::OutProj: {
+      const char* name = tr.config.variant == Variant::FusedQkv ? "linear_layer" : "out_proj";
+      try {
+        const Linear& lin = f.s.compute.model.layer(name);
+        std::vector<float> x(static_cast<std::size_t>(lin.in));
+        // With the mistake on, out_proj reads the scrambled merge (and gives the wrong output shown).
+        const Tensor& merged = f.src.wrong() ? f.w.mistake.merged : tr.context_merged;
+        for (int i = 0; i < lin.in; ++i) x[static_cast<std::size_t>(i)] = merged.at({f.b, c.row, i});
+        double sum = 0;
+        const std::string terms = dot_terms(x, row_of(lin.weight, c.col, lin.in), sum);
+        const float bias = lin.bias.empty() ? 0.0f : lin.bias[static_cast<std::size_t>(c.col)];
+        out.text("= merged[" + std::to_string(f.b) + ", " + std::to_string(c.row) + ", :] · " + name + ".weight[" +
+                 std::to_string(c.col) + ", :] + bias = " + terms + " + " + num(bias) + " = " +
+                 num(static_cast<float>(sum + bias)));
+        out.text(std::string(name) + " mixes all heads: every output column reads every head's columns.");
+      } catch (const std::exception&) {
+        out.text("(weights of this trace are not available)");
+      }
+      break;
+    }
+    default: break;
+  }
+  if (st == lay::Step::Mask) {
+    out.text(tr.masked(static_cast<int>(c.row), static_cast<int>(c.col))
+                 ? "Key " + std::to_string(c.col) + " comes after query " + std::to_string(c.row) + ": masked to -inf."
+                 : "Key " + std::to_string(c.col) + " is not after query " + std::to_string(c.row) + ": kept.");
+  }
+  if (st == lay::Step::Softmax) inspect_softmax_row(f, static_cast<int>(c.block), static_cast<int>(c.row), out);
+  if (st == lay::Step::Dropout && tr.dropout_applied()) {
+    const int i = static_cast<int>(c.row), j = static_cast<int>(c.col), h = static_cast<int>(c.block);
+    if (tr.masked(i, j))
+      out.text("Masked cell: weight 0 either way.");
+    else if (tr.kept(f.b, h, i, j))
+      out.text("Kept: " + num(tr.weights.at({f.b, h, i, j})) + " × " + fmt("%.4f", 1.0 / (1.0 - tr.config.dropout)) +
+               " = " + num(value));
+    else
+      out.text("Dropped: " + num(tr.weights.at({f.b, h, i, j})) + " → 0");
+  }
+  if (st == lay::Step::View || st == lay::Step::Transpose || st == lay::Step::Chunk || st == lay::Step::TransposeBack ||
+      st == lay::Step::Merge || st == lay::Step::Concat || st == lay::Step::Input)
+    inspect_path(f, k, flat, out);
+  return out;
+}
+
+void draw_inspection(const Inspection& in) {
+  for (const Inspection::Item& it : in.items) {
+    if (it.table.header.empty()) {
+      if (it.line.dim)
+        ImGui::TextDisabled("%s", it.line.text.c_str());
+      else
+        ImGui::TextWrapped("%s", it.line.text.c_str());
+      continue;
+    }
+    const Inspection::Table& t = it.table;
+    if (!ImGui::BeginTable("inspect_table", static_cast<int>(t.header.size()),
+                           ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit))
+      continue;
+    for (const auto& h : t.header) ImGui::TableSetupColumn(h.c_str());
+    ImGui::TableHeadersRow();
+    for (const auto& row : t.rows) {
+      ImGui::TableNextRow();
+      for (const auto& cell : row) {
+        ImGui::TableNextColumn();
+        if (cell.dim)
+          ImGui::TextDisabled("%s", cell.text.c_str());
+        else
+          ImGui::TextUnformatted(cell.text.c_str());
+      }
+    }
+    ImGui::EndTable();
+  }
+}
+
+}  // namespace mhaviz::gui::walk

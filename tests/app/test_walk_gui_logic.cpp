@@ -1,0 +1,128 @@
+// The walkthrough's logic that needs no window: --walkthrough parsing (walk_spec) and
+// moving through the steps (walk_transport).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "mhaviz/session.hpp"
+#include "variant_edit.hpp"
+#include "walk_compare.hpp"
+#include "walk_spec.hpp"
+#include "walk_transport.hpp"
+
+namespace mhaviz::gui {
+namespace {
+
+// [SECTION] --walkthrough (bug 9: an unknown word silently opened the walkthrough)
+TEST(WalkSpec, KnownWords) {
+  const WalkSpec w = parse_walk_spec("transpose+0.5,mistake,pane=all,pin=3,no-numbers");
+  EXPECT_EQ(w.step, "transpose");
+  EXPECT_FLOAT_EQ(w.fraction, 0.5f);
+  EXPECT_TRUE(w.mistake);
+  EXPECT_EQ(w.pane, 3);
+  EXPECT_EQ(w.pin, 3);
+  EXPECT_FALSE(w.numbers);
+  EXPECT_EQ(parse_walk_spec("12").step, "12");
+}
+
+TEST(WalkSpec, UnknownWordIsAnErrorNamingIt) {
+  for (const char* bad : {"transpose,typo", "pane=x", "pin=-1", "0", "view+2", "view,softmax", "mistakes"}) {
+    try {
+      parse_walk_spec(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      const std::string m = e.what();
+      EXPECT_EQ(m.rfind("--walkthrough: '", 0), 0u) << m;
+      EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    }
+  }
+}
+
+// [SECTION] Transport (bug 6: a jump replayed every step between)
+TEST(WalkTransport, JumpGoesStraightThere) {
+  Walkthrough w;
+  w.pos = w.target = 11.0f;
+  go_to(w, 2.0f, 12);
+  EXPECT_EQ(w.pos, 2.0f);
+  EXPECT_EQ(w.target, 2.0f);
+  EXPECT_FALSE(advance(w, 1.0, 12));
+}
+
+TEST(WalkTransport, AdjacentStepsAnimate) {
+  Walkthrough w;
+  w.pos = w.target = 2.0f;
+  w.last_time = 0.0;
+  next_step(w, 12);
+  EXPECT_EQ(w.pos, 2.0f);
+  EXPECT_EQ(w.target, 3.0f);
+  EXPECT_TRUE(advance(w, 0.05, 12));
+  EXPECT_GT(w.pos, 2.0f);
+  EXPECT_LT(w.pos, 3.0f);
+  // Next again while moving: still one step ahead of the target, so it animates on.
+  next_step(w, 12);
+  EXPECT_LT(w.pos, 3.0f);
+  EXPECT_EQ(w.target, 4.0f);
+  for (int i = 1; i < 200; ++i) advance(w, 0.05 + 0.05 * i, 12);
+  EXPECT_EQ(w.pos, 4.0f);
+}
+
+TEST(WalkTransport, PlayRunsToTheEnd) {
+  Walkthrough w;
+  toggle_play(w, 3);
+  EXPECT_TRUE(w.playing);
+  for (int i = 1; i < 400 && w.playing; ++i) advance(w, 0.05 * i, 3);
+  EXPECT_FALSE(w.playing);
+  EXPECT_EQ(w.pos, 2.0f);
+}
+
+// [SECTION] Variant switch (bug 4: the walkthrough kept head_dim, the Model panel kept d_out)
+TEST(VariantEdit, KeepsHeadsAndHeadDimBothWays) {
+  ModelConfig c;
+  c.variant = Variant::Wrapper;
+  c.d_out = 2;
+  c.num_heads = 2;
+  const ModelConfig split = with_variant(c, Variant::WeightSplit);
+  EXPECT_EQ(split.d_out, 4);
+  EXPECT_EQ(split.num_heads, 2);
+  const ModelConfig back = with_variant(split, Variant::Wrapper);
+  EXPECT_EQ(back.d_out, 2);
+  EXPECT_EQ(back.num_heads, 2);
+  const ModelConfig fused = with_variant(split, Variant::FusedQkv);
+  EXPECT_EQ(fused.d_out, 4);
+  EXPECT_EQ(fused.num_heads, 2);
+}
+
+// [SECTION] Wrapper vs weight split (bug 5: another model, unsaid; times that were noise)
+Comparison compare_lesson(const char* name) {
+  const Session s = lesson(name);
+  return compare_variants(build_model(s.model, s.d_in()), s.input_tensor(), 4);
+}
+
+TEST(Compare, SaysWhatItComparesAndAgrees) {
+  const Comparison c = compare_lesson("seed003-wrapper");
+  ASSERT_TRUE(c.valid) << c.note;
+  EXPECT_NE(c.note.find("out_proj is the identity"), std::string::npos) << c.note;
+  EXPECT_NE(c.note.find("this session's model"), std::string::npos) << c.note;
+  EXPECT_LT(c.max_diff_weights, 1e-6);
+  EXPECT_LT(c.max_diff_output, 1e-5);
+  ASSERT_GE(c.rows.size(), 2u);
+  // A teaching-size forward (microseconds) is timed in batches long enough to measure.
+  const Comparison::Row& r = c.rows.front();
+  EXPECT_GE(r.samples, 7);
+  EXPECT_GT(r.per_sample, 1);
+  EXPECT_GT(r.wrapper_ms, 0.0);
+  EXPECT_GT(r.split_ms, 0.0);
+  EXPECT_EQ(r.wrapper.matmul_calls, 5 * 2);  // per head: 3 projections, q·kᵀ, weights·v
+  EXPECT_EQ(r.split.matmul_calls, 6);
+}
+
+TEST(Compare, SaysWhenItsModelIsNotTheSessions) {
+  const Comparison c = compare_lesson("book-weight-split-3d");
+  ASSERT_TRUE(c.valid) << c.note;
+  EXPECT_NE(c.note.find("differ from the walkthrough's"), std::string::npos) << c.note;
+}
+
+}  // namespace
+}  // namespace mhaviz::gui

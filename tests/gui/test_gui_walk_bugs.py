@@ -1,0 +1,131 @@
+"""What a teacher saw wrong in the walkthrough (issue 12), each checked as the app shows it,
+under Xvfb, through the test hooks the app writes (--state-out / --layout-out "walk").
+
+ 1. key columns of the wrapper's attention steps: names, never "Your 1 starts"
+ 2. token labels of one-cell blocks (book-weight-split-3d, view) no longer run together
+ 3. the mistaken merge flows through out_proj to the output values
+ 6. a step chip jumps straight to its step; only the next / previous step animates
+ 7. signed scores on the diverging map, with its legend
+ 9. an unknown word in --walkthrough is a one-line error, exit 2, before any window
+ and the step plan is cached on its inputs (built a few times in 60 frames, not 60 times)
+
+usage (under xvfb-run): test_gui_walk_bugs.py PATH/TO/mhaviz TESTS_DATA_DIR
+"""
+import os
+import sys
+import time
+
+import guitest as g
+
+tmp = g.setup(sys.argv)
+TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
+
+
+def shown(name, session, spec, frames=8):
+    png = os.path.join(tmp, name + ".png")
+    state = os.path.join(tmp, name + ".state.json")
+    r = g.run(["gui", session, "--exit-after-frames", str(frames), "--no-restore", "--ignore-mouse", "--width", "1280",
+               "--height", "800", "--config-dir", png + ".cfg", "--state-dir", png + ".st", "--walkthrough", spec,
+               "--screenshot", png, "--state-out", state])
+    if not g.check(r.returncode == 0, "%s: exit 0 (%s)" % (name, r.stderr.strip()[-200:])):
+        return None
+    return g.read_json(state)["walk"]
+
+
+# [9] --walkthrough with a typo: one line naming the word, exit 2, no window.
+r = g.run(["gui", "seed003-wrapper", "--no-restore", "--walkthrough", "transpose,typo", "--exit-after-frames", "50"])
+lines = [l for l in r.stderr.splitlines() if l.strip()]
+g.check(r.returncode == 2, "--walkthrough transpose,typo: exit 2 (got %d)" % r.returncode)
+g.check(len(lines) == 1 and "'typo'" in lines[0] and "--walkthrough" in lines[0],
+        "--walkthrough transpose,typo: one line naming the word (%s)" % lines)
+r = g.run(["gui", "seed003-wrapper", "--no-restore", "--walkthrough", "pane=x"])
+g.check(r.returncode == 2 and "pane=x" in r.stderr, "--walkthrough pane=x: exit 2 naming it")
+
+# [1] Wrapper steps 3 (scores) and 7 (context): the key columns are the tokens.
+for step in ("scores", "context"):
+    w = shown("wrapper-" + step, "seed003-wrapper", step)
+    if w is None:
+        continue
+    keys = w["key_labels"]
+    g.check(keys == TOKENS, "wrapper %s: key columns read %s (got %s)" % (step, TOKENS, keys))
+
+# [2] book-weight-split-3d, view: one-cell blocks; labels all of one form, none of the long
+# "token i: word" form that ran into its neighbour.
+w = shown("book-view", "book-weight-split-3d", "view")
+if w is not None:
+    labels = w["block_labels"]
+    g.check(len(labels) == 6, "book view: six token blocks labelled (%s)" % labels)
+    g.check(all(t in l for l, t in zip(labels, TOKENS)), "book view: each label names its token (%s)" % labels)
+    g.check(not any(l.startswith("token ") for l in labels), "book view: no 'token i: word' over a one-cell block (%s)" % labels)
+    g.check(len({l.split(":")[0].isdigit() for l in labels}) == 1, "book view: one form for every block (%s)" % labels)
+
+# [3] The mistake reaches the output.
+right = shown("out-correct", "seed003-weight-split-6d", "out_proj")
+wrong = shown("out-mistake", "seed003-weight-split-6d", "out_proj,mistake")
+if right is not None and wrong is not None:
+    g.check(right["values"] and wrong["values"] and right["values"] != wrong["values"],
+            "mistake: the output values change (%s vs %s)" % (right["values"][:4], wrong["values"][:4]))
+    g.check(any("mistake" in t for t in wrong["titles"]), "mistake: the output is titled as the mistake's (%s)" % wrong["titles"])
+
+# The inspector (strings built before drawing) explains the wrong value it shows: out_proj of
+# the scrambled merge, its dot product ending on the value in the cell.
+pinned = shown("out-mistake-pinned", "seed003-weight-split-6d", "out_proj,mistake,pin=0")
+if pinned is not None:
+    lines = pinned["inspector"]
+    g.check(len(lines) >= 2 and lines[0].startswith("output (of the mistake)[0, 0, 0] = "), "inspector names the element (%s)" % lines[:1])
+    if len(lines) >= 2:
+        value = lines[0].rsplit("= ", 1)[1]
+        g.check(lines[1].startswith("= merged[") and lines[1].endswith("= " + value),
+                "inspector: out_proj's dot product gives the wrong value shown (%s ... %s)" % (lines[1][:30], value))
+
+# [7] Signed scores: the diverging legend is drawn; weights (non-negative) have none.
+w = shown("scores-legend", "seed003-wrapper", "scores")
+if w is not None:
+    g.check(w["legend_swatches"] == 5, "scores: the diverging legend's five swatches (%d)" % w["legend_swatches"])
+w = shown("softmax-legend", "seed003-wrapper", "softmax")
+if w is not None:
+    g.check(w["legend_swatches"] == 0, "softmax: no diverging legend (%d)" % w["legend_swatches"])
+
+def positions(layout, seconds=3.0):
+    """Walkthrough positions the app reports over the next `seconds`."""
+    seen = []
+    end = time.time() + seconds
+    while time.time() < end:
+        try:
+            seen.append(g.read_json(layout)["walk"]["pos"])
+        except (ValueError, KeyError):
+            pass
+        time.sleep(0.03)
+    return seen
+
+
+# The plan of cell sizes is built when its inputs change, not every frame (GPT-2 size: it
+# used to build a few hundred scenes a frame).
+w = shown("plan-cached", "seed003-weight-split-6d", "transpose", frames=60)
+if w is not None:
+    g.check(1 <= w["plan_builds"] <= 4, "60 frames at rest: the step plan built %d time(s), not per frame" % w["plan_builds"])
+
+# [6] From the last step, the chip of step 3 goes straight there: no step between is shown.
+layout = os.path.join(tmp, "jump-layout.json")
+proc = g.start(["gui", "seed003-weight-split-6d", "--no-restore", "--width", "1280", "--height", "800",
+                "--config-dir", layout + ".cfg", "--state-dir", layout + ".st", "--walkthrough", "out_proj",
+                "--layout-out", layout])
+try:
+    wid = g.wait_for_layout(layout, ["walk_chip_3", "walk_chip_12", "walk_next"], proc=proc)
+    g.focus_window()
+    g.xdo("mousemove", 5, 790)
+    time.sleep(0.5)
+    g.click(*g.center(wid["walk_chip_3"]))
+    seen = positions(layout)
+    between = [p for p in seen if 2.0 < p < 11.0]
+    g.check(seen and seen[-1] == 2.0, "chip 3 from step 12: at step 3 (last %s)" % (seen[-1:] or None))
+    g.check(not between, "chip 3 from step 12: no step between replayed (%s)" % sorted(set(between))[:8])
+    # The next step still animates: a position between 3 and 4 is shown on the way.
+    g.click(*g.center(wid["walk_next"]))
+    seen = positions(layout)
+    g.check(any(2.0 < p < 3.0 for p in seen) and seen[-1] == 3.0, "Next from step 3: animates to step 4 (%s)" % sorted(set(seen))[:6])
+finally:
+    rc, out, err = g.stop(proc)
+    g.check(rc == 0, "jump: app exits cleanly (%s)" % err.strip()[-200:])
+
+g.finish()
