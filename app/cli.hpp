@@ -56,6 +56,8 @@ struct RenderOptions {
   int scale = 2, batch = 0;
   bool caption = true, transparent = false, log_scale = false, linear_scale = false, no_values = false, per_head_scale = false;
   bool mistake = false, eval = false;
+  ModelOptions model;    // --model: a trained GPT; --view model | layer L | head L.H
+  std::string detector;  // --detector (with --view model): previous-token, first-token, duplicate-token, induction
 };
 void add_render(CLI::App& app, RenderOptions& o);
 int run_render(const RenderOptions& o);

@@ -5,9 +5,15 @@
 
 #include "cli.hpp"
 #include "figure/figure.hpp"
+#include "mhaviz/load_error.hpp"
 #include "mhaviz/session.hpp"
 
 namespace mhaviz::cli {
+
+// cli_render_model.cpp: the figure of --model's --view model | layer L | head L.H. Throws
+// LoadError or std::invalid_argument (one line).
+figure::Figure build_model_render(const RenderOptions& o, figure::Options fo);
+
 namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -23,6 +29,14 @@ bool parse_int(const std::string& s, int& out) {
   return true;
 }
 
+// PNG at --scale or SVG, and the --cells-json sidecar, each written atomically.
+void write_figure(const RenderOptions& o, const figure::Figure& f, bool svg) {
+  const std::string bytes =
+      svg ? figure::to_svg(f) : figure::encode_png(figure::rasterize(f, o.scale), f.width * o.scale, f.height * o.scale);
+  write_file_atomic(o.output, bytes);
+  if (!o.cells_json.empty()) write_file_atomic(o.cells_json, figure::sidecar_json(f, svg ? 1 : o.scale, o.output));
+}
+
 }  // namespace
 
 void add_render(CLI::App& app, RenderOptions& o) {
@@ -30,11 +44,16 @@ void add_render(CLI::App& app, RenderOptions& o) {
       "render",
       "Draw a figure of a session as PNG or SVG: the grid of heads, one head, or a walkthrough step. "
       "Drawn on the CPU: needs no X server, no display and no OpenGL (works over ssh and in CI).");
-  sub->add_option("session", o.session, "Session file, - for standard input, or a built-in lesson name")->required();
+  sub->add_option("session", o.session, "Session file, - for standard input, or a built-in lesson name (or --model)");
+  add_model_options(*sub, o.model, true);
+  sub->add_option("--detector", o.detector,
+                  "With --model --view model: score every head for previous-token, first-token, duplicate-token or "
+                  "induction (measured on a random sequence repeated twice) and frame the top five");
   sub->add_option("-o,--output", o.output, "OUT.png or OUT.svg (format by extension; written atomically)")->required();
   sub->add_option("--view", o.view,
                   "grid (every head), head [N] (one head, also --head N), step [K] (walkthrough step K: "
-                  "number from 0 or name, also --step K); put SESSION before --view")
+                  "number from 0 or name, also --step K); put SESSION before --view. With --model: model (every layer "
+                  "x head), layer L (every head of layer L), head L.H")
       ->expected(1, 2)
       ->capture_default_str();
   sub->add_option("--head", o.head, "Head of --view head (default 0)");
@@ -70,16 +89,29 @@ int run_render(const RenderOptions& o) {
     if (!figure::parse_colormap(o.colormap, fo.colormap))
       return usage_error("--colormap: '" + o.colormap + "' is not one of viridis, cividis, magma, diverging");
     if (o.theme != "light" && o.theme != "dark") return usage_error("--theme: '" + o.theme + "' is not one of light, dark");
-    const std::string& kind = o.view.front();
-    if (kind != "grid" && kind != "head" && kind != "step")
-      return usage_error("--view: '" + kind + "' is not one of grid, head, step");
-    if (kind == "grid" && o.view.size() > 1) return usage_error("--view: grid takes no number, got '" + o.view[1] + "'");
-    fo.view = kind == "grid" ? figure::View::Grid : kind == "head" ? figure::View::Head : figure::View::Step;
     fo.dark = o.theme == "dark";
     fo.transparent = o.transparent;
     fo.caption = o.caption;
     fo.values = !o.no_values;
     fo.shared_scale = !o.per_head_scale;
+    const bool use_model = !o.model.path.empty();
+    if (use_model && !o.session.empty()) return usage_error("session: give a SESSION or --model, not both");
+    if (!use_model && o.session.empty()) return usage_error("session: give a SESSION (a file, - or a lesson name) or --model PATH");
+    if (!use_model && (o.model.text || !o.model.ids.empty() || !o.detector.empty()))
+      return usage_error("--model: --text, --ids and --detector need --model");
+    if (use_model) {
+      const std::string& v = o.view.front();
+      if (v != "model" && v != "layer" && v != "head")
+        return usage_error("--view: '" + v + "' is not one of model, layer L, head L.H (with --model)");
+      const figure::Figure f = build_model_render(o, fo);
+      write_figure(o, f, svg);
+      return 0;
+    }
+    const std::string& kind = o.view.front();
+    if (kind != "grid" && kind != "head" && kind != "step")
+      return usage_error("--view: '" + kind + "' is not one of grid, head, step");
+    if (kind == "grid" && o.view.size() > 1) return usage_error("--view: grid takes no number, got '" + o.view[1] + "'");
+    fo.view = kind == "grid" ? figure::View::Grid : kind == "head" ? figure::View::Head : figure::View::Step;
     fo.mistaken = o.mistake;
     fo.batch = o.batch;
     fo.head = o.head < 0 ? 0 : o.head;
@@ -99,15 +131,9 @@ int run_render(const RenderOptions& o) {
                            std::to_string(figure::step_count(trace, o.mistake) - 1) + ", or a step name)");
     }
     fo.model = &model;
-    const figure::Figure f = figure::build_figure(trace, s.tokens, fo);
-    std::string bytes;
-    if (svg) {
-      bytes = figure::to_svg(f);
-    } else {
-      bytes = figure::encode_png(figure::rasterize(f, o.scale), f.width * o.scale, f.height * o.scale);
-    }
-    write_file_atomic(o.output, bytes);
-    if (!o.cells_json.empty()) write_file_atomic(o.cells_json, figure::sidecar_json(f, svg ? 1 : o.scale, o.output));
+    write_figure(o, figure::build_figure(trace, s.tokens, fo), svg);
+  } catch (const LoadError& e) {
+    return usage_error(e.what());
   } catch (const SessionError& e) {
     return usage_error(e.what());
   } catch (const std::invalid_argument& e) {

@@ -141,6 +141,77 @@ class BadInput(unittest.TestCase):
         self.expect_error(["dump", "--model", os.path.join(MODELS, "no-such-model"), "--ids", "1"], "does not exist")
 
 
+class Render(unittest.TestCase):
+    """render --model against dump: the cells drawn hold the weights dump writes."""
+    TEXT = "the thin hat in the hat"
+
+    def weights(self, folder):
+        d = json.loads(run("dump", "--model", folder, "--text", self.TEXT).stdout)
+        return d["tensors"], len(d["token_ids"])
+
+    def render(self, folder, *view, extra=()):
+        with tempfile.TemporaryDirectory() as tmp:
+            out, cells = os.path.join(tmp, "f.png"), os.path.join(tmp, "f.json")
+            r = run("render", "--model", folder, "--text", self.TEXT, "--view", *view, "-o", out, "--cells-json", cells, *extra)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            return load(cells)
+
+    def expect_head(self, drawn, want, T, label):
+        self.assertEqual((drawn["rows"], drawn["cols"]), (T, T), label)
+        for i in range(T):
+            for j in range(T):
+                v = drawn["values"][i * T + j]
+                if j > i:  # masked: drawn hatched (no value) or as its weight, 0
+                    self.assertIn(v, (None, 0.0), f"{label} [{i}, {j}]")
+                else:
+                    self.assertAlmostEqual(v, want[i * T + j], places=6, msg=f"{label} [{i}, {j}]")
+
+    def test_model_layer_and_head_views_show_dumps_weights(self):
+        folder = os.path.join(MODELS, "hf_untied")  # 3 layers, 4 heads
+        tensors, T = self.weights(folder)
+        model = self.render(folder, "model", extra=("--linear-scale",))
+        self.assertEqual(len(model["heads"]), 3 * 4)
+        for layer in range(3):
+            w = tensors[f"layers.{layer}.attn_weights"]["data"]
+            for h in range(4):
+                self.expect_head(model["heads"][layer * 4 + h], w[h * T * T:(h + 1) * T * T], T, f"model view {layer}.{h}")
+        w1 = tensors["layers.1.attn_weights"]["data"]
+        layer = self.render(folder, "layer", "1")
+        self.assertEqual(len(layer["heads"]), 4)
+        for h in range(4):
+            self.expect_head(layer["heads"][h], w1[h * T * T:(h + 1) * T * T], T, f"layer view 1.{h}")
+        head = self.render(folder, "head", "1.2")
+        self.assertEqual(len(head["heads"]), 1)
+        self.expect_head(head["heads"][0], w1[2 * T * T:3 * T * T], T, "head view 1.2")
+
+    def test_detectors_and_errors(self):
+        folder = os.path.join(MODELS, "hf_f32")
+        for detector in ("previous-token", "first-token", "duplicate-token", "induction"):
+            drawn = self.render(folder, "model", extra=("--detector", detector))
+            self.assertEqual(len(drawn["heads"]), 2 * 4, detector)
+        induction = self.render(folder, "model", extra=("--detector", "induction"))
+        self.assertEqual(induction["heads"][0]["rows"], 15)  # <|endoftext|> + 7 random ids twice: the context is 16
+        for view, needle in [(["layer", "2"], "--view: layer 2 is out of range [0, 1]"),
+                             (["head", "1.4"], "--view: head 1.4 is out of range (heads 0 to 3)"),
+                             (["head", "1"], "is not LAYER.HEAD"),
+                             (["layer"], "--view: layer needs a layer"),
+                             (["grid"], "--view: 'grid' is not one of model, layer L, head L.H (with --model)")]:
+            with tempfile.TemporaryDirectory() as tmp:
+                r = run("render", "--model", folder, "--text", "the", "--view", *view, "-o", os.path.join(tmp, "x.png"))
+                self.assertEqual(r.returncode, 2, view)
+                self.assertIn(needle, r.stderr, view)
+                self.assertEqual(os.listdir(tmp), [])
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run("render", "--model", folder, "--text", "the", "--view", "model", "--detector", "nonsense", "-o", os.path.join(tmp, "x.png"))
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("--detector: 'nonsense' is not one of", r.stderr)
+            r = run("render", "seed003-wrapper", "--detector", "induction", "-o", os.path.join(tmp, "x.png"))
+            self.assertEqual(r.returncode, 2)
+            self.assertEqual(os.listdir(tmp), [])
+
+
 class Bench(unittest.TestCase):
     def test_full_and_edit(self):
         folder = os.path.join(MODELS, "hf_untied")
