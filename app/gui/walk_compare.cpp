@@ -14,16 +14,26 @@ Timing time_forward(const Model& m, const Tensor& x, Trace& out) {
   const auto ms_since = [](clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   };
-  // One warm-up forward sizes the samples (and fills the caches, as a repeated forward finds them).
-  auto t0 = clock::now();
+  // Warm up once (caches, the worker pool), then double the batch until one batch lasts 0.25 ms:
+  // sizing it from the cold first forward alone gave batches of one whenever that forward was
+  // slow (a sanitizer build, a busy machine), and a single teaching-size forward is below what
+  // the clock can measure.
   forward(m, x, out);
-  const double once = std::max(1e-6, ms_since(t0));
   Timing t;
-  t.per_sample = std::clamp(static_cast<int>(std::ceil(0.25 / once)), 1, 100000);
+  t.per_sample = 1;
+  double once = 0;
+  for (;;) {
+    auto t0 = clock::now();
+    for (int r = 0; r < t.per_sample; ++r) forward(m, x, out);
+    const double batch = ms_since(t0);
+    once = batch / t.per_sample;
+    if (batch >= 0.25 || t.per_sample >= 100000) break;
+    t.per_sample = std::min(100000, t.per_sample * 2);
+  }
   t.samples = once > 5.0 ? 3 : 7;
   std::vector<double> per;
   for (int s = 0; s < t.samples; ++s) {
-    t0 = clock::now();
+    const auto t0 = clock::now();
     for (int r = 0; r < t.per_sample; ++r) forward(m, x, out);
     per.push_back(ms_since(t0) / t.per_sample);
   }

@@ -16,8 +16,8 @@ struct Timing {
   double ms = -1.0;
   int samples = 0, per_sample = 0;
 };
-// Times forward(m, x) into `out` (out then holds the trace): at least 7 samples of at least
-// 0.25 ms each, fewer for a forward over 5 ms.
+// Times forward(m, x) into `out` (out then holds the trace): 7 samples (3 for a forward over
+// 5 ms), each a batch of forwards calibrated to last at least 0.25 ms after one warm-up.
 Timing time_forward(const Model& m, const Tensor& x, Trace& out);
 
 // The comparison for the session's model (any variant) and input (b, T, d_in): a wrapper with
