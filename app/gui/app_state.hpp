@@ -166,6 +166,8 @@ struct Introspection {
     std::vector<std::string> block_labels;  // labels above its blocks ("token 0: Your", "head 1")
     std::vector<std::string> key_labels;    // column labels of an attention grid (the key tokens)
     std::vector<std::string> values;        // its first cells as printed (pane 0, row-major, at most 16)
+    std::vector<std::string> operand_titles;  // pane titles of the grids the step reads (out_proj: merged)
+    std::vector<std::string> operand_values;  // their first cells as printed (in drawing order, at most 16)
     std::vector<std::string> inspector;     // the inspector's lines (strings built before drawing)
     bool operator==(const Walk&) const = default;
   } walk;

@@ -117,7 +117,8 @@ nlohmann::json probe_json(const Introspection& p) {
           {"walk",
            {{"pos", w.pos}, {"target", w.target}, {"playing", w.playing}, {"cells", w.cells},
             {"legend_swatches", w.legend_swatches}, {"plan_builds", w.plan_builds}, {"titles", w.titles}, {"block_labels", w.block_labels},
-            {"key_labels", w.key_labels}, {"values", w.values}, {"inspector", w.inspector}}}};
+            {"key_labels", w.key_labels}, {"values", w.values}, {"operand_titles", w.operand_titles},
+            {"operand_values", w.operand_values}, {"inspector", w.inspector}}}};
 }
 }  // namespace
 

@@ -107,9 +107,11 @@ void draw_walkthrough_tab(AppState& s) {
       draw_grid(f, cur.grids[i], 1.0f, &rec, static_cast<int>(i) == cur.result);
       draw_operator(f, cur.grids[i], 1.0f);
     }
-    // Mistake: outline cells that differ from the correct merge.
-    if (st == lay::Step::Merge && w.mistaken && v != Variant::Wrapper) {
-      const Grid& g = cur.grids[static_cast<std::size_t>(cur.result)];
+    // Mistake: outline cells that differ from the correct merge, in the merge step's result and
+    // where out_proj reads it.
+    const bool merge_shown = st == lay::Step::Merge || st == lay::Step::OutProj;
+    if (merge_shown && w.mistaken && v != Variant::Wrapper) {
+      const Grid& g = cur.grids[st == lay::Step::Merge ? static_cast<std::size_t>(cur.result) : 0];
       for_visible(f, g, [&](const lay::Cell&, std::int64_t flat, ImVec2 p) {
         const std::int64_t off = static_cast<std::int64_t>(f.b) * g.l.pane_numel() + flat;
         if (at(w.mistake.merged, off) != at(tr.context_merged, off))

@@ -7,6 +7,15 @@ namespace mhaviz::gui::walk {
 
 // [SECTION] Controls
 
+// Continues the row when an item `width` wide (plus its label) fits, else starts a new line, so
+// nothing is cut at the window's edge on a projector's narrow window.
+static void same_line_or_wrap(float width, const char* label) {
+  const ImGuiStyle& st = ImGui::GetStyle();
+  const float need = width + st.ItemInnerSpacing.x + ImGui::CalcTextSize(label).x + st.ItemSpacing.x;
+  ImGui::SameLine();
+  if (ImGui::GetContentRegionAvail().x < need) ImGui::NewLine();
+}
+
 void handle_keys(AppState& s, Walkthrough& w, int n) {
   const ImGuiIO& io = ImGui::GetIO();
   if (s.ui.dialog != Dialog::None || io.WantTextInput || io.KeyCtrl) return;
@@ -120,15 +129,16 @@ void draw_options_row(AppState& s, Frame& f) {
           "columns)");
   }
   if (f.tr.batch > 1) {
-    ImGui::SameLine();
+    same_line_or_wrap(ImGui::GetFontSize() * 5.0f, "batch");
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5.0f);
     int b = s.view.batch;
     if (ImGui::InputInt("batch", &b)) s.view.batch = std::clamp(b, 0, f.tr.batch - 1);
   }
   if (v != Variant::Wrapper) {
-    ImGui::SameLine();
+    const char* mistake_label = "mistake: merge w/o transpose back";
+    same_line_or_wrap(ImGui::GetFrameHeight(), mistake_label);
     const float before = w.pos;
-    if (ImGui::Checkbox("mistake: merge w/o transpose back", &w.mistaken)) {
+    if (ImGui::Checkbox(mistake_label, &w.mistaken)) {
       // Stay on the same step (the step list loses or regains "transpose back").
       const auto old_steps = lay::steps_for(v, !w.mistaken);
       const lay::Step at_step = old_steps[static_cast<std::size_t>(

@@ -102,7 +102,7 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, Introspection::Walk
                                                                   : g.pane_titles.front();
     if (!keys.note.empty()) t += "  · columns: " + keys.note;
     small_text(f, ImVec2(p.x, title_y), text, t);
-    if (rec && result) rec->titles.push_back(t);
+    if (rec) (result ? rec->titles : rec->operand_titles).push_back(t);
   }
   // Column groups: "head i" (or q | k | v of a fused chunk) above the columns.
   if (g.col_heads || g.l.part_cols > 0) {
@@ -220,7 +220,10 @@ void draw_grid(Frame& f, Grid& g, float alpha, Introspection::Walk* rec, bool re
   for_visible(f, g, [&](const lay::Cell& c, std::int64_t flat, ImVec2 p) {
     const Look lk = look_of(f, g, c, flat);
     draw_cell(f, p, f.cs, lk, alpha, font);
-    if (rec && result && c.pane == g.pane_first && rec->values.size() < 16) rec->values.push_back(lk.label);
+    if (rec && c.pane == g.pane_first) {
+      std::vector<std::string>& out = result ? rec->values : rec->operand_values;
+      if (out.size() < 16) out.push_back(lk.label);
+    }
   });
   draw_frame_labels(f, g, alpha, rec, result);
 }

@@ -196,9 +196,21 @@ Scene build_scene(const Frame& f, int k) {
       break;
     }
     case lay::Step::OutProj: {
-      Grid m = tensor_grid(f, tr.config.variant == Variant::Wrapper ? lay::Step::Concat : lay::Step::Merge,
-                           &tr.context_merged, "merged  " + shape_text(tr.context_merged.shape), Tint::Head);
+      // With the mistake on, out_proj reads the scrambled merge: show that input, outlined and
+      // tinted by the head each element really came from, so the wrong output has its cause beside it.
+      const bool wrong = f.src.wrong();
+      const Tensor* in = wrong ? &f.src.mistake->merged : &tr.context_merged;
+      Grid m = tensor_grid(f, tr.config.variant == Variant::Wrapper ? lay::Step::Concat : lay::Step::Merge, in,
+                           std::string(wrong ? "merged (the mistake)  " : "merged  ") + shape_text(in->shape),
+                           Tint::Head);
       m.col_heads = true;
+      if (wrong) {
+        const Frame* fp = &f;
+        m.source = [fp](std::int64_t i) {
+          const lay::Cell c = lay::cell_of(lay::step_layout(lay::Step::Merge, fp->dims), i);
+          return lay::mistaken_source(fp->b, c.row, c.col, fp->tr.tokens, fp->tr.heads, fp->tr.head_dim);
+        };
+      }
       m.op_after = "→";
       sc.grids.push_back(std::move(m));
       break;

@@ -66,6 +66,15 @@ if right is not None and wrong is not None:
     g.check(right["values"] and wrong["values"] and right["values"] != wrong["values"],
             "mistake: the output values change (%s vs %s)" % (right["values"][:4], wrong["values"][:4]))
     g.check(any("mistake" in t for t in wrong["titles"]), "mistake: the output is titled as the mistake's (%s)" % wrong["titles"])
+    # out_proj reads the scrambled merge, and shows that input, not the correct one.
+    merge = shown("merge-mistake", "seed003-weight-split-6d", "merge,mistake")
+    if merge is not None:
+        g.check(any("mistake" in t for t in wrong["operand_titles"]),
+                "mistake: out_proj's input is titled as the mistake's merge (%s)" % wrong["operand_titles"])
+        g.check(wrong["operand_values"][:16] == merge["values"][:16],
+                "mistake: out_proj's input is the scrambled merge (%s vs %s)" % (wrong["operand_values"][:6], merge["values"][:6]))
+        g.check(right["operand_values"][:16] != merge["values"][:16],
+                "without the mistake out_proj's input is the correct merge (%s)" % right["operand_values"][:6])
 
 # The inspector (strings built before drawing) explains the wrong value it shows: out_proj of
 # the scrambled merge, its dot product ending on the value in the cell.
