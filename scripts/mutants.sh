@@ -169,7 +169,7 @@ main() {
     echo "the tests fail without any mutation: $LOG/baseline.log" >&2
     exit 1
   fi
-  echo "baseline: $(grep 'tests passed' "$LOG/baseline.log" || true)"
+  echo "baseline: $(grep -E 'tests passed|^\[  PASSED  \]|^\[  SKIPPED \] [0-9]|^\[ backends \]' "$LOG/baseline.log" | paste -sd' ' - || true)"
 
   local killed=0 survived=0 broken=0 survivors=()
   for id in "${chosen[@]}"; do
@@ -182,6 +182,10 @@ main() {
       cp "$LOG/build.log" "$log"
     elif tests "${TESTS[$id]}" "$log"; then
       verdict="SURVIVED"
+      # A mutation in code this CPU cannot run survives with its tests skipped: say so.
+      local skipped
+      skipped=$(grep -cE '\*\*\*Skipped|^\[  SKIPPED \] [^ ]+ \([0-9]+ ms\)' "$log" || true)
+      [ "$skipped" -gt 0 ] && verdict+=" ($skipped of its tests skipped on this CPU)"
       survived=$((survived + 1))
       survivors+=("$id")
     else
