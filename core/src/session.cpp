@@ -176,6 +176,14 @@ std::int64_t estimate_memory_bytes(const ModelConfig& c, int d_in, int tokens, i
   return floats * 4 + (drop ? attn : 0);          // + keep mask bytes
 }
 
+void check_dropout(double p) {
+  if (!(p >= 0.0 && p < 1.0)) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", p);
+    fail("model.dropout", std::string(buf) + " is outside [0, 1)");
+  }
+}
+
 void validate_model(const ModelConfig& c, int d_in, int tokens, int batch) {
   auto range = [](const std::string& field, std::int64_t v, std::int64_t lo, std::int64_t hi) {
     if (v < lo || v > hi) fail(field, std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
@@ -186,11 +194,7 @@ void validate_model(const ModelConfig& c, int d_in, int tokens, int batch) {
   range("model.d_out", c.d_out, 1, Limits::kMaxDim);
   range("model.num_heads", c.num_heads, 1, Limits::kMaxHeads);
   range("model.context_length", c.context_length, 1, Limits::kMaxContext);
-  if (!(c.dropout >= 0.0 && c.dropout < 1.0)) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%g", c.dropout);
-    fail("model.dropout", std::string(buf) + " is outside [0, 1)");
-  }
+  check_dropout(c.dropout);
   if (c.variant != Variant::Wrapper && c.d_out % c.num_heads != 0)
     fail("model.d_out", std::to_string(c.d_out) + " is not divisible by model.num_heads = " + std::to_string(c.num_heads) +
                             " (" + std::string(variant_name(c.variant)) + " splits d_out into equal heads)");
@@ -306,8 +310,7 @@ Session parse_session(std::string_view text, const std::filesystem::path& base_d
       static_cast<int>(get_int(require(m, "model.", "context_length"), "model.context_length", 1, Limits::kMaxContext));
   const json& dropout = require(m, "model.", "dropout");
   if (!dropout.is_number()) fail("model.dropout", "expected a number in [0, 1), got " + type_name(dropout) + " " + show(dropout));
-  s.model.dropout = dropout.get<double>();
-  if (!(s.model.dropout >= 0.0 && s.model.dropout < 1.0)) fail("model.dropout", show(dropout) + " is outside [0, 1)");
+  s.model.dropout = dropout.get<double>();  // its range: check_dropout, through validate_session below
   s.model.qkv_bias = get_bool(require(m, "model.", "qkv_bias"), "model.qkv_bias");
   s.model.causal = get_bool(require(m, "model.", "causal"), "model.causal");
   const json& seed = require(m, "model.", "seed");

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The mhaviz command line as a user runs it: outputs, every validation error, exit
 codes, and no partial output files. Usage: test_cli.py MHAVIZ TEST_DATA_DIR"""
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,6 +68,17 @@ class Dump(unittest.TestCase):
                 d = json.loads(r.stdout)
                 self.assertEqual(d["format"], "mhaviz-dump")
                 self.check_against_reference(d, name)
+
+    def test_dropout_reference_sessions_by_path(self):
+        # Every variant at dropout 0.1 and 0.3 (not lessons): `dump` gives PyTorch's tensors,
+        # attn_weights_dropped included, so a cell dropped on one side only fails.
+        names = sorted(f[:-len(".json")] for f in os.listdir(os.path.join(REF, "sessions")) if "-dropout-" in f and
+                       not f.endswith("half.json"))
+        self.assertEqual(len(names), 6, names)
+        for name in names:
+            r = run("dump", os.path.join(REF, "sessions", name + ".json"))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.check_against_reference(json.loads(r.stdout), name)
 
     def test_state_dict_names_and_shapes(self):
         d = json.loads(run("dump", "seed003-weight-split-6d").stdout)["tensors"]
@@ -278,6 +291,20 @@ BAD_SESSIONS = [
 ]
 
 
+# Session files at each dropout bound, for the app's entry point (`mhaviz gui FILE`).
+def _write_session(name, dropout):
+    folder = tempfile.mkdtemp(prefix="mhaviz-cli-")
+    atexit.register(shutil.rmtree, folder, True)
+    path = os.path.join(folder, name)
+    with open(path, "w") as f:
+        f.write(edited(set_path(["model", "dropout"], dropout)))
+    return path
+
+
+DROPOUT_ONE = _write_session("dropout-one.json", 1.0)  # removed at exit (atexit below)
+DROPOUT_NEGATIVE = _write_session("dropout-negative.json", -0.1)
+
+
 class BadInput(unittest.TestCase):
     def test_every_bad_session_gives_one_line_exit_2_and_no_file(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -360,6 +387,8 @@ class BadInput(unittest.TestCase):
                 (["gui", "--colormap", "jet"], "--colormap"),
                 (["gui", "--font-size", "100"], "--font-size"),
                 (["gui", "--walkthrough"], "--walkthrough"),
+                (["gui", DROPOUT_ONE], "model.dropout: 1 is outside [0, 1)"),
+                (["gui", DROPOUT_NEGATIVE], "model.dropout: -0.1 is outside [0, 1)"),
             ]
         env = dict(os.environ)
         env.pop("DISPLAY", None)
@@ -382,11 +411,60 @@ class Bench(unittest.TestCase):
         self.assertGreater(float(m.group(1)), 0)
         self.assertIn("20 runs", r.stdout)
 
+    def bench_and_dump(self, variant, T, d_in, d_out, heads, dropout):
+        """bench's report for a config, and `dump` of a session of the same config (its
+        parameters counted from the state_dict tensors it writes, not from bench's formula)."""
+        r = run("bench", "--variant", variant, "--tokens", str(T), "--d-in", str(d_in), "--d-out", str(d_out),
+                "--heads", str(heads), "--repeat", "3", "--dropout", str(dropout))
+        self.assertEqual(r.returncode, 0, variant + r.stderr)
+        session = {"format": "mhaviz-session", "version": 1, "tokens": ["t%d" % i for i in range(T)],
+                   "embeddings": [[0.01 * ((i * d_in + j) % 37) for j in range(d_in)] for i in range(T)], "batch": 1,
+                   "model": {"variant": variant, "d_out": d_out, "num_heads": heads, "context_length": T,
+                             "dropout": dropout, "qkv_bias": False, "causal": True, "seed": 123}}
+        d = run("dump", "-", stdin=json.dumps(session))
+        self.assertEqual(d.returncode, 0, d.stderr)
+        return r.stdout, json.loads(d.stdout)
+
     def test_every_variant(self):
-        for v in ["wrapper", "weight_split", "fused_qkv"]:
-            r = run("bench", "--variant", v, "--tokens", "32", "--d-in", "32", "--d-out", "32", "--heads", "4",
-                    "--repeat", "3", "--dropout", "0.1")
-            self.assertEqual(r.returncode, 0, v + r.stderr)
+        # The numbers bench prints are the model's: parameters as many as `dump` writes, the
+        # seeds' matmul count (the wrapper: 5 per head), FLOPs from the shapes, and the
+        # GFLOP/s of its last line equal to those FLOPs over its median time.
+        T, d_in, d_out, heads = 256, 128, 128, 4  # large enough that GFLOP shows 2-3 digits
+        hd = {"wrapper": d_out}.get
+        for v, calls in [("wrapper", 5 * heads), ("weight_split", 6), ("fused_qkv", 4)]:
+            out, dumped = self.bench_and_dump(v, T, d_in, d_out, heads, 0.1)
+            head_dim = hd(v, d_out // heads)
+            merged = heads * head_dim
+            flops = 2 * T * d_in * 3 * merged + 2 * 2 * heads * T * T * head_dim + (0 if v == "wrapper" else 2 * T * d_out * d_out)
+            params = sum(len(t["data"]) for name, t in dumped["tensors"].items() if name.endswith((".weight", ".bias")))
+            self.assertIn("mhaviz bench: %s b=1 T=%d d_in=%d d_out=%d heads=%d dropout=0.1 causal" % (v, T, d_in, d_out, heads),
+                          out)
+            m = re.search(r"matmul calls (\d+), ([0-9.]+) GFLOP per forward, (\d+) parameters", out)
+            self.assertIsNotNone(m, out)
+            self.assertEqual(int(m.group(1)), calls, v)
+            self.assertLessEqual(abs(float(m.group(2)) - flops / 1e9), 0.0005 + 1e-9, (v, out))
+            self.assertEqual(int(m.group(3)), params, v)
+            self.assertEqual(dumped["cost"]["parameters"], params, v)
+            self.assertEqual(dumped["cost"]["flops"], flops, v)
+            last = re.fullmatch(r"median_ms=([0-9.]+) gflops=([0-9.]+) peak_rss_mib=([0-9.]+)", out.strip().splitlines()[-1])
+            self.assertIsNotNone(last, out)
+            median = float(last.group(1))
+            self.assertGreater(median, 0, v)
+            # Both printed rounded (4 decimals of ms, 2 of GFLOP/s): agree within that rounding.
+            want = flops / (median * 1e-3) / 1e9
+            self.assertLessEqual(abs(float(last.group(2)) - want), 0.01 + want * 0.5e-4 / median + 1e-9, (v, out))
+
+    def test_dropout_range_is_one_check(self):
+        # The bench flags reach the same check as session files: [0, 1), one line naming the field.
+        for p, ok in [("1.0", False), ("1", False), ("-0.1", False), ("1e-300", True), ("0.999", True), ("0", True)]:
+            r = run("bench", "--tokens", "8", "--d-in", "8", "--d-out", "8", "--heads", "2", "--repeat", "1",
+                    "--dropout", p)
+            if ok:
+                self.assertEqual(r.returncode, 0, p + r.stderr)
+                continue
+            self.assertEqual(r.returncode, 2, p)
+            self.assertEqual(r.stdout, "", p)
+            self.assertEqual(r.stderr.strip(), "mhaviz: model.dropout: %g is outside [0, 1)" % float(p), p)
 
     def test_backends(self):
         # Every backend on one forward: a kernel the CPU cannot run is refused (exit 2, one line);

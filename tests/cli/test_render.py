@@ -1,6 +1,7 @@
 """`mhaviz render` as a user runs it, with no display at all (DISPLAY and WAYLAND_DISPLAY
-removed): image sizes at every scale, cell colours mapping back through the colormap to the
-values `mhaviz export` writes, masked cells hatched, the caption band, transparent and dark
+removed): image sizes at every scale, the picture's cells (--cells-json values and the drawn
+colours mapped back through the colormap) equal to PyTorch's values in
+tests/data/reference/expected, masked cells hatched exactly where PyTorch masks, the caption band, transparent and dark
 backgrounds, SVG as XML with one rect per cell (and escaped token text), and bad command
 lines: one line, exit 2, no output file.
 
@@ -19,6 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from guitest import read_png  # noqa: E402  (stdlib-only PNG reader shared with the GUI tests)
 
 MHAVIZ = sys.argv[1]
+DATA = sys.argv[2]
 FAILURES = []
 ENV = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
 SVG = "{http://www.w3.org/2000/svg}"
@@ -50,10 +52,23 @@ def render(tmp, name, args):
     return out, (json.load(open(side)) if ok else None)
 
 
-def export_matrix(session, tensor, select):
-    r = run(["export", session, "--tensor", tensor, "--format", "csv", "--select", select])
-    assert r.returncode == 0, r.stderr
-    return [[float(x) for x in line.split(",")] for line in r.stdout.strip().splitlines()]
+def torch_matrix(session, tensor, head):
+    """PyTorch's (T, T) matrix of batch 0, head `head` from tests/data/reference/expected, with
+    None where the session's causal mask hides a cell (the picture hatches those; PyTorch has
+    -inf in the masked scores and exactly 0 in the weights there). attn_scores_masked is
+    attn_scores so masked."""
+    with open(os.path.join(DATA, "reference", "expected", session + ".json")) as f:
+        t = json.load(f)["tensors"]
+    with open(os.path.join(DATA, "reference", "sessions", session + ".json")) as f:
+        causal = json.load(f)["model"]["causal"]
+    key = "attn_scores" if tensor == "attn_scores_masked" else tensor
+    _, _, T, _ = t[key]["shape"]
+    data = t[key]["data"][head * T * T:(head + 1) * T * T]
+    m = [data[i * T:(i + 1) * T] for i in range(T)]
+    if causal:
+        assert key == "attn_scores" or all(m[i][j] == 0 for i in range(T) for j in range(i + 1, T))
+        m = [[None if j > i else v for j, v in enumerate(row)] for i, row in enumerate(m)]
+    return m
 
 
 def nearest_lut(lut, rgb):
@@ -66,13 +81,15 @@ def nearest_lut(lut, rgb):
 
 
 def check_cells(path, side, session, tensor, label):
-    """Each cell's colour (sampled in its top-left corner, away from the printed value)
-    is the colormap entry of the value `mhaviz export` gives; masked cells are hatched."""
+    """Each cell of the picture against PyTorch: its value in --cells-json within the
+    reference tolerance (2e-5 + 1e-4 |x|), null exactly where PyTorch's cell is masked, and its
+    colour (sampled in its top-left corner, away from the printed value) the colormap entry of
+    PyTorch's value; masked cells hatched."""
     _, _, pixel = read_png(path)
     masked_colors = [tuple(c) for c in side["masked_colors"]]
-    bad_value, bad_masked, n_masked, n = [], [], 0, 0
+    bad_value, bad_cell, bad_masked, n_masked, n = [], [], [], 0, 0
     for h in side["heads"]:
-        want = export_matrix(session, tensor, "0,%d" % h["head"])
+        want = torch_matrix(session, tensor, h["head"])
         lut = side["colormaps"][h["colormap"]]
         vmin, vmax, cell = h["vmin"], h["vmax"], h["cell"]
         for i in range(h["rows"]):
@@ -81,19 +98,23 @@ def check_cells(path, side, session, tensor, label):
                 y = int(h["y0"] + i * cell + 2)
                 rgb = pixel(x, y)
                 n += 1
-                v = h["values"][i * h["cols"] + j]
+                v, exact = h["values"][i * h["cols"] + j], want[i][j]
+                if (v is None) != (exact is None) or (v is not None and abs(v - exact) > 2e-5 + 1e-4 * abs(exact)):
+                    bad_cell.append((h["head"], i, j, v, exact))
                 if v is None:
                     n_masked += 1
                     corner = {pixel(x + dx, y + dy) for dx in range(0, int(cell) - 4, 2) for dy in (0, 3)}
                     if not corner <= set(masked_colors) or rgb in [tuple(c) for c in lut]:
                         bad_masked.append((h["head"], i, j, rgb))
                     continue
+                if exact is None:
+                    continue
                 idx, dist = nearest_lut(lut, rgb)
                 got = vmin + idx / 255.0 * (vmax - vmin)
-                exact = want[i][j]
                 if dist != 0 or abs(got - exact) > (vmax - vmin) / 255.0 * 0.51 + 1e-6:
                     bad_value.append((h["head"], i, j, rgb, got, exact))
-    check(not bad_value, "%s: %d cell colours map back to the exported values (bad: %s)" % (label, n, bad_value[:3]))
+    check(n > 0 and not bad_cell, "%s: %d cells of --cells-json equal PyTorch's %s (bad: %s)" % (label, n, tensor, bad_cell[:3]))
+    check(not bad_value, "%s: %d cell colours map back to PyTorch's values (bad: %s)" % (label, n, bad_value[:3]))
     check(not bad_masked, "%s: %d masked cells hatched in the masked colours only (bad: %s)" % (label, n_masked, bad_masked[:3]))
     return n_masked
 

@@ -8,20 +8,13 @@
 
 #include "gemm.hpp"
 #include "mhaviz/backend.hpp"
+#include "test_util.hpp"
 
 namespace mhaviz {
 namespace {
 
-class Gemm : public ::testing::TestWithParam<Backend> {
- protected:
-  void SetUp() override {
-    if (!set_backend(GetParam())) GTEST_SKIP() << "this CPU cannot run " << backend_name(GetParam());
-  }
-  void TearDown() override { set_backend(before_); }
-
- private:
-  Backend before_ = backend();
-};
+// Skipped, visibly, on a CPU without the ISA (test::OnBackend).
+class Gemm : public test::OnBackend {};
 
 std::vector<float> random_values(std::size_t n, std::mt19937& gen) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -88,8 +81,7 @@ TEST_P(Gemm, LowerTriangularModeEqualsTheFullProduct) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, Gemm, ::testing::Values(Backend::Avx512, Backend::Avx2),
-                         [](const auto& p) { return std::string(backend_name(p.param)); });
+INSTANTIATE_TEST_SUITE_P(Kernels, Gemm, ::testing::Values(Backend::Avx512, Backend::Avx2), test::backend_label);
 
 }  // namespace
 }  // namespace mhaviz

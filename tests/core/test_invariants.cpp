@@ -14,23 +14,10 @@ namespace {
 
 const Variant kVariants[] = {Variant::Wrapper, Variant::WeightSplit, Variant::FusedQkv};
 
-// Runs body under each backend this CPU supports, then restores the default. A backend the
-// CPU cannot run is said on the test's output (ctest -V), never dropped silently; the
-// BackendsThisCpuRuns test reports it as skipped in the summary.
-template <class Body>
-void for_each_backend(Body&& body) {
-  const Backend before = backend();
-  for (Backend b : {Backend::Avx512, Backend::Avx2, Backend::OpenBlas}) {
-    if (!set_backend(b)) {
-      std::printf("[ backend  ] %s: not run, this CPU cannot\n", std::string(backend_name(b)).c_str());
-      continue;
-    }
-    std::printf("[ backend  ] %s\n", std::string(backend_name(b)).c_str());
-    SCOPED_TRACE(std::string("backend ") + std::string(backend_name(b)));
-    body();
-  }
-  set_backend(before);
-}
+// One instance per backend: a backend this CPU cannot run is reported as skipped (GTEST_SKIP,
+// in CTest's summary and `core_tests`' own), never dropped silently, and every run prints the
+// backends it exercised (test::OnBackend, test_util.hpp).
+class OracleOnBackend : public test::OnBackend {};
 
 // Same dropout draws, and every named tensor of got within atol + rtol·|want| of want's.
 void expect_traces_near(const Model& m, const Trace& got, const Trace& want, double atol, double rtol,
@@ -52,45 +39,43 @@ void expect_matches_oracle(const Model& m, const Tensor& input, double atol, dou
   expect_traces_near(m, forward(m, input), forward_reference(m, input), atol, rtol, what);
 }
 
-TEST(Invariants, FastForwardEqualsLoopOracle) {
-  for_each_backend([] {
-    std::mt19937 gen(7);
-    for (int trial = 0; trial < 60; ++trial)
-      for (Variant v : kVariants) {
-        const Session s = test::random_session(gen, v, trial % 2 == 1);
-        expect_matches_oracle(build_model(s.model, s.d_in()), s.input_tensor(), 1e-5, 1e-5,
-                              std::string(variant_name(v)) + " trial " + std::to_string(trial));
-      }
-  });
+TEST_P(OracleOnBackend, FastForwardEqualsLoopOracle) {
+  std::mt19937 gen(7);
+  for (int trial = 0; trial < 60; ++trial)
+    for (Variant v : kVariants) {
+      const Session s = test::random_session(gen, v, trial % 2 == 1);
+      expect_matches_oracle(build_model(s.model, s.d_in()), s.input_tensor(), 1e-5, 1e-5,
+                            std::string(variant_name(v)) + " trial " + std::to_string(trial));
+    }
 }
 
 // Shapes past the kernel's tile edges (12 rows, 32 columns) and large enough that the
 // products and stages split over threads; the activation tolerance.
-TEST(Invariants, LargerShapesEqualLoopOracleOnEveryBackend) {
-  for_each_backend([] {
-    std::mt19937 gen(23);
-    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(gen); };
-    for (int trial = 0; trial < 12; ++trial) {
-      const Variant v = kVariants[trial % 3];
-      Session s = test::random_session(gen, v, trial % 4 == 1);
-      const int T = pick(13, 150), din = pick(1, 200);
-      s.model.num_heads = pick(1, 6);
-      s.model.d_out = v == Variant::Wrapper ? pick(1, 40) : s.model.num_heads * pick(1, 40);
-      s.model.context_length = T;
-      s.batch = pick(1, 2);
-      std::uniform_real_distribution<float> val(-2.0f, 2.0f);
-      s.tokens.clear();
-      s.embeddings.assign(static_cast<std::size_t>(T), std::vector<float>(static_cast<std::size_t>(din)));
-      for (auto& row : s.embeddings) {
-        s.tokens.push_back("t" + std::to_string(s.tokens.size()));
-        for (auto& x : row) x = val(gen);
-      }
-      expect_matches_oracle(build_model(s.model, s.d_in()), s.input_tensor(), 2e-5, 1e-4,
-                            std::string(variant_name(v)) + " T=" + std::to_string(T) + " d_in=" + std::to_string(din) +
-                                " trial " + std::to_string(trial));
+TEST_P(OracleOnBackend, LargerShapesEqualLoopOracle) {
+  std::mt19937 gen(23);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(gen); };
+  for (int trial = 0; trial < 12; ++trial) {
+    const Variant v = kVariants[trial % 3];
+    Session s = test::random_session(gen, v, trial % 4 == 1);
+    const int T = pick(13, 150), din = pick(1, 200);
+    s.model.num_heads = pick(1, 6);
+    s.model.d_out = v == Variant::Wrapper ? pick(1, 40) : s.model.num_heads * pick(1, 40);
+    s.model.context_length = T;
+    s.batch = pick(1, 2);
+    std::uniform_real_distribution<float> val(-2.0f, 2.0f);
+    s.tokens.clear();
+    s.embeddings.assign(static_cast<std::size_t>(T), std::vector<float>(static_cast<std::size_t>(din)));
+    for (auto& row : s.embeddings) {
+      s.tokens.push_back("t" + std::to_string(s.tokens.size()));
+      for (auto& x : row) x = val(gen);
     }
-  });
+    expect_matches_oracle(build_model(s.model, s.d_in()), s.input_tensor(), 2e-5, 1e-4,
+                          std::string(variant_name(v)) + " T=" + std::to_string(T) + " d_in=" + std::to_string(din) +
+                              " trial " + std::to_string(trial));
+  }
 }
+INSTANTIATE_TEST_SUITE_P(Backends, OracleOnBackend,
+                         ::testing::Values(Backend::Avx512, Backend::Avx2, Backend::OpenBlas), test::backend_label);
 
 // GPT-2 small's attention (T = 128, d = 768, 12 heads): the AVX-512 kernel and OpenBLAS
 // give the same tensors to float rounding.
@@ -203,27 +188,39 @@ TEST(Invariants, ChangedWeightsReachTheForward) {
     ASSERT_NEAR(fast.output.data[e], slow.output.data[e], 1e-5 + 1e-5 * std::fabs(slow.output.data[e]));
 }
 
+// Every row sums to 1 over exactly the cells the mask leaves: the masked cells (j > i under
+// a causal mask, counted here from the config, not from the trace's own helper) are exactly 0,
+// and every other cell is positive, so a mask that hides one cell too many or too few fails.
 TEST(Invariants, SoftmaxRowsSumToOneAndMaskedCellsAreZero) {
   std::mt19937 gen(11);
+  std::int64_t masked_seen = 0, masked_expected = 0;
   for (int trial = 0; trial < 40; ++trial)
     for (Variant v : kVariants) {
       const Session s = test::random_session(gen, v, false);
       const Trace t = forward(build_model(s.model, s.d_in()), s.input_tensor());
+      const int T = t.tokens;
       for (int b = 0; b < t.batch; ++b)
-        for (int h = 0; h < t.heads; ++h)
-          for (int i = 0; i < t.tokens; ++i) {
+        for (int h = 0; h < t.heads; ++h) {
+          masked_expected += s.model.causal ? T * (T - 1) / 2 : 0;
+          for (int i = 0; i < T; ++i) {
             double sum = 0;
-            for (int j = 0; j < t.tokens; ++j) {
+            for (int j = 0; j < T; ++j) {
               const float w = t.weights.at({b, h, i, j});
-              EXPECT_GE(w, 0.0f);
-              if (t.masked(i, j)) {
-                EXPECT_EQ(w, 0.0f);
+              const bool hidden = s.model.causal && j > i;
+              if (w == 0.0f) ++masked_seen;
+              if (hidden) {
+                EXPECT_EQ(w, 0.0f) << variant_name(v) << " masked cell (" << i << ", " << j << ") of T " << T;
+              } else {
+                EXPECT_GT(w, 0.0f) << variant_name(v) << " visible cell (" << i << ", " << j << ") of T " << T;
               }
               sum += w;
             }
             EXPECT_NEAR(sum, 1.0, 1e-5);
           }
+        }
     }
+  EXPECT_EQ(masked_seen, masked_expected) << "cells of weight 0 against the cells a causal mask hides";
+  EXPECT_GT(masked_expected, 0);
 }
 
 TEST(Invariants, CausalOutputIgnoresLaterTokens) {

@@ -1,7 +1,8 @@
-// The five reference sessions against the tensors PyTorch 1.13 computed for them.
+// The reference sessions against the tensors PyTorch 1.13 computed for them.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "test_util.hpp"
 
@@ -55,22 +56,31 @@ TEST_P(Reference, MatchesPyTorch) {
     }
 }
 
-TEST_P(Reference, IsBuiltInLesson) {
+// The five lesson sessions are also built in; the dropout-rate sessions are test data only.
+class ReferenceLesson : public ::testing::TestWithParam<std::string> {};
+TEST_P(ReferenceLesson, IsBuiltInLesson) {
   const std::string name = GetParam();
   ASSERT_TRUE(is_lesson(name));
   const Session from_file = parse_session(test::slurp(test::data_path("reference/sessions/" + name + ".json")));
   EXPECT_EQ(session_to_json(lesson(name)), session_to_json(from_file));
 }
 
+std::string param_name(const ::testing::TestParamInfo<std::string>& p) {
+  std::string n = p.param;
+  for (char& c : n)
+    if (c == '-') c = '_';
+  return n;
+}
+#define MHAVIZ_LESSONS "seed003-wrapper", "seed003-weight-split-6d", "book-weight-split-3d", "journey-dropout-half", \
+                       "seed002-fused-qkv-encoder"
+// Dropout at 0.1 and 0.3 for each variant (tests/models/make_reference.py): at 0.5 alone,
+// "keep if u < p" and "keep if u < 1 - p" are the same rule.
 INSTANTIATE_TEST_SUITE_P(Sessions, Reference,
-                         ::testing::Values("seed003-wrapper", "seed003-weight-split-6d", "book-weight-split-3d",
-                                           "journey-dropout-half", "seed002-fused-qkv-encoder"),
-                         [](const ::testing::TestParamInfo<std::string>& p) {
-                           std::string n = p.param;
-                           for (char& c : n)
-                             if (c == '-') c = '_';
-                           return n;
-                         });
+                         ::testing::Values(MHAVIZ_LESSONS, "journey-wrapper-dropout-10", "journey-wrapper-dropout-30",
+                                           "journey-weight-split-dropout-10", "journey-weight-split-dropout-30",
+                                           "journey-fused-qkv-dropout-10", "journey-fused-qkv-dropout-30"),
+                         param_name);
+INSTANTIATE_TEST_SUITE_P(Sessions, ReferenceLesson, ::testing::Values(MHAVIZ_LESSONS), param_name);
 
 TEST(Reference, SeedThreePrintsTheBooksFirstRow) {
   const Session s = lesson("seed003-wrapper");
@@ -80,11 +90,38 @@ TEST(Reference, SeedThreePrintsTheBooksFirstRow) {
   for (int j = 0; j < 4; ++j) EXPECT_NEAR(t.output.at({1, 0, j}), row[j], 5e-5);
 }
 
+// torch.manual_seed(123); torch.nn.Dropout(p)(torch.ones(6, 6)), as PyTorch 1.13 prints it
+// (first row [2, 2, 0, 2, 2, 0] at p = 0.5, the book's example), run through mhaviz's own
+// forward: a query projection of zeros makes every score 0, so with no mask each weight is
+// 1/6 and the dropout stage shows torch's matrix / 6, drawn from the generator at
+// manual_seed(123). At p = 0.5 "keep if u < p" and "keep if u < 1 - p" agree; at 0.3 they do not.
 TEST(Reference, BookDropoutOfOnesFirstRow) {
-  // torch.manual_seed(123); torch.nn.Dropout(0.5)(torch.ones(6, 6))[0] == [2, 2, 0, 2, 2, 0]
-  std::mt19937 gen(123);
-  const float expected[6] = {2, 2, 0, 2, 2, 0};
-  for (int j = 0; j < 6; ++j) EXPECT_EQ((torch_uniform53(gen) < 0.5) ? 2.0f : 0.0f, expected[j]) << j;
+  const int kept_half[6][6] = {{1, 1, 0, 1, 1, 0}, {0, 0, 0, 1, 0, 1}, {1, 1, 1, 1, 0, 1},
+                               {0, 1, 1, 0, 0, 1}, {0, 1, 0, 1, 0, 1}, {0, 1, 1, 1, 1, 0}};
+  const int kept_03[6][6] = {{1, 1, 1, 1, 1, 1}, {1, 1, 0, 1, 0, 1}, {1, 1, 1, 1, 0, 1},
+                             {1, 1, 1, 1, 1, 1}, {1, 1, 0, 1, 1, 1}, {1, 1, 1, 1, 1, 1}};
+  for (const auto& [p, kept, scaled] : {std::tuple{0.5, kept_half, 2.0f}, std::tuple{0.3, kept_03, 1.4285714626312256f}}) {
+    Session s = lesson("book-weight-split-3d");
+    s.model.dropout = p;
+    s.model.causal = false;
+    s.model.num_heads = 1;
+    s.model.d_out = 1;
+    s.model.context_length = 6;
+    s.batch = 1;
+    Model m = build_model(s.model, s.d_in());
+    for (float& w : m.layer("W_query").weight) w = 0.0f;
+    prepare_forward(m);
+    m.rng_after_init = std::mt19937(123);
+    const Trace t = forward(m, s.input_tensor());
+    ASSERT_TRUE(t.dropout_applied());
+    ASSERT_EQ(t.dropped.shape, (Shape{1, 1, 6, 6}));
+    for (int i = 0; i < 6; ++i)
+      for (int j = 0; j < 6; ++j) {
+        EXPECT_FLOAT_EQ(t.weights.at({0, 0, i, j}), 1.0f / 6.0f);
+        EXPECT_EQ(t.kept(0, 0, i, j), kept[i][j] == 1) << "p " << p << " (" << i << ", " << j << ")";
+        EXPECT_NEAR(t.dropped.at({0, 0, i, j}), kept[i][j] * scaled / 6.0f, 1e-7) << "p " << p << " (" << i << ", " << j << ")";
+      }
+  }
 }
 
 TEST(Reference, GeneratorIsTorchsMersenneTwister) {

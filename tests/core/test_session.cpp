@@ -1,8 +1,12 @@
 // Session format: parsing, one-line errors naming field and value, round trips, atomic
 // writes, lessons, token embeddings.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <functional>
 
@@ -149,6 +153,68 @@ TEST(Session, AtomicWriteKeepsOldFileOnFailure) {
   std::size_t files = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++files;
   EXPECT_EQ(files, 1u);
+  std::filesystem::remove_all(dir);
+}
+
+// Failures that root cannot bypass (CI runs as root, where a read-only directory is no
+// obstacle): a path whose parent is a regular file, and a full disk. Each must leave the old
+// file as it was and no temporary file beside it.
+std::size_t files_in(const std::filesystem::path& dir) {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++n;
+  return n;
+}
+
+TEST(Session, AtomicWriteUnderAFileFails) {
+  const auto dir = std::filesystem::temp_directory_path() / ("mhaviz-test-notdir-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "plain").string();
+  write_file_atomic(file, "old");
+  try {
+    write_file_atomic(file + "/x.json", "new");
+    FAIL() << "writing under a regular file succeeded";
+  } catch (const SessionError& e) {
+    EXPECT_NE(std::string(e.what()).find("plain/x.json"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "one line: " << e.what();
+  }
+  EXPECT_EQ(test::slurp(file), "old");
+  EXPECT_EQ(files_in(dir), 1u);
+  std::filesystem::remove_all(dir);
+}
+
+// A full disk, made in a child process by RLIMIT_FSIZE (which binds root too): writes past
+// 16 bytes fail with EFBIG. Writing in place (truncate + write) instead of temp + rename
+// would leave the old file cut short; the atomic write must leave it whole.
+TEST(Session, AtomicWriteOnAFullDiskKeepsTheOldFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("mhaviz-test-full-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "s.json").string();
+  const std::string old_text = "the old session, intact";
+  write_file_atomic(path, old_text);
+  const std::string big(4096, 'x');
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);  // EFBIG from write() instead of a signal
+    const rlimit lim{16, 16};
+    if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) ::_exit(3);
+    try {
+      write_file_atomic(path, big);
+    } catch (const SessionError& e) {
+      ::_exit(std::string(e.what()).find("s.json") != std::string::npos ? 0 : 4);
+    }
+    ::_exit(5);  // the write succeeded past the limit
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: setrlimit failed, 4: the error names no path, 5: no error";
+  EXPECT_EQ(test::slurp(path), old_text) << "the old file was changed by a failed write";
+  EXPECT_EQ(files_in(dir), 1u) << "a temporary file was left behind";
+  // Without the limit the same write goes through, and still leaves one file.
+  write_file_atomic(path, big);
+  EXPECT_EQ(test::slurp(path), big);
+  EXPECT_EQ(files_in(dir), 1u);
   std::filesystem::remove_all(dir);
 }
 

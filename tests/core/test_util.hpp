@@ -1,11 +1,16 @@
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 
+#include "mhaviz/backend.hpp"
 #include "mhaviz/session.hpp"
 #include "mhaviz/trace.hpp"
 
@@ -43,5 +48,50 @@ inline Session random_session(std::mt19937& gen, Variant v, bool dropout) {
   }
   return s;
 }
+
+// The backends this process ran tests on, and those it skipped: printed when the run ends
+// ("[ backends ] ran: avx512, avx2, openblas; skipped: none"), so a log says which of the
+// kernels were exercised, on every CPU.
+struct BackendsSeen {
+  std::set<std::string> ran, skipped;
+};
+inline BackendsSeen& backends_seen() {
+  static BackendsSeen seen;
+  return seen;
+}
+class BackendReport : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    const BackendsSeen& s = backends_seen();
+    if (s.ran.empty() && s.skipped.empty()) return;
+    auto list = [](const std::set<std::string>& names) {
+      std::string out;
+      for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+      return out.empty() ? std::string("none") : out;
+    };
+    std::printf("[ backends ] ran: %s; skipped (this CPU cannot run them): %s\n", list(s.ran).c_str(), list(s.skipped).c_str());
+  }
+};
+inline ::testing::Environment* const kBackendReport = ::testing::AddGlobalTestEnvironment(new BackendReport);
+
+// A fixture run once per backend (INSTANTIATE_TEST_SUITE_P over Backend values, named by
+// backend_label): on a CPU without the backend each test is GTEST_SKIPped with the reason,
+// so the summary shows it, instead of passing on the other backends alone.
+class OnBackend : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    const std::string name(backend_name(GetParam()));
+    if (!set_backend(GetParam())) {
+      backends_seen().skipped.insert(name);
+      GTEST_SKIP() << "this CPU cannot run " << name;
+    }
+    backends_seen().ran.insert(name);
+  }
+  void TearDown() override { set_backend(before_); }
+
+ private:
+  Backend before_ = backend();
+};
+inline std::string backend_label(const ::testing::TestParamInfo<Backend>& p) { return std::string(backend_name(p.param)); }
 
 }  // namespace mhaviz::test

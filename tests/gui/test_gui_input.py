@@ -1,8 +1,13 @@
 """Real input with xdotool: drag the num_heads and d_out sliders, type a token into the
-token field, press stage and head keys; the state the app writes on exit must follow.
+token field, press stage and head keys; the state the app writes on exit must follow. The
+stage key must change the drawn pixels: after key 1 every cell shows PyTorch's raw score
+through the colormap, as a window opened on that stage does. A dropout typed past the
+slider's range (Ctrl+click, 1) is clamped to a valid rate, never reaching the model as 1.
 
 usage (under xvfb-run): test_gui_input.py PATH/TO/mhaviz TESTS_DATA_DIR
 """
+import glob
+import math
 import os
 import sys
 import time
@@ -86,9 +91,16 @@ proc = g.start(["gui", "seed003-wrapper", "--no-restore", "--check-gl", "--width
                 "--config-dir", os.path.join(tmp, "cfg2"), "--state-dir", os.path.join(tmp, "st2"),
                 "--layout-out", layout, "--state-out", state])
 try:
-    w = g.wait_for_layout(layout, ["embedding0_0", "token0_down", "token0_remove", "d_in"], proc=proc)
+    w = g.wait_for_layout(layout, ["embedding0_0", "token0_down", "token0_remove", "d_in", "dropout"], proc=proc)
     g.focus_window()
     time.sleep(0.5)
+    # Dropout typed past the slider's end: Ctrl+click enters text mode, 1, Enter.
+    g.xdo("keydown", "ctrl")
+    g.click(*g.center(w["dropout"]))
+    g.xdo("keyup", "ctrl")
+    g.key("1")
+    g.key("Return")
+    time.sleep(0.3)
     ex, ey = g.center(w["embedding0_0"])
     g.drag(ex, ey, ex + 40, ey)
     g.click(*g.center(w["token0_down"]))
@@ -125,4 +137,77 @@ g.check(st["enlarged"] is True, "E enlarged the selected head")
 g.check(st["stage"] == "dropped", "5 selected the after-dropout stage")
 g.check(st["show_controls"] is False, "C hid the controls panel")
 g.check(st["gl_errors"] == 0, "no GL errors (font atlas rebuilt)")
+p = st["session"]["model"]["dropout"]
+g.check(math.isclose(p, 0.9, abs_tol=1e-6) and st["error"] == "" and st["session"]["model"]["training"],
+        "dropout typed as 1 is clamped to the slider's 0.9, a valid rate (dropout %r, error %r)" % (p, st["error"]))
+
+
+# The stage key changes the pixels. Reference: a window opened on the raw scores
+# (--screenshot and its sidecar: where the cells are, the colormap and its range).
+def cell_centres(side):
+    for lay in side["heads"]:
+        cw, ch = (lay["x1"] - lay["x0"]) / lay["cols"], (lay["y1"] - lay["y0"]) / lay["rows"]
+        for i in range(lay["rows"]):
+            for j in range(lay["cols"]):
+                yield lay, i, j, int(lay["x0"] + (j + 0.5) * cw), int(lay["y0"] + (i + 0.5) * ch)
+
+
+def near(a, b, tol=2):
+    return max(abs(x - y) for x, y in zip(a, b)) <= tol
+
+
+common = ["--no-restore", "--check-gl", "--ignore-mouse", "--hide-cell-values", "--width", "1280", "--height", "800"]
+ref = os.path.join(tmp, "scores-ref.png")
+r = g.run(["gui", "seed003-wrapper", "--stage", "scores", "--exit-after-frames", "8", "--screenshot", ref,
+           "--config-dir", os.path.join(tmp, "cfg3"), "--state-dir", os.path.join(tmp, "st3")] + common)
+g.check(r.returncode == 0, "a window opened on the raw scores (%s)" % r.stderr.strip())
+before = os.path.join(tmp, "before.png")
+captures = os.path.join(tmp, "captures")
+layout, state = os.path.join(tmp, "layout4.json"), os.path.join(tmp, "state4.json")
+proc = g.start(["gui", "seed003-wrapper", "--screenshot", before, "--capture-dir", captures, "--layout-out", layout,
+                "--state-out", state, "--config-dir", os.path.join(tmp, "cfg4"), "--state-dir", os.path.join(tmp, "st4")]
+               + common)
+try:
+    w = g.wait_for_layout(layout, ["dropout"], proc=proc)
+    g.check(g.wait_for_file(before + ".json", proc=proc), "screenshot of the weights stage written")
+    g.focus_window()
+    time.sleep(0.3)
+    g.key("1")
+    time.sleep(0.5)
+    g.key("shift+F12")  # the whole window, as shown
+    end = time.time() + 30
+    while time.time() < end and not glob.glob(os.path.join(captures, "*.png")):
+        time.sleep(0.1)
+    time.sleep(0.3)
+finally:
+    rc, out, err = g.stop(proc)
+g.check(rc == 0, "third run exits 0 (%s)" % err.strip())
+shots = glob.glob(os.path.join(captures, "*.png"))
+if g.check(len(shots) == 1, "Shift+F12 captured the window after key 1 (%s)" % shots):
+    side_ref, side_before = g.read_json(ref + ".json"), g.read_json(before + ".json")
+    g.check(side_before["stage"] == "weights" and side_ref["stage"] == "scores", "the two references show weights and scores")
+    g.check([h["x0"] for h in side_ref["heads"]] == [h["x0"] for h in side_before["heads"]] and
+            [h["y0"] for h in side_ref["heads"]] == [h["y0"] for h in side_before["heads"]],
+            "the cells lie at the same places in both")
+    _, _, px_ref = g.read_png(ref)
+    _, _, px_before = g.read_png(before)
+    _, _, px_after = g.read_png(shots[0])
+    torch = g.read_json(os.path.join(DATA, "reference", "expected", "seed003-wrapper.json"))["tensors"]["attn_scores"]
+    T = torch["shape"][2]
+    cells = changed = same_as_ref = on_scale = 0
+    for lay, i, j, x, y in cell_centres(side_ref):
+        cells += 1
+        a = px_after(x, y)
+        changed += not near(a, px_before(x, y), 6)
+        same_as_ref += near(a, px_ref(x, y))
+        lut, vmin, vmax = side_ref["colormaps"][lay["colormap"]], lay["vmin"], lay["vmax"]
+        want = torch["data"][(lay["head"] * T + i) * T + j]
+        values = [vmin + k / 255.0 * (vmax - vmin) for k, e in enumerate(lut) if near(a, e)]
+        on_scale += any(abs(v - want) <= 1.01 * (vmax - vmin) / 255.0 + 1e-4 for v in values)
+    print("  stage key: %d cells, %d changed, %d as the scores window, %d at PyTorch's raw score" %
+          (cells, changed, same_as_ref, on_scale))
+    g.check(cells == 2 * T * T, "every cell of both heads checked (%d)" % cells)
+    g.check(changed >= 0.9 * cells, "key 1 changed the drawn cells (%d of %d)" % (changed, cells))
+    g.check(same_as_ref == cells, "after key 1 the cells are the pixels of a window opened on the scores")
+    g.check(on_scale == cells, "after key 1 each cell's colour maps back to PyTorch's raw score")
 g.finish()

@@ -49,6 +49,10 @@ struct Session {
 // Estimated peak bytes of a forward with its Trace (parameters + every kept intermediate).
 std::int64_t estimate_memory_bytes(const ModelConfig& c, int d_in, int tokens, int batch);
 
+// The one check of dropout's range, [0, 1) (1 would scale kept weights by 1/0): session
+// files, `mhaviz bench --dropout` and the app's slider all reach it through validate_model.
+// Throws SessionError "model.dropout: P is outside [0, 1)".
+void check_dropout(double p);
 // Throws SessionError on the first problem found.
 void validate_model(const ModelConfig& c, int d_in, int tokens, int batch);
 void validate_session(const Session& s);

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# Mutation run (by hand, not in CI): plants each mutation of the list below, one at a time,
+# in a scratch copy of this tree, rebuilds only the targets its tests need (one build
+# directory, incrementally), runs those tests, and prints killed / survived and the kill rate.
+#
+#   scripts/mutants.sh              every mutation
+#   scripts/mutants.sh ID [ID ...]  only these (IDs as in the list)
+#   scripts/mutants.sh --list       the list
+#   MUTANTS_CPU=max scripts/mutants.sh avx2-col-remainder ...
+#                                   core_tests run under qemu-x86_64 -cpu max (AVX2, no
+#                                   AVX-512: the machines of this kind without it); mutations
+#                                   whose tests are not all in core_tests are left out
+#
+# MUTANTS_DIR (default /tmp/mhaviz-mutants) holds the copy (src/) and its dev-preset build;
+# a second run reuses it and rebuilds only what changed. The suite must pass unmutated
+# first. A mutation whose text is no longer in its file stops the run (the list is out of
+# date); one that does not compile counts as neither killed nor survived.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+WORK=${MUTANTS_DIR:-/tmp/mhaviz-mutants}
+SRC=$WORK/src
+BUILD=$SRC/build/dev
+LOG=$WORK/logs
+
+# [SECTION] The list: mutant ID "what it breaks" "targets" "ctest regex" FILE OLD NEW [FILE OLD NEW ...]
+# OLD must occur exactly once in FILE; several FILE OLD NEW triples make one mutation.
+IDS=()
+declare -A WHAT TARGETS TESTS EDITS
+mutant() {
+  local id=$1
+  IDS+=("$id")
+  WHAT[$id]=$2
+  TARGETS[$id]=$3
+  TESTS[$id]=$4
+  shift 4
+  local edits=""
+  while [ $# -gt 0 ]; do
+    edits+=$(printf '%s\0%s\0%s\0' "$1" "$2" "$3" | base64 -w0)" "
+    shift 3
+  done
+  EDITS[$id]=$edits
+}
+
+CORE="core_tests"
+KERNEL_TESTS='^(Kernels/Gemm|Backends/OracleOnBackend)\.'
+REFERENCE_TESTS='^Sessions/Reference\.'
+
+mutant avx512-col-remainder "AVX-512 tile: the second register's column mask one column wide (writes past n)" \
+  "$CORE" "$KERNEL_TESTS" \
+  core/src/gemm.cpp "cols > 16 ? (1u << (cols - 16)) - 1u : 0u" "cols > 16 ? (1u << (cols - 15)) - 1u : 0u"
+mutant avx2-col-remainder "AVX2 tile: the second register's column mask one column short (last column unwritten)" \
+  "$CORE" "$KERNEL_TESTS" \
+  core/src/gemm.cpp "_mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15)" "_mm256_setr_epi32(9, 10, 11, 12, 13, 14, 15, 16)"
+mutant atomic-in-place "write_file_atomic truncates and writes the target itself instead of temp + rename" \
+  "$CORE" '^Session\.' \
+  core/src/session.cpp "const int fd = ::mkstemp(name.data());" "const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);" \
+  core/src/session.cpp "const std::string tmp(name.data());" "const std::string tmp(path);"
+mutant dropout-upper "dropout 1 accepted (p <= 1)" \
+  "$CORE mhaviz" '^Session\.|^cli$' \
+  core/src/session.cpp "if (!(p >= 0.0 && p < 1.0)) {" "if (!(p >= 0.0 && p <= 1.0)) {"
+mutant dropout-lower "negative dropout accepted (p >= -1)" \
+  "$CORE mhaviz" '^Session\.|^cli$' \
+  core/src/session.cpp "if (!(p >= 0.0 && p < 1.0)) {" "if (!(p >= -1.0 && p < 1.0)) {"
+mutant keep-rule "dropout keeps a cell when u < p instead of u < 1 - p (forward and loop oracle alike)" \
+  "$CORE" "$REFERENCE_TESTS|^Reference\\." \
+  core/src/forward.cpp "const bool kept = torch_uniform53(gen) < keep_p;" "const bool kept = torch_uniform53(gen) < c.dropout;" \
+  core/src/reference.cpp "const bool kept = torch_uniform53(gen) < 1.0 - c.dropout;" "const bool kept = torch_uniform53(gen) < c.dropout;"
+mutant softmax-mask "softmax hides the diagonal too (one cell too many masked per row past the first)" \
+  "$CORE" '^Invariants\.SoftmaxRowsSumToOneAndMaskedCellsAreZero$' \
+  core/src/forward.cpp "const std::int64_t valid = causal ? i + 1 : T;" "const std::int64_t valid = causal ? std::max<std::int64_t>(1, i) : T;"
+mutant scale "scores scaled by 1/hd instead of 1/sqrt(hd)" \
+  "$CORE" "$REFERENCE_TESTS" \
+  core/src/forward.cpp "const float divisor = static_cast<float>(std::sqrt(static_cast<double>(hd)));" "const float divisor = static_cast<float>(static_cast<double>(hd));"
+mutant mask "no causal mask in the forward" \
+  "$CORE" "$REFERENCE_TESTS" \
+  core/src/forward.cpp "const bool causal = c.causal;" "const bool causal = false;"
+mutant merge-order "heads merged in reverse order" \
+  "$CORE" "$REFERENCE_TESTS" \
+  core/src/forward.cpp "dst + r * H * hd + static_cast<std::int64_t>(h) * hd" "dst + r * H * hd + static_cast<std::int64_t>(H - 1 - h) * hd"
+mutant init-bound "kaiming_uniform bound sqrt(6)·std instead of sqrt(3)·std" \
+  "$CORE" "$REFERENCE_TESTS" \
+  core/src/model.cpp "const double bound = std::sqrt(3.0) * std_dev;" "const double bound = std::sqrt(6.0) * std_dev;"
+mutant npy-header "NPY header padded to 16 bytes instead of 64" \
+  "$CORE mhaviz" '^Export\.|^cli$' \
+  core/src/export.cpp "header.append((64 - unpadded % 64) % 64, ' ');" "header.append((16 - unpadded % 16) % 16, ' ');"
+mutant autosave "no autosave while the app runs (only on a clean exit)" \
+  "mhaviz" '^gui_kill9$' \
+  app/gui/app.cpp "if (!L.measuring && glfwGetTime() - s.last_edit_time > 1.0) autosave(s);" "if (false) autosave(s);"
+
+# [SECTION] Running
+list() {
+  for id in "${IDS[@]}"; do printf '%-22s %s\n    tests: %s\n' "$id" "${WHAT[$id]}" "${TESTS[$id]}"; done
+}
+
+# Copies the tracked and new (not ignored) files of this tree into $SRC, keeping their
+# times, so the build there redoes only what changed since the last run.
+sync_copy() {
+  mkdir -p "$SRC" "$LOG"
+  (cd "$ROOT" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -C "$SRC" -xpf -
+}
+
+# edit apply|restore ID: plants each of the mutation's edits in $SRC (exit 3 when an OLD text
+# does not occur exactly once), or copies the original files back (with a new time, so the
+# build redoes them).
+edit() {
+  # shellcheck disable=SC2086
+  python3 - "$1" "$ROOT" "$SRC" ${EDITS[$2]} <<'PY' || exit 3
+import base64, shutil, sys
+mode, root, src = sys.argv[1:4]
+for e in sys.argv[4:]:
+    file, old, new, _ = base64.b64decode(e).split(b"\0")
+    file = file.decode()
+    if mode == "restore":
+        shutil.copyfile(root + "/" + file, src + "/" + file)
+        continue
+    text = open(src + "/" + file, "rb").read()
+    if text.count(old) != 1:
+        sys.exit("%s: the text to mutate occurs %d times: %s" % (file, text.count(old), old.decode()))
+    open(src + "/" + file, "wb").write(text.replace(old, new))
+PY
+}
+
+# The tests CTest lists as failed in LOG: the first three names, and how many more.
+killers() {
+  local names n
+  names=$({ grep -E '^[[:space:]]*[0-9]+ - .*\((Failed|Timeout|Subprocess|SEGFAULT|Exception)' "$1" |
+    sed -E 's/^[[:space:]]*[0-9]+ - ([^ ]+).*/\1/'; grep -E '^\[  FAILED  \] [^ ]+(, | \(|$)' "$1" |
+    sed -E 's/^\[  FAILED  \] ([^ ,]+).*/\1/'; } | awk '!seen[$0]++' || true)
+  n=$(printf '%s\n' "$names" | grep -c . || true)
+  printf '%s' "$(printf '%s\n' "$names" | head -3 | paste -sd, -)"
+  if [ "$n" -gt 3 ]; then printf ' and %d more' $((n - 3)); fi
+  return 0
+}
+
+build() { cmake --build "$BUILD" -j2 --target "$@" > "$LOG/build.log" 2>&1; }
+tests() {
+  if [ -z "${MUTANTS_CPU:-}" ]; then
+    ctest --test-dir "$BUILD" -j2 -R "$1" --output-on-failure > "$2" 2>&1
+    return
+  fi
+  # Under the emulator: the core_tests cases CTest's regex names, as one gtest filter.
+  local filter
+  filter=$("$BUILD/tests/core_tests" --gtest_list_tests | awk '/^[^ ]/ { suite = $1 } /^  / { print suite $1 }' |
+    grep -E "$1" | paste -sd: -)
+  qemu-x86_64 -cpu "$MUTANTS_CPU" "$BUILD/tests/core_tests" --gtest_filter="$filter" > "$2" 2>&1
+}
+
+main() {
+  if [ "${1:-}" = "--list" ]; then list; exit 0; fi
+  local chosen=("${IDS[@]}")
+  [ $# -gt 0 ] && chosen=("$@")
+  if [ -n "${MUTANTS_CPU:-}" ]; then
+    local kept=()
+    for id in "${chosen[@]}"; do [ "${TARGETS[$id]:-}" = "$CORE" ] && kept+=("$id"); done
+    chosen=("${kept[@]}")
+    echo "under qemu-x86_64 -cpu $MUTANTS_CPU: ${chosen[*]}"
+  fi
+  for id in "${chosen[@]}"; do [ -n "${WHAT[$id]+x}" ] || { echo "unknown mutant: $id (see --list)" >&2; exit 2; }; done
+
+  sync_copy
+  for id in "${chosen[@]}"; do edit restore "$id"; done  # a run stopped half-way left one planted
+  [ -f "$BUILD/CMakeCache.txt" ] || (cd "$SRC" && cmake --preset dev > "$LOG/configure.log")
+  local all_targets="" all_tests=""
+  for id in "${chosen[@]}"; do all_targets+=" ${TARGETS[$id]}"; all_tests+="${all_tests:+|}${TESTS[$id]}"; done
+  echo "baseline: building$(echo "$all_targets" | tr ' ' '\n' | sort -u | tr '\n' ' ')in $BUILD"
+  # shellcheck disable=SC2046
+  build $(echo "$all_targets" | tr ' ' '\n' | sort -u) || { echo "the unmutated tree does not build: $LOG/build.log" >&2; exit 1; }
+  if ! tests "$all_tests" "$LOG/baseline.log"; then
+    echo "the tests fail without any mutation: $LOG/baseline.log" >&2
+    exit 1
+  fi
+  echo "baseline: $(grep -E 'tests passed|^\[  PASSED  \]|^\[  SKIPPED \] [0-9]|^\[ backends \]' "$LOG/baseline.log" | paste -sd' ' - || true)"
+
+  local killed=0 survived=0 broken=0 survivors=()
+  for id in "${chosen[@]}"; do
+    edit apply "$id"
+    local verdict log="$LOG/$id.log"
+    # shellcheck disable=SC2086
+    if ! build ${TARGETS[$id]}; then
+      verdict="does not compile"
+      broken=$((broken + 1))
+      cp "$LOG/build.log" "$log"
+    elif tests "${TESTS[$id]}" "$log"; then
+      verdict="SURVIVED"
+      # A mutation in code this CPU cannot run survives with its tests skipped: say so.
+      local skipped
+      skipped=$(grep -cE '\*\*\*Skipped|^\[  SKIPPED \] [^ ]+ \([0-9]+ ms\)' "$log" || true)
+      [ "$skipped" -gt 0 ] && verdict+=" ($skipped of its tests skipped on this CPU)"
+      survived=$((survived + 1))
+      survivors+=("$id")
+    else
+      verdict="killed by $(killers "$log")"
+      killed=$((killed + 1))
+    fi
+    edit restore "$id"
+    printf '%-22s %s\n' "$id" "$verdict"
+  done
+  local total=$((killed + survived))
+  echo "killed $killed, survived $survived${survivors:+ (${survivors[*]})}, did not compile $broken;" \
+    "kill rate $killed/$total = $(awk -v k=$killed -v t=$total 'BEGIN { printf "%.0f%%", t ? 100 * k / t : 0 }')"
+  echo "logs: $LOG"
+}
+
+main "$@"; exit  # one line: editing this file during a run cannot feed bash new lines
