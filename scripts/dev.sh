@@ -18,8 +18,9 @@ PACKAGES=(
 )
 
 # Only for `test`: PyTorch writes the trained-GPT test checkpoints and their reference
-# forwards (tests/models/make_checkpoints.py, run with /usr/bin/python3).
-TEST_PACKAGES=(python3-torch python3-numpy)
+# forwards (tests/models/make_checkpoints.py, run with /usr/bin/python3); qemu-user runs
+# the binary on an emulated CPU without AVX (test `portable_nehalem`).
+TEST_PACKAGES=(python3-torch python3-numpy qemu-user)
 
 install_missing() {
   local missing=()
