@@ -3,7 +3,11 @@
 `mhaviz bench` at the same sizes, in the same run, and prints medians and ratios.
 
 Usage: scripts/bench_vs_torch.py PATH/TO/mhaviz [--tokens 128 512 1024] [--rounds 3]
-                                  [--backends auto openblas]
+                                  [--backends auto avx2 openblas]
+
+Each backend gets its own ratio (mhaviz's time over PyTorch's). On a CPU with AVX-512,
+`--backends avx2` with ATEN_CPU_CAPABILITY=avx2 and OPENBLAS_CORETYPE=Haswell in the
+environment holds both programs to the AVX2 code they would run on a CPU without it.
 """
 import argparse
 import os
@@ -80,12 +84,14 @@ def main():
                     help="thread counts to time torch with; the fastest is the reference at each size")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds; the median of round medians is reported")
     ap.add_argument("--backends", nargs="+", default=["auto", "openblas"],
-                    help="mhaviz backends to time; the ratio is the first one's")
+                    help="mhaviz backends to time (auto, avx512, avx2, openblas); a ratio for each")
     args = ap.parse_args()
-    print(f"torch {torch.__version__} (fastest of {args.torch_threads} threads, no_grad); "
+    capability = os.environ.get("ATEN_CPU_CAPABILITY", "default")
+    coretype = os.environ.get("OPENBLAS_CORETYPE", "auto")
+    print(f"torch {torch.__version__}, ATEN_CPU_CAPABILITY={capability}, OPENBLAS_CORETYPE={coretype} (fastest of {args.torch_threads} threads, no_grad); "
           f"d_in = d_out = {args.d}, {args.heads} heads, b = 1; median of {args.rounds} alternating rounds")
     print(f"{'T':>6} {'torch ms':>10} {'threads':>8}" + "".join(f" {b + ' ms':>13}" for b in args.backends) +
-          f" {'ratio':>7} {'mhaviz RSS MiB':>15}")
+          "".join(f" {'ratio ' + b:>14}" for b in args.backends) + f" {'mhaviz RSS MiB':>15}")
     for tokens in args.tokens:
         repeat = 30 if tokens <= 256 else 10
         ours, theirs, rss = {b: [] for b in args.backends}, {n: [] for n in args.torch_threads}, 0.0
@@ -100,9 +106,8 @@ def main():
                     rss = peak
         threads, t = min(((n, statistics.median(v)) for n, v in theirs.items()), key=lambda x: x[1])
         o = {b: statistics.median(v) for b, v in ours.items()}
-        first = o[args.backends[0]]
         print(f"{tokens:>6} {t:>10.2f} {threads:>8}" + "".join(f" {o[b]:>13.2f}" for b in args.backends) +
-              f" {first / t:>7.2f} {rss:>15.1f}")
+              "".join(f" {o[b] / t:>14.2f}" for b in args.backends) + f" {rss:>15.1f}")
 
 
 if __name__ == "__main__":

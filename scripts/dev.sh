@@ -3,6 +3,8 @@
 #   scripts/dev.sh run   install what is missing, build the release preset, open the app
 #   scripts/dev.sh test  install what is missing, build and run every test in the dev
 #                        preset, again under ASan + UBSan (asan), then a bounded fuzz run
+#   scripts/dev.sh package  build the release preset and a .deb of it with CPack, in
+#                        build/release/package/ (install it with apt-get install ./FILE.deb)
 # Idempotent; as root or as a user with sudo. Extra arguments after `run` go to mhaviz.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,8 +20,13 @@ PACKAGES=(
 )
 
 # Only for `test`: PyTorch writes the trained-GPT test checkpoints and their reference
-# forwards (tests/models/make_checkpoints.py, run with /usr/bin/python3).
-TEST_PACKAGES=(python3-torch python3-numpy)
+# forwards (tests/models/make_checkpoints.py, run with /usr/bin/python3); qemu-user runs
+# the binary on an emulated CPU without AVX (test `portable_nehalem`); desktop-file-utils
+# and appstream validate the menu entry and the AppStream metainfo (test `install_layout`).
+TEST_PACKAGES=(python3-torch python3-numpy qemu-user desktop-file-utils appstream)
+
+# Only for `package`: CPack's DEB generator runs dpkg-shlibdeps (dpkg-dev) and file.
+PACKAGE_PACKAGES=(dpkg-dev file)
 
 install_missing() {
   local missing=()
@@ -60,8 +67,14 @@ case "${1:-}" in
     build fuzz
     ctest --preset fuzz
     ;;
+  package)
+    install_missing "${PACKAGES[@]}" "${PACKAGE_PACKAGES[@]}"
+    build release
+    (cd build/release && cpack -G DEB)
+    ls build/release/package/mhaviz_*.deb
+    ;;
   *)
-    echo "usage: scripts/dev.sh run [SESSION] | test" >&2
+    echo "usage: scripts/dev.sh run [SESSION] | test | package" >&2
     exit 2
     ;;
 esac

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "gemm.hpp"
 #include "linear.hpp"
 #include "mhaviz/backend.hpp"
 #include "mhaviz/trace.hpp"
 #include "parallel.hpp"
+#include "softmax.hpp"
 
 namespace mhaviz {
 namespace {
@@ -144,21 +146,13 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
   const float divisor = static_cast<float>(std::sqrt(static_cast<double>(hd)));
   const bool causal = c.causal;
   detail::parallel_for(P * T, T * 8, [&](std::int64_t r0, std::int64_t r1) {
-    // Eigen vectorizes from the first aligned element and sums packets in their own order:
-    // working in an aligned buffer makes every row's result independent of where the
-    // trace's buffers happen to be, so the same input gives the same bits every time.
-    Eigen::ArrayXf buffer(T);
+    // softmax.hpp: the same bits on every CPU, whatever the buffers' alignment.
+    std::vector<float> scratch(static_cast<std::size_t>(detail::softmax_scratch(T)));
     for (std::int64_t r = r0; r < r1; ++r) {
       const int i = static_cast<int>(r % T);
       const std::int64_t valid = causal ? i + 1 : T;
-      const float* s = tr.scores.ptr() + r * T;
       float* w = tr.weights.ptr() + r * T;
-      auto row = buffer.head(valid);
-      row = Eigen::Map<const Eigen::ArrayXf>(s, valid) / divisor;
-      const float mx = row.maxCoeff();
-      row = (row - mx).exp();
-      row /= row.sum();
-      std::copy(row.data(), row.data() + valid, w);
+      detail::softmax_row(tr.scores.ptr() + r * T, valid, divisor, scratch.data(), w);
       std::fill(w + valid, w + T, 0.0f);
     }
   });

@@ -68,17 +68,21 @@ constexpr TileFn kTiles[kTileRows + 1] = {nullptr,          tile<1, Full>,  tile
 // both kernels give the same bits.
 constexpr int kTileRows2 = 6;
 
+// Lanes < cols are on: maskload/maskstore read the sign bit of each 32-bit lane. A function
+// of its own with the tile's target: a lambda inside the tile would not inherit the target
+// and fails to build when the rest of the project is compiled for x86-64-v2.
+__attribute__((target("avx2,fma"), always_inline)) inline void lane_masks(int cols, __m256i& m0, __m256i& m1) {
+  const __m256i n = _mm256_set1_epi32(cols);
+  m0 = _mm256_cmpgt_epi32(n, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  m1 = _mm256_cmpgt_epi32(n, _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
+}
+
 template <int MR, bool Full>
 __attribute__((target("avx2,fma"))) void tile2(int k, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
                                                const float* bias, float* c, std::int64_t ldc, int cols) {
-  // Lanes < cols are on: maskload/maskstore read the sign bit of each 32-bit lane. Made
-  // where they are used: live across the loop they would take two of the 16 registers the
-  // 12 accumulators, two B rows and the broadcast need, and spill the accumulators.
-  auto masks = [cols](__m256i& m0, __m256i& m1) {
-    const __m256i n = _mm256_set1_epi32(cols);
-    m0 = _mm256_cmpgt_epi32(n, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    m1 = _mm256_cmpgt_epi32(n, _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
-  };
+  // Masks are made where they are used (lane_masks): live across the loop they would take
+  // two of the 16 registers the 12 accumulators, two B rows and the broadcast need, and
+  // spill the accumulators.
   // Every loop over rows unrolled early: GCC 12 at -O3 otherwise keeps the accumulator
   // arrays in memory and stores all twelve registers on every step of p (a third of the speed).
   __m256 lo[MR], hi[MR];
@@ -91,7 +95,7 @@ __attribute__((target("avx2,fma"))) void tile2(int k, const float* a, std::int64
       b1 = _mm256_loadu_ps(b + p * ldb + 8);
     } else {
       __m256i m0, m1;
-      masks(m0, m1);
+      lane_masks(cols, m0, m1);
       b0 = _mm256_maskload_ps(b + p * ldb, m0);
       b1 = _mm256_maskload_ps(b + p * ldb + 8, m1);
     }
@@ -103,7 +107,7 @@ __attribute__((target("avx2,fma"))) void tile2(int k, const float* a, std::int64
     }
   }
   __m256i m0, m1;
-  masks(m0, m1);
+  lane_masks(cols, m0, m1);
   if (bias) {
     const __m256 c0 = _mm256_maskload_ps(bias, m0), c1 = _mm256_maskload_ps(bias + 8, m1);
 #pragma GCC unroll 16

@@ -13,6 +13,7 @@
 #include "gemm.hpp"
 #include "linear.hpp"
 #include "parallel.hpp"
+#include "softmax.hpp"
 
 namespace mhaviz {
 namespace {
@@ -85,18 +86,13 @@ void gelu_rows(float* h, int rows, int F) {
 }
 
 // Rows [a, b) of one head: scores s (T, T) get −inf past the diagonal, weights w (T, T) the
-// softmax of s / divisor over keys ≤ i and exact zeros past it. buffer: T floats, aligned
-// (see gelu_rows for why).
+// softmax of s / divisor over keys ≤ i and exact zeros past it. buffer: softmax_scratch(T)
+// floats (softmax.hpp: the same bits on every CPU).
 void softmax_rows(float* s, float* w, int T, int a, int b, float divisor, Eigen::ArrayXf& buffer) {
   for (int i = a; i < b; ++i) {
     float* srow = s + static_cast<std::int64_t>(i) * T;
     float* wrow = w + static_cast<std::int64_t>(i) * T;
-    auto row = buffer.head(i + 1);
-    row = Eigen::Map<const Eigen::ArrayXf>(srow, i + 1) / divisor;
-    const float mx = row.maxCoeff();
-    row = (row - mx).exp();
-    row /= row.sum();
-    std::copy(row.data(), row.data() + i + 1, wrow);
+    detail::softmax_row(srow, i + 1, divisor, buffer.data(), wrow);
     std::fill(wrow + i + 1, wrow + T, 0.0f);
     std::fill(srow + i + 1, srow + T, kMaskedScore);
   }
@@ -181,7 +177,7 @@ void block_rows(const GptModel& m, const GptBlock& blk, const float* in, GptLaye
   // 3-5. Per head: scores, mask, softmax, context. Heads over threads on the kernel (it runs
   // on the calling thread); OpenBLAS threads inside each product.
   auto run_heads = [&](std::int64_t h0, std::int64_t h1) {
-    Eigen::ArrayXf buffer(T);
+    Eigen::ArrayXf buffer(detail::softmax_scratch(T));
     RowMat kt;
     for (std::int64_t h = h0; h < h1; ++h) {
       const std::int64_t ho = h * T * hd;

@@ -1,0 +1,170 @@
+// Row softmax: softmax.hpp. Compiled with -ffp-contract=off (core/CMakeLists.txt): a
+// multiply followed by an add must stay two roundings in both paths, or a build whose
+// baseline has FMA (-march=native) would fuse them in one path and not the other.
+#include "softmax.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace mhaviz::detail {
+namespace {
+
+// exp by Cephes' expf (about 1 ulp): e^x = 2^m · e^r, m = round(x·log2 e), r = x − m·ln 2 in
+// two parts, e^r by a polynomial. Below ln(FLT_MIN) (where 2^m would leave the normal range)
+// the result is exactly 0, as is the padding's −inf; x ≤ 0 here (x − max), kExpHi guards 2^m.
+constexpr float kExpLo = -87.33654475f, kExpHi = 88.0f;
+constexpr float kLog2e = 1.44269504088896341f, kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+constexpr float kP0 = 1.9875691500e-4f, kP1 = 1.3981999507e-3f, kP2 = 8.3334519073e-3f, kP3 = 4.1665795894e-2f,
+                kP4 = 1.6666665459e-1f, kP5 = 5.0000001201e-1f;
+
+__m128 exp4(__m128 x) {
+  const __m128 normal = _mm_cmpge_ps(x, _mm_set1_ps(kExpLo));
+  x = _mm_min_ps(_mm_max_ps(x, _mm_set1_ps(kExpLo)), _mm_set1_ps(kExpHi));
+  const __m128 m = _mm_floor_ps(_mm_add_ps(_mm_mul_ps(x, _mm_set1_ps(kLog2e)), _mm_set1_ps(0.5f)));
+  x = _mm_sub_ps(x, _mm_mul_ps(m, _mm_set1_ps(kLn2Hi)));
+  x = _mm_sub_ps(x, _mm_mul_ps(m, _mm_set1_ps(kLn2Lo)));
+  const __m128 z = _mm_mul_ps(x, x);
+  __m128 y = _mm_set1_ps(kP0);
+  for (float p : {kP1, kP2, kP3, kP4, kP5}) y = _mm_add_ps(_mm_mul_ps(y, x), _mm_set1_ps(p));
+  y = _mm_add_ps(_mm_add_ps(_mm_mul_ps(y, z), x), _mm_set1_ps(1.0f));
+  const __m128i e = _mm_slli_epi32(_mm_add_epi32(_mm_cvttps_epi32(m), _mm_set1_epi32(127)), 23);
+  return _mm_and_ps(_mm_mul_ps(y, _mm_castsi128_ps(e)), normal);
+}
+
+__attribute__((target("avx2"))) __m256 exp8(__m256 x) {
+  const __m256 normal = _mm256_cmp_ps(x, _mm256_set1_ps(kExpLo), _CMP_GE_OQ);
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpLo)), _mm256_set1_ps(kExpHi));
+  const __m256 m = _mm256_floor_ps(_mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _mm256_set1_ps(0.5f)));
+  x = _mm256_sub_ps(x, _mm256_mul_ps(m, _mm256_set1_ps(kLn2Hi)));
+  x = _mm256_sub_ps(x, _mm256_mul_ps(m, _mm256_set1_ps(kLn2Lo)));
+  const __m256 z = _mm256_mul_ps(x, x);
+  __m256 y = _mm256_set1_ps(kP0);
+  for (float p : {kP1, kP2, kP3, kP4, kP5}) y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(p));
+  y = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(y, z), x), _mm256_set1_ps(1.0f));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(m), _mm256_set1_epi32(127)), 23);
+  return _mm256_and_ps(_mm256_mul_ps(y, _mm256_castsi256_ps(e)), normal);
+}
+
+// exp4 on one float: the same operations in the same order, so the same bits.
+float exp1(float x) {
+  const bool normal = x >= kExpLo;
+  x = std::min(std::max(x, kExpLo), kExpHi);
+  const float m = std::floor(x * kLog2e + 0.5f);
+  x = x - m * kLn2Hi;
+  x = x - m * kLn2Lo;
+  const float z = x * x;
+  float y = kP0;
+  for (float p : {kP1, kP2, kP3, kP4, kP5}) y = y * x + p;
+  y = y * z + x + 1.0f;
+  const float e = std::bit_cast<float>(static_cast<std::uint32_t>(static_cast<std::int32_t>(m) + 127) << 23);
+  return normal ? y * e : 0.0f;
+}
+
+// Scalar pieces both paths share. Divisions are exact IEEE operations, so a quotient has the
+// same bits in a vector lane or alone: only the exp and the sum need the same lanes.
+// Scratch x [full, n) = s / divisor, and −inf on [n, n8) (e^−inf = 0 adds nothing to a sum).
+void scale_tail(const float* s, std::int64_t full, std::int64_t n, float divisor, float* x) {
+  for (std::int64_t j = full; j < n; ++j) x[j] = s[j] / divisor;
+  std::fill(x + n, x + softmax_scratch(n), -std::numeric_limits<float>::infinity());
+}
+// The eight lane sums added in a fixed order.
+float lane_total(const float* lanes) {
+  float sum = lanes[0];
+  for (int l = 1; l < 8; ++l) sum += lanes[l];
+  return sum;
+}
+
+// Steps, in both paths: 1 scale s into the scratch x (padded to n8 with −inf); 2 its max;
+// 3 x = e^(x − max), summed per lane l over the elements j ≡ l (mod 8) in order of j;
+// 4 w = x / the sum of the lanes.
+void softmax_sse(const float* s, std::int64_t n, float divisor, float* x, float* w) {
+  const std::int64_t n8 = softmax_scratch(n), full = n / 4 * 4;
+  const __m128 d = _mm_set1_ps(divisor);
+  for (std::int64_t j = 0; j < full; j += 4) _mm_storeu_ps(x + j, _mm_div_ps(_mm_loadu_ps(s + j), d));
+  scale_tail(s, full, n, divisor, x);
+  __m128 mx = _mm_set1_ps(-std::numeric_limits<float>::infinity());
+  for (std::int64_t j = 0; j < n8; j += 4) mx = _mm_max_ps(mx, _mm_loadu_ps(x + j));
+  float m4[4];
+  _mm_storeu_ps(m4, mx);
+  const __m128 m = _mm_set1_ps(std::max(std::max(m4[0], m4[1]), std::max(m4[2], m4[3])));
+  __m128 lo = _mm_setzero_ps(), hi = _mm_setzero_ps();
+  for (std::int64_t j = 0; j < n8; j += 8) {
+    const __m128 a = exp4(_mm_sub_ps(_mm_loadu_ps(x + j), m)), b = exp4(_mm_sub_ps(_mm_loadu_ps(x + j + 4), m));
+    _mm_storeu_ps(x + j, a);
+    _mm_storeu_ps(x + j + 4, b);
+    lo = _mm_add_ps(lo, a);
+    hi = _mm_add_ps(hi, b);
+  }
+  float lanes[8];
+  _mm_storeu_ps(lanes, lo);
+  _mm_storeu_ps(lanes + 4, hi);
+  const float sum = lane_total(lanes);
+  const __m128 t = _mm_set1_ps(sum);
+  for (std::int64_t j = 0; j < full; j += 4) _mm_storeu_ps(w + j, _mm_div_ps(_mm_loadu_ps(x + j), t));
+  for (std::int64_t j = full; j < n; ++j) w[j] = x[j] / sum;
+}
+
+__attribute__((target("avx2"))) void softmax_avx2(const float* s, std::int64_t n, float divisor, float* x, float* w) {
+  const std::int64_t n8 = softmax_scratch(n), full = n / 8 * 8;
+  const __m256 d = _mm256_set1_ps(divisor);
+  for (std::int64_t j = 0; j < full; j += 8) _mm256_storeu_ps(x + j, _mm256_div_ps(_mm256_loadu_ps(s + j), d));
+  scale_tail(s, full, n, divisor, x);
+  __m256 mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (std::int64_t j = 0; j < n8; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(x + j));
+  float m8[8];
+  _mm256_storeu_ps(m8, mx);
+  const __m256 m = _mm256_set1_ps(*std::max_element(m8, m8 + 8));
+  __m256 acc = _mm256_setzero_ps();
+  for (std::int64_t j = 0; j < n8; j += 8) {
+    const __m256 a = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), m));
+    _mm256_storeu_ps(x + j, a);
+    acc = _mm256_add_ps(acc, a);
+  }
+  float lanes[8];
+  _mm256_storeu_ps(lanes, acc);
+  const float sum = lane_total(lanes);
+  const __m256 t = _mm256_set1_ps(sum);
+  for (std::int64_t j = 0; j < full; j += 8) _mm256_storeu_ps(w + j, _mm256_div_ps(_mm256_loadu_ps(x + j), t));
+  for (std::int64_t j = full; j < n; ++j) w[j] = x[j] / sum;
+}
+
+// Short rows one element at a time (the vector paths' padding and reductions would cost
+// more than the row): lane j mod 8 gets element j, as in the vector paths.
+void softmax_scalar(const float* s, std::int64_t n, float divisor, float* x, float* w) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (std::int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j] = s[j] / divisor);
+  float lanes[8] = {};
+  for (std::int64_t j = 0; j < n; ++j) lanes[j % 8] += (x[j] = exp1(x[j] - mx));
+  const float sum = lane_total(lanes);
+  for (std::int64_t j = 0; j < n; ++j) w[j] = x[j] / sum;
+}
+
+// Rows shorter than kVectorFrom (the teaching sizes) go one element at a time, rows from
+// kWideFrom on in AVX2 where the CPU has it: the widest path gained nothing measurable
+// below these lengths here. All three give the same bits.
+constexpr std::int64_t kVectorFrom = 16, kWideFrom = 32;
+
+}  // namespace
+
+bool softmax_wide_available() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+
+void softmax_row_path(SoftmaxPath path, const float* s, std::int64_t n, float divisor, float* scratch, float* w) {
+  (path == SoftmaxPath::Avx2 ? softmax_avx2 : path == SoftmaxPath::Sse ? softmax_sse : softmax_scalar)(s, n, divisor, scratch, w);
+}
+
+void softmax_row(const float* s, std::int64_t n, float divisor, float* scratch, float* w) {
+  const SoftmaxPath path = n < kVectorFrom                               ? SoftmaxPath::Scalar
+                           : n >= kWideFrom && softmax_wide_available() ? SoftmaxPath::Avx2
+                                                                        : SoftmaxPath::Sse;
+  softmax_row_path(path, s, n, divisor, scratch, w);
+}
+
+}  // namespace mhaviz::detail

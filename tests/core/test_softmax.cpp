@@ -1,0 +1,111 @@
+// The row softmax (core/src/softmax.cpp) against softmax in double, and its scalar, SSE4.1
+// and AVX2 paths against each other bit for bit: row lengths past every 4- and 8-lane edge, rows with
+// a wide spread (elements that underflow to exactly 0), ties, and rows that alias the output.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "softmax.hpp"
+
+namespace mhaviz::detail {
+namespace {
+
+std::vector<double> softmax_double(const std::vector<float>& s, float divisor) {
+  double mx = -INFINITY, sum = 0.0;
+  for (float x : s) mx = std::max(mx, static_cast<double>(x / divisor));
+  std::vector<double> e(s.size());
+  for (std::size_t j = 0; j < s.size(); ++j) sum += (e[j] = std::exp(static_cast<double>(s[j] / divisor) - mx));
+  for (double& x : e) x /= sum;
+  return e;
+}
+
+std::vector<float> run(SoftmaxPath path, const std::vector<float>& s, float divisor, float garbage) {
+  const auto n = static_cast<std::int64_t>(s.size());
+  std::vector<float> scratch(static_cast<std::size_t>(softmax_scratch(n)), garbage), w(s.size(), garbage);
+  softmax_row_path(path, s.data(), n, divisor, scratch.data(), w.data());
+  return w;
+}
+
+// What softmax_row itself picks for the row.
+std::vector<float> run(const std::vector<float>& s, float divisor, float garbage) {
+  const auto n = static_cast<std::int64_t>(s.size());
+  std::vector<float> scratch(static_cast<std::size_t>(softmax_scratch(n)), garbage), w(s.size(), garbage);
+  softmax_row(s.data(), n, divisor, scratch.data(), w.data());
+  return w;
+}
+
+std::vector<std::vector<float>> rows() {
+  std::mt19937 gen(11);
+  std::vector<std::vector<float>> out;
+  for (int n = 1; n <= 70; ++n)
+    for (float spread : {1.0f, 30.0f, 400.0f}) {
+      std::uniform_real_distribution<float> u(-spread, spread);
+      std::vector<float> s(static_cast<std::size_t>(n));
+      for (float& x : s) x = u(gen);
+      out.push_back(s);
+    }
+  out.push_back(std::vector<float>(9, 2.5f));                 // all equal
+  out.push_back({0.0f, -1e30f, 3.0f, -1e30f, 3.0f});          // ties, and elements far below
+  out.push_back(std::vector<float>(1024, 0.0f));              // GPT-2's context
+  out.back()[1023] = 1.0f;
+  return out;
+}
+
+TEST(Softmax, CloseToDoubleAndSumsToOne) {
+  int checked = 0;
+  for (const std::vector<float>& s : rows()) {
+    const std::vector<double> want = softmax_double(s, 8.0f);
+    const std::vector<float> got = run(s, 8.0f, 7.0f);
+    float mx = -INFINITY;
+    for (float x : s) mx = std::max(mx, x / 8.0f);
+    const double eps = 1.2e-7, adds = static_cast<double>(s.size()) / 8;  // float additions per lane
+    double sum = 0.0;
+    for (std::size_t j = 0; j < s.size(); ++j) {
+      // Relative: 4 ulps for exp, the float rounding of x − max (an absolute error of half
+      // an ulp of |x − max| is that relative error in e^(x − max)), the lane sums; absolute:
+      // FLT_MIN, below which results are 0.
+      const double d = std::abs(static_cast<double>(s[j] / 8.0f) - mx);
+      EXPECT_NEAR(got[j], want[j], want[j] * eps * (4 + d + adds) + 1.2e-38) << "n " << s.size() << " j " << j;
+      sum += got[j];
+    }
+    EXPECT_NEAR(sum, 1.0, eps * (4 + adds)) << "n " << s.size();
+    ++checked;
+  }
+  EXPECT_EQ(checked, 213);
+}
+
+TEST(Softmax, UnderflowIsExactlyZero) {
+  const std::vector<float> got = run({0.0f, -100.0f, -1e30f}, 1.0f, 7.0f);
+  EXPECT_EQ(got[0], 1.0f);
+  EXPECT_EQ(got[1], 0.0f);  // e^-100 is below FLT_MIN
+  EXPECT_EQ(got[2], 0.0f);
+}
+
+TEST(Softmax, EveryPathGivesTheSameBits) {
+  int differing = 0, checked = 0;
+  for (const std::vector<float>& s : rows()) {
+    const std::vector<float> a = run(SoftmaxPath::Scalar, s, 8.0f, 7.0f), b = run(SoftmaxPath::Sse, s, 8.0f, -3.0f);
+    differing += std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) != 0;
+    if (softmax_wide_available()) {
+      const std::vector<float> c = run(SoftmaxPath::Avx2, s, 8.0f, 1e30f);
+      differing += std::memcmp(a.data(), c.data(), a.size() * sizeof(float)) != 0;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(differing, 0) << "of " << checked << " rows";
+  if (!softmax_wide_available()) GTEST_SKIP() << "this CPU has no AVX2: the scalar and SSE paths checked";
+}
+
+TEST(Softmax, OutputMayAliasTheScores) {
+  std::vector<float> s = rows()[40];
+  const std::vector<float> want = run(s, 8.0f, 0.0f);
+  std::vector<float> scratch(static_cast<std::size_t>(softmax_scratch(static_cast<std::int64_t>(s.size()))));
+  softmax_row(s.data(), static_cast<std::int64_t>(s.size()), 8.0f, scratch.data(), s.data());
+  EXPECT_EQ(std::memcmp(s.data(), want.data(), s.size() * sizeof(float)), 0);
+}
+
+}  // namespace
+}  // namespace mhaviz::detail
