@@ -141,9 +141,12 @@ void draw_frame(AppState& s) {
       if (ImGui::CollapsingHeader("Model", ImGuiTreeNodeFlags_DefaultOpen)) draw_controls(s);
       if (ImGui::CollapsingHeader("Tokens and embeddings", ImGuiTreeNodeFlags_DefaultOpen)) draw_tokens(s);
     }
-    ImGui::SetNextItemOpen(model_view || s.model.worker != nullptr, ImGuiCond_Always);
-    if (ImGui::CollapsingHeader("Trained model (GPT-2)")) draw_model_panel(s);
-    record_widget(s, "model_header");
+    // Once a model is opened (File → Open model…, --model) its panel follows the lesson's.
+    if (s.model.worker) {
+      if (model_view) ImGui::SetNextItemOpen(true, ImGuiCond_Always);
+      if (ImGui::CollapsingHeader("Trained model (GPT-2)")) draw_model_panel(s);
+      record_widget(s, "model_header");
+    }
     ImGui::EndChild();
     ImGui::SameLine();
   }

@@ -19,15 +19,22 @@ void open_model(AppState& s, const std::string& path) {
   if (!m.worker) m.worker = std::make_unique<GptWorker>();
   m.error.clear();
   m.worker->open(path);
-  // The first model runs the text box (a later one reruns the last request by itself).
-  if (!m.worker->loaded() && !m.text.empty()) m.worker->set_text(m.text, m.prepend_eot);
+  // The first open sends the text box (the worker reruns its last request on every later
+  // model). Not decided by loaded(): a small model may already be loaded by now.
+  if (!m.requested && !m.text.empty()) {
+    m.worker->set_text(m.text, m.prepend_eot);
+    m.requested = true;
+  }
 }
 
 void set_model_text(AppState& s, std::string text) {
   ModelUi& m = s.model;
   m.text = std::move(text);
   m.probe = false;
-  if (m.worker) m.worker->set_text(m.text, m.prepend_eot);
+  if (m.worker) {
+    m.worker->set_text(m.text, m.prepend_eot);
+    m.requested = true;
+  }
 }
 
 void run_induction_probe(AppState& s) {
@@ -36,7 +43,7 @@ void run_induction_probe(AppState& s) {
   if (!loaded) return;
   try {
     m.worker->set_ids(figure::induction_probe(*loaded->model, *loaded->tokenizer));
-    m.probe = true;
+    m.requested = m.probe = true;
     m.pattern = static_cast<int>(HeadPattern::Induction);
   } catch (const std::exception& e) {
     m.error = e.what();

@@ -20,6 +20,7 @@ struct ModelUi {
   std::string path;                   // the model shown (as opened); empty: none yet
   std::string text;                   // the text box
   bool prepend_eot = false;           // <|endoftext|> first (TransformerLens's habit)
+  bool requested = false;             // the worker has had a text or ids to run
   bool probe = false;                 // running the induction probe instead of the text
   bool show = false;                  // the model view replaces the heatmaps
   int layer = -1, head = -1;          // the selected head (the big heatmap); -1: none

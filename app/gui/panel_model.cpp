@@ -224,14 +224,22 @@ void draw_model_open_dialog(AppState& s) {
   if (m.open_dialog_just_opened) ImGui::SetKeyboardFocusHere();
   const bool enter = ImGui::InputText("##model_path", &m.open_edit, ImGuiInputTextFlags_EnterReturnsTrue);
   record_widget(s, "model_path");
+  bool open_now = false;
   if (!s.settings.recent_models.empty()) {
     ImGui::TextDisabled("Recent models:");
-    for (const auto& p : s.settings.recent_models) {
-      if (ImGui::Selectable(p.c_str())) m.open_edit = p;
+    for (std::size_t i = 0; i < s.settings.recent_models.size(); ++i) {
+      const std::string& p = s.settings.recent_models[i];
+      // A click fills the field (the popup stays); a double click opens it.
+      if (ImGui::Selectable(p.c_str(), m.open_edit == p,
+                            ImGuiSelectableFlags_DontClosePopups | ImGuiSelectableFlags_AllowDoubleClick)) {
+        m.open_edit = p;
+        if (ImGui::IsMouseDoubleClicked(0)) open_now = true;
+      }
+      record_widget(s, ("model_recent_" + std::to_string(i)).c_str());
     }
   }
   bool close = false;
-  if (ImGui::Button("Open") || enter) {
+  if (ImGui::Button("Open") || enter || open_now) {
     open_model(s, m.open_edit);
     close = true;
   }

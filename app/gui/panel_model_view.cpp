@@ -126,13 +126,22 @@ void draw_big(AppState& s, const ModelViewData& v, ImVec2 origin, ImVec2 size) {
         "Layer %d as the book's MultiHeadAttention: its LayerNorm output is X, its weights are "
         "W_query, W_key, W_value and out_proj",
         m.layer);
-  ImGui::SameLine();
+  // The buttons wrap within this half of the panel.
+  const auto next_fits = [&](const char* label) {
+    const float w = ImGui::CalcTextSize(label).x + ImGui::GetStyle().FramePadding.x * 2.0f;
+    if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w <= origin.x + size.x) ImGui::SameLine();
+  };
+  next_fits("Capture head");
   if (ImGui::Button("Capture head")) capture(s, CaptureKind::Head);
-  ImGui::SameLine();
+  next_fits("Capture layer");
   if (ImGui::Button("Capture layer")) capture(s, CaptureKind::Grid);
   ImGui::EndGroup();
   const float label_w = std::min(ImGui::CalcTextSize("abcdefgh").x, size.x * 0.2f) + 6.0f;
-  const float y0 = ImGui::GetCursorScreenPos().y + 4.0f;
+  // Key labels above the columns when a cell is as tall as a line (then also wide enough
+  // for short tokens); longer ones are left to the hover.
+  const float y_top = ImGui::GetCursorScreenPos().y + 4.0f;
+  const bool labels = std::min(size.x - label_w, origin.y + size.y - y_top) / static_cast<float>(T) >= fh + 2.0f;
+  const float y0 = y_top + (labels ? fh + 4.0f : 0.0f);
   const float side = std::floor(std::max(16.0f, std::min(size.x - label_w, origin.y + size.y - y0)));
   const float x0 = origin.x + label_w;
   const ColorScale& sc = v.thumbs.scale;
@@ -141,13 +150,16 @@ void draw_big(AppState& s, const ModelViewData& v, ImVec2 origin, ImVec2 size) {
   s.ui.model_big = {k, x0, y0, x0 + side, y0 + side, T, T, sc.vmin, sc.vmax, sc.cmap, sc.log};
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float cell = side / static_cast<float>(T);
-  if (cell >= fh) {
+  if (labels && cell >= fh) {
     for (int i = 0; i < T; ++i) {
       const std::string& t = v.token_strings[static_cast<std::size_t>(i)];
       const ImVec2 sz = ImGui::CalcTextSize(t.c_str());
-      if (sz.x > label_w - 4.0f) continue;
-      dl->AddText(ImVec2(x0 - 4.0f - sz.x, y0 + (static_cast<float>(i) + 0.5f) * cell - sz.y * 0.5f),
-                  ImGui::GetColorU32(ImGuiCol_Text), t.c_str());
+      if (sz.x <= label_w - 4.0f)
+        dl->AddText(ImVec2(x0 - 4.0f - sz.x, y0 + (static_cast<float>(i) + 0.5f) * cell - sz.y * 0.5f),
+                    ImGui::GetColorU32(ImGuiCol_Text), t.c_str());
+      if (sz.x <= cell - 2.0f)
+        dl->AddText(ImVec2(x0 + (static_cast<float>(i) + 0.5f) * cell - sz.x * 0.5f, y0 - 2.0f - sz.y),
+                    ImGui::GetColorU32(ImGuiCol_Text), t.c_str());
     }
   }
   ImGui::SetCursorScreenPos(ImVec2(x0, y0));
@@ -192,7 +204,10 @@ void draw_model_shapes(AppState& s) {
 void draw_model_view(AppState& s) {
   ModelUi& m = s.model;
   if (!m.view) {
-    ImGui::TextWrapped("%s", m.error.empty() ? "Computing the first forward..." : m.error.c_str());
+    const char* what = !m.error.empty() ? m.error.c_str()
+                       : m.text.empty() ? "Type a text in the box on the left: every layer and head shows here."
+                                        : "Computing the first forward...";
+    ImGui::TextWrapped("%s", what);
     return;
   }
   const ModelViewData& v = *m.view;

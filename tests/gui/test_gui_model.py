@@ -7,6 +7,9 @@
 - Hovering a thumbnail names its head; clicking one makes it the big heatmap.
 - "Open layer in the walkthrough" shows that layer's numbers (its softmax weights, as dump
   prints them).
+- F12 and the Capture menu save the model view, a layer and a head as the very files
+  `mhaviz render --model` writes; typing in the text box retokenizes; the induction button
+  runs a random sequence repeated, scored as the core's induction detector defines it.
 - A broken checkpoint opened with File -> Open model... shows its one-line error in the
   app and the current model stays; a missing --model is bad input (exit 2).
 - The UI stays responsive (frames keep coming) while a GPT-2-small-sized forward runs on
@@ -16,6 +19,8 @@ usage (under xvfb-run): test_gui_model.py PATH/TO/mhaviz MODELS_DIR [GPT2_SMALL_
 MODELS_DIR is what tests/models/make_checkpoints.py OUT --bad wrote; GPT2_SMALL_DIR is made
 with make_checkpoints.py --gpt2-small when missing (about 500 MB, kept for the next run).
 """
+import hashlib
+import json
 import math
 import os
 import shutil
@@ -30,13 +35,12 @@ MODELS = sys.argv[2]
 GPT2_SMALL = sys.argv[3] if len(sys.argv) > 3 else None
 MODEL = os.path.join(MODELS, "hf_untied")  # 3 layers x 4 heads, context 16
 TEXT = "the heat in the heater"
-SIZE = ["--width", "1500", "--height", "850"]
+SIZE = ["--width", "1280", "--height", "800"]
 
 
 def dump(model, text):
     r = g.run(["dump", "--model", model, "--text", text])
     assert r.returncode == 0, r.stderr
-    import json
     return json.loads(r.stdout)
 
 
@@ -129,8 +133,45 @@ def test_pixels():
 
 
 # [SECTION] Hover, click, walkthrough, bad model
+def start_app(args, *outputs):
+    """Starts the app after removing what an earlier run wrote to its output files."""
+    for f in outputs:
+        if os.path.exists(f):
+            os.remove(f)
+    return g.start(args)
+
+
+def wait_widgets(lay, names, proc):
+    """g.wait_for_layout, saying why when the app died or hung."""
+    try:
+        return g.wait_for_layout(lay, names, proc=proc)
+    except RuntimeError:
+        if proc.poll() is not None:
+            print("  the app exited with %s: %s" % (proc.returncode, proc.stderr.read()[-500:]))
+        else:
+            print("  the app runs; layout: %s" % (open(lay).read()[:300] if os.path.exists(lay) else "none"))
+        raise
+
+
+def drive(args, lay, state, first, actions):
+    """Starts the app, waits for the widgets `first`, runs actions(ox, oy, proc) with the
+    window focused, asks the app to quit, and returns the state it wrote."""
+    p = start_app(args, lay, state)
+    try:
+        wait_widgets(lay, first, p)
+        win = g.read_json(lay)
+        g.focus_window()
+        time.sleep(0.3)
+        actions(win["window_x"], win["window_y"], p)
+        g.stop(p)
+    finally:
+        if p.poll() is None:
+            g.stop(p)
+    return g.read_json(state)
+
+
 def click_widget(lay, name, proc, ox, oy):
-    w = g.wait_for_layout(lay, [name], proc=proc)
+    w = wait_widgets(lay, [name], proc)
     x, y = g.center(w[name])
     g.click(ox + x, oy + y)
     time.sleep(0.4)
@@ -139,43 +180,28 @@ def click_widget(lay, name, proc, ox, oy):
 def test_interaction():
     lay = os.path.join(tmp, "layout.json")
     state = os.path.join(tmp, "inter.state.json")
-    p = g.start(["gui", "--model", MODEL, "--text", TEXT, "--no-restore", "--check-gl", "--config-dir", tmp + "/c2",
-                 "--state-dir", tmp + "/s2", "--layout-out", lay, "--state-out", state] + SIZE)
-    try:
-        w = g.wait_for_layout(lay, ["thumb_2_1", "thumb_0_3"], proc=p)
-        win = g.read_json(lay)
-        ox, oy = win["window_x"], win["window_y"]
-        g.focus_window()
-        # Hover: the head under the pointer (its tooltip names it; the state says which).
-        x, y = g.center(w["thumb_0_3"])
+    args = ["gui", "--model", MODEL, "--text", TEXT, "--no-restore", "--check-gl", "--config-dir", tmp + "/c2",
+            "--state-dir", tmp + "/s2", "--layout-out", lay, "--state-out", state] + SIZE
+
+    def hover(ox, oy, p):
+        # The head under the pointer (its tooltip names it; the state says which).
+        x, y = g.center(g.read_json(lay)["widgets"]["thumb_0_3"])
         g.xdo("mousemove", ox + x, oy + y)
         time.sleep(0.5)
-        g.stop(p)
-        g.check(g.read_json(state)["model"]["hover"] == "0.3", "hovering thumbnail 0.3 names head 0.3")
-    finally:
-        if p.poll() is None:
-            g.stop(p)
-    os.remove(lay)
-    p = g.start(["gui", "--model", MODEL, "--text", TEXT, "--no-restore", "--check-gl", "--config-dir", tmp + "/c2",
-                 "--state-dir", tmp + "/s2", "--layout-out", lay, "--state-out", state] + SIZE)
-    try:
-        g.wait_for_layout(lay, ["thumb_2_1"], proc=p)
-        win = g.read_json(lay)
-        ox, oy = win["window_x"], win["window_y"]
-        g.focus_window()
+
+    st = drive(args, lay, state, ["thumb_0_3"], hover)
+    g.check(st["model"]["hover"] == "0.3", "hovering thumbnail 0.3 names head 0.3")
+
+    def click_and_walk(ox, oy, p):
         click_widget(lay, "thumb_2_1", p, ox, oy)
-        w = g.wait_for_layout(lay, ["model_big", "model_walk"], proc=p)
-        g.check(True, "clicking thumbnail 2.1 draws a big heatmap")
+        w = wait_widgets(lay, ["model_big", "model_walk"], p)
+        g.check(w["model_big"][0] > w["thumb_2_1"][2], "clicking thumbnail 2.1 draws a big heatmap beside the grid")
         # The layer in the walkthrough, then its softmax step (chip 7 of the weight-split steps).
         click_widget(lay, "model_walk", p, ox, oy)
         click_widget(lay, "walk_chip_7", p, ox, oy)
         time.sleep(1.5)
-        rc, out, err = g.stop(p)
-        g.check(rc == 0, "exit 0 after the clicks (%s)" % err.strip()[-300:])
-    finally:
-        if p.poll() is None:
-            g.stop(p)
-    st = g.read_json(state)
+
+    st = drive(args, lay, state, ["thumb_2_1"], click_and_walk)
     g.check((st["model"]["layer"], st["model"]["head"]) == (2, 1), "clicking thumbnail 2.1 selects head 2.1")
     g.check(st["origin"] == "layer 2 of hf_untied", "the walkthrough's document is layer 2 (%s)" % st["origin"])
     d = dump(MODEL, TEXT)
@@ -191,31 +217,95 @@ def test_interaction():
 def test_bad_model():
     lay = os.path.join(tmp, "bad.layout.json")
     state = os.path.join(tmp, "bad.state.json")
-    p = g.start(["gui", "--model", MODEL, "--text", TEXT, "--no-restore", "--check-gl", "--config-dir", tmp + "/c3",
-                 "--state-dir", tmp + "/s3", "--layout-out", lay, "--state-out", state] + SIZE)
+    args = ["gui", "--model", MODEL, "--text", TEXT, "--no-restore", "--check-gl", "--config-dir", tmp + "/c3",
+            "--state-dir", tmp + "/s3", "--layout-out", lay, "--state-out", state] + SIZE
     bad = os.path.join(MODELS, "bad", "missing_tensor")
-    try:
-        g.wait_for_layout(lay, ["thumb_0_0", "model_open"], proc=p)
-        win = g.read_json(lay)
-        ox, oy = win["window_x"], win["window_y"]
-        g.focus_window()
+    # The broken model is in the recent list (settings.json), where the dialog offers it.
+    os.makedirs(tmp + "/c3", exist_ok=True)
+    with open(tmp + "/c3/settings.json", "w") as f:
+        json.dump({"recent_models": [bad]}, f)
+    def actions(ox, oy, p):
         click_widget(lay, "model_open", p, ox, oy)
-        g.wait_for_layout(lay, ["model_path"], proc=p)
-        g.key("ctrl+a")
-        g.type_text(bad)
-        g.key("Return")
+        click_widget(lay, "model_recent_1", p, ox, oy)  # 0 is the model just opened
+        click_widget(lay, "model_path_open", p, ox, oy)
         time.sleep(1.5)
-        g.stop(p)
-    finally:
-        if p.poll() is None:
-            g.stop(p)
-    st = g.read_json(state)["model"]
+
+    st = drive(args, lay, state, ["thumb_0_0", "model_open"], actions)["model"]
     g.check("h.1.mlp.c_fc.bias is missing" in st["error"] and "\n" not in st["error"],
             "a broken checkpoint: its one-line error in the app (%s)" % st["error"])
     g.check(st["path"] == MODEL and st["n_layer"] == 3, "the current model stays (%s)" % st["path"])
+    g.check(st["recent"] == [MODEL, bad], "recent models: the one opened first, then the earlier one")
     r = g.run(["gui", "--model", os.path.join(tmp, "no-such-model"), "--exit-after-frames", "2"])
     g.check(r.returncode == 2 and r.stderr.count("\n") == 1 and "--model" in r.stderr,
             "a missing --model: exit 2, one line naming --model (%s)" % r.stderr.strip())
+
+
+# [SECTION] Captures, typing, the induction probe
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def rendered(view, extra=()):
+    out = os.path.join(tmp, "render-%s.png" % "-".join(view))
+    r = g.run(["render", "--model", MODEL, "--text", TEXT, "-o", out, "--view"] + list(view) + list(extra))
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_captures_typing_probe():
+    lay = os.path.join(tmp, "cap.layout.json")
+    state = os.path.join(tmp, "cap.state.json")
+    caps = os.path.join(tmp, "caps")
+    args = ["gui", "--model", MODEL, "--text", TEXT, "--detector", "previous-token", "--no-restore", "--check-gl",
+            "--config-dir", tmp + "/c5", "--state-dir", tmp + "/s5", "--capture-dir", caps, "--layout-out", lay,
+            "--state-out", state] + SIZE
+
+    def actions(ox, oy, p):
+        g.key("F12")
+        shot = os.path.join(caps, "hf_untied-model-view.png")
+        if g.check(g.wait_for_file(shot, proc=p), "F12 on the model view saves hf_untied-model-view.png"):
+            g.check(digest(shot) == digest(rendered(["model"], ["--detector", "previous-token"])),
+                    "F12: the same file as render --model --view model --detector previous-token")
+        click_widget(lay, "thumb_1_2", p, ox, oy)
+        for item, name, view in (("capture_model_layer", "hf_untied-layer1.png", ["layer", "1"]),
+                                 ("capture_model_head", "hf_untied-head1.2.png", ["head", "1.2"])):
+            click_widget(lay, "menu_capture", p, ox, oy)
+            click_widget(lay, item, p, ox, oy)
+            path = os.path.join(caps, name)
+            if g.check(g.wait_for_file(path, proc=p), "Capture > %s saves %s" % (item, name)):
+                g.check(digest(path) == digest(rendered(view)), "%s: the same file as render --view %s" % (name, " ".join(view)))
+        # Typing at the end of the text: retokenized as typed.
+        click_widget(lay, "model_text", p, ox, oy)
+        g.key("ctrl+End")
+        g.type_text(" the")
+        time.sleep(1.0)
+        click_widget(lay, "model_probe", p, ox, oy)
+        time.sleep(1.5)
+
+    st = drive(args, lay, state, ["thumb_1_2", "model_text", "model_probe", "menu_capture"], actions)["model"]
+    typed = dump(MODEL, TEXT + " the")
+    g.check(st["text"] == TEXT + " the" and st["text_tokens"] == typed["tokens"],
+            "typed ' the': the tokens shown are dump's for the new text %s" % typed["tokens"][-3:])
+    ids = st["ids"]
+    n = (len(ids) - 1) // 2
+    g.check(st["probe"] and len(ids) == 2 * n + 1 and ids[1:n + 1] == ids[n + 1:] and n >= 2,
+            "the induction button runs <|endoftext|> + %d random tokens repeated" % n)
+    g.check(st["pattern"] == "induction", "it selects the induction detector")
+    d = json.loads(g.run(["dump", "--model", MODEL, "--ids", ",".join(map(str, ids))]).stdout)
+    L, H = d["model"]["n_layer"], d["model"]["n_head"]
+    want = []
+    for layer in range(L):
+        for head in range(H):
+            T, w = weights(d, layer, head)
+            rows = []
+            for i in range(T):
+                keys = [j for j in range(1, i) if ids[j - 1] == ids[i]]
+                if keys:
+                    rows.append(sum(w[i][j] for j in keys))
+            want.append(sum(rows) / len(rows))
+    g.check(all(abs(a - b) < 1e-5 for a, b in zip(st["scores"], want)) and len(st["scores"]) == L * H,
+            "induction scores: the weight on the token after the last occurrence, averaged (from dump --ids)")
 
 
 # [SECTION] Responsive while a large forward runs
@@ -242,12 +332,16 @@ def test_responsive():
     g.check(m["n_layer"] == 12 and m["n_head"] == 12, "12 layers x 12 heads")
     g.check(m["forward_ms"] > 300, "the forward is large (%.0f ms)" % m["forward_ms"])
     g.check(m["busy_frames"] >= 10, "frames keep coming while it loads and computes (%d)" % m["busy_frames"])
-    g.check(m["busy_max_gap_ms"] < 400, "no frame waits for it (longest gap %.0f ms)" % m["busy_max_gap_ms"])
+    # A forward on the UI thread would leave a gap as long as the forward; a busy machine
+    # (two cores shared by the worker, llvmpipe and other jobs) still delays some frames.
+    g.check(m["busy_max_gap_ms"] < min(1000.0, m["forward_ms"] / 2),
+            "no frame waits for the forward (longest gap %.0f ms, forward %.0f ms)" % (m["busy_max_gap_ms"], m["forward_ms"]))
     g.check("model_computing" in st["widgets"], "the forward's progress line was shown (over 100 ms)")
 
 
 test_pixels()
 test_interaction()
 test_bad_model()
+test_captures_typing_probe()
 test_responsive()
 g.finish()
