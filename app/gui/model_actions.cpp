@@ -116,7 +116,6 @@ void poll_model(AppState& s) {
   // Pooling 144 heads of 1024² weights and scoring them takes tens of milliseconds at
   // GPT-2-small size: on a thread of its own, the last view shown meanwhile.
   m.deriving_result = r;
-  m.deriving_key = key;
   m.deriving = std::async(std::launch::async,
                           [r, key] { return std::make_shared<const ModelViewData>(derive_model_view(*r, key)); });
 }

@@ -43,7 +43,6 @@ struct ModelUi {
   std::shared_ptr<const ModelViewData> view;
   std::future<std::shared_ptr<const ModelViewData>> deriving;
   std::shared_ptr<const GptWorker::Result> deriving_result;
-  ModelViewKey deriving_key;
   int thumb_side_px = 64;
   // Responsiveness while the worker loads or computes (state dump): frames drawn meanwhile
   // and the longest gap between two of them.
