@@ -271,20 +271,6 @@ Figure heatmap_figure(const Trace& tr, const std::vector<std::string>& tokens, c
 }
 
 // [SECTION] The model view of a trained GPT
-// One thumbnail's pixels: (n, n) where n = ceil(T / f), pooled by the largest weight over
-// each f x f block of visible cells (masked cells are -inf; a block of only masked cells
-// stays -inf and is hatched).
-std::vector<float> pool_max(const float* w, int T, int f, int n) {
-  const float neg_inf = -std::numeric_limits<float>::infinity();
-  std::vector<float> out(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), neg_inf);
-  for (int i = 0; i < T; ++i)
-    for (int j = 0; j <= i; ++j) {
-      float& o = out[static_cast<std::size_t>(i / f) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j / f)];
-      o = std::max(o, w[static_cast<std::size_t>(i) * static_cast<std::size_t>(T) + static_cast<std::size_t>(j)]);
-    }
-  return out;
-}
-
 Figure model_figure(const ModelView& m, const Options& o) {
   Builder B;
   B.th = theme(o);
@@ -303,7 +289,7 @@ Figure model_figure(const ModelView& m, const Options& o) {
   const float gap = m.scores.empty() ? 8.0f : 8.0f + line_h(kSmall);
   const float side_max = std::clamp(
       std::floor(std::min(1200.0f / static_cast<float>(H), 1300.0f / static_cast<float>(L))) - 8.0f, 16.0f, 160.0f);
-  const int f = T <= side_max ? 1 : static_cast<int>(std::ceil(static_cast<float>(T) / side_max));
+  const int f = thumbnail_factor(T, side_max);
   const int n = (T + f - 1) / f;
   const float cell = std::max(1.0f, std::floor(side_max / static_cast<float>(n)));
   const float side = cell * static_cast<float>(n);
@@ -311,17 +297,9 @@ Figure model_figure(const ModelView& m, const Options& o) {
   const float gx = kMargin + left, gy = y + top;
   const float pitch_x = side + 8.0f, pitch_y = side + gap;
 
-  std::vector<std::vector<float>> pooled(m.weights.size());
-  float hi = 0.0f, min_pos = 0.0f;
-  for (std::size_t k = 0; k < m.weights.size(); ++k) {
-    pooled[k] = pool_max(m.weights[k], T, f, n);
-    for (float v : pooled[k]) {
-      if (!std::isfinite(v)) continue;
-      hi = std::max(hi, v);
-      if (v > 0.0f) min_pos = min_pos > 0.0f ? std::min(min_pos, v) : v;
-    }
-  }
-  const Range rg = color_scale(0.0f, hi, min_pos, false, o.colormap, true, o.log_scale);
+  ModelThumbnails thumbs = model_thumbnails(m, f, o.colormap, o.log_scale);
+  std::vector<std::vector<float>>& pooled = thumbs.pooled;
+  const Range rg = thumbs.scale;
 
   // The top five heads of the detector, framed.
   std::vector<int> top5;
@@ -414,6 +392,38 @@ Figure model_figure(const ModelView& m, const Options& o) {
 }
 
 }  // namespace
+
+// One thumbnail's pixels: (n, n) where n = ceil(T / f), pooled by the largest weight over
+// each f x f block of visible cells (masked cells are -inf; a block of only masked cells
+// stays -inf and is hatched).
+std::vector<float> pool_max(const float* w, int T, int f, int n) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  std::vector<float> out(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), neg_inf);
+  for (int i = 0; i < T; ++i)
+    for (int j = 0; j <= i; ++j) {
+      float& o = out[static_cast<std::size_t>(i / f) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j / f)];
+      o = std::max(o, w[static_cast<std::size_t>(i) * static_cast<std::size_t>(T) + static_cast<std::size_t>(j)]);
+    }
+  return out;
+}
+
+ModelThumbnails model_thumbnails(const ModelView& m, int f, Colormap cmap, bool log_scale) {
+  ModelThumbnails t;
+  t.f = f;
+  t.n = (m.tokens + f - 1) / f;
+  t.pooled.resize(m.weights.size());
+  float hi = 0.0f, min_pos = 0.0f;
+  for (std::size_t k = 0; k < m.weights.size(); ++k) {
+    t.pooled[k] = pool_max(m.weights[k], m.tokens, f, t.n);
+    for (float v : t.pooled[k]) {
+      if (!std::isfinite(v)) continue;
+      hi = std::max(hi, v);
+      if (v > 0.0f) min_pos = min_pos > 0.0f ? std::min(min_pos, v) : v;
+    }
+  }
+  t.scale = color_scale(0.0f, hi, min_pos, false, cmap, true, log_scale);
+  return t;
+}
 
 Figure build_model_figure(const ModelView& m, const Options& o) {
   if (m.n_layer < 1 || m.n_head < 1 || m.tokens < 1 ||

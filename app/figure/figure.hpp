@@ -8,6 +8,7 @@
 // a heatmap covers the same number of output pixels at every scale.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -108,6 +109,22 @@ struct ModelView {
   std::vector<float> scores;
   int selected_layer = -1, selected_head = -1;  // framed in the accent colour
 };
+// The block size of a model-view thumbnail of `side` pixels for T tokens (1: one pixel or more
+// per cell), as build_model_figure and the app's thumbnails both choose it.
+inline int thumbnail_factor(int T, float side) {
+  return static_cast<float>(T) <= side ? 1 : static_cast<int>(std::ceil(static_cast<float>(T) / side));
+}
+// w: (T, T) weights, row-major, causal -> (n, n) with n = ceil(T / f): each pixel the largest
+// weight of its f x f block of visible cells (-inf where a block holds only masked cells).
+std::vector<float> pool_max(const float* w, int T, int f, int n);
+// Every thumbnail pooled by f (n = ceil(tokens / f) pixels a side) and the one colour scale
+// they share (from 0 to the largest pooled weight; log_scale: at most four decades).
+struct ModelThumbnails {
+  int f = 1, n = 0;
+  std::vector<std::vector<float>> pooled;  // n_layer * n_head of (n, n), layer-major
+  ColorScale scale;
+};
+ModelThumbnails model_thumbnails(const ModelView& m, int f, Colormap cmap, bool log_scale);
 // Throws std::invalid_argument when the pointers do not match n_layer * n_head.
 // Uses o.dark, o.transparent, o.caption, o.colormap and o.log_scale.
 Figure build_model_figure(const ModelView& m, const Options& o);

@@ -13,12 +13,14 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <thread>
 
 #include "app_state.hpp"
 #include "embedded.hpp"
+#include "figure/gpt_figures.hpp"
 
 namespace mhaviz::gui {
 namespace {
@@ -28,9 +30,11 @@ namespace {
 volatile std::sig_atomic_t g_terminate = 0;
 extern "C" void on_terminate_signal(int) { g_terminate = 1; }
 
-// Latin-1 plus the symbols the UI and the stage titles use (ellipsis, arrows, √, ∞, ᵀ, −).
-const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2026, 0x2026, 0x2190, 0x2193,
-                                0x2212, 0x2212, 0x221A, 0x221A, 0x221E, 0x221E, 0x2264, 0x2265, 0};
+// Latin-1 plus the symbols the UI and the stage titles use (quotes, ellipsis, arrows, √, ∞, ᵀ,
+// −, and ␣: GPT-2's leading space made visible in tokens).
+const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2018, 0x201D, 0x2026, 0x2026,
+                                0x2190, 0x2193, 0x2212, 0x2212, 0x221A, 0x221A, 0x221E, 0x221E, 0x2264, 0x2265,
+                                0x2423, 0x2423, 0};
 
 constexpr int kWarmupFrames = 10;
 
@@ -111,6 +115,8 @@ void on_size(GLFWwindow* w, int, int) { note_event(w); }
 void draw_frame(AppState& s) {
   s.renderer.draws.clear();
   s.ui.cell_layout.clear();
+  s.ui.model_cells.clear();
+  s.ui.model_big = CellLayout{};
   const ImGuiViewport* vp = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(vp->WorkPos);
   ImGui::SetNextWindowSize(vp->WorkSize);
@@ -125,10 +131,22 @@ void draw_frame(AppState& s) {
   const float status_h = ImGui::GetFrameHeightWithSpacing();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float left_w = std::clamp(fh * 22.5f, 320.0f, avail.x * 0.38f);
+  poll_model(s);
+  const bool walk = walkthrough_active(s);  // once a frame: it reads the W key
+  const bool model_view = !walk && model_view_active(s);
   if (s.view.show_controls) {
     ImGui::BeginChild("left", ImVec2(left_w, avail.y - status_h), true);
-    if (ImGui::CollapsingHeader("Model", ImGuiTreeNodeFlags_DefaultOpen)) draw_controls(s);
-    if (ImGui::CollapsingHeader("Tokens and embeddings", ImGuiTreeNodeFlags_DefaultOpen)) draw_tokens(s);
+    // The model view's panel replaces the lesson's controls, which do not act on it.
+    if (!model_view) {
+      if (ImGui::CollapsingHeader("Model", ImGuiTreeNodeFlags_DefaultOpen)) draw_controls(s);
+      if (ImGui::CollapsingHeader("Tokens and embeddings", ImGuiTreeNodeFlags_DefaultOpen)) draw_tokens(s);
+    }
+    // Once a model is opened (File → Open model…, --model) its panel follows the lesson's.
+    if (s.model.worker) {
+      if (model_view) ImGui::SetNextItemOpen(true, ImGuiCond_Always);
+      if (ImGui::CollapsingHeader("Trained model (GPT-2)")) draw_model_panel(s);
+      record_widget(s, "model_header");
+    }
     ImGui::EndChild();
     ImGui::SameLine();
   }
@@ -138,8 +156,10 @@ void draw_frame(AppState& s) {
                          ImGui::GetStyle().WindowPadding.y * 2.0f;
   ImGui::BeginChild("right", ImVec2(0.0f, avail.y - status_h - shapes_h - ImGui::GetStyle().ItemSpacing.y), true,
                     ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
-  if (walkthrough_active(s)) {
+  if (walk) {
     draw_walkthrough(s);
+  } else if (model_view) {
+    draw_model_view(s);
   } else if (s.opts.no_heatmaps) {
     refresh(s);
     ImGui::TextDisabled("Heatmaps hidden (--no-heatmaps).");
@@ -148,7 +168,8 @@ void draw_frame(AppState& s) {
   }
   ImGui::EndChild();
   ImGui::BeginChild("shapes", ImVec2(0.0f, shapes_h), true, ImGuiWindowFlags_NoScrollbar);
-  draw_shapes(s);
+  if (model_view) draw_model_shapes(s);
+  else draw_shapes(s);
   s.ui.shapes_content_h = ImGui::GetCursorPosY() - ImGui::GetStyle().WindowPadding.y - ImGui::GetStyle().ItemSpacing.y;
   ImGui::EndChild();
   ImGui::EndGroup();
@@ -160,6 +181,8 @@ void draw_frame(AppState& s) {
       ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.35f, 1.0f), "%s", s.ui.status.c_str());
     else
       ImGui::TextUnformatted(s.ui.status.c_str());
+  } else if (model_view) {
+    ImGui::TextDisabled("Hover a head for its score, click it to show it large.  M: model view / lesson   F12 capture");
   } else {
     ImGui::TextDisabled(
         "Hover a cell for details.  Keys: 1-5 stage   [ ] head   E enlarge   C controls   Ctrl+O open   Ctrl+S save");
@@ -167,6 +190,7 @@ void draw_frame(AppState& s) {
   ImGui::End();
   draw_capture_settings(s);
   draw_dialogs(s);
+  draw_model_open_dialog(s);
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -210,7 +234,44 @@ int no_window(const char* what, const char* remedy) {
   return 2;
 }
 
-// [SECTION] Start: the document, then the window
+// [SECTION] Start: the model, the document, then the window
+// --model PATH [--text TEXT] [--prepend-eot] [--model-head L.H] [--detector D]: loaded on the
+// worker like File → Open model… (a broken file shows its error in the app); a path that
+// does not exist is bad input.
+int init_model(AppState& s) {
+  const Options& o = s.opts;
+  if (o.model.empty()) {
+    if (!o.text.empty() || o.prepend_eot || !o.model_head.empty() || !o.detector.empty()) {
+      std::fprintf(stderr, "mhaviz: --text: --text, --prepend-eot, --model-head and --detector need --model\n");
+      return 2;
+    }
+    return 0;
+  }
+  std::error_code ec;
+  if (!std::filesystem::exists(o.model, ec)) {
+    std::fprintf(stderr, "mhaviz: --model: no such file or folder '%s'\n", o.model.c_str());
+    return 2;
+  }
+  ModelUi& m = s.model;
+  m.text = o.text;
+  m.prepend_eot = o.prepend_eot;
+  if (!o.detector.empty()) {
+    HeadPattern p{};
+    if (!parse_head_pattern(o.detector, p)) {
+      std::fprintf(stderr, "mhaviz: --detector: '%s' is not one of previous-token, first-token, duplicate-token, induction\n",
+                   o.detector.c_str());
+      return 2;
+    }
+    m.pattern = static_cast<int>(p);
+  }
+  if (!o.model_head.empty() && !figure::parse_layer_head(o.model_head, m.layer, m.head)) {
+    std::fprintf(stderr, "mhaviz: --model-head: '%s' is not LAYER.HEAD (e.g. 5.1)\n", o.model_head.c_str());
+    return 2;
+  }
+  open_model(s, o.model);
+  return 0;
+}
+
 // The document: the argument, else the autosave, else the default lesson. Returns an exit
 // status (2: bad input, as in dump and export), or 0.
 int init_document(AppState& s) {
@@ -234,6 +295,7 @@ int init_document(AppState& s) {
     set_document(s, lesson(kDefaultLesson), "", "lesson " + std::string(kDefaultLesson));
   }
   s.autosaved_revision = s.doc.revision;
+  if (const int status = init_model(s)) return status;
   refresh(s);
   apply_initial_view(s);
   refresh(s);
@@ -312,7 +374,7 @@ struct Loop {
 bool handle_events(AppState& s, Loop& L) {
   const double now = glfwGetTime();
   const bool busy = L.measuring || s.opts.exit_after_frames > 0 || now - s.last_event_time < 1.0 ||
-                    s.compute.model_dirty || s.compute.input_dirty || s.frame < 5;
+                    s.compute.model_dirty || s.compute.input_dirty || s.frame < 5 || model_busy(s);
   if (busy) {
     glfwPollEvents();
   } else {
@@ -391,7 +453,8 @@ bool after_frame(AppState& s, Loop& L) {
     if (opts.check_gl) L.status = 3;
   }
   if (L.status != 0) return false;
-  const bool last_frame = opts.exit_after_frames > 0 && s.frame >= opts.exit_after_frames;
+  // A model given on the command line is waited for: loaded, computed and drawn.
+  const bool last_frame = opts.exit_after_frames > 0 && s.frame >= opts.exit_after_frames && !model_busy(s);
   if (!opts.screenshot.empty() && (last_frame || (opts.exit_after_frames == 0 && s.frame == 10))) {
     std::string err;
     if (!write_screenshot(s, opts.screenshot, err)) {

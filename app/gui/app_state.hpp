@@ -11,6 +11,7 @@
 #include "colormap.hpp"
 #include "figure/sidecar.hpp"
 #include "gui.hpp"
+#include "model_state.hpp"
 #include "walkthrough.hpp"
 #include "mhaviz/model.hpp"
 #include "mhaviz/session.hpp"
@@ -34,6 +35,7 @@ struct Settings {
   int window_width = 1280;
   int window_height = 800;
   std::vector<std::string> recent;  // most recent first
+  std::vector<std::string> recent_models;  // trained GPTs opened, most recent first
   // Captures (Capture menu): figures are drawn at this scale, light by default for print.
   int capture_scale = 2;
   bool capture_caption = true;
@@ -102,6 +104,12 @@ struct Renderer {
   int uploads_last_frame = 0;    // textures re-uploaded in the last sync
   std::int64_t uploads_total = 0;
   std::deque<HeatmapDraw> draws;  // stable addresses for draw callbacks
+  // The model view (sync_model_textures): a texture per thumbnail, and the selected head.
+  std::vector<HeadTexture> model_thumbs;
+  std::shared_ptr<const ModelViewData> model_thumbs_of;  // the view they hold
+  HeadTexture model_big;
+  std::uint64_t model_big_generation = ~std::uint64_t{0};
+  int model_big_k = -1;
 };
 
 // [SECTION] View state
@@ -134,6 +142,8 @@ struct Ui {
   bool status_is_error = false;
   double status_until = 0.0;
   std::vector<CellLayout> cell_layout;                     // this frame's heatmaps
+  std::vector<CellLayout> model_cells;  // this frame's model-view thumbnails (head = layer * n_head + head)
+  CellLayout model_big;                 // the selected head's big heatmap (rows 0: not drawn)
   CellLayout colorbar_layout;
   float shapes_content_h = 0.0f;  // height of the shapes strip's content last frame
   std::string window_title;       // as last set on the OS window
@@ -184,6 +194,7 @@ struct AppState {
   Ui ui;
   Renderer renderer;
   Walkthrough walkthrough;  // panel_walkthrough.cpp
+  ModelUi model;            // a trained GPT (model_state.hpp)
   Introspection probe;      // test hooks (written to --layout-out / --state-out)
   GLFWwindow* window = nullptr;
   bool quit = false;              // leave the main loop
@@ -225,6 +236,21 @@ void handle_shortcuts(AppState& s);     // panel_menu.cpp
 void record_widget(AppState& s, const char* name);  // last item's rectangle
 void record_frame(AppState& s, const char* name);   // last item's frame (without its label)
 
+// [SECTION] The trained model (model_actions.cpp, panel_model.cpp, panel_model_view.cpp)
+void open_model(AppState& s, const std::string& path);  // loads on the worker; the current model stays until it succeeds
+void set_model_text(AppState& s, std::string text);     // the text box changed
+void run_induction_probe(AppState& s);                  // random tokens repeated, instead of the text
+void poll_model(AppState& s);                            // once a frame: errors, new results, derived view
+bool model_busy(const AppState& s);                      // a load or forward is under way or waiting
+bool model_view_active(const AppState& s);               // shown instead of the heatmaps
+void open_layer_walkthrough(AppState& s, int layer);     // that layer as the chapter-3 module, in the walkthrough
+void draw_model_panel(AppState& s);                      // panel_model.cpp: open, text, detector, next token
+void draw_model_open_dialog(AppState& s);                // panel_model.cpp: File → Open model…
+void draw_model_view(AppState& s);                       // panel_model_view.cpp
+void draw_model_shapes(AppState& s);                     // panel_model_view.cpp: the strip below it
+void sync_model_textures(AppState& s);                   // renderer.cpp
+void upload_texture(HeadTexture& t, int w, int h, const float* data);  // renderer.cpp
+
 // [SECTION] Files (persistence.cpp)
 void resolve_paths(AppState& s);
 void load_settings(AppState& s);
@@ -234,6 +260,7 @@ void autosave(AppState& s);
 bool open_document(AppState& s, const std::string& path_or_lesson);  // false: error shown, nothing changed
 bool save_document(AppState& s, const std::string& path);           // false: error shown, nothing changed
 void add_recent(AppState& s, const std::string& path);
+void add_recent_model(AppState& s, const std::string& path);
 
 // [SECTION] GL (renderer.cpp)
 bool renderer_init(Renderer& r, std::string& error);

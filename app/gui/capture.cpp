@@ -31,6 +31,35 @@ nlohmann::json colormap_table(Colormap c) {
   return lut;
 }
 
+// The model view as drawn: every thumbnail's placement and pooled values (masked: null), the
+// selected head's placement and values. Null when the model view was not drawn.
+nlohmann::json model_sidecar(const AppState& s, float sx, float sy) {
+  const ModelUi& m = s.model;
+  if (s.ui.model_cells.empty() || !m.view) return nullptr;
+  const auto values = [](const std::vector<float>& v) {
+    nlohmann::json out = nlohmann::json::array();
+    for (float x : v) out.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
+    return out;
+  };
+  nlohmann::json thumbs = nlohmann::json::array();
+  for (const auto& c : s.ui.model_cells) {
+    nlohmann::json t = layout_json(c, sx, sy);
+    t["layer"] = c.head / m.view->n_head;
+    t["head"] = c.head % m.view->n_head;
+    t["values"] = values(m.view->thumbs.pooled[static_cast<std::size_t>(c.head)]);
+    thumbs.push_back(std::move(t));
+  }
+  nlohmann::json big = nullptr;
+  if (s.ui.model_big.rows > 0) {
+    big = layout_json(s.ui.model_big, sx, sy);
+    big["layer"] = m.layer;
+    big["head"] = m.head;
+    big["values"] = values(s.renderer.model_big.values);
+  }
+  return {{"tokens", m.view->token_strings}, {"ids", m.view->ids}, {"pool", m.view->thumbs.f},
+          {"thumbnails", thumbs}, {"big", big}};
+}
+
 }  // namespace
 
 std::vector<std::uint8_t> read_framebuffer(AppState& s, int& w, int& h) {
@@ -78,6 +107,7 @@ bool write_screenshot(AppState& s, const std::string& path, std::string& error) 
     }
     values.push_back(std::move(v));
   }
+  const nlohmann::json model = model_sidecar(s, sx, sy);
   const bool dark = s.settings.dark;
   nlohmann::json hatch = dark ? nlohmann::json{{41, 41, 41}, {77, 77, 77}} : nlohmann::json{{199, 199, 199}, {235, 235, 235}};
   nlohmann::json maps;
@@ -97,6 +127,7 @@ bool write_screenshot(AppState& s, const std::string& path, std::string& error) 
       {"colorbar", layout_json(s.ui.colorbar_layout, sx, sy)},
       {"masked_colors", hatch},
       {"colormaps", maps},
+      {"model", model},  // the model view's thumbnails and big head, when shown
   };
   try {
     write_file_atomic(path + ".json", side.dump(1) + "\n");
@@ -119,6 +150,41 @@ nlohmann::json probe_json(const Introspection& p) {
             {"legend_swatches", w.legend_swatches}, {"plan_builds", w.plan_builds}, {"titles", w.titles}, {"block_labels", w.block_labels},
             {"key_labels", w.key_labels}, {"values", w.values}, {"operand_titles", w.operand_titles},
             {"operand_values", w.operand_values}, {"inspector", w.inspector}}}};
+}
+}  // namespace
+
+namespace {
+// What the model view showed last: the model, the tokens, the selection, the detector's
+// scores and top five, the next tokens.
+nlohmann::json model_state_json(const AppState& s) {
+  const ModelUi& m = s.model;
+  nlohmann::json j = {{"path", m.path}, {"text", m.text}, {"probe", m.probe}, {"shown", model_view_active(s)},
+                      {"error", m.error}, {"layer", m.layer}, {"head", m.head}, {"text_tokens", m.tokens.tokens},
+                      {"text_error", m.tokens.error}, {"recent", s.settings.recent_models},
+                      {"hover", m.hover_k >= 0 && m.view ? head_label(m.hover_k, m.view->n_head) : ""},
+                      {"busy_frames", m.busy_frames}, {"busy_max_gap_ms", m.busy_max_gap_ms}};
+  if (m.result) {
+    j["generation"] = m.result->generation;
+    j["forward_ms"] = m.result->forward_ms;
+  }
+  if (!m.view) return j;
+  const ModelViewData& v = *m.view;
+  nlohmann::json scores = nlohmann::json::array();
+  for (float x : v.scores) scores.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
+  nlohmann::json top = nlohmann::json::array();
+  for (int k : v.top) top.push_back(head_label(k, v.n_head));
+  nlohmann::json next = nlohmann::json::array();
+  for (const NextRow& r : v.next) next.push_back({{"id", r.id}, {"token", r.token}, {"p", r.p}});
+  j["n_layer"] = v.n_layer;
+  j["n_head"] = v.n_head;
+  j["tokens"] = v.token_strings;
+  j["ids"] = v.ids;
+  j["pattern"] = v.key.pattern < 0 ? "" : std::string(head_pattern_name(kHeadPatterns[v.key.pattern]));
+  j["scores"] = scores;
+  j["top"] = top;
+  j["position"] = v.position;
+  j["next"] = next;
+  return j;
 }
 }  // namespace
 
@@ -159,6 +225,7 @@ void write_state_dump(AppState& s, const std::string& path) {
         {"recent", s.settings.recent}}},
       {"widgets", probe_json(s.probe)["widgets"]},
       {"walk", probe_json(s.probe)["walk"]},
+      {"model", model_state_json(s)},
   };
   try {
     write_file_atomic(path, j.dump(1) + "\n");

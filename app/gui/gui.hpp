@@ -31,6 +31,11 @@ struct Options {
   std::string theme;            // initial theme override: dark|light
   bool log_scale = false;       // logarithmic colour scale for weights
   float font_size = 0.0f;       // initial font size override (pixels)
+  std::string model;            // a trained GPT to open (folder or .safetensors)
+  std::string text;             // its text
+  bool prepend_eot = false;     // <|endoftext|> first
+  std::string model_head;       // L.H: that head large in the model view
+  std::string detector;         // previous-token|first-token|duplicate-token|induction
   std::string walkthrough;      // open the walkthrough: STEP[+FRACTION][,mistake][,compare][,pane=q|k|v|all][,pin=FLAT][,play]
 };
 

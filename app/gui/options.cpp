@@ -39,6 +39,13 @@ void add_options(CLI::App& sub, Options& opts) {
   sub.add_flag("--log-scale", opts.log_scale, "Logarithmic colour scale for weights");
   sub.add_option("--theme", opts.theme, "Theme")->check(CLI::IsMember({"dark", "light"}));
   sub.add_option("--font-size", opts.font_size, "Font size in pixels")->check(CLI::Range(10.0f, 48.0f));
+  sub.add_option("--model", opts.model,
+                 "A trained GPT to open in the model view: a Hugging Face GPT-2 folder or the book's GPTModel, or its "
+                 ".safetensors file");
+  sub.add_option("--text", opts.text, "Text for the model (tokenized with its tokenizer)");
+  sub.add_flag("--prepend-eot", opts.prepend_eot, "Put <|endoftext|> before the text, as TransformerLens does");
+  sub.add_option("--model-head", opts.model_head, "Show head LAYER.HEAD (e.g. 5.1) large in the model view");
+  sub.add_option("--detector", opts.detector, "Head detector: previous-token, first-token, duplicate-token, induction");
   sub.add_option("--walkthrough", opts.walkthrough,
                  "Open the walkthrough at STEP (name or number; STEP+0.5 is halfway into the next step), "
                  "then comma-separated: mistake, compare, pane=q|k|v|all, pin=FLAT, play, no-numbers, no-weights")

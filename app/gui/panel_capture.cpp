@@ -17,6 +17,7 @@
 
 #include "app_state.hpp"
 #include "figure/figure.hpp"
+#include "figure/gpt_figures.hpp"
 #include "mhaviz/export.hpp"
 
 namespace mhaviz::gui {
@@ -104,6 +105,60 @@ std::string matrix_stem(const AppState& s) {
          std::to_string(s.view.head);
 }
 
+// [SECTION] The model view's captures: the figures `mhaviz render --model` draws
+int model_layer(const AppState& s) { return std::max(0, s.model.layer); }
+int model_head(const AppState& s) { return std::max(0, s.model.head); }
+
+void capture_model(AppState& s, CaptureKind kind, bool svg) {
+  const ModelUi& m = s.model;
+  if (!m.result || !m.view) return;
+  const GptModel& gm = *m.result->loaded.model;
+  const GptTrace& tr = *m.result->trace;
+  const Tokenizer& tok = *m.result->loaded.tokenizer;
+  std::string stem = fs::path(m.path).filename().string();
+  if (stem == "model.safetensors") stem = fs::path(m.path).parent_path().filename().string();
+  try {
+    figure::Options o = figure_options(s, figure::View::Grid);
+    o.colormap = m.view->key.cmap;
+    o.log_scale = m.view->key.log;
+    figure::Figure f;
+    if (kind == CaptureKind::Shown) {
+      std::optional<HeadPattern> pattern;
+      if (m.view->key.pattern >= 0) pattern = kHeadPatterns[m.view->key.pattern];
+      figure::ModelView mv = figure::gpt_model_view(gm, tr, tok, m.path, pattern);
+      mv.selected_layer = m.layer;
+      mv.selected_head = m.head;
+      f = figure::build_model_figure(mv, o);
+      stem += "-model-view";
+    } else {
+      const bool grid = kind != CaptureKind::Head;
+      f = figure::gpt_layer_figure(gm, tr, tok, m.path, model_layer(s), model_head(s), grid, o);
+      stem += grid ? "-layer" + std::to_string(model_layer(s)) : "-head" + std::to_string(model_layer(s)) + "." + std::to_string(model_head(s));
+    }
+    const int scale = std::clamp(s.settings.capture_scale, 1, 4);
+    if (svg) save(s, stem, ".svg", figure::to_svg(f));
+    else save(s, stem, ".png", figure::encode_png(figure::rasterize(f, scale), f.width * scale, f.height * scale));
+  } catch (const std::exception& e) {
+    notify(s, std::string("Capture failed: ") + e.what(), true);
+  }
+}
+
+void draw_model_capture_items(AppState& s) {
+  char layer_item[64], head_item[64];
+  std::snprintf(layer_item, sizeof layer_item, "Layer %d, every head (PNG)", model_layer(s));
+  std::snprintf(head_item, sizeof head_item, "Head %d.%d (PNG)", model_layer(s), model_head(s));
+  if (ImGui::MenuItem("Model view (PNG)", "F12")) capture_model(s, CaptureKind::Shown, false);
+  record_widget(s, "capture_model_view");
+  if (ImGui::MenuItem(layer_item)) capture_model(s, CaptureKind::Grid, false);
+  record_widget(s, "capture_model_layer");
+  if (ImGui::MenuItem(head_item)) capture_model(s, CaptureKind::Head, false);
+  record_widget(s, "capture_model_head");
+  if (ImGui::MenuItem("Model view (SVG)")) capture_model(s, CaptureKind::Shown, true);
+  if (ImGui::MenuItem("Whole window (PNG)", "Shift+F12")) capture(s, CaptureKind::Window);
+  ImGui::Separator();
+  if (ImGui::MenuItem("Capture settings...")) s.ui.capture_settings_open = true;
+}
+
 }  // namespace
 
 // [SECTION] Actions
@@ -116,6 +171,10 @@ std::string capture_folder(const AppState& s) {
 void capture(AppState& s, CaptureKind kind, bool svg) {
   if (kind == CaptureKind::Window) {
     s.ui.capture_window_pending = true;  // read after this frame is drawn (app.cpp)
+    return;
+  }
+  if (model_view_active(s) && !s.walkthrough.open) {
+    capture_model(s, kind, svg);
     return;
   }
   if (kind == CaptureKind::Shown) {
@@ -177,6 +236,11 @@ void draw_capture_menu(AppState& s) {
   const bool open = ImGui::BeginMenu("Capture");
   record_widget(s, "menu_capture");
   if (!open) return;
+  if (model_view_active(s) && !s.walkthrough.open) {
+    draw_model_capture_items(s);
+    ImGui::EndMenu();
+    return;
+  }
   const bool walk = walkthrough_active(s);
   if (ImGui::MenuItem("Capture what is shown", "F12")) capture(s, CaptureKind::Shown);
   if (ImGui::MenuItem("Grid of heads (PNG)")) capture(s, CaptureKind::Grid);

@@ -27,6 +27,12 @@ void start_dialog(AppState& s, Dialog d) {
   s.ui.dialog_path = s.doc.path;
 }
 
+// The model view, or back to the lesson (the walkthrough closes: the model view replaces it).
+void toggle_model_view(AppState& s) {
+  s.model.show = !model_view_active(s) || s.walkthrough.open;
+  if (s.model.show) s.walkthrough.open = false;
+}
+
 void do_save(AppState& s) {
   if (s.doc.path.empty()) start_dialog(s, Dialog::SaveAs);
   else save_document(s, s.doc.path);
@@ -64,6 +70,17 @@ void draw_menu_bar(AppState& s) {
       ImGui::EndMenu();
     }
     ImGui::Separator();
+    if (ImGui::MenuItem("Open model...")) {
+      s.model.open_dialog = s.model.open_dialog_just_opened = true;
+      s.model.open_edit = s.model.path;
+    }
+    if (ImGui::BeginMenu("Open recent model", !s.settings.recent_models.empty())) {
+      for (const auto& p : s.settings.recent_models) {
+        if (ImGui::MenuItem(p.c_str())) open_model(s, p);
+      }
+      ImGui::EndMenu();
+    }
+    ImGui::Separator();
     if (ImGui::MenuItem("Save", "Ctrl+S")) do_save(s);
     if (ImGui::MenuItem("Save As...", "Ctrl+Shift+S")) start_dialog(s, Dialog::SaveAs);
     ImGui::Separator();
@@ -92,6 +109,7 @@ void draw_menu_bar(AppState& s) {
     if (ImGui::MenuItem("Next head", "]")) s.view.head = std::min(std::max(0, s.compute.trace.heads - 1), s.view.head + 1);
     if (ImGui::MenuItem("Enlarge selected head", "E", s.view.enlarged)) s.view.enlarged = !s.view.enlarged;
     ImGui::MenuItem("Walkthrough of the pipeline", "W", &s.walkthrough.open);
+    if (ImGui::MenuItem("Model view (trained GPT)", "M", model_view_active(s), !s.model.path.empty())) toggle_model_view(s);
     if (ImGui::MenuItem("Controls panel", "C", s.view.show_controls)) s.view.show_controls = !s.view.show_controls;
     ImGui::Separator();
     ImGui::MenuItem("Shared colour scale", nullptr, &s.settings.shared_scale);
@@ -182,6 +200,7 @@ void handle_shortcuts(AppState& s) {
   if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT_BRACKET, false)) s.view.head = std::min(heads - 1, s.view.head + 1);
   if (ImGui::IsKeyPressed(GLFW_KEY_E, false)) s.view.enlarged = !s.view.enlarged;
   if (ImGui::IsKeyPressed(GLFW_KEY_C, false)) s.view.show_controls = !s.view.show_controls;
+  if (ImGui::IsKeyPressed(GLFW_KEY_M, false) && !s.model.path.empty()) toggle_model_view(s);
 }
 
 }  // namespace mhaviz::gui

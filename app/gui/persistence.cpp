@@ -35,6 +35,17 @@ void resolve_paths(AppState& s) {
 }
 
 // [SECTION] Settings
+namespace {
+// A list of paths, at most ten; anything else in the field is ignored.
+void read_recent(const nlohmann::json& j, const char* field, std::vector<std::string>& out) {
+  if (!j.contains(field) || !j[field].is_array()) return;
+  out.clear();
+  for (const auto& r : j[field]) {
+    if (r.is_string() && out.size() < 10) out.push_back(r.get<std::string>());
+  }
+}
+}  // namespace
+
 void load_settings(AppState& s) {
   const std::string path = (fs::path(s.paths.config_dir) / "settings.json").string();
   std::error_code ec;
@@ -58,12 +69,8 @@ void load_settings(AppState& s) {
     st.capture_transparent = j.value("capture_transparent", st.capture_transparent);
     st.capture_light = j.value("capture_light", st.capture_light);
     st.capture_dir = j.value("capture_dir", st.capture_dir);
-    if (j.contains("recent") && j["recent"].is_array()) {
-      st.recent.clear();
-      for (const auto& r : j["recent"]) {
-        if (r.is_string() && st.recent.size() < 10) st.recent.push_back(r.get<std::string>());
-      }
-    }
+    read_recent(j, "recent", st.recent);
+    read_recent(j, "recent_models", st.recent_models);
   } catch (const std::exception& e) {
     notify(s, std::string("Ignored unreadable settings: ") + e.what(), true);
   }
@@ -88,6 +95,7 @@ void save_settings(AppState& s) {
       {"capture_light", st.capture_light},
       {"capture_dir", st.capture_dir},
       {"recent", st.recent},
+      {"recent_models", st.recent_models},
   };
   try {
     ensure_dir(s.paths.config_dir);
@@ -97,15 +105,20 @@ void save_settings(AppState& s) {
   }
 }
 
-void add_recent(AppState& s, const std::string& path) {
+namespace {
+// Absolute, most recent first, no repeats, at most ten.
+void push_recent(std::vector<std::string>& r, const std::string& path) {
   std::error_code ec;
   const fs::path abs = fs::absolute(path, ec);
   const std::string p = ec ? path : abs.lexically_normal().string();
-  auto& r = s.settings.recent;
   r.erase(std::remove(r.begin(), r.end(), p), r.end());
   r.insert(r.begin(), p);
   if (r.size() > 10) r.resize(10);
 }
+}  // namespace
+
+void add_recent(AppState& s, const std::string& path) { push_recent(s.settings.recent, path); }
+void add_recent_model(AppState& s, const std::string& path) { push_recent(s.settings.recent_models, path); }
 
 // [SECTION] Autosave
 bool restore_autosave(AppState& s) {

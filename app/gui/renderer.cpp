@@ -35,24 +35,6 @@ GLuint compile(GLenum type, std::string_view src, std::string& error) {
   return sh;
 }
 
-void upload(HeadTexture& t, int w, int h, const float* data) {
-  if (t.tex == 0) glGenTextures(1, &t.tex);
-  glBindTexture(GL_TEXTURE_2D, t.tex);
-  glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
-  glPixelStorei(GL_UNPACK_ROW_LENGTH, 0);
-  if (t.width != w || t.height != h) {
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, w, h, 0, GL_RED, GL_FLOAT, data);
-    t.width = w;
-    t.height = h;
-  } else {
-    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, w, h, GL_RED, GL_FLOAT, data);
-  }
-}
-
 // [SECTION] Draw callback
 void draw_callback(const ImDrawList*, const ImDrawCmd* cmd) {
   const auto* d = static_cast<const HeatmapDraw*>(cmd->UserCallbackData);
@@ -102,6 +84,24 @@ void draw_callback(const ImDrawList*, const ImDrawCmd* cmd) {
 }
 
 }  // namespace
+
+void upload_texture(HeadTexture& t, int w, int h, const float* data) {
+  if (t.tex == 0) glGenTextures(1, &t.tex);
+  glBindTexture(GL_TEXTURE_2D, t.tex);
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+  glPixelStorei(GL_UNPACK_ROW_LENGTH, 0);
+  if (t.width != w || t.height != h) {
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, w, h, 0, GL_RED, GL_FLOAT, data);
+    t.width = w;
+    t.height = h;
+  } else {
+    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, w, h, GL_RED, GL_FLOAT, data);
+  }
+}
 
 bool renderer_init(Renderer& r, std::string& error) {
   GLuint vs = compile(GL_VERTEX_SHADER, embedded_shader("heatmap.vert"), error);
@@ -167,7 +167,7 @@ bool renderer_init(Renderer& r, std::string& error) {
   // The colorbar: one column of 256 values from 1 (top) to 0 (bottom), drawn with vmin 0, vmax 1.
   std::vector<float> ramp(256);
   for (int i = 0; i < 256; ++i) ramp[static_cast<std::size_t>(i)] = 1.0f - static_cast<float>(i) / 255.0f;
-  upload(r.colorbar, 1, 256, ramp.data());
+  upload_texture(r.colorbar, 1, 256, ramp.data());
   r.colorbar.values = ramp;
   return true;
 }
@@ -177,6 +177,10 @@ void renderer_shutdown(Renderer& r) {
     if (h.tex) glDeleteTextures(1, &h.tex);
   }
   r.heads.clear();
+  for (auto& h : r.model_thumbs) {
+    if (h.tex) glDeleteTextures(1, &h.tex);
+  }
+  if (r.model_big.tex) glDeleteTextures(1, &r.model_big.tex);
   if (r.colorbar.tex) glDeleteTextures(1, &r.colorbar.tex);
   if (r.lut) glDeleteTextures(1, &r.lut);
   if (r.vbo) glDeleteBuffers(1, &r.vbo);
@@ -246,7 +250,7 @@ void sync_textures(AppState& s) {
     const bool same = ht.width == T && ht.height == T && ht.values.size() == buf.size() &&
                       std::memcmp(ht.values.data(), buf.data(), buf.size() * sizeof(float)) == 0;
     if (!same) {
-      upload(ht, T, T, buf.data());
+      upload_texture(ht, T, T, buf.data());
       ht.values = buf;
       ++r.uploads_last_frame;
     }
@@ -255,6 +259,42 @@ void sync_textures(AppState& s) {
   r.uploaded_generation = c.generation;
   r.uploaded_stage = stage;
   r.uploaded_batch = s.view.batch;
+}
+
+// The model view's textures: every thumbnail when the derived view changed, the selected
+// head at full size (T x T, masked cells -inf) when the forward or the selection changed.
+void sync_model_textures(AppState& s) {
+  Renderer& r = s.renderer;
+  const ModelUi& m = s.model;
+  if (!m.view) return;
+  const ModelViewData& v = *m.view;
+  if (r.model_thumbs_of != m.view) {
+    const std::size_t heads = v.thumbs.pooled.size();
+    for (std::size_t k = heads; k < r.model_thumbs.size(); ++k) {
+      if (r.model_thumbs[k].tex) glDeleteTextures(1, &r.model_thumbs[k].tex);
+    }
+    r.model_thumbs.resize(heads);
+    for (std::size_t k = 0; k < heads; ++k) {
+      upload_texture(r.model_thumbs[k], v.thumbs.n, v.thumbs.n, v.thumbs.pooled[k].data());
+      ++r.uploads_total;
+    }
+    r.model_thumbs_of = m.view;
+  }
+  if (m.layer < 0 || m.head < 0 || m.layer >= v.n_layer || m.head >= v.n_head || !m.result) return;
+  const int k = m.layer * v.n_head + m.head;
+  if (r.model_big_generation == m.result->generation && r.model_big_k == k) return;
+  const GptTrace& tr = *m.result->trace;
+  const int T = tr.tokens();
+  const auto TT = static_cast<std::size_t>(T) * static_cast<std::size_t>(T);
+  const float* w = tr.layers[static_cast<std::size_t>(m.layer)].weights.data.data() + static_cast<std::size_t>(m.head) * TT;
+  std::vector<float> buf(w, w + TT);
+  for (int i = 0; i < T; ++i)
+    for (int j = i + 1; j < T; ++j) buf[static_cast<std::size_t>(i) * static_cast<std::size_t>(T) + static_cast<std::size_t>(j)] = -std::numeric_limits<float>::infinity();
+  upload_texture(r.model_big, T, T, buf.data());
+  r.model_big.values = std::move(buf);
+  ++r.uploads_total;
+  r.model_big_generation = m.result->generation;
+  r.model_big_k = k;
 }
 
 void draw_heatmap_quad(AppState& s, const HeatmapDraw& d) {

@@ -296,7 +296,11 @@ void load_book(const SafetensorsFile& f, const fs::path& config_file, bool has_q
 
 std::int64_t GptModel::parameter_count() const {
   auto n = [](const std::vector<float>& v) { return static_cast<std::int64_t>(v.size()); };
-  auto lin = [&](const Linear& l) { return n(l.weight) + n(l.bias); };
+  // A prepared model may hold a Linear only packed (gpt_forward.hpp): count it by its shape.
+  auto lin = [&](const Linear& l) {
+    const bool held = !l.weight.empty() || !l.packed.empty();
+    return (held ? static_cast<std::int64_t>(l.out) * l.in : 0) + n(l.bias);
+  };
   std::int64_t total = n(wte) + n(wpe) + n(lnf_weight) + n(lnf_bias) + lin(lm_head);
   for (const GptBlock& b : blocks)
     total += n(b.ln1_weight) + n(b.ln1_bias) + n(b.ln2_weight) + n(b.ln2_bias) + lin(b.qkv) + lin(b.proj) + lin(b.fc) + lin(b.fc_proj);

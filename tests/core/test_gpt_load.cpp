@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "mhaviz/gpt.hpp"
+#include "mhaviz/gpt_forward.hpp"
 #include "mhaviz/safetensors.hpp"
 
 namespace mhaviz {
@@ -105,6 +106,10 @@ TEST(GptLoad, EveryCheckpointLoadsWithItsConfigAndShapes) {
     }
     EXPECT_EQ(m.lm_head.weight.size(), tied ? 0u : V * E);
     EXPECT_EQ(m.parameter_count(), expected_parameters(g, tied, g.qkv_bias));
+    // Prepared for the kernel a Linear may be held only packed: the count stays the same.
+    GptModel prepared = load_gpt(kModels / name);
+    prepare_gpt_forward(prepared);
+    EXPECT_EQ(prepared.parameter_count(), expected_parameters(g, tied, g.qkv_bias)) << name;
   }
 }
 

@@ -1,0 +1,44 @@
+// Figures of a trained GPT shared by `mhaviz render --model` and the desktop app's captures,
+// so that a slide and the screen show the same thing: the model view (every layer × head,
+// optionally with a head detector), one layer's heads or one head through the chapter-3
+// module (gpt_layer.hpp), and the induction probe both build on.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "figure/figure.hpp"
+#include "mhaviz/gpt_forward.hpp"
+#include "mhaviz/heads.hpp"
+#include "mhaviz/tokenizer.hpp"
+
+namespace mhaviz::figure {
+
+// "PATH · GPT-2 layout, 2 layers × 4 heads, 32 wide · T = 10": the caption's model line.
+std::string gpt_caption(const GptModel& m, const std::string& path, int T);
+
+// "5.1" -> layer 5, head 1 (both >= 0, nothing else in the text); false otherwise.
+bool parse_layer_head(const std::string& text, int& layer, int& head);
+
+// The induction probe: n random ids (never the special token) then the same n again, after
+// <|endoftext|> when the vocabulary has one; n = min(50, what fits the context). Throws
+// std::invalid_argument when the context holds fewer than 4 tokens.
+std::vector<int> induction_probe(const GptModel& m, const Tokenizer& tok);
+
+// Scores of every head for a pattern: [layer * n_head + head], NaN where a head has no
+// qualifying row (score_head's nullopt).
+std::vector<float> detector_scores(const GptModel& m, const GptTrace& tr, HeadPattern p);
+
+// The model view of a forward: tr's attention weights (n_layer, n_head, T, T) as thumbnails,
+// with the scores of `pattern` when given. The view points into tr: keep tr alive.
+ModelView gpt_model_view(const GptModel& m, const GptTrace& tr, const Tokenizer& tok, const std::string& path,
+                         std::optional<HeadPattern> pattern);
+
+// Layer `layer` of tr as the chapter-3 weight-split module with its LayerNorm output as X:
+// every head (grid) or head `head` alone. o.view, o.head, o.layer and o.model_caption are set
+// here. Throws std::out_of_range for a layer or head outside the model.
+Figure gpt_layer_figure(const GptModel& m, const GptTrace& tr, const Tokenizer& tok, const std::string& path, int layer,
+                        int head, bool grid, Options o);
+
+}  // namespace mhaviz::figure

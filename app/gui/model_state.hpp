@@ -1,0 +1,54 @@
+// A trained GPT in the app: kept apart from the lesson document (opening a model or typing
+// its text is not a session edit; nothing here is autosaved or undone). Its textures are
+// the Renderer's (app_state.hpp).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mhaviz/gpt_worker.hpp"
+#include "model_view.hpp"
+
+namespace mhaviz::gui {
+
+struct ModelUi {
+  std::unique_ptr<GptWorker> worker;  // made by the first open; loads and forwards run on it
+  std::string path;                   // the model shown (as opened); empty: none yet
+  std::string text;                   // the text box
+  bool prepend_eot = false;           // <|endoftext|> first (TransformerLens's habit)
+  bool requested = false;             // the worker has had a text or ids to run
+  bool probe = false;                 // running the induction probe instead of the text
+  bool show = false;                  // the model view replaces the heatmaps
+  int layer = -1, head = -1;          // the selected head (the big heatmap); -1: none
+  int pattern = -1;                   // detector (index into kHeadPatterns); -1: none
+  int position = -1;                  // next-token position; -1: the last token
+  int hover_k = -1;                   // thumbnail under the pointer this frame
+  // File → Open model…
+  bool open_dialog = false, open_dialog_just_opened = false;
+  std::string open_edit;
+  // The text box's tokens, cached on what they depend on.
+  std::string tokens_text;
+  bool tokens_eot = false;
+  const Tokenizer* tokens_tok = nullptr;
+  TextTokens tokens;
+  // The last load or forward error the app was told of (shown until the next success).
+  std::string error;
+  std::uint64_t seen_generation = 0;
+  // Derived view (model_view.hpp), computed on a std::async thread from the published result.
+  std::shared_ptr<const GptWorker::Result> result;  // the result `view` was derived from
+  std::shared_ptr<const ModelViewData> view;
+  std::future<std::shared_ptr<const ModelViewData>> deriving;
+  std::shared_ptr<const GptWorker::Result> deriving_result;
+  int thumb_side_px = 64;
+  // Responsiveness while the worker loads or computes (state dump): frames drawn meanwhile
+  // and the longest gap between two of them.
+  std::int64_t busy_frames = 0;
+  double busy_max_gap_ms = 0;
+  std::chrono::steady_clock::time_point last_poll{};  // the thumbnails' side on screen last frame (picks the pooling)
+};
+
+}  // namespace mhaviz::gui

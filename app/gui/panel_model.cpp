@@ -1,0 +1,257 @@
+// The trained model's side panel: which model (File → Open model…, recent models, loading
+// progress with Cancel), the text box tokenized as you type, the head detector, the selected
+// head, and the next-token predictions. It draws what model_view.hpp computed.
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "app_state.hpp"
+
+namespace mhaviz::gui {
+namespace {
+
+const ImVec4 kErrorColor(1.0f, 0.45f, 0.35f, 1.0f);
+
+void error_line(const std::string& e) {
+  if (e.empty()) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, kErrorColor);
+  ImGui::TextWrapped("%s", e.c_str());
+  ImGui::PopStyleColor();
+}
+
+// Small buttons flowing over lines as wide as the panel. Returns the one clicked, or -1.
+int flow_chips(const std::vector<std::string>& chips) {
+  const float right = ImGui::GetContentRegionAvail().x + ImGui::GetCursorScreenPos().x;
+  int clicked = -1;
+  for (std::size_t i = 0; i < chips.size(); ++i) {
+    const float w = ImGui::CalcTextSize(chips[i].c_str()).x + ImGui::GetStyle().FramePadding.x * 2.0f;
+    if (i > 0) {
+      ImGui::SameLine(0.0f, 3.0f);
+      if (ImGui::GetCursorScreenPos().x + w > right) ImGui::NewLine();
+    }
+    ImGui::PushID(static_cast<int>(i));
+    if (ImGui::SmallButton(chips[i].c_str())) clicked = static_cast<int>(i);
+    ImGui::PopID();
+  }
+  return clicked;
+}
+
+// [SECTION] Which model, loading
+void draw_source(AppState& s, const GptWorker::Status& st) {
+  ModelUi& m = s.model;
+  if (m.path.empty()) {
+    ImGui::TextWrapped(
+        "No model open. A Hugging Face GPT-2 folder or the book's GPTModel (model.safetensors + "
+        "config.json + the tokenizer files).");
+  } else {
+    ImGui::TextWrapped("%s", m.path.c_str());
+    if (m.result) {
+      const GptConfig& c = m.result->loaded.model->config;
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+      ImGui::TextWrapped("%d layers \xC3\x97 %d heads, %d wide, context %d, vocabulary %d", c.n_layer, c.n_head,
+                         c.n_embd, c.n_ctx, c.vocab_size);
+      ImGui::PopStyleColor();
+    }
+  }
+  if (ImGui::Button("Open model...")) {
+    m.open_dialog = m.open_dialog_just_opened = true;
+    m.open_edit = m.path;
+  }
+  record_widget(s, "model_open");
+  if (st.loading) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "loading %.0f%%", st.load_fraction * 100.0);
+    ImGui::ProgressBar(static_cast<float>(st.load_fraction), ImVec2(-ImGui::GetFontSize() * 5.0f, 0.0f), buf);
+    record_widget(s, "model_progress");
+    ImGui::SameLine();
+    if (ImGui::Button("Cancel")) m.worker->cancel_open();
+    record_widget(s, "model_cancel");
+    ImGui::TextDisabled("%s", st.loading_path.string().c_str());
+  }
+}
+
+// [SECTION] Text, tokens
+void draw_text(AppState& s, const GptWorker::Status& st) {
+  ModelUi& m = s.model;
+  ImGui::TextDisabled("Text (tokenized as you type)");
+  ImGui::SetNextItemWidth(-1.0f);
+  if (ImGui::InputTextMultiline("##model_text", &m.text, ImVec2(-1.0f, ImGui::GetTextLineHeight() * 3.2f)))
+    set_model_text(s, m.text);
+  record_widget(s, "model_text");
+  if (ImGui::Checkbox("<|endoftext|> first", &m.prepend_eot)) set_model_text(s, m.text);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "Many heads park attention on the first token (the attention sink); TransformerLens puts "
+        "<|endoftext|> there so that a real word is not the sink.");
+  const auto loaded = m.worker ? m.worker->loaded() : std::nullopt;
+  if (!loaded) return;
+  // The tokens as GPT-2 splits them, cached on the text (the tokenizer is thread-safe).
+  if (m.tokens_tok != loaded->tokenizer.get() || m.tokens_text != m.text || m.tokens_eot != m.prepend_eot) {
+    m.tokens = tokenize_for_display(*loaded->tokenizer, m.text, m.prepend_eot, loaded->model->config.n_ctx);
+    m.tokens_tok = loaded->tokenizer.get();
+    m.tokens_text = m.text;
+    m.tokens_eot = m.prepend_eot;
+  }
+  if (m.probe && m.view) {
+    ImGui::TextWrapped("Showing the induction probe: %d random tokens, then the same again.", (m.view->tokens - 1) / 2);
+  } else {
+    ImGui::Text("%zu tokens (context %d)", m.tokens.tokens.size(), loaded->model->config.n_ctx);
+    // Chips: each token in a frame, the leading space shown as a visible mark.
+    const std::size_t shown = std::min<std::size_t>(m.tokens.tokens.size(), 200);
+    flow_chips({m.tokens.tokens.begin(), m.tokens.tokens.begin() + static_cast<std::ptrdiff_t>(shown)});
+    if (shown < m.tokens.tokens.size()) ImGui::TextDisabled("... %zu more", m.tokens.tokens.size() - shown);
+  }
+  error_line(m.tokens.error.empty() ? m.error : m.tokens.error);
+  if (st.computing && st.computing_ms > 100.0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "forward: %.0f ms", st.computing_ms);
+    // A forward's length is not known ahead: the bar sweeps while it runs.
+    const float t = static_cast<float>(std::fmod(st.computing_ms / 1000.0, 1.0));
+    ImGui::ProgressBar(t, ImVec2(-1.0f, 0.0f), buf);
+    record_widget(s, "model_computing");
+  } else if (m.result) {
+    ImGui::TextDisabled("forward %.1f ms (from row %d)", m.result->forward_ms, m.result->recomputed_from);
+  }
+}
+
+// [SECTION] Detector, next token
+void draw_detector(AppState& s) {
+  ModelUi& m = s.model;
+  const char* current = m.pattern < 0 ? "none" : head_pattern_name(kHeadPatterns[m.pattern]).data();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 11.0f);
+  if (ImGui::BeginCombo("Head detector", current)) {
+    if (ImGui::Selectable("none", m.pattern < 0)) m.pattern = -1;
+    for (int i = 0; i < kHeadPatternCount; ++i) {
+      if (ImGui::Selectable(head_pattern_name(kHeadPatterns[i]).data(), m.pattern == i)) m.pattern = i;
+    }
+    ImGui::EndCombo();
+  }
+  record_widget(s, "model_detector");
+  if (ImGui::Button("Build the induction sequence")) run_induction_probe(s);
+  record_widget(s, "model_probe");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "Random tokens, then the same tokens again: an induction head looks at the token that "
+        "followed the current one last time.");
+  if (m.view && !m.view->top.empty()) {
+    ImGui::TextUnformatted("Top five:");
+    std::vector<std::string> chips;
+    for (const int k : m.view->top) {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "%s  %.2f", head_label(k, m.view->n_head).c_str(),
+                    static_cast<double>(m.view->scores[static_cast<std::size_t>(k)]));
+      chips.push_back(buf);
+    }
+    // A chip selects its head.
+    const int clicked = flow_chips(chips);
+    if (clicked >= 0) {
+      m.layer = m.view->top[static_cast<std::size_t>(clicked)] / m.view->n_head;
+      m.head = m.view->top[static_cast<std::size_t>(clicked)] % m.view->n_head;
+    }
+  }
+}
+
+void draw_next_token(AppState& s) {
+  ModelUi& m = s.model;
+  if (!m.view || m.view->tokens == 0) return;
+  const ModelViewData& v = *m.view;
+  int pos = v.position;
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8.0f);
+  if (ImGui::SliderInt("position", &pos, 0, v.tokens - 1)) m.position = pos == v.tokens - 1 ? -1 : pos;
+  record_widget(s, "model_position");
+  ImGui::SameLine();
+  ImGui::TextDisabled("after \xE2\x80\x9C%s\xE2\x80\x9D",
+                      v.token_strings[static_cast<std::size_t>(v.position)].c_str());
+  if (ImGui::BeginTable("next", 2)) {
+    ImGui::TableSetupColumn("token", ImGuiTableColumnFlags_WidthFixed, ImGui::GetFontSize() * 6.0f);
+    ImGui::TableSetupColumn("p", ImGuiTableColumnFlags_WidthStretch);
+    for (const NextRow& r : v.next) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(r.token.c_str());
+      ImGui::TableNextColumn();
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f%%", static_cast<double>(r.p) * 100.0);
+      ImGui::ProgressBar(r.p, ImVec2(-1.0f, 0.0f), buf);
+    }
+    ImGui::EndTable();
+  }
+}
+
+}  // namespace
+
+void draw_model_panel(AppState& s) {
+  ModelUi& m = s.model;
+  const GptWorker::Status st = m.worker ? m.worker->status() : GptWorker::Status{};
+  draw_source(s, st);
+  if (!m.worker) return;
+  if (m.path.empty()) error_line(m.error);  // the first model failed to load
+  ImGui::Separator();
+  draw_text(s, st);
+  if (!m.view) return;
+  ImGui::Separator();
+  draw_detector(s);
+  if (m.layer >= 0) {
+    ImGui::Separator();
+    ImGui::Text("Head %d.%d", m.layer, m.head);
+    if (ImGui::Button("Open layer in the walkthrough")) open_layer_walkthrough(s, m.layer);
+    record_widget(s, "model_walk");
+  }
+  ImGui::Separator();
+  ImGui::TextUnformatted("Next token");
+  draw_next_token(s);
+}
+
+// [SECTION] File → Open model…
+void draw_model_open_dialog(AppState& s) {
+  ModelUi& m = s.model;
+  if (!m.open_dialog) return;
+  const char* name = "Open model";
+  if (m.open_dialog_just_opened) ImGui::OpenPopup(name);
+  ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
+  if (!ImGui::BeginPopupModal(name, nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
+    if (!m.open_dialog_just_opened) m.open_dialog = false;
+    m.open_dialog_just_opened = false;
+    return;
+  }
+  ImGui::TextUnformatted("A model folder, or its .safetensors file:");
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 30.0f);
+  if (m.open_dialog_just_opened) ImGui::SetKeyboardFocusHere();
+  const bool enter = ImGui::InputText("##model_path", &m.open_edit, ImGuiInputTextFlags_EnterReturnsTrue);
+  record_widget(s, "model_path");
+  bool open_now = false;
+  if (!s.settings.recent_models.empty()) {
+    ImGui::TextDisabled("Recent models:");
+    for (std::size_t i = 0; i < s.settings.recent_models.size(); ++i) {
+      const std::string& p = s.settings.recent_models[i];
+      // A click fills the field (the popup stays); a double click opens it.
+      if (ImGui::Selectable(p.c_str(), m.open_edit == p,
+                            ImGuiSelectableFlags_DontClosePopups | ImGuiSelectableFlags_AllowDoubleClick)) {
+        m.open_edit = p;
+        if (ImGui::IsMouseDoubleClicked(0)) open_now = true;
+      }
+      record_widget(s, ("model_recent_" + std::to_string(i)).c_str());
+    }
+  }
+  bool close = false;
+  if (ImGui::Button("Open") || enter || open_now) {
+    open_model(s, m.open_edit);
+    close = true;
+  }
+  record_widget(s, "model_path_open");
+  ImGui::SameLine();
+  if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) close = true;
+  if (close) {
+    m.open_dialog = false;
+    ImGui::CloseCurrentPopup();
+  }
+  m.open_dialog_just_opened = false;
+  ImGui::EndPopup();
+}
+
+}  // namespace mhaviz::gui

@@ -1,0 +1,378 @@
+"""The model view of a trained GPT (issue 17), the real app under Xvfb.
+
+- `gui --model CHECKPOINT --text TEXT`: opens with no GL error; every thumbnail and the
+  selected head's big heatmap are checked pixel by pixel against `mhaviz dump --model` (the
+  colour at each cell's centre mapped back through the colormap to a weight; masked cells
+  hatched); the detector scores, the top five and the next tokens equal dump's.
+- Hovering a thumbnail names its head; clicking one makes it the big heatmap.
+- "Open layer in the walkthrough" shows that layer's numbers (its softmax weights, as dump
+  prints them).
+- F12 and the Capture menu save the model view, a layer and a head as the very files
+  `mhaviz render --model` writes; typing in the text box retokenizes; the induction button
+  runs a random sequence repeated, scored as the core's induction detector defines it.
+- A broken checkpoint opened with File -> Open model... shows its one-line error in the
+  app and the current model stays; a missing --model is bad input (exit 2).
+- Loading a 500 MB model shows a progress bar with Cancel.
+- The UI stays responsive (frames keep coming) while a GPT-2-small-sized forward runs on
+  the worker, and the progress line shows.
+
+usage (under xvfb-run): test_gui_model.py PATH/TO/mhaviz MODELS_DIR [GPT2_SMALL_DIR]
+MODELS_DIR is what tests/models/make_checkpoints.py OUT --bad wrote; GPT2_SMALL_DIR is made
+with make_checkpoints.py --gpt2-small when missing (about 500 MB, kept for the next run).
+"""
+import hashlib
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import guitest as g
+
+tmp = g.setup(sys.argv)
+MODELS = sys.argv[2]
+GPT2_SMALL = sys.argv[3] if len(sys.argv) > 3 else None
+MODEL = os.path.join(MODELS, "hf_untied")  # 3 layers x 4 heads, context 16
+TEXT = "the heat in the heater"
+SIZE = ["--width", "1280", "--height", "800"]
+
+
+def dump(model, text):
+    r = g.run(["dump", "--model", model, "--text", text])
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def weights(d, layer, head):
+    t = d["tensors"]["layers.%d.attn_weights" % layer]
+    _, H, T, _ = t["shape"]
+    off = head * T * T
+    return T, [t["data"][off + i * T:off + (i + 1) * T] for i in range(T)]
+
+
+def colour_value(px, lut, vmin, vmax, log):
+    """The values a pixel's colour can stand for (adjacent 8-bit entries may be equal)."""
+    matches = [k for k, e in enumerate(lut) if max(abs(a - c) for a, c in zip(px, e)) <= 2]
+    if log:
+        return [vmin * (vmax / vmin) ** (k / 255.0) for k in matches]
+    return [vmin + k / 255.0 * (vmax - vmin) for k in matches]
+
+
+def check_heatmap(label, pixel, lay, expected, lut, masked_colors):
+    """lay: a sidecar placement; expected: T x T weights (rows queries). Returns cells checked."""
+    T = lay["rows"]
+    cw = (lay["x1"] - lay["x0"]) / T
+    ch = (lay["y1"] - lay["y0"]) / T
+    vmin, vmax, log = lay["vmin"], lay["vmax"], lay["log"]
+    tol = (2.0 * math.log(vmax / vmin) / 255.0 + 1e-4) if log else 1.01 * (vmax - vmin) / 255.0 + 1e-4
+    bad = 0
+    for i in range(T):
+        for j in range(T):
+            px = pixel(int(lay["x0"] + (j + 0.5) * cw), int(lay["y0"] + (i + 0.5) * ch))
+            near_mask = any(max(abs(a - c) for a, c in zip(px, m)) <= 2 for m in masked_colors)
+            if j > i:
+                if not near_mask:
+                    bad += 1
+                    print("  %s: masked cell (%d,%d) has colour %s" % (label, i, j, px))
+                continue
+            values = colour_value(px, lut, vmin, vmax, log)
+            e = expected[i][j]
+            err = min((abs(math.log(v) - math.log(max(e, vmin))) if log else abs(v - e)) for v in values) if values else 1e9
+            if err > tol:
+                bad += 1
+                print("  %s: cell (%d,%d) colour %s means %s, dump %.4f" % (label, i, j, px, values[:3], e))
+    g.check(bad == 0, "%s: every cell's colour maps back to dump's weight (%d cells)" % (label, T * T))
+
+
+# [SECTION] Pixels against dump, detector, next token
+def test_pixels():
+    png = os.path.join(tmp, "model.png")
+    state = os.path.join(tmp, "model.state.json")
+    r = g.run(["gui", "--model", MODEL, "--text", TEXT, "--model-head", "1.2", "--detector", "previous-token",
+               "--exit-after-frames", "8", "--check-gl", "--no-restore", "--ignore-mouse", "--config-dir",
+               tmp + "/c1", "--state-dir", tmp + "/s1", "--screenshot", png, "--state-out", state] + SIZE)
+    if not g.check(r.returncode == 0, "gui --model: exit 0, no GL error (%s)" % r.stderr.strip()[-300:]):
+        return
+    side = g.read_json(png + ".json")
+    st = g.read_json(state)["model"]
+    d = dump(MODEL, TEXT)
+    L, H = d["model"]["n_layer"], d["model"]["n_head"]
+    m = side["model"]
+    g.check(m is not None and len(m["thumbnails"]) == L * H, "sidecar: %d thumbnails (%d layers x %d heads)" % (L * H, L, H))
+    g.check(m["ids"] == d["token_ids"], "the app's tokens are dump's ids %s" % d["token_ids"])
+    g.check(st["tokens"] == d["tokens"], "the token strings shown are dump's (leading space as \u2423)")
+    g.check(m["pool"] == 1, "T = %d fits the thumbnails: one cell per block" % len(d["token_ids"]))
+    width, height, pixel = g.read_png(png)
+    masked = [tuple(c) for c in side["masked_colors"]]
+    for t in m["thumbnails"]:
+        T, exp = weights(d, t["layer"], t["head"])
+        g.check(t["rows"] == T, "thumbnail %d.%d: %d x %d cells" % (t["layer"], t["head"], T, T))
+        worst = max(abs((v if v is not None else 0.0) - (exp[k // T][k % T] if k % T <= k // T else 0.0))
+                    for k, v in enumerate(t["values"]))
+        g.check(worst < 1e-6, "thumbnail %d.%d: sidecar values equal dump's (max diff %.1e)" % (t["layer"], t["head"], worst))
+        check_heatmap("thumbnail %d.%d" % (t["layer"], t["head"]), pixel, t, exp, side["colormaps"][t["colormap"]], masked)
+    big = m["big"]
+    if g.check(big is not None and (big["layer"], big["head"]) == (1, 2), "--model-head 1.2: head 1.2 drawn large"):
+        T, exp = weights(d, 1, 2)
+        check_heatmap("big head 1.2", pixel, big, exp, side["colormaps"][big["colormap"]], masked)
+    # The previous-token score: each row i >= 1's weight on key i - 1, averaged (heads.hpp).
+    scores = []
+    for layer in range(L):
+        for head in range(H):
+            T, w = weights(d, layer, head)
+            scores.append(sum(w[i][i - 1] for i in range(1, T)) / (T - 1))
+    g.check(all(abs(a - b) < 1e-5 for a, b in zip(st["scores"], scores)),
+            "previous-token scores equal the mean weight on the previous key, from dump")
+    order = sorted(range(L * H), key=lambda k: (-scores[k], k))[:5]
+    g.check(st["top"] == ["%d.%d" % (k // H, k % H) for k in order], "top five %s" % st["top"])
+    nxt = d["next_token"]["top"]
+    g.check([n["id"] for n in st["next"]] == [n["id"] for n in nxt] and
+            all(abs(a["p"] - b["p"]) < 1e-6 for a, b in zip(st["next"], nxt)),
+            "next-token top five at the last position equal dump's %s" % [n["token"] for n in nxt])
+
+
+# [SECTION] Hover, click, walkthrough, bad model
+def start_app(args, *outputs):
+    """Starts the app after removing what an earlier run wrote to its output files."""
+    for f in outputs:
+        if os.path.exists(f):
+            os.remove(f)
+    return g.start(args)
+
+
+def wait_widgets(lay, names, proc):
+    """g.wait_for_layout, saying why when the app died or hung."""
+    try:
+        return g.wait_for_layout(lay, names, proc=proc)
+    except RuntimeError:
+        if proc.poll() is not None:
+            print("  the app exited with %s: %s" % (proc.returncode, proc.stderr.read()[-500:]))
+        else:
+            print("  the app runs; layout: %s" % (open(lay).read()[:300] if os.path.exists(lay) else "none"))
+        raise
+
+
+def drive(args, lay, state, first, actions):
+    """Starts the app, waits for the widgets `first`, runs actions(ox, oy, proc) with the
+    window focused, asks the app to quit, and returns the state it wrote."""
+    p = start_app(args, lay, state)
+    try:
+        wait_widgets(lay, first, p)
+        win = g.read_json(lay)
+        g.focus_window()
+        time.sleep(0.3)
+        actions(win["window_x"], win["window_y"], p)
+        g.stop(p)
+    finally:
+        if p.poll() is None:
+            g.stop(p)
+    return g.read_json(state)
+
+
+def click_widget(lay, name, proc, ox, oy):
+    w = wait_widgets(lay, [name], proc)
+    x, y = g.center(w[name])
+    g.click(ox + x, oy + y)
+    time.sleep(0.4)
+
+
+def test_interaction():
+    lay = os.path.join(tmp, "layout.json")
+    state = os.path.join(tmp, "inter.state.json")
+    args = ["gui", "--model", MODEL, "--text", TEXT, "--no-restore", "--check-gl", "--config-dir", tmp + "/c2",
+            "--state-dir", tmp + "/s2", "--layout-out", lay, "--state-out", state] + SIZE
+
+    def hover(ox, oy, p):
+        # The head under the pointer (its tooltip names it; the state says which).
+        x, y = g.center(g.read_json(lay)["widgets"]["thumb_0_3"])
+        g.xdo("mousemove", ox + x, oy + y)
+        time.sleep(0.5)
+
+    st = drive(args, lay, state, ["thumb_0_3"], hover)
+    g.check(st["model"]["hover"] == "0.3", "hovering thumbnail 0.3 names head 0.3")
+
+    def click_and_walk(ox, oy, p):
+        click_widget(lay, "thumb_2_1", p, ox, oy)
+        w = wait_widgets(lay, ["model_big", "model_walk"], p)
+        g.check(w["model_big"][0] > w["thumb_2_1"][2], "clicking thumbnail 2.1 draws a big heatmap beside the grid")
+        # The layer in the walkthrough, then its softmax step (chip 7 of the weight-split steps).
+        click_widget(lay, "model_walk", p, ox, oy)
+        click_widget(lay, "walk_chip_7", p, ox, oy)
+        time.sleep(1.5)
+
+    st = drive(args, lay, state, ["thumb_2_1"], click_and_walk)
+    g.check((st["model"]["layer"], st["model"]["head"]) == (2, 1), "clicking thumbnail 2.1 selects head 2.1")
+    g.check(st["origin"] == "layer 2 of hf_untied", "the walkthrough's document is layer 2 (%s)" % st["origin"])
+    d = dump(MODEL, TEXT)
+    T, exp = weights(d, 2, 0)
+    shown = st["walk"]["values"]
+    want = ["%.2f" % exp[k // T][k % T] for k in range(len(shown))]
+    g.check(st["walk"]["titles"] == ["attn_weights  (1, 4, %d, %d)" % (T, T)] and len(shown) == 16 and
+            all(abs(float(a) - float(b)) <= 0.006 for a, b in zip(shown, want)),
+            "the walkthrough's softmax step shows layer 2's weights (head 0: %s, dump: %s)" % (shown[:6], want[:6]))
+    g.check(st["gl_errors"] == 0, "no GL error")
+
+
+def test_bad_model():
+    lay = os.path.join(tmp, "bad.layout.json")
+    state = os.path.join(tmp, "bad.state.json")
+    args = ["gui", "--model", MODEL, "--text", TEXT, "--no-restore", "--check-gl", "--config-dir", tmp + "/c3",
+            "--state-dir", tmp + "/s3", "--layout-out", lay, "--state-out", state] + SIZE
+    bad = os.path.join(MODELS, "bad", "missing_tensor")
+    # The broken model is in the recent list (settings.json), where the dialog offers it.
+    os.makedirs(tmp + "/c3", exist_ok=True)
+    with open(tmp + "/c3/settings.json", "w") as f:
+        json.dump({"recent_models": [bad]}, f)
+    def actions(ox, oy, p):
+        click_widget(lay, "model_open", p, ox, oy)
+        click_widget(lay, "model_recent_1", p, ox, oy)  # 0 is the model just opened
+        click_widget(lay, "model_path_open", p, ox, oy)
+        time.sleep(1.5)
+
+    st = drive(args, lay, state, ["thumb_0_0", "model_open"], actions)["model"]
+    g.check("h.1.mlp.c_fc.bias is missing" in st["error"] and "\n" not in st["error"],
+            "a broken checkpoint: its one-line error in the app (%s)" % st["error"])
+    g.check(st["path"] == MODEL and st["n_layer"] == 3, "the current model stays (%s)" % st["path"])
+    g.check(st["recent"] == [MODEL, bad], "recent models: the one opened first, then the earlier one")
+    r = g.run(["gui", "--model", os.path.join(tmp, "no-such-model"), "--exit-after-frames", "2"])
+    g.check(r.returncode == 2 and r.stderr.count("\n") == 1 and "--model" in r.stderr,
+            "a missing --model: exit 2, one line naming --model (%s)" % r.stderr.strip())
+
+
+# [SECTION] Captures, typing, the induction probe
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def rendered(view, extra=()):
+    out = os.path.join(tmp, "render-%s.png" % "-".join(view))
+    r = g.run(["render", "--model", MODEL, "--text", TEXT, "-o", out, "--view"] + list(view) + list(extra))
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_captures_typing_probe():
+    lay = os.path.join(tmp, "cap.layout.json")
+    state = os.path.join(tmp, "cap.state.json")
+    caps = os.path.join(tmp, "caps")
+    args = ["gui", "--model", MODEL, "--text", TEXT, "--detector", "previous-token", "--no-restore", "--check-gl",
+            "--config-dir", tmp + "/c5", "--state-dir", tmp + "/s5", "--capture-dir", caps, "--layout-out", lay,
+            "--state-out", state] + SIZE
+
+    def actions(ox, oy, p):
+        g.key("F12")
+        shot = os.path.join(caps, "hf_untied-model-view.png")
+        if g.check(g.wait_for_file(shot, proc=p), "F12 on the model view saves hf_untied-model-view.png"):
+            g.check(digest(shot) == digest(rendered(["model"], ["--detector", "previous-token"])),
+                    "F12: the same file as render --model --view model --detector previous-token")
+        click_widget(lay, "thumb_1_2", p, ox, oy)
+        for item, name, view in (("capture_model_layer", "hf_untied-layer1.png", ["layer", "1"]),
+                                 ("capture_model_head", "hf_untied-head1.2.png", ["head", "1.2"])):
+            click_widget(lay, "menu_capture", p, ox, oy)
+            click_widget(lay, item, p, ox, oy)
+            path = os.path.join(caps, name)
+            if g.check(g.wait_for_file(path, proc=p), "Capture > %s saves %s" % (item, name)):
+                g.check(digest(path) == digest(rendered(view)), "%s: the same file as render --view %s" % (name, " ".join(view)))
+        # Typing at the end of the text: retokenized as typed.
+        click_widget(lay, "model_text", p, ox, oy)
+        g.key("ctrl+End")
+        g.type_text(" the")
+        time.sleep(1.0)
+        click_widget(lay, "model_probe", p, ox, oy)
+        time.sleep(1.5)
+
+    st = drive(args, lay, state, ["thumb_1_2", "model_text", "model_probe", "menu_capture"], actions)["model"]
+    typed = dump(MODEL, TEXT + " the")
+    g.check(st["text"] == TEXT + " the" and st["text_tokens"] == typed["tokens"],
+            "typed ' the': the tokens shown are dump's for the new text %s" % typed["tokens"][-3:])
+    ids = st["ids"]
+    n = (len(ids) - 1) // 2
+    g.check(st["probe"] and len(ids) == 2 * n + 1 and ids[1:n + 1] == ids[n + 1:] and n >= 2,
+            "the induction button runs <|endoftext|> + %d random tokens repeated" % n)
+    g.check(st["pattern"] == "induction", "it selects the induction detector")
+    d = json.loads(g.run(["dump", "--model", MODEL, "--ids", ",".join(map(str, ids))]).stdout)
+    L, H = d["model"]["n_layer"], d["model"]["n_head"]
+    want = []
+    for layer in range(L):
+        for head in range(H):
+            T, w = weights(d, layer, head)
+            rows = []
+            for i in range(T):
+                keys = [j for j in range(1, i) if ids[j - 1] == ids[i]]
+                if keys:
+                    rows.append(sum(w[i][j] for j in keys))
+            want.append(sum(rows) / len(rows))
+    g.check(all(abs(a - b) < 1e-5 for a, b in zip(st["scores"], want)) and len(st["scores"]) == L * H,
+            "induction scores: the weight on the token after the last occurrence, averaged (from dump --ids)")
+
+
+# [SECTION] Loading a large model: progress
+def test_load_progress():
+    if not GPT2_SMALL:
+        return
+    lay = os.path.join(tmp, "cancel.layout.json")
+    state = os.path.join(tmp, "cancel.state.json")
+    os.makedirs(tmp + "/c6", exist_ok=True)
+    with open(tmp + "/c6/settings.json", "w") as f:
+        json.dump({"recent_models": [GPT2_SMALL]}, f)
+    args = ["gui", "--model", MODEL, "--text", TEXT, "--no-restore", "--check-gl", "--config-dir", tmp + "/c6",
+            "--state-dir", tmp + "/s6", "--layout-out", lay, "--state-out", state] + SIZE
+
+    def actions(ox, oy, p):
+        click_widget(lay, "model_open", p, ox, oy)
+        click_widget(lay, "model_recent_1", p, ox, oy)
+        click_widget(lay, "model_path_open", p, ox, oy)
+        wait_widgets(lay, ["model_progress", "model_cancel"], p)
+        time.sleep(5.0)
+
+    st = drive(args, lay, state, ["thumb_0_0", "model_open"], actions)
+    m = st["model"]
+    # (Cancel itself is GptWorker's, tested in gpt_load_tests: from the page cache the file
+    # loads faster than xdotool can click.)
+    g.check("model_progress" in st["widgets"] and "model_cancel" in st["widgets"],
+            "loading a 500 MB model shows a progress bar and Cancel")
+    g.check(m["path"] == GPT2_SMALL and m.get("n_layer") == 12 and m.get("ids") == dump(MODEL, TEXT)["token_ids"],
+            "the new model replaces the old one and runs the same text (%s)" % m["path"])
+
+
+# [SECTION] Responsive while a large forward runs
+def test_responsive():
+    if not GPT2_SMALL:
+        print("skip responsiveness: no GPT2_SMALL_DIR given")
+        return
+    if not os.path.exists(os.path.join(GPT2_SMALL, "model.safetensors")):
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models", "make_checkpoints.py")
+        subprocess.run(["/usr/bin/python3", script, "--gpt2-small", GPT2_SMALL], check=True, timeout=600)
+    for f in ("vocab.json", "merges.txt"):  # the test tokenizer: its ids are GPT-2 ids below 263
+        shutil.copy(os.path.join(MODELS, "hf_f32", f), GPT2_SMALL)
+    state = os.path.join(tmp, "big.state.json")
+    text = "the heat in the heater " * 30
+    t0 = time.time()
+    r = g.run(["gui", "--model", GPT2_SMALL, "--text", text, "--exit-after-frames", "5", "--check-gl", "--no-restore",
+               "--config-dir", tmp + "/c4", "--state-dir", tmp + "/s4", "--state-out", state] + SIZE, timeout=600)
+    if not g.check(r.returncode == 0, "GPT-2-small-sized model: exit 0 (%s)" % r.stderr.strip()[-300:]):
+        return
+    st = g.read_json(state)
+    m = st["model"]
+    print("  %d tokens, forward %.0f ms, %d frames drawn while loading or computing, longest gap %.0f ms, %.1f s in all"
+          % (len(m["ids"]), m["forward_ms"], m["busy_frames"], m["busy_max_gap_ms"], time.time() - t0))
+    g.check(m["n_layer"] == 12 and m["n_head"] == 12, "12 layers x 12 heads")
+    g.check(m["forward_ms"] > 300, "the forward is large (%.0f ms)" % m["forward_ms"])
+    g.check(m["busy_frames"] >= 10, "frames keep coming while it loads and computes (%d)" % m["busy_frames"])
+    # A forward on the UI thread would leave a gap as long as the forward; a busy machine
+    # (two cores shared by the worker, llvmpipe and other jobs) still delays some frames.
+    g.check(m["busy_max_gap_ms"] < min(1000.0, m["forward_ms"] / 2),
+            "no frame waits for the forward (longest gap %.0f ms, forward %.0f ms)" % (m["busy_max_gap_ms"], m["forward_ms"]))
+    g.check("model_computing" in st["widgets"], "the forward's progress line was shown (over 100 ms)")
+
+
+test_pixels()
+test_interaction()
+test_bad_model()
+test_captures_typing_probe()
+test_responsive()
+test_load_progress()
+g.finish()
