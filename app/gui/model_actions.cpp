@@ -4,12 +4,14 @@
 #include <GLFW/glfw3.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 
 #include "app_state.hpp"
 #include "figure/gpt_figures.hpp"
 #include "mhaviz/gpt_layer.hpp"
+#include "mhaviz/safetensors.hpp"
 
 namespace mhaviz::gui {
 
@@ -121,6 +123,25 @@ void poll_model(AppState& s) {
 }
 
 // [SECTION] A layer in the walkthrough
+
+// Writes the layer's parameters as STATE_DIR/layers/MODEL-layer-N.safetensors (atomic) and
+// returns its absolute path; throws std::runtime_error naming the path when it cannot.
+static std::string save_layer_weights(const AppState& s, const ParameterFile& params, int layer) {
+  namespace fs = std::filesystem;
+  std::string stem = fs::path(s.model.path).filename().string();
+  if (stem == "model.safetensors" || stem.empty()) stem = fs::path(s.model.path).parent_path().filename().string();
+  for (char& c : stem)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  const fs::path dir = fs::absolute(fs::path(s.paths.state_dir) / "layers");
+  const fs::path file = dir / (stem + "-layer-" + std::to_string(layer) + ".safetensors");
+  std::vector<StWriteTensor> out;
+  for (const auto& [name, t] : params.tensors) out.push_back({name, t.shape, t.values.data()});
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(dir.string() + ": " + ec.message());
+  write_safetensors_f32(file, out, {{"mhaviz", "layer " + std::to_string(layer) + " of " + s.model.path}});
+  return file.string();
+}
 // The layer as the book's weight-split module (gpt_layer.hpp): its parameters go into the
 // session as model.weights, its LayerNorm output is X, so every lesson panel and the
 // walkthrough show that layer's real numbers.
@@ -136,11 +157,13 @@ void open_layer_walkthrough(AppState& s, int layer) {
     Session ses = gpt_layer_session(gm, layer, tokens, tr.layers[static_cast<std::size_t>(layer)].x.data);
     const Model mod = weight_split_from_gpt_layer(gm, layer);
     auto params = std::make_shared<ParameterFile>();
-    params->path = m.path + " (layer " + std::to_string(layer) + ")";
     for (const Linear& l : mod.layers) {
       params->tensors[l.name + ".weight"] = {{l.out, l.in}, l.weight};
       if (!l.bias.empty()) params->tensors[l.name + ".bias"] = {{l.out}, l.bias};
     }
+    // The parameters go into a real file beside the autosave, so that an edit of this
+    // document autosaves a session whose model.weights loads again on the next start.
+    params->path = save_layer_weights(s, *params, layer);
     ses.model.weights = std::move(params);
     const std::string origin =
         "layer " + std::to_string(layer) + " of " + std::filesystem::path(m.path).filename().string();

@@ -24,6 +24,7 @@ import hashlib
 import json
 import math
 import os
+import struct
 import shutil
 import subprocess
 import sys
@@ -213,6 +214,16 @@ def test_interaction():
             all(abs(float(a) - float(b)) <= 0.006 for a, b in zip(shown, want)),
             "the walkthrough's softmax step shows layer 2's weights (head 0: %s, dump: %s)" % (shown[:6], want[:6]))
     g.check(st["gl_errors"] == 0, "no GL error")
+    # The layer's parameters are a real file beside the autosave (an edit of this document
+    # autosaves a session whose model.weights loads again), named after the model and layer.
+    saved = os.path.join(tmp, "s2", "layers", "hf_untied-layer-2.safetensors")
+    names = []
+    if g.check(os.path.isfile(saved), "the layer's weights are saved as %s" % saved):
+        with open(saved, "rb") as f:
+            n = struct.unpack("<Q", f.read(8))[0]
+            names = sorted(k for k in json.loads(f.read(n)) if k != "__metadata__")
+    g.check({"W_query.weight", "W_key.weight", "W_value.weight", "out_proj.weight"} <= set(names),
+            "the saved layer holds the weight-split module's parameters (%s)" % names)
 
 
 def test_bad_model():
