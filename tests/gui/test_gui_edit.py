@@ -241,6 +241,36 @@ g.check(st.get("modified") is True, "[recover] the recovered session is marked u
 a = read_or_none(os.path.join(st_dir, "autosave.json"))
 g.check(a is not None and a["tokens"] == ses.get("tokens"), "[recover] and autosaved as a valid session")
 
+# "Keep the lesson" (Escape): the refused file stays where the dialog said, and the next
+# autosave (after an edit) is written beside it, never over it.
+name = "recover2"
+st_dir = os.path.join(tmp, name, "st")
+os.makedirs(st_dir)
+with open(os.path.join(st_dir, "autosave.json"), "w") as f:
+    f.write(bad_text)
+layout = os.path.join(tmp, "recover2-layout.json")
+state = os.path.join(tmp, "recover2-state.json")
+proc = g.start(["gui", "--layout-out", layout, "--state-out", state] + dirs(name) + SIZE)
+try:
+    g.wait_for_layout(layout, ["recover_dismiss"], proc=proc)
+    g.focus_window()
+    time.sleep(0.4)
+    g.key("Escape")
+    w = g.wait_for_layout(layout, ["tokens"], proc=proc)
+    g.click(*g.center(w["tokens"]))
+    g.key("ctrl+End")
+    xtype(" kept")
+    g.click(5, 795)
+    a = wait_autosave(os.path.join(st_dir, "autosave.json"), lambda a: a["tokens"][-1] == "kept")
+finally:
+    rc, out, err = g.stop(proc)
+st = read_or_none(state) or {}
+kept = st.get("restore", {}).get("kept_at", "")
+g.check(st.get("session", {}).get("tokens") == lesson["tokens"] + ["kept"],
+        "[recover] Escape keeps the lesson, which is edited as usual")
+g.check(a is not None and a["tokens"][-1] == "kept" and os.path.exists(kept) and open(kept).read() == bad_text,
+        "[recover] the new autosave is written beside the refused file, which stays byte for byte: %s" % kept)
+
 # [SECTION] [undo] Undo and redo, then kill -9
 name = "undo"
 auto = os.path.join(tmp, name, "st", "autosave.json")
