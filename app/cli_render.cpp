@@ -123,7 +123,7 @@ int run_render(const RenderOptions& o) {
     const Model model = build_model(s.model, s.d_in());
     const Trace trace = forward(model, s.input_tensor());
     // With many tokens most weights are near 1/T and a linear scale shows one flat colour.
-    fo.log_scale = o.log_scale || (!o.linear_scale && trace.tokens >= 64);
+    fo.log_scale = o.log_scale || (!o.linear_scale && trace.tokens >= figure::kLogScaleFromTokens);
     if (fo.view == figure::View::Step) {
       const std::string arg = o.view.size() > 1 ? o.view[1] : o.step.empty() ? "0" : o.step;
       if (!figure::parse_step_arg(trace, o.mistake, arg, fo.step))

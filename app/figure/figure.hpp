@@ -21,6 +21,10 @@ namespace mhaviz::figure {
 
 enum class View { Grid, Head, Step };
 
+// From this many tokens a linear colour scale of the weights is one flat colour (each row's
+// weights average 1/T): render and the app start on a logarithmic scale there.
+inline constexpr int kLogScaleFromTokens = 64;
+
 struct Options {
   View view = View::Grid;
   int head = 0;        // View::Head

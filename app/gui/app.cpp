@@ -130,9 +130,10 @@ void draw_frame(AppState& s) {
   const float fh = ImGui::GetFontSize();
   const float status_h = ImGui::GetFrameHeightWithSpacing();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float left_w = std::clamp(fh * 22.5f, 320.0f, avail.x * 0.38f);
+  const float wanted = s.settings.left_width > 0.0f ? s.settings.left_width : fh * 22.5f;
+  const float left_w = std::clamp(wanted, std::min(240.0f, avail.x * 0.3f), std::max(240.0f, avail.x * 0.75f));
   poll_model(s);
-  const bool walk = walkthrough_active(s);  // once a frame: it reads the W key
+  const bool walk = walkthrough_active(s);
   const bool model_view = !walk && model_view_active(s);
   if (s.view.show_controls) {
     ImGui::BeginChild("left", ImVec2(left_w, avail.y - status_h), true);
@@ -148,7 +149,13 @@ void draw_frame(AppState& s) {
       record_widget(s, "model_header");
     }
     ImGui::EndChild();
-    ImGui::SameLine();
+    // The panel's right edge: drag it to make the panel wider or narrower (saved in the settings).
+    ImGui::SameLine(0.0f, 0.0f);
+    ImGui::InvisibleButton("##left_edge", ImVec2(ImGui::GetStyle().ItemSpacing.x, std::max(1.0f, avail.y - status_h)));
+    record_widget(s, "left_edge");
+    if (ImGui::IsItemHovered() || ImGui::IsItemActive()) ImGui::SetMouseCursor(ImGuiMouseCursor_ResizeEW);
+    if (ImGui::IsItemActive()) s.settings.left_width = left_w + ImGui::GetIO().MouseDelta.x;
+    ImGui::SameLine(0.0f, 0.0f);
   }
   ImGui::BeginGroup();
   // Shapes strip: as tall as its content was last frame (at least three lines).
@@ -185,12 +192,15 @@ void draw_frame(AppState& s) {
     ImGui::TextDisabled("Hover a head for its score, click it to show it large.  M: model view / lesson   F12 capture");
   } else {
     ImGui::TextDisabled(
-        "Hover a cell for details.  Keys: 1-5 stage   [ ] head   E enlarge   C controls   Ctrl+O open   Ctrl+S save");
+        "Hover a cell for details.  Keys: 1-5 stage   [ ] head   E enlarge   C controls   Ctrl+Z undo   Ctrl+S save");
   }
   ImGui::End();
   draw_capture_settings(s);
   draw_dialogs(s);
   draw_model_open_dialog(s);
+  // A drag or a field's typing is one undo step: the step closes when nothing is held.
+  if (!ImGui::IsAnyItemActive()) s.doc.history.seal();
+  s.probe.text_input = ImGui::GetIO().WantTextInput;
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -215,7 +225,7 @@ void apply_initial_overrides(AppState& s) {
 
 // After the first recompute (refresh clamps them to the trace).
 void apply_initial_view(AppState& s) {
-  s.view.batch = s.opts.batch;
+  if (s.opts.batch > 0) s.view.batch = s.opts.batch;  // else the session's view
   if (s.opts.head >= 0) {
     s.view.head = s.opts.head;
     s.view.enlarged = true;
@@ -279,7 +289,6 @@ int init_document(AppState& s) {
   limit_compute_threads();
   resolve_paths(s);
   load_settings(s);
-  apply_initial_overrides(s);
   if (!opts.session.empty()) {
     try {
       Session ses = load_session(opts.session);
@@ -294,7 +303,13 @@ int init_document(AppState& s) {
   } else if (opts.no_restore || !restore_autosave(s)) {
     set_document(s, lesson(kDefaultLesson), "", "lesson " + std::string(kDefaultLesson));
   }
+  apply_initial_overrides(s);  // the options win over the session's view
+  // Undo starts from the document the app opened with.
+  const bool modified = s.doc.modified;
+  s.doc.history.reset(doc_state(s));
+  s.doc.saved_id = modified ? 0 : s.doc.history.current_id();
   s.autosaved_revision = s.doc.revision;
+  s.autosaved_view = current_view(s);
   if (const int status = init_model(s)) return status;
   refresh(s);
   apply_initial_view(s);
@@ -394,9 +409,10 @@ bool handle_events(AppState& s, Loop& L) {
   }
   if (s.opts.perturb && s.doc.session.num_tokens() > 0) {
     // One input value changes every frame: forces a forward and a texture upload.
+    // Not an edit: no undo step, no validation (it stays within ±0.01 of a valid value).
     s.doc.session.embeddings[0][0] += static_cast<float>(0.01 * s.perturb_sign);
     s.perturb_sign = -s.perturb_sign;
-    mark_input_dirty(s);
+    s.compute.input_dirty = true;
   }
   return true;
 }

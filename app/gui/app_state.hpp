@@ -5,12 +5,15 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "colormap.hpp"
 #include "figure/sidecar.hpp"
 #include "gui.hpp"
+#include "file_list.hpp"
+#include "history.hpp"
 #include "model_state.hpp"
 #include "walkthrough.hpp"
 #include "mhaviz/model.hpp"
@@ -32,6 +35,7 @@ struct Settings {
   bool shared_scale = true;               // one value range for all heads
   bool show_values = true;                // print values in cells when they fit
   bool log_weights = false;               // logarithmic colour scale for weights (large T)
+  float left_width = 0.0f;  // the controls panel, dragged by its edge (0: from the font size)
   int window_width = 1280;
   int window_height = 800;
   std::vector<std::string> recent;  // most recent first
@@ -51,6 +55,8 @@ struct Document {
   std::string origin;  // what the title shows: the path or "lesson NAME"
   bool modified = false;
   std::uint64_t revision = 0;  // bumped on every edit
+  History history;             // undo / redo (history.hpp); its current state is the session
+  std::uint64_t saved_id = 0;  // history id of the state last opened or saved (0: none)
 };
 
 // [SECTION] Model and trace, recomputed from the document when dirty
@@ -126,18 +132,49 @@ struct View {
 using CellLayout = figure::HeatmapPlacement;
 
 // [SECTION] Transient UI state
-enum class Dialog { None, Open, SaveAs, ConfirmQuit, ConfirmOpen };
+enum class Dialog { None, Open, SaveAs, ConfirmQuit, ConfirmOpen, Recover };
 
 struct Ui {
+  // Printable keys while no text field is active (handle_shortcuts): a lone key is a
+  // shortcut (1-5 [ ] E C W Space), a run of them is someone typing, which goes to the
+  // tokens field instead of firing shortcuts.
+  std::string typed;             // characters not yet decided (UTF-8)
+  double typed_at = 0.0;         // when the last one came
+  int typed_count = 0;
+  unsigned shortcut = 0;         // the printable shortcut to run this frame (0: none)
+  bool focus_tokens = false;     // give the tokens field the keyboard
+  double focus_asked_at = 0.0;
+  std::string tokens_insert;     // then append this at its end (the run typed so far)
+  int first_column = 0;          // the embedding table's first value column shown (d_in > 60)
+  std::string typing_slider;     // the size slider Ctrl+clicked to type a value (its label)
+  int typing_value = 0;
+  bool typing_focus = false;
   std::string token_text;       // the tokens field (applied on every edit)
   bool token_text_stale = true; // rebuild from the session
   Dialog dialog = Dialog::None;
   bool dialog_just_opened = false;
   std::string dialog_path;
   std::string dialog_error;
+  bool dialog_refocus = false;          // give the path field the keyboard again next frame
+  std::string browse_dir;               // the folder the Open / Save dialog shows
+  std::string browse_listed;            // the folder browse_rows were listed from
+  std::vector<FileRow> browse_rows;     // its rows (file_list.hpp)
+  std::string browse_error;
+  int browse_sel = -1;                  // row chosen with Up / Down or a click (recent files first)
+  bool browse_scroll = false;
   std::string pending_open;     // lesson or file to open after confirming
   int preferred_heads = 0;      // the head count the user chose; d_out changes stay near it
   std::vector<std::vector<float>> d_in_stash;  // embeddings before a d_in drag (columns come back)
+  // An edit the session format refused, shown under the field it was made in ("tokens",
+  // "table", "d_in", "context_length", "batch", "model") until refusal_until.
+  std::string refusal;
+  std::string refusal_where;
+  double refusal_until = 0.0;
+  // A restore that failed: the autosave moved aside, and what could be recovered from it.
+  std::string restore_error;     // one line: why the autosave was refused
+  std::string restore_kept_at;   // where the refused file now is
+  std::vector<std::string> restore_repairs;
+  std::optional<DocState> recovered;
   std::string status;           // one-line notice in the status bar
   bool status_is_error = false;
   double status_until = 0.0;
@@ -159,7 +196,8 @@ struct Ui {
 
 struct Paths {
   std::string config_dir;  // settings.json
-  std::string state_dir;   // autosave.json, autosave-meta.json
+  std::string state_dir;   // autosave.json, autosave-meta.json, autosave-refused-*.json
+  bool autosave_off = false;  // a refused autosave could not be moved aside: never write over it
 };
 
 // Test hooks: what the last frame showed, for --layout-out and --state-out. Panels write
@@ -181,6 +219,11 @@ struct Introspection {
     std::vector<std::string> inspector;     // the inspector's lines (strings built before drawing)
     bool operator==(const Walk&) const = default;
   } walk;
+  std::string refusal;     // the last edit refused, as shown
+  std::vector<std::string> token_cells;
+  std::vector<std::string> browse_rows;  // the file dialog's rows as listed  // the embedding table's first token cells as shown (elided)
+  bool text_input = false; // a text field has the keyboard (ImGui's WantTextInput)
+  std::string edit_menu;   // the Edit menu's undo and redo items as labelled ("Undo change d_out|Redo ...")
   bool operator==(const Introspection&) const = default;
 };
 
@@ -201,6 +244,7 @@ struct AppState {
   bool quit_requested = false;    // window close / Ctrl+Q: may ask first
   std::int64_t frame = 0;
   std::uint64_t autosaved_revision = 0;
+  SessionView autosaved_view;  // the view last autosaved (a view change alone is autosaved too)
   double last_edit_time = 0.0;
   double last_event_time = 0.0;  // last input event, for idling between events
   double perturb_sign = 1.0;
@@ -210,8 +254,17 @@ struct AppState {
 };
 
 // [SECTION] Document edits (document.cpp)
-void mark_model_dirty(AppState& s);   // config or d_in changed
-void mark_input_dirty(AppState& s);   // tokens, embeddings, batch changed
+// Every document edit ends with one of these, after changing s.doc.session in place: the
+// session format's validation decides whether it stays (false: taken back whole, the reason
+// shown under `where`, see draw_refusal); label names the edit for undo ("change d_out";
+// consecutive edits with one label while a widget is held are one step).
+bool mark_model_dirty(AppState& s, const std::string& label = "edit", const char* where = "model");  // config or d_in
+bool mark_input_dirty(AppState& s, const std::string& label = "edit", const char* where = "model");  // tokens, embeddings, batch
+void undo(AppState& s);
+void redo(AppState& s);
+DocState doc_state(const AppState& s);
+SessionView current_view(const AppState& s);  // what is shown, as a session's "view" saves it
+Session with_view(const AppState& s);         // the document as files hold it (persistence.cpp)
 void refresh(AppState& s);            // recompute model/trace if dirty (once)
 void set_document(AppState& s, Session session, std::string path, std::string origin);
 void apply_token_text(AppState& s, const std::string& text);  // split, keep vectors by token
@@ -219,6 +272,7 @@ void set_d_in(AppState& s, int d_in);
 void move_token(AppState& s, int from, int to);
 void remove_token(AppState& s, int index);
 void sync_token_text(AppState& s);
+std::string short_token(const std::string& t);  // at most 24 bytes and an ellipsis, for labels
 std::vector<int> valid_head_counts(const ModelConfig& c);  // num_heads choices for the variant
 int nearest_valid_heads(const ModelConfig& c, int wanted);
 void notify(AppState& s, std::string message, bool error = false);
@@ -235,6 +289,8 @@ void draw_dialogs(AppState& s);         // dialogs.cpp
 void handle_shortcuts(AppState& s);     // panel_menu.cpp
 void record_widget(AppState& s, const char* name);  // last item's rectangle
 void record_frame(AppState& s, const char* name);   // last item's frame (without its label)
+void draw_refusal(AppState& s, const char* where);  // the refused edit's reason, if it was made there
+void draw_edit_menu(AppState& s);       // panel_menu.cpp: Undo NAME, Redo NAME
 
 // [SECTION] The trained model (model_actions.cpp, panel_model.cpp, panel_model_view.cpp)
 void open_model(AppState& s, const std::string& path);  // loads on the worker; the current model stays until it succeeds
@@ -255,7 +311,8 @@ void upload_texture(HeadTexture& t, int w, int h, const float* data);  // render
 void resolve_paths(AppState& s);
 void load_settings(AppState& s);
 void save_settings(AppState& s);
-bool restore_autosave(AppState& s);
+bool restore_autosave(AppState& s);  // false: none, or refused (then kept aside, Dialog::Recover)
+void open_recovered(AppState& s);     // what recover_session kept of a refused autosave
 void autosave(AppState& s);
 bool open_document(AppState& s, const std::string& path_or_lesson);  // false: error shown, nothing changed
 bool save_document(AppState& s, const std::string& path);           // false: error shown, nothing changed

@@ -145,6 +145,11 @@ nlohmann::json probe_json(const Introspection& p) {
   for (const auto& [k, v] : p.widgets) widgets[k] = v;
   const auto& w = p.walk;
   return {{"widgets", widgets},
+          {"refusal", p.refusal},
+          {"token_cells", p.token_cells},
+          {"browse_rows", p.browse_rows},
+          {"text_input", p.text_input},
+          {"edit_menu", p.edit_menu},
           {"walk",
            {{"pos", w.pos}, {"target", w.target}, {"playing", w.playing}, {"cells", w.cells},
             {"legend_swatches", w.legend_swatches}, {"plan_builds", w.plan_builds}, {"titles", w.titles}, {"block_labels", w.block_labels},
@@ -197,7 +202,7 @@ void write_state_dump(AppState& s, const std::string& path) {
               {"context_merged", t.context_merged.shape}, {"output", t.output.shape}};
   }
   const nlohmann::json j = {
-      {"session", nlohmann::json::parse(session_to_json(s.doc.session))},
+      {"session", nlohmann::json::parse(session_to_json(with_view(s)))},  // as a save writes it
       {"path", s.doc.path},
       {"origin", s.doc.origin},
       {"modified", s.doc.modified},
@@ -218,10 +223,17 @@ void write_state_dump(AppState& s, const std::string& path) {
       {"forwards", s.compute.generation},
       {"texture_uploads", s.renderer.uploads_total},
       {"status", s.ui.status},
+      {"dialog", static_cast<int>(s.ui.dialog)},
+      {"refusal", s.ui.refusal},
+      {"undo", s.doc.history.can_undo() ? s.doc.history.undo_label() : ""},
+      {"redo", s.doc.history.can_redo() ? s.doc.history.redo_label() : ""},
+      {"undo_steps", s.doc.history.undo_steps()},
+      {"restore", {{"error", s.ui.restore_error}, {"kept_at", s.ui.restore_kept_at}, {"repairs", s.ui.restore_repairs}}},
       {"settings",
        {{"font_size", s.settings.font_size},
         {"theme", s.settings.dark ? "dark" : "light"},
         {"colormap", std::string(colormap_name(s.settings.colormap))},
+        {"log_scale", s.settings.log_weights},
         {"recent", s.settings.recent}}},
       {"widgets", probe_json(s.probe)["widgets"]},
       {"walk", probe_json(s.probe)["walk"]},
@@ -238,7 +250,10 @@ void write_layout(AppState& s, const std::string& path) {
   const nlohmann::json probe = probe_json(s.probe);
   int wx = 0, wy = 0;
   glfwGetWindowPos(s.window, &wx, &wy);
-  const nlohmann::json j = {{"window_x", wx}, {"window_y", wy}, {"frame", s.frame}, {"widgets", probe["widgets"]}, {"walk", probe["walk"]}};
+  const nlohmann::json j = {{"window_x", wx}, {"window_y", wy}, {"frame", s.frame}, {"widgets", probe["widgets"]}, {"walk", probe["walk"]},
+                            {"refusal", probe["refusal"]}, {"edit_menu", probe["edit_menu"]},
+                            {"text_input", probe["text_input"]}, {"token_cells", probe["token_cells"]},
+                            {"browse_rows", probe["browse_rows"]}};
   try {
     write_file_atomic(path, j.dump(1) + "\n");
   } catch (const std::exception& e) {

@@ -3,9 +3,13 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "app_state.hpp"
+#include "file_list.hpp"
 
 namespace mhaviz::gui {
 namespace {
@@ -16,6 +20,7 @@ const char* popup_name(Dialog d) {
     case Dialog::SaveAs: return "Save session as";
     case Dialog::ConfirmQuit: return "Quit with unsaved changes?";
     case Dialog::ConfirmOpen: return "Discard unsaved changes?";
+    case Dialog::Recover: return "The autosave could not be restored";
     case Dialog::None: break;
   }
   return "";
@@ -26,43 +31,161 @@ void close_dialog(AppState& s) {
   ImGui::CloseCurrentPopup();
 }
 
+// [SECTION] File browser of the Open and Save dialogs: usable with the keyboard alone. The
+// path field keeps the keyboard; Up and Down move through the recent files (Open) and the
+// folder's rows, writing the row's path into the field; Enter opens a folder or acts on
+// the file; ".." is the parent. A typed relative name is taken in the folder shown.
+namespace fs = std::filesystem;
+
+std::vector<FileRow> browser_rows(AppState& s, bool open) {
+  Ui& ui = s.ui;
+  if (ui.browse_listed != ui.browse_dir) {
+    ui.browse_rows = list_folder(ui.browse_dir, ui.browse_error);
+    ui.browse_listed = ui.browse_dir;
+    ui.browse_sel = -1;
+  }
+  std::vector<FileRow> rows;
+  if (open)
+    for (const auto& p : s.settings.recent) rows.push_back({p, p, false});
+  rows.insert(rows.end(), ui.browse_rows.begin(), ui.browse_rows.end());
+  return rows;
+}
+
+// Up / Down in the path field: the selected row's path replaces the field's text.
+int browse_keys(ImGuiInputTextCallbackData* data) {
+  auto& s = *static_cast<AppState*>(data->UserData);
+  const std::vector<FileRow> rows = browser_rows(s, s.ui.dialog == Dialog::Open);
+  if (rows.empty()) return 0;
+  const int n = static_cast<int>(rows.size());
+  int& sel = s.ui.browse_sel;
+  sel = data->EventKey == ImGuiKey_UpArrow ? (sel <= 0 ? n - 1 : sel - 1) : (sel + 1) % n;
+  const std::string& p = rows[static_cast<std::size_t>(sel)].path;
+  data->DeleteChars(0, data->BufTextLen);
+  data->InsertChars(0, p.c_str());
+  return 0;
+}
+
+// What the field names: a folder to show, a lesson, or a file in the folder shown.
+std::string resolve_path(const AppState& s, const std::string& typed, bool open) {
+  std::error_code ec;
+  if (typed.empty() || fs::path(typed).is_absolute()) return typed;
+  const fs::path in_folder = fs::path(s.ui.browse_dir) / typed;
+  if (open && is_lesson(typed) && !fs::exists(in_folder, ec)) return typed;
+  return in_folder.lexically_normal().string();
+}
+
+void start_browsing(AppState& s) {
+  std::error_code ec;
+  const std::string from = !s.doc.path.empty() ? s.doc.path : !s.settings.recent.empty() ? s.settings.recent.front() : "";
+  const fs::path dir = from.empty() ? fs::current_path(ec) : fs::absolute(from, ec).parent_path();
+  s.ui.browse_dir = dir.string();
+  s.ui.browse_listed.clear();
+}
+
 void path_dialog(AppState& s, bool open) {
-  ImGui::TextUnformatted(open ? "Session file (.json) or a built-in lesson name:"
-                              : "Save the session to (.json):");
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 30.0f);
-  if (s.ui.dialog_just_opened) ImGui::SetKeyboardFocusHere();
-  const bool enter = ImGui::InputText("##path", &s.ui.dialog_path, ImGuiInputTextFlags_EnterReturnsTrue);
+  Ui& ui = s.ui;
+  if (ui.dialog_just_opened) start_browsing(s);
+  const float fh = ImGui::GetFontSize();
+  ImGui::TextUnformatted(open ? "Session file (.json) or a built-in lesson name:" : "Save the session to (.json):");
+  ImGui::SetNextItemWidth(fh * 34.0f);
+  if (ui.dialog_just_opened || ui.dialog_refocus) ImGui::SetKeyboardFocusHere();
+  ui.dialog_refocus = false;
+  const bool enter = ImGui::InputText("##path", &ui.dialog_path,
+                                      ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CallbackHistory,
+                                      browse_keys, &s);
   record_widget(s, "dialog_path");
-  if (!s.ui.dialog_error.empty()) {
+  if (!ui.dialog_error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
-    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 34.0f);
-    ImGui::TextUnformatted(s.ui.dialog_error.c_str());
+    ImGui::PushTextWrapPos(fh * 34.0f);
+    ImGui::TextUnformatted(ui.dialog_error.c_str());
     ImGui::PopTextWrapPos();
     ImGui::PopStyleColor();
   }
-  if (open && !s.settings.recent.empty()) {
-    ImGui::TextDisabled("Recent:");
-    for (const auto& p : s.settings.recent) {
-      if (ImGui::Selectable(p.c_str())) s.ui.dialog_path = p;
+  ImGui::TextDisabled("%s  (Up/Down choose, Enter opens, .. goes up)", ui.browse_dir.c_str());
+  const std::vector<FileRow> rows = browser_rows(s, open);
+  std::string chosen;  // a row double-clicked
+  s.probe.browse_rows.clear();
+  ImGui::BeginChild("files", ImVec2(fh * 34.0f, fh * 14.0f), true);
+  const std::size_t recent = open ? s.settings.recent.size() : 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (i == 0 && recent > 0) ImGui::TextDisabled("Recent");
+    if (i == recent) ImGui::TextDisabled("In this folder%s", ui.browse_error.empty() ? "" : (": " + ui.browse_error).c_str());
+    const bool selected = static_cast<int>(i) == ui.browse_sel;
+    if (selected && ui.browse_scroll) ImGui::SetScrollHereY();
+    ImGui::PushID(static_cast<int>(i));
+    if (ImGui::Selectable(rows[i].label.c_str(), selected, ImGuiSelectableFlags_AllowDoubleClick)) {
+      ui.browse_sel = static_cast<int>(i);
+      ui.dialog_path = rows[i].path;
+      if (ImGui::IsMouseDoubleClicked(0)) chosen = rows[i].path;
     }
+    ImGui::PopID();
+    s.probe.browse_rows.push_back(rows[i].label);
   }
-  const bool ok = ImGui::Button(open ? "Open" : "Save") || enter;
+  ui.browse_scroll = ImGui::IsKeyDown(ImGui::GetKeyIndex(ImGuiKey_UpArrow)) || ImGui::IsKeyDown(ImGui::GetKeyIndex(ImGuiKey_DownArrow));
+  ImGui::EndChild();
+  const bool ok = ImGui::Button(open ? "Open" : "Save") || enter || !chosen.empty();
   record_widget(s, "dialog_ok");
   ImGui::SameLine();
   const bool cancel = ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false);
-  if (ok && !s.ui.dialog_path.empty()) {
-    const bool done = open ? open_document(s, s.ui.dialog_path) : save_document(s, s.ui.dialog_path);
+  if (ok && !ui.dialog_path.empty()) {
+    const std::string path = resolve_path(s, chosen.empty() ? ui.dialog_path : chosen, open);
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {  // a folder: show it, and keep typing in the field
+      ui.browse_dir = fs::path(path).lexically_normal().string();
+      ui.dialog_path = (fs::path(ui.browse_dir) / "").string();
+      ui.dialog_error.clear();
+      ui.dialog_refocus = true;
+      return;
+    }
+    const bool done = open ? open_document(s, path) : save_document(s, path);
     if (done) {
       close_dialog(s);
       if (!open && s.quit_requested) s.quit = true;
       return;
     }
-    s.ui.dialog_error = s.ui.status;  // the one-line error; the document is unchanged
+    ui.dialog_error = s.ui.status;  // the one-line error; the document is unchanged
+    ui.dialog_refocus = true;
   }
   if (cancel) {
     s.quit_requested = false;
     close_dialog(s);
   }
+}
+
+// A refused autosave: where it is kept, what recovering it changes, and the choice.
+void recover_dialog(AppState& s) {
+  const float wrap = ImGui::GetFontSize() * 36.0f;
+  ImGui::PushTextWrapPos(wrap);
+  ImGui::TextUnformatted("Your last session was autosaved, but the file is not a valid session:");
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+  ImGui::TextUnformatted(s.ui.restore_error.c_str());
+  ImGui::PopStyleColor();
+  ImGui::TextUnformatted("Nothing was deleted. The file is kept, unchanged, at:");
+  ImGui::TextUnformatted(s.ui.restore_kept_at.c_str());
+  if (s.ui.recovered) {
+    ImGui::Text("Opening what can be recovered keeps every other value and changes %zu:", s.ui.restore_repairs.size());
+  }
+  ImGui::PopTextWrapPos();
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+  const float h = std::min(static_cast<float>(s.ui.restore_repairs.size()) + 0.5f, 8.0f) * line;
+  ImGui::BeginChild("repairs", ImVec2(wrap, h), true);
+  for (const auto& r : s.ui.restore_repairs) ImGui::TextUnformatted(r.c_str());
+  ImGui::EndChild();
+  if (s.ui.recovered) {
+    if (s.ui.dialog_just_opened) ImGui::SetKeyboardFocusHere();
+    if (ImGui::Button("Open what can be recovered")) {
+      open_recovered(s);
+      close_dialog(s);
+      return;
+    }
+    record_widget(s, "recover_open");
+    ImGui::SameLine();
+  }
+  if (ImGui::Button(s.ui.recovered ? "Keep the lesson" : "OK") ||
+      ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) {
+    close_dialog(s);
+  }
+  record_widget(s, "recover_dismiss");
 }
 
 }  // namespace
@@ -126,6 +249,9 @@ void draw_dialogs(AppState& s) {
       if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) close_dialog(s);
       break;
     }
+    case Dialog::Recover:
+      recover_dialog(s);
+      break;
     case Dialog::None:
       break;
   }

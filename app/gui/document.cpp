@@ -3,27 +3,92 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <optional>
 #include <cstdlib>
+#include <string_view>
 #include <utility>
 
 #include "app_state.hpp"
+#include "figure/figure.hpp"
 
 namespace mhaviz::gui {
 
-// [SECTION] Dirty marks
-void mark_model_dirty(AppState& s) {
-  s.compute.model_dirty = true;
+// [SECTION] Edits: validate, record, mark dirty
+DocState doc_state(const AppState& s) { return DocState{s.doc.session, s.doc.path, s.doc.origin}; }
+
+namespace {
+// Every edit of the session ends here. The session format's own validation decides: the
+// app never holds a state a save, the autosave or a restore would refuse. A refused edit
+// is taken back whole (the history holds the last accepted state) and the reason is shown
+// where the user made it. Returns whether the edit stays.
+bool commit_edit(AppState& s, const std::string& label, const char* where, bool model) {
+  try {
+    validate_session(s.doc.session);
+  } catch (const std::exception& e) {
+    // A value typed into a cell is applied as it is typed ("1", "1e", "1e9"): refusing
+    // "1e9" takes back the whole entry, not only its last character.
+    const bool whole_entry = std::string_view(where) == "table" && s.doc.history.drop_open_step(label);
+    if (whole_entry) {
+      s.compute.input_dirty = true;
+      ++s.doc.revision;
+      s.doc.modified = s.doc.history.current_id() != s.doc.saved_id;
+    }
+    s.doc.session = s.doc.history.current().session;
+    s.ui.refusal_where = where;
+    s.ui.refusal = std::string(e.what()) + " (not applied)";
+    s.ui.refusal_until = glfwGetTime() + 10.0;
+    s.ui.token_text_stale = true;  // the field shows the session again once it is left
+    s.probe.refusal = s.ui.refusal;
+    return false;
+  }
+  if (s.ui.refusal_where == where) s.ui.refusal_until = 0.0;  // fixed where it was refused
+  s.doc.history.record(doc_state(s), label);
+  if (model) s.compute.model_dirty = true;
   s.compute.input_dirty = true;
-  s.doc.modified = true;
+  s.doc.modified = s.doc.history.current_id() != s.doc.saved_id;
   ++s.doc.revision;
   s.last_edit_time = glfwGetTime();
+  return true;
 }
 
-void mark_input_dirty(AppState& s) {
-  s.compute.input_dirty = true;
-  s.doc.modified = true;
+// Undo and redo put a whole state back: the trace, the tokens field and the head the
+// user chose follow it; the autosave writes it a second later as after any edit.
+void put_back(AppState& s, DocState d, const std::string& what) {
+  s.doc.session = std::move(d.session);
+  s.doc.path = std::move(d.path);
+  s.doc.origin = std::move(d.origin);
+  s.doc.modified = s.doc.history.current_id() != s.doc.saved_id;
   ++s.doc.revision;
   s.last_edit_time = glfwGetTime();
+  s.compute.model_dirty = true;
+  s.compute.input_dirty = true;
+  s.ui.token_text_stale = true;
+  s.ui.d_in_stash.clear();
+  s.ui.preferred_heads = s.doc.session.model.num_heads;
+  s.ui.refusal_until = 0.0;
+  notify(s, what);
+}
+}  // namespace
+
+bool mark_model_dirty(AppState& s, const std::string& label, const char* where) {
+  return commit_edit(s, label, where, true);
+}
+
+bool mark_input_dirty(AppState& s, const std::string& label, const char* where) {
+  return commit_edit(s, label, where, false);
+}
+
+void undo(AppState& s) {
+  if (!s.doc.history.can_undo()) return;
+  const std::string label = s.doc.history.undo_label();
+  put_back(s, s.doc.history.undo(), "Undid: " + label);
+}
+
+void redo(AppState& s) {
+  if (!s.doc.history.can_redo()) return;
+  const std::string label = s.doc.history.redo_label();
+  put_back(s, s.doc.history.redo(), "Redid: " + label);
 }
 
 void notify(AppState& s, std::string message, bool error) {
@@ -70,10 +135,56 @@ void refresh(AppState& s) {
   }
 }
 
+// [SECTION] View state saved with the session (version 2 "view")
+SessionView current_view(const AppState& s) {
+  SessionView v;
+  v.stage = s.view.stage;
+  v.head = s.view.head;
+  v.batch = s.view.batch;
+  v.enlarged = s.view.enlarged;
+  v.log_scale = s.settings.log_weights;
+  v.shared_scale = s.settings.shared_scale;
+  v.colormap = std::string(colormap_name(s.settings.colormap));
+  v.walkthrough = s.walkthrough.open;
+  v.walk_step = std::clamp(static_cast<int>(std::lround(s.walkthrough.target)), 0, kMaxWalkSteps - 1);
+  v.walk_mistake = s.walkthrough.mistaken;
+  v.walk_compare = s.walkthrough.tab == 1;
+  return v;
+}
+
+// A session's view. One without (version 1, lessons) shows head 0 of batch item 0 on the
+// scale its size calls for (log from 64 tokens, as `render` draws it): a lesson never
+// inherits the scale of the one before it; stage, colormap and walkthrough stay as they were.
+void apply_view(AppState& s, const std::optional<SessionView>& saved) {
+  const SessionView v = saved.value_or(SessionView{});
+  s.view.head = v.head;
+  s.view.batch = v.batch;
+  s.view.enlarged = v.enlarged;
+  s.settings.log_weights = saved ? v.log_scale : s.doc.session.num_tokens() >= figure::kLogScaleFromTokens;
+  if (!saved) return;
+  s.view.stage = v.stage;
+  s.settings.shared_scale = v.shared_scale;
+  Colormap c;
+  if (parse_colormap(v.colormap, c)) s.settings.colormap = c;
+  Walkthrough& w = s.walkthrough;
+  w.open = v.walkthrough;
+  w.pos = w.target = static_cast<float>(v.walk_step);  // the panel clamps it to the variant's steps
+  w.playing = false;
+  w.mistaken = v.walk_mistake;
+  w.request_tab = v.walk_compare ? 1 : 0;
+  w.pin_step = -1;
+  w.pin_flat = -1;
+}
+
 void set_document(AppState& s, Session session, std::string path, std::string origin) {
+  const std::optional<SessionView> saved_view = std::move(session.view);
+  session.view.reset();  // the view is state of the app while editing, not of the document
   s.doc.session = std::move(session);
   s.doc.path = std::move(path);
   s.doc.origin = std::move(origin);
+  // Another document is one undo step (a lesson switch can be taken back).
+  s.doc.history.record(doc_state(s), "open " + s.doc.origin, true);
+  s.doc.saved_id = s.doc.history.current_id();
   s.doc.modified = false;
   ++s.doc.revision;
   s.compute.model_dirty = true;
@@ -81,12 +192,19 @@ void set_document(AppState& s, Session session, std::string path, std::string or
   s.compute.have_trace = false;
   s.ui.token_text_stale = true;
   s.ui.preferred_heads = s.doc.session.model.num_heads;
-  s.view.batch = 0;
-  s.view.head = 0;
-  s.view.enlarged = false;
+  s.ui.refusal_until = 0.0;
+  apply_view(s, saved_view);
 }
 
 // [SECTION] Tokens and embeddings
+std::string short_token(const std::string& t) {
+  constexpr std::size_t kMax = 24;
+  if (t.size() <= kMax) return t;
+  std::size_t n = kMax;
+  while (n > 0 && (static_cast<unsigned char>(t[n]) & 0xC0) == 0x80) --n;  // whole UTF-8 characters
+  return t.substr(0, n) + "\u2026";
+}
+
 void sync_token_text(AppState& s) {
   std::string text;
   for (const auto& t : s.doc.session.tokens) {
@@ -129,10 +247,10 @@ void apply_token_text(AppState& s, const std::string& text) {
   if (ses.num_tokens() > ses.model.context_length && ses.num_tokens() <= Limits::kMaxContext) {
     // The causal mask buffer must cover every token (as the seeds' register_buffer does).
     ses.model.context_length = ses.num_tokens();
-    notify(s, "context_length raised to " + std::to_string(ses.num_tokens()) + " to fit the tokens");
-    mark_model_dirty(s);
+    if (mark_model_dirty(s, "edit tokens", "tokens"))
+      notify(s, "context_length raised to " + std::to_string(ses.num_tokens()) + " to fit the tokens");
   } else {
-    mark_input_dirty(s);
+    mark_input_dirty(s, "edit tokens", "tokens");
   }
 }
 
@@ -156,7 +274,7 @@ void set_d_in(AppState& s, int d_in) {
       }
     }
   }
-  mark_model_dirty(s);
+  mark_model_dirty(s, "change d_in", "d_in");
 }
 
 void move_token(AppState& s, int from, int to) {
@@ -166,16 +284,17 @@ void move_token(AppState& s, int from, int to) {
   std::swap(ses.tokens[static_cast<std::size_t>(from)], ses.tokens[static_cast<std::size_t>(to)]);
   std::swap(ses.embeddings[static_cast<std::size_t>(from)], ses.embeddings[static_cast<std::size_t>(to)]);
   s.ui.token_text_stale = true;
-  mark_input_dirty(s);
+  mark_input_dirty(s, "move '" + short_token(ses.tokens[static_cast<std::size_t>(to)]) + (to < from ? "' up" : "' down"), "table");
 }
 
 void remove_token(AppState& s, int index) {
   Session& ses = s.doc.session;
   if (ses.num_tokens() <= 1 || index < 0 || index >= ses.num_tokens()) return;
+  const std::string label = "delete '" + short_token(ses.tokens[static_cast<std::size_t>(index)]) + "'";
   ses.tokens.erase(ses.tokens.begin() + index);
   ses.embeddings.erase(ses.embeddings.begin() + index);
   s.ui.token_text_stale = true;
-  mark_input_dirty(s);
+  mark_input_dirty(s, label, "table");
 }
 
 // [SECTION] Valid head counts

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "app_state.hpp"
+#include "stage_note.hpp"
 #include "figure/figure.hpp"
 
 namespace mhaviz::gui {
@@ -410,6 +411,15 @@ void draw_toolbar(AppState& s) {
                 tr.heads, tr.head_dim);
   flow(ImGui::CalcTextSize(info).x + fh);
   ImGui::TextDisabled("  %s", info);
+  const std::string note = unchanged_stage_note(s.view.stage, tr.config);
+  if (!note.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.75f, 0.3f, 1.0f));
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextUnformatted(note.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::PopStyleColor();
+    record_widget(s, "stage_note");
+  }
 }
 
 }  // namespace

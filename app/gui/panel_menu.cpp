@@ -1,6 +1,7 @@
 // The menu bar (File, Lessons, View, Help) and the keyboard shortcuts it shows.
 #include <GLFW/glfw3.h>
 #include <imgui.h>
+#include <imgui_internal.h>
 
 #include <algorithm>
 #include <string>
@@ -50,6 +51,34 @@ void record_frame(AppState& s, const char* name) {
   s.probe.widgets[name] = {a.x, a.y, a.x + ImGui::CalcItemWidth(), b.y};
 }
 
+void draw_refusal(AppState& s, const char* where) {
+  if (s.ui.refusal_where != where || glfwGetTime() >= s.ui.refusal_until) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextUnformatted(s.ui.refusal.c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::PopStyleColor();
+  record_widget(s, "refusal");
+}
+
+// [SECTION] Edit menu: the items name the edit they take back or redo.
+void draw_edit_menu(AppState& s) {
+  const History& h = s.doc.history;
+  const std::string undo_item = h.can_undo() ? "Undo " + h.undo_label() : std::string("Undo");
+  const std::string redo_item = h.can_redo() ? "Redo " + h.redo_label() : std::string("Redo");
+  s.probe.edit_menu = undo_item + "|" + redo_item;
+  const bool open = ImGui::BeginMenu("Edit");
+  record_widget(s, "menu_edit");
+  if (!open) return;
+  if (ImGui::MenuItem(undo_item.c_str(), "Ctrl+Z", false, h.can_undo())) undo(s);
+  record_widget(s, "edit_undo");
+  if (ImGui::MenuItem(redo_item.c_str(), "Ctrl+Shift+Z, Ctrl+Y", false, h.can_redo())) redo(s);
+  record_widget(s, "edit_redo");
+  ImGui::Separator();
+  ImGui::TextDisabled("steps to undo: %zu, to redo: %zu", h.undo_steps(), h.redo_steps());
+  ImGui::EndMenu();
+}
+
 // [SECTION] Menu bar
 void draw_menu_bar(AppState& s) {
   if (!ImGui::BeginMenuBar()) return;
@@ -87,6 +116,7 @@ void draw_menu_bar(AppState& s) {
     if (ImGui::MenuItem("Quit", "Ctrl+Q")) s.quit_requested = true;
     ImGui::EndMenu();
   }
+  draw_edit_menu(s);
   // Menu and item rectangles go into --layout-out so that tests can switch lessons by mouse.
   const bool lessons_open = ImGui::BeginMenu("Lessons");
   record_widget(s, "menu_lessons");
@@ -157,6 +187,8 @@ void draw_menu_bar(AppState& s) {
   if (ImGui::BeginMenu("Help")) {
     ImGui::TextUnformatted("mhaviz: multi-head attention, live.");
     ImGui::TextDisabled("Keys: 1-5 stage, [ ] head, E enlarge, C controls panel, Ctrl+O open, Ctrl+S save.");
+    ImGui::TextDisabled("Ctrl+Z undo, Ctrl+Shift+Z or Ctrl+Y redo (the Edit menu names the edit).");
+    ImGui::TextDisabled("A single key is a shortcut; words typed with no field active go to the tokens.");
     ImGui::TextDisabled("F12 captures what is shown as a PNG (Shift+F12: the whole window).");
     ImGui::TextDisabled("Hover a cell for its scores, weight and dropout.");
     ImGui::EndMenu();
@@ -170,11 +202,81 @@ void draw_menu_bar(AppState& s) {
 }
 
 // [SECTION] Shortcuts
+namespace {
+
+// Two printable characters closer than this are typing, not shortcuts (a typist's keys
+// come 0.1-0.2 s apart; a shortcut is one key on its own).
+constexpr double kTypingGap = 0.3;
+
+void forget_typed(Ui& ui) {
+  ui.typed.clear();
+  ui.typed_count = 0;
+}
+
+void append_utf8(std::string& out, unsigned c) {
+  char buf[5];
+  out += ImTextCharToUtf8(buf, c);
+}
+
+// Printable characters typed while no text field has the keyboard. A lone one becomes
+// s.ui.shortcut once no other follows within kTypingGap (so it fires a moment after the
+// key, never in the middle of a word); a run of them goes to the tokens field, which takes
+// the keyboard from then on, and fires nothing.
+void take_typed(AppState& s) {
+  Ui& ui = s.ui;
+  const ImGuiIO& io = ImGui::GetIO();
+  const double now = glfwGetTime();
+  ui.shortcut = 0;
+  if (ui.focus_tokens && now - ui.focus_asked_at > 1.0) {
+    // The field was not drawn (its section folded): give up rather than swallow every key.
+    ui.focus_tokens = false;
+    ui.tokens_insert.clear();
+  }
+  if (!ui.typed.empty() && now - ui.typed_at > kTypingGap) {
+    unsigned first = static_cast<unsigned char>(ui.typed[0]);
+    if (ui.typed_count == 1 && first < 0x80) ui.shortcut = first;
+    forget_typed(ui);
+  }
+  for (const ImWchar c : io.InputQueueCharacters) {
+    if (c < 0x20 || c == 0x7F || io.KeyCtrl || io.KeyAlt) continue;
+    if (ui.focus_tokens) {  // the field is about to take the keyboard: it gets these too
+      append_utf8(ui.tokens_insert, c);
+      continue;
+    }
+    append_utf8(ui.typed, c);
+    ++ui.typed_count;
+    ui.typed_at = now;
+  }
+  if (ui.typed_count >= 2 && !ui.focus_tokens) {
+    const bool space_needed = !ui.token_text.empty() && ui.token_text.back() != ' ' && ui.typed[0] != ' ';
+    ui.tokens_insert = (space_needed ? " " : "") + ui.typed;
+    ui.focus_tokens = true;
+    ui.focus_asked_at = now;
+    s.view.show_controls = true;  // the field must be there to take it
+    forget_typed(ui);
+  }
+}
+
+}  // namespace
+
 void handle_shortcuts(AppState& s) {
   ImGuiIO& io = ImGui::GetIO();
-  if (s.ui.dialog != Dialog::None) return;
+  s.ui.shortcut = 0;
+  if (s.ui.dialog != Dialog::None) {
+    forget_typed(s.ui);
+    return;
+  }
   handle_capture_shortcuts(s);
   if (io.KeyCtrl) {
+    // In a text field Ctrl+Z and Ctrl+Y are the field's own (the tokens field's edits
+    // become one undo step when it is left).
+    if (!io.WantTextInput) {
+      if (ImGui::IsKeyPressed(GLFW_KEY_Z, false)) {
+        if (io.KeyShift) redo(s);
+        else undo(s);
+      }
+      if (ImGui::IsKeyPressed(GLFW_KEY_Y, false)) redo(s);
+    }
     if (ImGui::IsKeyPressed(GLFW_KEY_O, false)) start_dialog(s, Dialog::Open);
     if (ImGui::IsKeyPressed(GLFW_KEY_S, false)) {
       if (io.KeyShift) start_dialog(s, Dialog::SaveAs);
@@ -191,16 +293,21 @@ void handle_shortcuts(AppState& s) {
     }
     return;
   }
-  if (io.WantTextInput) return;
-  for (int i = 0; i < kStageCount; ++i) {
-    if (ImGui::IsKeyPressed(GLFW_KEY_1 + i, false)) s.view.stage = static_cast<Stage>(i);
+  if (io.WantTextInput) {
+    forget_typed(s.ui);
+    return;
   }
+  take_typed(s);
+  const unsigned k = s.ui.shortcut;
+  if (k >= '1' && k < '1' + static_cast<unsigned>(kStageCount)) s.view.stage = static_cast<Stage>(k - '1');
   const int heads = std::max(1, s.compute.trace.heads);
-  if (ImGui::IsKeyPressed(GLFW_KEY_LEFT_BRACKET, false)) s.view.head = std::max(0, s.view.head - 1);
-  if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT_BRACKET, false)) s.view.head = std::min(heads - 1, s.view.head + 1);
-  if (ImGui::IsKeyPressed(GLFW_KEY_E, false)) s.view.enlarged = !s.view.enlarged;
-  if (ImGui::IsKeyPressed(GLFW_KEY_C, false)) s.view.show_controls = !s.view.show_controls;
-  if (ImGui::IsKeyPressed(GLFW_KEY_M, false) && !s.model.path.empty()) toggle_model_view(s);
+  if (k == '[') s.view.head = std::max(0, s.view.head - 1);
+  if (k == ']') s.view.head = std::min(heads - 1, s.view.head + 1);
+  if (k == 'e' || k == 'E') s.view.enlarged = !s.view.enlarged;
+  if (k == 'c' || k == 'C') s.view.show_controls = !s.view.show_controls;
+  if ((k == 'm' || k == 'M') && !s.model.path.empty()) toggle_model_view(s);
+  // Here, once a frame, not in walkthrough_active(), which several panels ask.
+  if (k == 'w' || k == 'W') s.walkthrough.open = !s.walkthrough.open;
 }
 
 }  // namespace mhaviz::gui

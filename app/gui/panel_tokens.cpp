@@ -11,54 +11,102 @@
 namespace mhaviz::gui {
 
 namespace {
-constexpr int kMaxShownDims = 8;
+constexpr int kMaxValueColumns = 60;  // of the 64 an ImGui 1.86 table may have
+
+// A token in at most `width` pixels: cut at a whole UTF-8 character with an ellipsis, the
+// full text in a tooltip.
+void token_cell(AppState& s, const std::string& t, float width, int row) {
+  std::string shown = t;
+  if (ImGui::CalcTextSize(t.c_str()).x > width) {
+    std::size_t n = t.size();
+    do {
+      --n;
+      while (n > 0 && (static_cast<unsigned char>(t[n]) & 0xC0) == 0x80) --n;  // whole characters
+      shown = t.substr(0, n) + "\u2026";
+    } while (n > 0 && ImGui::CalcTextSize(shown.c_str()).x > width);
+  }
+  ImGui::TextUnformatted(shown.c_str());
+  if (row < 8) s.probe.token_cells.push_back(shown);
+  if (shown != t && ImGui::IsItemHovered()) {
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30.0f);
+    ImGui::TextUnformatted(t.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+  }
+}
+
+// Text typed while nothing had the keyboard (handle_shortcuts) lands at the end of the
+// field once it is active, with the cursor after it (not replacing a selection).
+int take_typed_text(ImGuiInputTextCallbackData* data) {
+  auto& s = *static_cast<AppState*>(data->UserData);
+  if (!s.ui.focus_tokens) return 0;
+  data->ClearSelection();
+  data->CursorPos = data->BufTextLen;
+  if (!s.ui.tokens_insert.empty()) data->InsertChars(data->CursorPos, s.ui.tokens_insert.c_str());
+  data->CursorPos = data->BufTextLen;
+  s.ui.tokens_insert.clear();
+  s.ui.focus_tokens = false;
+  return 0;
+}
 }
 
 void draw_tokens(AppState& s) {
   Session& ses = s.doc.session;
+  s.probe.token_cells.clear();
   if (s.ui.token_text_stale && !ImGui::IsAnyItemActive()) sync_token_text(s);
   ImGui::TextDisabled("Tokens, separated by spaces (T = %d)", ses.num_tokens());
   ImGui::SetNextItemWidth(-1.0f);
-  if (ImGui::InputTextMultiline("##tokens", &s.ui.token_text,
-                                ImVec2(-1.0f, ImGui::GetTextLineHeight() * 3.2f))) {
+  if (s.ui.focus_tokens && !ImGui::IsAnyItemActive()) ImGui::SetKeyboardFocusHere();
+  if (ImGui::InputTextMultiline("##tokens", &s.ui.token_text, ImVec2(-1.0f, ImGui::GetTextLineHeight() * 3.2f),
+                                ImGuiInputTextFlags_CallbackAlways, take_typed_text, &s)) {
     apply_token_text(s, s.ui.token_text);
   }
   record_widget(s, "tokens");
+  draw_refusal(s, "tokens");
   if (!ImGui::IsItemActive() && split_tokens(s.ui.token_text).empty()) s.ui.token_text_stale = true;
 
   const int d_in = ses.d_in();
-  const float value_w = ImGui::CalcTextSize("-0.00").x + ImGui::GetStyle().FramePadding.x * 2.0f;
-  // As many value columns as fit beside #, token and the move buttons.
   const ImGuiStyle& style = ImGui::GetStyle();
+  const float value_w = ImGui::CalcTextSize("-0.00").x + style.FramePadding.x * 2.0f;
+  // Long tokens are elided in a column of at most ten characters (full text on hover), so
+  // the values keep their room; the table scrolls sideways to every column.
   float token_w = ImGui::CalcTextSize("token").x;
   for (const auto& t : ses.tokens) token_w = std::max(token_w, ImGui::CalcTextSize(t.c_str()).x);
   token_w = std::min(token_w, ImGui::CalcTextSize("abcdefghij").x);
-  const float move_w = ImGui::GetFrameHeight() * 2.0f + ImGui::CalcTextSize("x").x + style.FramePadding.x * 2.0f + 4.0f;
-  const float index_w = ImGui::CalcTextSize(std::to_string(ses.num_tokens()).c_str()).x;
-  const float fixed_w = index_w + token_w + move_w + style.CellPadding.x * 6.0f + style.ScrollbarSize;
-  const int fit = static_cast<int>((ImGui::GetContentRegionAvail().x - fixed_w) / (value_w + style.CellPadding.x * 2.0f));
-  const int shown = std::clamp(std::min(d_in, kMaxShownDims), 1, std::max(1, fit));
+  // ImGui 1.86 tables hold at most 64 columns: past kMaxValueColumns, a slider picks the
+  // first column of the window shown.
+  const int window = std::min(d_in, kMaxValueColumns);
+  s.ui.first_column = std::clamp(s.ui.first_column, 0, std::max(0, d_in - window));
+  const int first = s.ui.first_column;
   ImGui::PushTextWrapPos(0.0f);
-  if (shown < d_in) {
-    ImGui::TextDisabled("Embeddings (%d x %d), first %d columns: drag, or double-click to type", ses.num_tokens(), d_in,
-                        shown);
-  } else {
-    ImGui::TextDisabled("Embeddings (%d x %d): drag, or double-click to type", ses.num_tokens(), d_in);
-  }
+  ImGui::TextDisabled("Embeddings (%d x %d): drag, or double-click to type; scroll sideways for every column",
+                      ses.num_tokens(), d_in);
   ImGui::PopTextWrapPos();
-  const ImGuiTableFlags flags = ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
-                                ImGuiTableFlags_SizingFixedFit;
+  if (d_in > window) {
+    ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 7.0f);
+    const std::string fmt = "x" + std::to_string(first) + " to x" + std::to_string(first + window - 1);
+    ImGui::SliderInt("columns shown", &s.ui.first_column, 0, d_in - window, fmt.c_str(), ImGuiSliderFlags_AlwaysClamp);
+  }
+  draw_refusal(s, "table");
+  const ImGuiTableFlags flags = ImGuiTableFlags_ScrollX | ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
+                                ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit;
   const float height = std::max(ImGui::GetContentRegionAvail().y, ImGui::GetFrameHeight() * 4.0f);
-  const int cols = 3 + shown;
-  if (!ImGui::BeginTable("embeddings", cols, flags, ImVec2(0.0f, height))) return;
-  ImGui::TableSetupScrollFreeze(0, 1);
+  const ImVec2 table_pos = ImGui::GetCursorScreenPos();
+  s.probe.widgets["embedding_table"] = {table_pos.x, table_pos.y, table_pos.x + ImGui::GetContentRegionAvail().x,
+                                        table_pos.y + height};
+  if (!ImGui::BeginTable("embeddings", 3 + window, flags, ImVec2(0.0f, height))) return;
+  ImGui::TableSetupScrollFreeze(3, 1);  // #, token and the move buttons stay while the values scroll
   ImGui::TableSetupColumn("#");
-  ImGui::TableSetupColumn("token");
+  ImGui::TableSetupColumn("token", ImGuiTableColumnFlags_WidthFixed, token_w);
   ImGui::TableSetupColumn("move");
-  for (int j = 0; j < shown; ++j) ImGui::TableSetupColumn(("x" + std::to_string(j)).c_str());
+  for (int j = 0; j < window; ++j)
+    ImGui::TableSetupColumn(("x" + std::to_string(first + j)).c_str(), ImGuiTableColumnFlags_WidthFixed, value_w);
   ImGui::TableHeadersRow();
 
-  int move_from = -1, move_to = -1, remove = -1;
+  // Edits are applied after the table: a refused one puts the whole session back.
+  int move_from = -1, move_to = -1, remove = -1, edit_row = -1, edit_col = -1;
+  float edit_value = 0.0f;
   ImGuiListClipper clipper;
   clipper.Begin(ses.num_tokens());
   while (clipper.Step()) {
@@ -68,7 +116,7 @@ void draw_tokens(AppState& s) {
       ImGui::TableSetColumnIndex(0);
       ImGui::TextDisabled("%d", i);
       ImGui::TableSetColumnIndex(1);
-      ImGui::TextUnformatted(ses.tokens[static_cast<std::size_t>(i)].c_str());
+      token_cell(s, ses.tokens[static_cast<std::size_t>(i)], token_w, i);
       ImGui::TableSetColumnIndex(2);
       if (ImGui::ArrowButton("up", ImGuiDir_Up)) { move_from = i; move_to = i - 1; }
       ImGui::SameLine(0, 2);
@@ -78,21 +126,34 @@ void draw_tokens(AppState& s) {
       if (ImGui::SmallButton("x")) remove = i;
       if (i == 0) record_widget(s, "token0_remove");
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("Remove this token");
-      auto& row = ses.embeddings[static_cast<std::size_t>(i)];
-      for (int j = 0; j < shown; ++j) {
-        ImGui::TableSetColumnIndex(3 + j);
+      const auto& row = ses.embeddings[static_cast<std::size_t>(i)];
+      for (int jj = 0; jj < window; ++jj) {
+        const int j = first + jj;
+        ImGui::TableSetColumnIndex(3 + jj);
         ImGui::PushID(j);
         ImGui::SetNextItemWidth(value_w);
-        if (ImGui::DragFloat("##v", &row[static_cast<std::size_t>(j)], 0.01f, -10.0f, 10.0f, "%.2f")) {
-          mark_input_dirty(s);
+        // Dragging stays within the format's limit; a typed value past it is refused
+        // (mark_input_dirty validates) with the reason above the table.
+        float v = row[static_cast<std::size_t>(j)];
+        const auto lim = static_cast<float>(Limits::kMaxAbsValue);
+        if (ImGui::DragFloat("##v", &v, 0.01f, -lim, lim, "%.2f") && v != row[static_cast<std::size_t>(j)]) {
+          edit_row = i;
+          edit_col = j;
+          edit_value = v;
         }
         if (i == 0 && j == 0) record_widget(s, "embedding0_0");
+        if (i == 0 && j == d_in - 1) record_widget(s, "embedding0_last");
         ImGui::PopID();
       }
       ImGui::PopID();
     }
   }
   ImGui::EndTable();
+  if (edit_row >= 0) {
+    const auto r = static_cast<std::size_t>(edit_row);
+    ses.embeddings[r][static_cast<std::size_t>(edit_col)] = edit_value;
+    mark_input_dirty(s, "change " + short_token(ses.tokens[r]) + " x" + std::to_string(edit_col), "table");
+  }
   if (move_from >= 0) move_token(s, move_from, move_to);
   if (remove >= 0) remove_token(s, remove);
 }

@@ -234,9 +234,6 @@ void apply_options(AppState& s) {
 bool walkthrough_active(AppState& s) {
   Walkthrough& w = s.walkthrough;
   if (!w.options_applied) walk::apply_options(s);
-  const ImGuiIO& io = ImGui::GetIO();
-  if (s.ui.dialog == Dialog::None && !io.WantTextInput && !io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_W, false))
-    w.open = !w.open;
   return w.open;
 }
 

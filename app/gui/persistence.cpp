@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -62,6 +63,7 @@ void load_settings(AppState& s) {
     st.shared_scale = j.value("shared_scale", st.shared_scale);
     st.show_values = j.value("show_values", st.show_values);
     st.log_weights = j.value("log_weights", st.log_weights);
+    st.left_width = std::clamp(j.value("left_width", st.left_width), 0.0f, 16384.0f);
     st.window_width = std::clamp(j.value("window_width", st.window_width), 320, 16384);
     st.window_height = std::clamp(j.value("window_height", st.window_height), 240, 16384);
     st.capture_scale = std::clamp(j.value("capture_scale", st.capture_scale), 1, 4);
@@ -87,6 +89,7 @@ void save_settings(AppState& s) {
       {"shared_scale", st.shared_scale},
       {"show_values", st.show_values},
       {"log_weights", st.log_weights},
+      {"left_width", st.left_width},
       {"window_width", st.window_width},
       {"window_height", st.window_height},
       {"capture_scale", st.capture_scale},
@@ -121,43 +124,122 @@ void add_recent(AppState& s, const std::string& path) { push_recent(s.settings.r
 void add_recent_model(AppState& s, const std::string& path) { push_recent(s.settings.recent_models, path); }
 
 // [SECTION] Autosave
+namespace {
+
+// A name beside the autosave that no earlier refused file has: autosave-refused-DATE-TIME.json.
+fs::path refused_name(const fs::path& dir) {
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  std::error_code ec;
+  fs::path p = dir / ("autosave-refused-" + std::string(stamp) + ".json");
+  for (int i = 2; fs::exists(p, ec); ++i) p = dir / ("autosave-refused-" + std::string(stamp) + "-" + std::to_string(i) + ".json");
+  return p;
+}
+
+// The autosave was refused: it is never discarded. It moves aside (the next autosave would
+// replace it) and the Recover dialog offers what recover_session can keep of it.
+void keep_refused_autosave(AppState& s, const std::string& text, const std::string& why, DocState from) {
+  const fs::path dir(s.paths.state_dir);
+  const fs::path kept = refused_name(dir);
+  std::error_code ec;
+  fs::rename(dir / "autosave.json", kept, ec);
+  if (ec) {
+    // It cannot move: leave it where it is and stop autosaving over it.
+    s.paths.autosave_off = true;
+    s.ui.restore_kept_at = (dir / "autosave.json").string() + " (left in place: " + ec.message() + "; autosave is off)";
+  } else {
+    s.ui.restore_kept_at = kept.string();
+  }
+  s.ui.restore_error = why;
+  s.ui.restore_repairs.clear();
+  s.ui.recovered.reset();
+  try {
+    Recovered r = recover_session(text);
+    from.session = std::move(r.session);
+    s.ui.recovered = std::move(from);
+    s.ui.restore_repairs = std::move(r.repairs);
+  } catch (const std::exception& e) {
+    s.ui.restore_repairs = {std::string("Nothing could be recovered: ") + e.what()};
+  }
+  s.ui.dialog = Dialog::Recover;
+  s.ui.dialog_just_opened = true;
+  notify(s, "Could not restore the autosave: " + why + "; it is kept at " + s.ui.restore_kept_at, true);
+}
+
+}  // namespace
+
 bool restore_autosave(AppState& s) {
   const fs::path dir(s.paths.state_dir);
   std::error_code ec;
   if (!fs::exists(dir / "autosave.json", ec)) return false;
+  DocState from{Session{}, "", "autosave"};
+  bool modified = true;
   try {
-    Session ses = parse_session(read_file((dir / "autosave.json").string()));
-    std::string path, origin = "autosave";
-    bool modified = true;
     if (fs::exists(dir / "autosave-meta.json", ec)) {
       const nlohmann::json meta = nlohmann::json::parse(read_file((dir / "autosave-meta.json").string()));
-      path = meta.value("path", std::string());
-      origin = meta.value("origin", origin);
+      from.path = meta.value("path", std::string());
+      from.origin = meta.value("origin", from.origin);
       modified = meta.value("modified", true);
     }
-    set_document(s, std::move(ses), path, origin);
+  } catch (const std::exception&) {
+    // The meta file only names the document; the session itself is what matters.
+  }
+  std::string text;
+  try {
+    text = read_file((dir / "autosave.json").string());
+    Session ses = parse_session(text);
+    set_document(s, std::move(ses), from.path, from.origin);
     s.doc.modified = modified;
+    if (modified) s.doc.saved_id = 0;
     s.autosaved_revision = s.doc.revision;
-    notify(s, "Restored your last session (" + origin + ")");
+    s.autosaved_view = current_view(s);
+    notify(s, "Restored your last session (" + from.origin + ")");
     return true;
   } catch (const std::exception& e) {
-    notify(s, std::string("Could not restore the autosave: ") + e.what(), true);
+    keep_refused_autosave(s, text, e.what(), std::move(from));
     return false;
   }
 }
 
+void open_recovered(AppState& s) {
+  if (!s.ui.recovered) return;
+  DocState d = std::move(*s.ui.recovered);
+  s.ui.recovered.reset();
+  set_document(s, std::move(d.session), d.path, d.origin);
+  s.doc.saved_id = 0;  // not what any file holds
+  s.doc.modified = true;
+  notify(s, "Opened what could be recovered (" + std::to_string(s.ui.restore_repairs.size()) + " values changed); the refused file is kept at " + s.ui.restore_kept_at);
+}
+
+// The document with what is shown: files are written as version 2 with a "view".
+Session with_view(const AppState& s) {
+  Session out = s.doc.session;
+  out.view = current_view(s);
+  return out;
+}
+
 void autosave(AppState& s) {
-  if (s.autosaved_revision == s.doc.revision) return;
+  if (s.paths.autosave_off) return;
+  const SessionView view = current_view(s);
+  if (s.autosaved_revision == s.doc.revision && s.autosaved_view == view) return;
   const fs::path dir(s.paths.state_dir);
   try {
+    // Edits are validated as they are made; this guards the file against anything else.
+    const Session out = with_view(s);
+    validate_session(out);
     ensure_dir(dir.string());
     const nlohmann::json meta = {{"path", s.doc.path}, {"origin", s.doc.origin}, {"modified", s.doc.modified}};
-    write_file_atomic((dir / "autosave.json").string(), session_to_json(s.doc.session));
+    write_file_atomic((dir / "autosave.json").string(), session_to_json(out));
     write_file_atomic((dir / "autosave-meta.json").string(), meta.dump(2) + "\n");
     s.autosaved_revision = s.doc.revision;
+    s.autosaved_view = view;
   } catch (const std::exception& e) {
-    // Report once per revision; the next edit tries again.
+    // Report once per revision; the next edit tries again. The last good autosave stays.
     s.autosaved_revision = s.doc.revision;
+    s.autosaved_view = view;
     notify(s, std::string("Autosave failed: ") + e.what(), true);
   }
 }
@@ -180,10 +262,13 @@ bool open_document(AppState& s, const std::string& path_or_lesson) {
 
 bool save_document(AppState& s, const std::string& path) {
   try {
-    validate_session(s.doc.session);
-    write_file_atomic(path, session_to_json(s.doc.session));
+    const Session out = with_view(s);
+    validate_session(out);
+    write_file_atomic(path, session_to_json(out));
     s.doc.path = path;
     s.doc.origin = path;
+    s.doc.history.rename(path, path);
+    s.doc.saved_id = s.doc.history.current_id();
     s.doc.modified = false;
     ++s.doc.revision;  // the autosave records the clean state
     add_recent(s, path);

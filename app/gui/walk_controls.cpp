@@ -22,7 +22,7 @@ void handle_keys(AppState& s, Walkthrough& w, int n) {
   // GLFW key codes index KeysDown in the 1.86 GLFW backend (ImGuiKey_Space would never fire).
   if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT, false)) next_step(w, n);
   if (ImGui::IsKeyPressed(GLFW_KEY_LEFT, false)) previous_step(w, n);
-  if (ImGui::IsKeyPressed(GLFW_KEY_SPACE, false)) toggle_play(w, n);
+  if (s.ui.shortcut == ' ') toggle_play(w, n);  // a lone Space (handle_shortcuts), never one typed between words
   if (ImGui::IsKeyPressed(GLFW_KEY_HOME, false)) go_to(w, 0.0f, n);
   if (ImGui::IsKeyPressed(GLFW_KEY_END, false)) go_to(w, static_cast<float>(n - 1), n);
 }
@@ -109,7 +109,7 @@ void draw_options_row(AppState& s, Frame& f) {
       ModelConfig& c = s.doc.session.model;
       c = with_variant(c, x);  // the Model panel's edit: keeps num_heads and head_dim
       s.ui.preferred_heads = c.num_heads;
-      mark_model_dirty(s);
+      mark_model_dirty(s, "switch to " + std::string(variant_name(x)), "variant");
     }
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kVariantSwitchNote);
   }

@@ -19,6 +19,9 @@ void previous_step(Walkthrough& w, int n) { go_to(w, std::ceil(w.target - 1e-4f)
 void toggle_play(Walkthrough& w, int n) {
   w.playing = !w.playing;
   if (w.playing && w.pos >= static_cast<float>(n - 1)) w.pos = w.target = 0.0f;
+  // A pause in the middle of a move finishes it: the picture always rests on a whole step
+  // (never rows half-way between two layouts).
+  if (!w.playing) w.target = std::min(std::ceil(w.pos - 1e-4f), static_cast<float>(std::max(0, n - 1)));
   w.hold_until = 0.0;
 }
 

@@ -15,7 +15,7 @@ inline constexpr float kHoldSeconds = 1.4f;        // playing: time a step stays
 void go_to(Walkthrough& w, float target, int n);
 void next_step(Walkthrough& w, int n);
 void previous_step(Walkthrough& w, int n);
-void toggle_play(Walkthrough& w, int n);
+void toggle_play(Walkthrough& w, int n);  // pausing mid-move settles on the step it was moving to
 // Moves pos towards target (or plays on) for the time since the last call; `now` in seconds.
 // Returns true while something moves (the app keeps frames coming).
 bool advance(Walkthrough& w, double now, int n);

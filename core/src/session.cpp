@@ -150,6 +150,34 @@ void check_parameter_file(const ParameterFile& file, const ModelConfig& c, int d
   }
 }
 
+// The optional "view" object of version 2. Ranges that depend on the model (head, batch
+// item) are checked by validate_session.
+SessionView parse_view(const json& v) {
+  if (!v.is_object()) fail("view", "expected an object, got " + type_name(v));
+  reject_unknown(v, "view", {"stage", "head", "batch", "enlarged", "log_scale", "shared_scale", "colormap", "walkthrough",
+                             "walk_step", "walk_mistake", "walk_compare"});
+  SessionView out;
+  if (auto it = v.find("stage"); it != v.end())
+    if (!it->is_string() || !parse_stage(it->get<std::string>(), out.stage))
+      fail("view.stage", show(*it) + " is not one of \"scores\", \"masked\", \"scaled\", \"weights\", \"dropped\"");
+  if (auto it = v.find("head"); it != v.end()) out.head = static_cast<int>(get_int(*it, "view.head", 0, Limits::kMaxHeads - 1));
+  if (auto it = v.find("batch"); it != v.end()) out.batch = static_cast<int>(get_int(*it, "view.batch", 0, Limits::kMaxBatch - 1));
+  if (auto it = v.find("colormap"); it != v.end()) {
+    const bool known = it->is_string() && std::find(std::begin(kColormapNames), std::end(kColormapNames),
+                                                    it->get<std::string>()) != std::end(kColormapNames);
+    if (!known) fail("view.colormap", show(*it) + " is not one of \"viridis\", \"cividis\", \"magma\", \"diverging\"");
+    out.colormap = it->get<std::string>();
+  }
+  if (auto it = v.find("walk_step"); it != v.end())
+    out.walk_step = static_cast<int>(get_int(*it, "view.walk_step", 0, kMaxWalkSteps - 1));
+  const std::pair<const char*, bool*> flags[] = {{"enlarged", &out.enlarged},       {"log_scale", &out.log_scale},
+                                                 {"shared_scale", &out.shared_scale}, {"walkthrough", &out.walkthrough},
+                                                 {"walk_mistake", &out.walk_mistake}, {"walk_compare", &out.walk_compare}};
+  for (const auto& [key, dst] : flags)
+    if (auto it = v.find(key); it != v.end()) *dst = get_bool(*it, std::string("view.") + key);
+  return out;
+}
+
 }  // namespace
 
 Tensor Session::input_tensor() const {
@@ -184,6 +212,19 @@ void check_dropout(double p) {
   }
 }
 
+void check_token(std::string_view t, const std::string& field) {
+  if (t.empty()) fail(field, "empty token");
+  if (static_cast<int>(t.size()) > Limits::kMaxTokenBytes)
+    fail(field, "token of " + std::to_string(t.size()) + " bytes is over the limit of " + std::to_string(Limits::kMaxTokenBytes));
+}
+
+void check_embedding_value(double v, const std::string& field, std::string_view shown) {
+  if (std::isfinite(v) && std::fabs(v) <= Limits::kMaxAbsValue) return;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  fail(field, (shown.empty() ? std::string(buf) : std::string(shown)) + " is not a finite number within ±1e6");
+}
+
 void validate_model(const ModelConfig& c, int d_in, int tokens, int batch) {
   auto range = [](const std::string& field, std::int64_t v, std::int64_t lo, std::int64_t hi) {
     if (v < lo || v > hi) fail(field, std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
@@ -216,11 +257,7 @@ void validate_session(const Session& s) {
   if (static_cast<std::int64_t>(s.tokens.size()) > Limits::kMaxTokens)
     fail("tokens", std::to_string(s.tokens.size()) + " tokens is over the limit of " + std::to_string(Limits::kMaxTokens));
   for (std::size_t i = 0; i < s.tokens.size(); ++i) {
-    const std::string& t = s.tokens[i];
-    const std::string field = "tokens[" + std::to_string(i) + "]";
-    if (t.empty()) fail(field, "empty token");
-    if (static_cast<int>(t.size()) > Limits::kMaxTokenBytes)
-      fail(field, "token of " + std::to_string(t.size()) + " bytes is over the limit of " + std::to_string(Limits::kMaxTokenBytes));
+    check_token(s.tokens[i], "tokens[" + std::to_string(i) + "]");
   }
   if (s.embeddings.size() != s.tokens.size())
     fail("embeddings", std::to_string(s.embeddings.size()) + " rows for " + std::to_string(s.tokens.size()) + " tokens (one row per token)");
@@ -234,13 +271,18 @@ void validate_session(const Session& s) {
       fail("embeddings[" + std::to_string(i) + "]", std::to_string(row.size()) + " values, expected " + std::to_string(din) +
                                                          " as in embeddings[0]");
     for (std::size_t j = 0; j < row.size(); ++j)
-      if (!std::isfinite(row[j]) || std::fabs(row[j]) > Limits::kMaxAbsValue) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%g", static_cast<double>(row[j]));
-        fail("embeddings[" + std::to_string(i) + "][" + std::to_string(j) + "]", std::string(buf) + " is not a finite number within ±1e6");
-      }
+      if (!std::isfinite(row[j]) || std::fabs(row[j]) > Limits::kMaxAbsValue)
+        check_embedding_value(static_cast<double>(row[j]), "embeddings[" + std::to_string(i) + "][" + std::to_string(j) + "]");
   }
   validate_model(s.model, static_cast<int>(din), s.num_tokens(), s.batch);
+  if (s.view) {
+    if (s.view->head >= s.model.num_heads)
+      fail("view.head", std::to_string(s.view->head) + " is out of range [0, " + std::to_string(s.model.num_heads - 1) +
+                            "] (model.num_heads = " + std::to_string(s.model.num_heads) + ")");
+    if (s.view->batch >= s.batch)
+      fail("view.batch", std::to_string(s.view->batch) + " is out of range [0, " + std::to_string(s.batch - 1) +
+                             "] (batch = " + std::to_string(s.batch) + ")");
+  }
 }
 
 Session parse_session(std::string_view text, const std::filesystem::path& base_dir) {
@@ -260,11 +302,13 @@ Session parse_session(std::string_view text, const std::filesystem::path& base_d
     fail("session", "malformed JSON: " + what);
   }
   if (!j.is_object()) fail("session", "expected a JSON object, got " + type_name(j));
-  reject_unknown(j, "", {"format", "version", "tokens", "embeddings", "batch", "model"});
+  reject_unknown(j, "", {"format", "version", "tokens", "embeddings", "batch", "model", "view"});
   const json& format = require(j, "", "format");
   if (format != "mhaviz-session") fail("format", show(format) + " is not \"mhaviz-session\"");
   const json& version = require(j, "", "version");
-  if (!version.is_number_integer() || version.get<std::int64_t>() != 1) fail("version", show(version) + " is not a supported version (1)");
+  if (!version.is_number_integer() || (version.get<std::int64_t>() != 1 && version.get<std::int64_t>() != 2))
+    fail("version", show(version) + " is not a supported version (1 or 2)");
+  if (j.contains("view") && version.get<std::int64_t>() == 1) fail("view", "needs \"version\": 2 (version 1 files have no view)");
 
   Session s;
   const json& tokens = require(j, "", "tokens");
@@ -291,7 +335,7 @@ Session parse_session(std::string_view text, const std::filesystem::path& base_d
       const std::string vf = field + "[" + std::to_string(k) + "]";
       if (!v.is_number()) fail(vf, "expected a number, got " + type_name(v) + " " + show(v));
       const double d = v.get<double>();
-      if (!std::isfinite(d) || std::fabs(d) > Limits::kMaxAbsValue) fail(vf, show(v) + " is not a finite number within ±1e6");
+      check_embedding_value(d, vf, show(v));
       row.push_back(static_cast<float>(d));
     }
     s.embeddings.push_back(std::move(row));
@@ -324,6 +368,7 @@ Session parse_session(std::string_view text, const std::filesystem::path& base_d
     const std::filesystem::path p = it->get<std::string>();
     s.model.weights = load_parameter_file(p.is_absolute() || base_dir.empty() ? p : base_dir / p);
   }
+  if (auto it = j.find("view"); it != j.end()) s.view = parse_view(*it);
   validate_session(s);
   return s;
 }
@@ -331,7 +376,7 @@ Session parse_session(std::string_view text, const std::filesystem::path& base_d
 std::string session_to_json(const Session& s) {
   json j;
   j["format"] = "mhaviz-session";
-  j["version"] = 1;
+  j["version"] = s.view ? 2 : 1;  // a file without a view stays version 1, readable by older builds
   j["tokens"] = s.tokens;
   json emb = json::array();
   for (const auto& row : s.embeddings) {
@@ -352,6 +397,13 @@ std::string session_to_json(const Session& s) {
                 {"seed", c.seed},
                 {"training", c.training}};
   if (c.weights) j["model"]["weights"] = c.weights->path;
+  if (s.view) {
+    const SessionView& v = *s.view;
+    j["view"] = {{"stage", std::string(stage_name(v.stage))}, {"head", v.head}, {"batch", v.batch},
+                 {"enlarged", v.enlarged}, {"log_scale", v.log_scale}, {"shared_scale", v.shared_scale},
+                 {"colormap", v.colormap}, {"walkthrough", v.walkthrough}, {"walk_step", v.walk_step},
+                 {"walk_mistake", v.walk_mistake}, {"walk_compare", v.walk_compare}};
+  }
   return j.dump(1) + "\n";
 }
 

@@ -77,6 +77,29 @@ TEST(WalkTransport, PlayRunsToTheEnd) {
   EXPECT_EQ(w.pos, 2.0f);
 }
 
+// Space in the middle of a move (issue 13: paused at "step 3.08", rows left skewed): the
+// move finishes and the picture rests on the step it was heading for.
+TEST(WalkTransport, PauseSettlesOnAWholeStep) {
+  Walkthrough w;
+  w.pos = w.target = 3.0f;
+  toggle_play(w, 12);
+  double t = 0.0;
+  while (w.pos <= 3.05f) advance(w, t += 0.02, 12);  // playing, just past step 3
+  ASSERT_LT(w.pos, 4.0f);
+  toggle_play(w, 12);
+  EXPECT_FALSE(w.playing);
+  EXPECT_EQ(w.target, 4.0f);
+  for (int i = 0; i < 200 && advance(w, t += 0.05, 12); ++i) {
+  }
+  EXPECT_EQ(w.pos, 4.0f);
+  // Paused on a whole step (during the hold between moves): it stays there.
+  toggle_play(w, 12);
+  toggle_play(w, 12);
+  EXPECT_EQ(w.target, 4.0f);
+  EXPECT_FALSE(advance(w, t += 0.05, 12));
+  EXPECT_EQ(w.pos, 4.0f);
+}
+
 // [SECTION] Variant switch (bug 4: the walkthrough kept head_dim, the Model panel kept d_out)
 TEST(VariantEdit, KeepsHeadsAndHeadDimBothWays) {
   ModelConfig c;

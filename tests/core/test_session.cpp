@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <csignal>
 
 #include <functional>
@@ -66,7 +67,17 @@ TEST(Session, EveryBadValueNamesFieldAndValue) {
       {"string value", [](json& j) { j["embeddings"][0][0] = "x"; }, "embeddings[0][0]", "\"x\""},
       {"long token", [](json& j) { j["tokens"][0] = std::string(300, 'a'); }, "tokens[0]", "300 bytes"},
       {"wrong format", [](json& j) { j["format"] = "other"; }, "format", "\"other\""},
-      {"wrong version", [](json& j) { j["version"] = 2; }, "version", "2"},
+      {"wrong version", [](json& j) { j["version"] = 3; }, "version", "3"},
+      {"view in version 1", [](json& j) { j["view"] = {{"stage", "masked"}}; }, "view", "version\": 2"},
+      {"view not object", [](json& j) { j["version"] = 2; j["view"] = 5; }, "view", "an integer"},
+      {"view stage", [](json& j) { j["version"] = 2; j["view"] = {{"stage", "soft"}}; }, "view.stage", "\"soft\""},
+      {"view head", [](json& j) { j["version"] = 2; j["view"] = {{"head", 2}}; }, "view.head", "2"},
+      {"view head negative", [](json& j) { j["version"] = 2; j["view"] = {{"head", -1}}; }, "view.head", "-1"},
+      {"view batch", [](json& j) { j["version"] = 2; j["view"] = {{"batch", 2}}; }, "view.batch", "2"},
+      {"view colormap", [](json& j) { j["version"] = 2; j["view"] = {{"colormap", "jet"}}; }, "view.colormap", "\"jet\""},
+      {"view flag", [](json& j) { j["version"] = 2; j["view"] = {{"log_scale", 1}}; }, "view.log_scale", "1"},
+      {"view step", [](json& j) { j["version"] = 2; j["view"] = {{"walk_step", 64}}; }, "view.walk_step", "64"},
+      {"view unknown", [](json& j) { j["version"] = 2; j["view"] = {{"zoom", 2}}; }, "view.zoom", "2"},
       {"memory", [](json& j) {
          j["tokens"] = json::array();
          j["embeddings"] = json::array();
@@ -101,6 +112,128 @@ TEST(Session, MalformedAndHostileJson) {
   const std::string msg = error_of("{\"format\": \"mhaviz-session\", \"vari\\nt\": 1}");
   EXPECT_EQ(msg, "vari\\x0at: unknown field (value 1)");
   EXPECT_LT(error_of("{\"" + std::string(500, 'k') + "\": 1}").size(), 80u);
+}
+
+// The field checks the app's editors call are the parser's own: the same message for the
+// same value, whether it comes from a file or from a cell.
+TEST(Session, FieldChecksAreTheParsersChecks) {
+  json j = base_session();
+  j["embeddings"][0][0] = 1e9;
+  const std::string from_file = error_of(j.dump());
+  std::string from_cell, as_written;
+  try {
+    check_embedding_value(1e9, "embeddings[0][0]");
+  } catch (const SessionError& e) {
+    from_cell = e.what();
+  }
+  try {
+    check_embedding_value(1e9, "embeddings[0][0]", "1000000000.0");  // as the file writes it
+  } catch (const SessionError& e) {
+    as_written = e.what();
+  }
+  EXPECT_EQ(as_written, from_file);
+  EXPECT_EQ(from_cell, "embeddings[0][0]: 1e+09 is not a finite number within ±1e6");
+  EXPECT_NO_THROW(check_embedding_value(1e6, "x"));
+  EXPECT_NO_THROW(check_embedding_value(-1e6, "x"));
+  EXPECT_THROW(check_embedding_value(std::nan(""), "x"), SessionError);
+  EXPECT_THROW(check_embedding_value(-1.0000001e6, "x"), SessionError);
+
+  j = base_session();
+  j["tokens"][1] = std::string(300, 'a');
+  std::string from_field;
+  try {
+    check_token(std::string(300, 'a'), "tokens[1]");
+  } catch (const SessionError& e) {
+    from_field = e.what();
+  }
+  EXPECT_EQ(from_field, error_of(j.dump()));
+  EXPECT_NE(from_field.find("300 bytes"), std::string::npos);
+  EXPECT_NO_THROW(check_token(std::string(256, 'a'), "t"));
+  EXPECT_THROW(check_token("", "t"), SessionError);
+}
+
+TEST(Session, RecoverKeepsWhatItCanAndSaysWhatItChanged) {
+  json j = base_session();
+  j["embeddings"][0][0] = 1e9;
+  j["embeddings"][2][1] = -5e7;
+  j["tokens"][1] = std::string(255, 'a') + "\xc3\xa9" + "bbbb";  // 261 bytes: cut before the é
+  j["batch"] = 1000;
+  j["model"]["context_length"] = 2;
+  j["model"]["colour"] = "red";
+  const Recovered r = recover_session(j.dump());
+  EXPECT_EQ(r.session.num_tokens(), 6);
+  EXPECT_EQ(r.session.tokens[0], "Your");
+  EXPECT_EQ(r.session.tokens[1], std::string(255, 'a'));  // a whole character, never half of é
+  EXPECT_FLOAT_EQ(r.session.embeddings[0][0], 1e6f);
+  EXPECT_FLOAT_EQ(r.session.embeddings[2][1], -1e6f);
+  EXPECT_FLOAT_EQ(r.session.embeddings[0][1], base_session()["embeddings"][0][1].get<float>());  // the rest untouched
+  EXPECT_EQ(r.session.batch, 64);
+  EXPECT_EQ(r.session.model.context_length, 6);
+  const std::string all = [&] {
+    std::string a;
+    for (const auto& x : r.repairs) a += x + "\n";
+    return a;
+  }();
+  EXPECT_NE(all.find("embeddings[0][0]: 1e+09 clamped to 1e+06"), std::string::npos) << all;
+  EXPECT_NE(all.find("tokens[1]: token of 261 bytes cut to 255"), std::string::npos) << all;
+  EXPECT_NE(all.find("model.colour: unknown field dropped"), std::string::npos) << all;
+  EXPECT_NE(all.find("batch: 1000 set to 64"), std::string::npos) << all;
+  EXPECT_EQ(r.repairs.size(), 6u) << all;
+  EXPECT_NO_THROW(validate_session(r.session));
+
+  // A valid file comes back as it is, with nothing to report.
+  const Recovered same = recover_session(base_session().dump());
+  EXPECT_TRUE(same.repairs.empty());
+  EXPECT_EQ(session_to_json(same.session), session_to_json(parse_session(base_session().dump())));
+
+  // Split variants get a divisor; nothing usable is an error, not an empty session.
+  j = base_session();
+  j["model"]["variant"] = "weight_split";
+  j["model"]["d_out"] = 6;
+  j["model"]["num_heads"] = 4;
+  EXPECT_EQ(recover_session(j.dump()).session.model.num_heads, 3);
+  EXPECT_THROW(recover_session("{\"tokens\": []}"), SessionError);
+  EXPECT_THROW(recover_session("not json"), SessionError);
+  EXPECT_THROW(recover_session("[1, 2]"), SessionError);
+}
+
+// Version 2 adds the optional "view"; version 1 files load as before and a session
+// without a view is still written as version 1.
+TEST(Session, ViewRoundTripsAndVersion1StaysVersion1) {
+  const Session v1 = parse_session(base_session().dump());
+  EXPECT_FALSE(v1.view.has_value());
+  EXPECT_NE(session_to_json(v1).find("\"version\": 1"), std::string::npos);
+
+  json j = base_session();
+  j["version"] = 2;
+  j["view"] = {{"stage", "masked"}, {"head", 1}, {"colormap", "magma"}, {"walkthrough", true}, {"walk_step", 5}};
+  const Session v2 = parse_session(j.dump());
+  ASSERT_TRUE(v2.view.has_value());
+  EXPECT_EQ(v2.view->stage, Stage::Masked);
+  EXPECT_EQ(v2.view->head, 1);
+  EXPECT_EQ(v2.view->colormap, "magma");
+  EXPECT_TRUE(v2.view->walkthrough);
+  EXPECT_EQ(v2.view->walk_step, 5);
+  EXPECT_TRUE(v2.view->shared_scale);  // absent: the default
+  EXPECT_FALSE(v2.view->log_scale);
+  const std::string text = session_to_json(v2);
+  EXPECT_NE(text.find("\"version\": 2"), std::string::npos);
+  const Session back = parse_session(text);
+  EXPECT_EQ(back.view, v2.view);
+  EXPECT_EQ(session_to_json(back), text);
+  // A version 2 file may leave the view out.
+  j.erase("view");
+  EXPECT_FALSE(parse_session(j.dump()).view.has_value());
+
+  // Recovery drops a view that does not fit and keeps the document.
+  j = base_session();
+  j["version"] = 2;
+  j["view"] = {{"head", 7}};
+  j["embeddings"][0][0] = 1e9;
+  const Recovered r = recover_session(j.dump());
+  EXPECT_FALSE(r.session.view.has_value());
+  EXPECT_EQ(r.session.tokens, v1.tokens);
+  EXPECT_EQ(r.repairs.size(), 2u);
 }
 
 TEST(Session, RoundTripsExactly) {

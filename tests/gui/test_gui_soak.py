@@ -170,6 +170,33 @@ def act_key():
                      "Escape", "Up", "Down", "Tab"]))
 
 
+def act_undo():
+    """Undo or redo, several times, by key or through the Edit menu (the autosave follows)."""
+    for _ in range(rng.randint(1, 4)):
+        k = rng.random()
+        if k < 0.15:
+            w = widgets()
+            if "menu_edit" in w:
+                click_at(*g.center(w["menu_edit"]))
+                time.sleep(0.2)
+                item = rng.choice(["edit_undo", "edit_redo"])
+                w = widgets()
+                if item in w:
+                    click_at(*g.center(w[item]))
+                hold("Escape")
+        else:
+            hold("ctrl+z" if k < 0.6 else rng.choice(["ctrl+shift+z", "ctrl+y"]))
+
+
+def act_type_unfocused():
+    """A sentence typed with no field active: it goes to the tokens field, no shortcut fires."""
+    click_at(5, H - 5)  # nothing focused (the status bar)
+    text = rng.choice(["we cut the cake", "1 2 3 e c w", "[ ] e", "hello world", "né 東京"])
+    subprocess.run(["xdotool", "type", "--delay", str(rng.choice([20, 60, 120])), text], capture_output=True, timeout=60)
+    time.sleep(0.4)
+    click_at(5, H - 5)
+
+
 def act_font():
     hold(rng.choice(["ctrl+equal", "ctrl+minus"]))
 
@@ -228,7 +255,7 @@ def act_resize(wid):
 ACTIONS = [(act_click_widget, 16, "click widget"), (act_drag_slider, 12, "drag slider"),
            (act_click_random_point, 10, "click point"), (act_drag_random, 5, "drag point"), (act_type, 10, "type"),
            (act_key, 16, "key"), (act_font, 2, "font size"), (act_variant, 5, "variant"), (act_lesson, 5, "lesson"),
-           (None, 4, "resize")]
+           (act_undo, 8, "undo/redo"), (act_type_unfocused, 5, "type unfocused"), (None, 4, "resize")]
 
 threading.Thread(target=sampler, daemon=True).start()
 clean_exit = False

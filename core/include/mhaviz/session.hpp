@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 
 #include "mhaviz/model.hpp"
 #include "mhaviz/tensor.hpp"
+#include "mhaviz/trace.hpp"
 
 namespace mhaviz {
 
@@ -34,11 +36,33 @@ class SessionError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The colormaps a session's view may name (the figure library's, which app_tests holds equal).
+inline constexpr std::string_view kColormapNames[] = {"viridis", "cividis", "magma", "diverging"};
+inline constexpr int kMaxWalkSteps = 64;  // view.walk_step bound (the app clamps to its own step list)
+
+// What the app showed when the session was saved (session version 2, the optional "view"
+// object): the document opens as it was left. Every field is optional in the file.
+struct SessionView {
+  Stage stage = Stage::Weights;
+  int head = 0;          // [0, num_heads): the selected head
+  int batch = 0;         // [0, batch): the batch item shown
+  bool enlarged = false;       // only the selected head, large
+  bool log_scale = false;      // logarithmic colour scale for weights
+  bool shared_scale = true;    // one value range for every head
+  std::string colormap = "viridis";  // one of kColormapNames
+  bool walkthrough = false;    // the walkthrough shown instead of the heatmaps
+  int walk_step = 0;           // [0, kMaxWalkSteps)
+  bool walk_mistake = false;   // its "common mistake" merge
+  bool walk_compare = false;   // its "wrapper vs weight split" tab
+  bool operator==(const SessionView&) const = default;
+};
+
 struct Session {
   std::vector<std::string> tokens;
   std::vector<std::vector<float>> embeddings;  // tokens.size() rows of d_in
   int batch = 1;
   ModelConfig model;
+  std::optional<SessionView> view;  // written as version 2; absent in version 1 files
 
   int d_in() const { return embeddings.empty() ? 0 : static_cast<int>(embeddings.front().size()); }
   int num_tokens() const { return static_cast<int>(tokens.size()); }
@@ -53,6 +77,13 @@ std::int64_t estimate_memory_bytes(const ModelConfig& c, int d_in, int tokens, i
 // files, `mhaviz bench --dropout` and the app's slider all reach it through validate_model.
 // Throws SessionError "model.dropout: P is outside [0, 1)".
 void check_dropout(double p);
+
+// One field's checks, shared by the parser, validate_session and the app's editors (so that
+// an editor refuses exactly what a session file may not hold). Throw SessionError naming field.
+void check_token(std::string_view token, const std::string& field);      // 1 to kMaxTokenBytes bytes
+// finite, |value| <= kMaxAbsValue; shown: the value as the user wrote it (default: %g of value)
+void check_embedding_value(double value, const std::string& field, std::string_view shown = {});
+
 // Throws SessionError on the first problem found.
 void validate_model(const ModelConfig& c, int d_in, int tokens, int batch);
 void validate_session(const Session& s);
@@ -60,6 +91,19 @@ void validate_session(const Session& s);
 // Parses and validates. Throws SessionError ("model.d_out: ..." style messages). A relative
 // model.weights path is read from base_dir (empty: the working directory).
 Session parse_session(std::string_view json_text, const std::filesystem::path& base_dir = {});
+// A session file that parse_session refuses, made valid where that is possible without
+// guessing: values clamped to the limits (non-finite ones set to 0), tokens cut to the byte
+// limit (whole UTF-8 characters) or dropped when empty, rows trimmed or padded with the
+// token's own vector, sizes clamped, num_heads set to a divisor of d_out, context_length
+// raised to the token count, unknown fields dropped. `repairs` lists each change in the
+// parser's one-line style ("embeddings[0][0]: 1e+09 clamped to 1e+06"). Throws SessionError
+// when the text is not a JSON object or the result still fails validation.
+struct Recovered {
+  Session session;
+  std::vector<std::string> repairs;
+};
+Recovered recover_session(std::string_view json_text, const std::filesystem::path& base_dir = {});
+
 // Pretty, round-trips exactly; model.weights is written as the absolute path it was read from.
 std::string session_to_json(const Session& s);
 
