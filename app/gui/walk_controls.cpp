@@ -129,10 +129,14 @@ void draw_options_row(AppState& s, Frame& f) {
           "columns)");
   }
   if (f.tr.batch > 1) {
-    same_line_or_wrap(ImGui::GetFontSize() * 5.0f, "batch");
-    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5.0f);
+    // A narrow drag field (drag, or double-click to type) kept on this line: with +/- buttons
+    // the row did not fit a 1280-pixel window, and a second line would take height from the cells.
+    const float bw = ImGui::GetFontSize() * 2.5f;
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(bw);
     int b = s.view.batch;
-    if (ImGui::InputInt("batch", &b)) s.view.batch = std::clamp(b, 0, f.tr.batch - 1);
+    if (ImGui::DragInt("batch", &b, 0.05f, 0, f.tr.batch - 1, "%d", ImGuiSliderFlags_AlwaysClamp))
+      s.view.batch = std::clamp(b, 0, f.tr.batch - 1);
   }
   if (v != Variant::Wrapper) {
     const char* mistake_label = "mistake: merge w/o transpose back";
