@@ -13,6 +13,13 @@
 #include "app_state.hpp"
 
 namespace mhaviz::gui {
+
+std::string ms_text(double ms) {
+  if (ms < 0) return "not timed";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, ms < 0.1 ? "%.1f \xC2\xB5s" : ms < 1.0 ? "%.3f ms" : "%.2f ms", ms < 0.1 ? ms * 1000.0 : ms);
+  return buf;
+}
 namespace {
 
 const ImVec4 kErrorColor(1.0f, 0.45f, 0.35f, 1.0f);
@@ -115,7 +122,7 @@ void draw_text(AppState& s, const GptWorker::Status& st) {
     ImGui::ProgressBar(t, ImVec2(-1.0f, 0.0f), buf);
     record_widget(s, "model_computing");
   } else if (m.result) {
-    ImGui::TextDisabled("forward %.1f ms (from row %d)", m.result->forward_ms, m.result->recomputed_from);
+    ImGui::TextDisabled("forward %s (from row %d)", ms_text(m.result->forward_ms).c_str(), m.result->recomputed_from);
   }
 }
 

@@ -44,10 +44,6 @@ std::string big(std::int64_t v) {
   return buf;
 }
 
-static std::string ms_text(double ms) {
-  if (ms < 0) return "not timed";
-  return ms < 0.1 ? fmt("%.1f µs", ms * 1000.0) : fmt(ms < 1.0 ? "%.3f ms" : "%.2f ms", ms);
-}
 
 // A head's (T, T) weights as a small grid of cells.
 void weights_tile(AppState& s, const Trace& t, int head, const char* title, float side) {
