@@ -149,6 +149,9 @@ SessionView current_view(const AppState& s) {
   v.walk_step = std::clamp(static_cast<int>(std::lround(s.walkthrough.target)), 0, kMaxWalkSteps - 1);
   v.walk_mistake = s.walkthrough.mistaken;
   v.walk_compare = s.walkthrough.tab == 1;
+  v.walk_pane = std::clamp(s.walkthrough.pane, 0, 3);
+  v.walk_numbers = s.walkthrough.values;
+  v.walk_weights = s.walkthrough.show_weights;
   return v;
 }
 
@@ -172,6 +175,9 @@ void apply_view(AppState& s, const std::optional<SessionView>& saved) {
   w.playing = false;
   w.mistaken = v.walk_mistake;
   w.request_tab = v.walk_compare ? 1 : 0;
+  w.pane = v.walk_pane;
+  w.values = v.walk_numbers;
+  w.show_weights = v.walk_weights;
   w.pin_step = -1;
   w.pin_flat = -1;
 }

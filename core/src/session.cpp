@@ -155,7 +155,7 @@ void check_parameter_file(const ParameterFile& file, const ModelConfig& c, int d
 SessionView parse_view(const json& v) {
   if (!v.is_object()) fail("view", "expected an object, got " + type_name(v));
   reject_unknown(v, "view", {"stage", "head", "batch", "enlarged", "log_scale", "shared_scale", "colormap", "walkthrough",
-                             "walk_step", "walk_mistake", "walk_compare"});
+                             "walk_step", "walk_mistake", "walk_compare", "walk_pane", "walk_numbers", "walk_weights"});
   SessionView out;
   if (auto it = v.find("stage"); it != v.end())
     if (!it->is_string() || !parse_stage(it->get<std::string>(), out.stage))
@@ -170,9 +170,16 @@ SessionView parse_view(const json& v) {
   }
   if (auto it = v.find("walk_step"); it != v.end())
     out.walk_step = static_cast<int>(get_int(*it, "view.walk_step", 0, kMaxWalkSteps - 1));
+  if (auto it = v.find("walk_pane"); it != v.end()) {
+    const auto at = it->is_string() ? std::find(std::begin(kWalkPaneNames), std::end(kWalkPaneNames), it->get<std::string>())
+                                    : std::end(kWalkPaneNames);
+    if (at == std::end(kWalkPaneNames)) fail("view.walk_pane", show(*it) + " is not one of \"q\", \"k\", \"v\", \"all\"");
+    out.walk_pane = static_cast<int>(at - std::begin(kWalkPaneNames));
+  }
   const std::pair<const char*, bool*> flags[] = {{"enlarged", &out.enlarged},       {"log_scale", &out.log_scale},
                                                  {"shared_scale", &out.shared_scale}, {"walkthrough", &out.walkthrough},
-                                                 {"walk_mistake", &out.walk_mistake}, {"walk_compare", &out.walk_compare}};
+                                                 {"walk_mistake", &out.walk_mistake}, {"walk_compare", &out.walk_compare},
+                                                 {"walk_numbers", &out.walk_numbers}, {"walk_weights", &out.walk_weights}};
   for (const auto& [key, dst] : flags)
     if (auto it = v.find(key); it != v.end()) *dst = get_bool(*it, std::string("view.") + key);
   return out;
@@ -402,7 +409,9 @@ std::string session_to_json(const Session& s) {
     j["view"] = {{"stage", std::string(stage_name(v.stage))}, {"head", v.head}, {"batch", v.batch},
                  {"enlarged", v.enlarged}, {"log_scale", v.log_scale}, {"shared_scale", v.shared_scale},
                  {"colormap", v.colormap}, {"walkthrough", v.walkthrough}, {"walk_step", v.walk_step},
-                 {"walk_mistake", v.walk_mistake}, {"walk_compare", v.walk_compare}};
+                 {"walk_mistake", v.walk_mistake}, {"walk_compare", v.walk_compare},
+                 {"walk_pane", std::string(kWalkPaneNames[std::clamp(v.walk_pane, 0, 3)])}, {"walk_numbers", v.walk_numbers},
+                 {"walk_weights", v.walk_weights}};
   }
   return j.dump(1) + "\n";
 }

@@ -77,6 +77,8 @@ TEST(Session, EveryBadValueNamesFieldAndValue) {
       {"view colormap", [](json& j) { j["version"] = 2; j["view"] = {{"colormap", "jet"}}; }, "view.colormap", "\"jet\""},
       {"view flag", [](json& j) { j["version"] = 2; j["view"] = {{"log_scale", 1}}; }, "view.log_scale", "1"},
       {"view step", [](json& j) { j["version"] = 2; j["view"] = {{"walk_step", 64}}; }, "view.walk_step", "64"},
+      {"view pane", [](json& j) { j["version"] = 2; j["view"] = {{"walk_pane", "x"}}; }, "view.walk_pane", "\"x\""},
+      {"view numbers", [](json& j) { j["version"] = 2; j["view"] = {{"walk_numbers", 1}}; }, "view.walk_numbers", "1"},
       {"view unknown", [](json& j) { j["version"] = 2; j["view"] = {{"zoom", 2}}; }, "view.zoom", "2"},
       {"memory", [](json& j) {
          j["tokens"] = json::array();
@@ -206,7 +208,8 @@ TEST(Session, ViewRoundTripsAndVersion1StaysVersion1) {
 
   json j = base_session();
   j["version"] = 2;
-  j["view"] = {{"stage", "masked"}, {"head", 1}, {"colormap", "magma"}, {"walkthrough", true}, {"walk_step", 5}};
+  j["view"] = {{"stage", "masked"}, {"head", 1},          {"colormap", "magma"},  {"walkthrough", true},
+               {"walk_step", 5},      {"walk_pane", "all"}, {"walk_numbers", false}};
   const Session v2 = parse_session(j.dump());
   ASSERT_TRUE(v2.view.has_value());
   EXPECT_EQ(v2.view->stage, Stage::Masked);
@@ -214,6 +217,9 @@ TEST(Session, ViewRoundTripsAndVersion1StaysVersion1) {
   EXPECT_EQ(v2.view->colormap, "magma");
   EXPECT_TRUE(v2.view->walkthrough);
   EXPECT_EQ(v2.view->walk_step, 5);
+  EXPECT_EQ(v2.view->walk_pane, 3);
+  EXPECT_FALSE(v2.view->walk_numbers);
+  EXPECT_TRUE(v2.view->walk_weights);  // absent: the default
   EXPECT_TRUE(v2.view->shared_scale);  // absent: the default
   EXPECT_FALSE(v2.view->log_scale);
   const std::string text = session_to_json(v2);

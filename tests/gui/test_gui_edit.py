@@ -566,6 +566,18 @@ r = g.run(["gui", saved, "--exit-after-frames", "8", "--state-out", state] + dir
 st = read_or_none(state) or {}
 g.check(st.get("stage") == "masked" and st.get("head") == 1 and st.get("enlarged") is True,
         "[view] opening the saved file shows its view")
+# The walkthrough's options come back with it: panes, numbers, Wᵀ.
+walk_file = os.path.join(tmp, "view-walk.json")
+doc = g.read_json(saved)
+doc["view"].update({"walkthrough": True, "walk_step": 1, "walk_pane": "all", "walk_numbers": False, "walk_weights": False})
+with open(walk_file, "w") as f:
+    json.dump(doc, f)
+state = os.path.join(tmp, "view-walk-state.json")
+r = g.run(["gui", walk_file, "--exit-after-frames", "8", "--state-out", state] + dirs("view3") + SIZE)
+v = ((read_or_none(state) or {}).get("session") or {}).get("view") or {}
+g.check(v.get("walk_pane") == "all" and v.get("walk_numbers") is False and v.get("walk_weights") is False
+        and v.get("walkthrough") is True,
+        "[view] the walkthrough's panes, numbers and Wᵀ come back from the file: %s" % v)
 
 # Log scale follows each lesson's size: on from 64 tokens (as render), never carried over.
 layout = os.path.join(tmp, "log-layout.json")

@@ -38,6 +38,7 @@ class SessionError : public std::runtime_error {
 
 // The colormaps a session's view may name (the figure library's, which app_tests holds equal).
 inline constexpr std::string_view kColormapNames[] = {"viridis", "cividis", "magma", "diverging"};
+inline constexpr std::string_view kWalkPaneNames[] = {"q", "k", "v", "all"};  // SessionView::walk_pane
 inline constexpr int kMaxWalkSteps = 64;  // view.walk_step bound (the app clamps to its own step list)
 
 // What the app showed when the session was saved (session version 2, the optional "view"
@@ -54,6 +55,9 @@ struct SessionView {
   int walk_step = 0;           // [0, kMaxWalkSteps)
   bool walk_mistake = false;   // its "common mistake" merge
   bool walk_compare = false;   // its "wrapper vs weight split" tab
+  int walk_pane = 0;           // its Q | K | V panes shown: 0 q, 1 k, 2 v, 3 all ("q", "k", "v", "all")
+  bool walk_numbers = true;    // its numbers in cells (when they fit)
+  bool walk_weights = true;    // its Wᵀ drawn in the projection step
   bool operator==(const SessionView&) const = default;
 };
 
