@@ -190,15 +190,25 @@ bool avx2_available() {
 
 bool kernel_available() { return avx512_available() || avx2_available(); }
 
-std::vector<float> pack_transposed(const float* w, int n, int k) {
+std::int64_t packed_size(int n, int k) { return (n + kPanel - 1) / kPanel * static_cast<std::int64_t>(k) * kPanel; }
+
+void pack_transposed_into(const float* w, int n, int k, float* out) {
   const std::int64_t count = (n + kPanel - 1) / kPanel;
-  std::vector<float> out(static_cast<std::size_t>(count * k * kPanel), 0.0f);
-  for (std::int64_t p = 0; p < count; ++p)
-    for (int col = 0; col < kPanel && p * kPanel + col < n; ++col) {
+  for (std::int64_t p = 0; p < count; ++p) {
+    const int cols = static_cast<int>(std::min<std::int64_t>(kPanel, n - p * kPanel));
+    float* panel = out + p * k * kPanel;
+    for (int col = 0; col < cols; ++col) {
       const float* row = w + (p * kPanel + col) * k;
-      float* dst = out.data() + p * k * kPanel + col;
-      for (int r = 0; r < k; ++r) dst[static_cast<std::int64_t>(r) * kPanel] = row[r];
+      for (int r = 0; r < k; ++r) panel[static_cast<std::int64_t>(r) * kPanel + col] = row[r];
     }
+    if (cols < kPanel)  // columns past n are zero: the tiles read whole panels
+      for (int r = 0; r < k; ++r) std::fill_n(panel + static_cast<std::int64_t>(r) * kPanel + cols, kPanel - cols, 0.0f);
+  }
+}
+
+std::vector<float> pack_transposed(const float* w, int n, int k) {
+  std::vector<float> out(static_cast<std::size_t>(packed_size(n, k)));
+  pack_transposed_into(w, n, k, out.data());
   return out;
 }
 

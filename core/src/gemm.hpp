@@ -23,6 +23,10 @@ bool kernel_available();
 // w: (n, k) row-major, a Linear's [out, in]. Returns wᵀ as ceil(n / kPanel) panels,
 // each (k, kPanel) row-major, columns past n zero: the B operand of gemm_packed.
 std::vector<float> pack_transposed(const float* w, int n, int k);
+// The same panels written into out, which holds packed_size(n, k) floats: for operands packed
+// on every forward (a head's keys), into a buffer that is reused.
+std::int64_t packed_size(int n, int k);
+void pack_transposed_into(const float* w, int n, int k, float* out);
 // The inverse: packed panels of an (n, k) matrix -> the (n, k) row-major matrix.
 std::vector<float> unpack_transposed(const float* packed, int n, int k);
 

@@ -100,13 +100,15 @@ void softmax_rows(float* s, float* w, int T, int a, int b, float divisor, Eigen:
 
 // Rows [start, T) of one head's attention: q, k, v (T, hd); s, w (T, T); ctx (T, hd).
 void head_attention(const float* q, const float* k, const float* v, float* s, float* w, float* ctx, int T, int hd, int start,
-                    bool kernel, Eigen::ArrayXf& buffer, RowMat& kt) {
+                    bool kernel, Eigen::ArrayXf& buffer, std::vector<float>& kp) {
   const float divisor = static_cast<float>(std::sqrt(static_cast<double>(hd)));
   if (kernel) {
-    kt = CMap(k, T, hd).transpose();  // the kernel's B operand is row-major (hd, T)
+    // kᵀ as packed panels (forward.cpp says why); columns [0, b) are the first panels whatever b is.
+    kp.resize(static_cast<std::size_t>(detail::packed_size(T, hd)));
+    detail::pack_transposed_into(k, T, hd, kp.data());
     for (int a = start; a < T; a += kAttnRows) {
       const int b = std::min(T, a + kAttnRows);
-      detail::gemm_rowmajor(b - a, b, hd, q + a * hd, hd, kt.data(), T, s + static_cast<std::int64_t>(a) * T, T, false);
+      detail::gemm_packed(b - a, b, hd, q + a * hd, hd, kp.data(), nullptr, s + static_cast<std::int64_t>(a) * T, T);
       softmax_rows(s, w, T, a, b, divisor, buffer);
       // Cells past the diagonal are zero: each context element is the same sum whatever b is.
       detail::gemm_rowmajor(b - a, hd, b, w + static_cast<std::int64_t>(a) * T, T, v, hd, ctx + a * hd, hd, false);
@@ -178,11 +180,11 @@ void block_rows(const GptModel& m, const GptBlock& blk, const float* in, GptLaye
   // on the calling thread); OpenBLAS threads inside each product.
   auto run_heads = [&](std::int64_t h0, std::int64_t h1) {
     Eigen::ArrayXf buffer(detail::softmax_scratch(T));
-    RowMat kt;
+    std::vector<float> kp;
     for (std::int64_t h = h0; h < h1; ++h) {
       const std::int64_t ho = h * T * hd;
       head_attention(L.q.ptr() + ho, L.k.ptr() + ho, L.v.ptr() + ho, L.scores.ptr() + h * TT, L.weights.ptr() + h * TT,
-                     L.context.ptr() + ho, T, hd, start, kernel, buffer, kt);
+                     L.context.ptr() + ho, T, hd, start, kernel, buffer, kp);
     }
   };
   if (kernel)

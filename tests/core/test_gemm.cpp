@@ -81,6 +81,22 @@ TEST_P(Gemm, LowerTriangularModeEqualsTheFullProduct) {
   }
 }
 
+// The forward packs each head's keys into a buffer it reuses: what was there before must
+// not show through the columns past n, which the tiles read with every panel.
+TEST(Packing, IntoAReusedBufferEqualsAFreshPack) {
+  std::mt19937 gen(13);
+  for (const int n : {1, 31, 32, 33, 100})
+    for (const int k : {1, 64}) {
+      const std::vector<float> w = random_values(static_cast<std::size_t>(n) * k, gen);
+      const std::vector<float> fresh = detail::pack_transposed(w.data(), n, k);
+      ASSERT_EQ(static_cast<std::int64_t>(fresh.size()), detail::packed_size(n, k));
+      std::vector<float> reused(fresh.size(), std::nanf(""));
+      detail::pack_transposed_into(w.data(), n, k, reused.data());
+      EXPECT_EQ(reused, fresh) << n << "x" << k;
+      EXPECT_EQ(detail::unpack_transposed(reused.data(), n, k), w) << n << "x" << k;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, Gemm, ::testing::Values(Backend::Avx512, Backend::Avx2), test::backend_label);
 
 }  // namespace
