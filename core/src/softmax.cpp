@@ -65,11 +65,28 @@ float exp1(float x) {
   return normal ? y * e : 0.0f;
 }
 
+// s / divisor, as s · (1 / divisor) when divisor is a power of two: the reciprocal is then
+// exact, and the product the same correctly rounded number as the quotient (the same bits),
+// for a fraction of a division's cost. sqrt(hd) is 8 at hd = 64 (GPT-2, the book's 768 / 12).
+struct Scale {
+  explicit Scale(float d) : divisor(d), inverse(1.0f / d) {
+    int e = 0;
+    exact = std::isnormal(d) && std::frexp(d, &e) == 0.5f;
+  }
+  float operator()(float s) const { return exact ? s * inverse : s / divisor; }
+  __m128 operator()(__m128 s) const { return exact ? _mm_mul_ps(s, _mm_set1_ps(inverse)) : _mm_div_ps(s, _mm_set1_ps(divisor)); }
+  __attribute__((target("avx2"))) __m256 operator()(__m256 s) const {
+    return exact ? _mm256_mul_ps(s, _mm256_set1_ps(inverse)) : _mm256_div_ps(s, _mm256_set1_ps(divisor));
+  }
+  float divisor, inverse;
+  bool exact = false;
+};
+
 // Scalar pieces both paths share. Divisions are exact IEEE operations, so a quotient has the
 // same bits in a vector lane or alone: only the exp and the sum need the same lanes.
 // Scratch x [full, n) = s / divisor, and −inf on [n, n8) (e^−inf = 0 adds nothing to a sum).
-void scale_tail(const float* s, std::int64_t full, std::int64_t n, float divisor, float* x) {
-  for (std::int64_t j = full; j < n; ++j) x[j] = s[j] / divisor;
+void scale_tail(const float* s, std::int64_t full, std::int64_t n, Scale scale, float* x) {
+  for (std::int64_t j = full; j < n; ++j) x[j] = scale(s[j]);
   std::fill(x + n, x + softmax_scratch(n), -std::numeric_limits<float>::infinity());
 }
 // The eight lane sums added in a fixed order.
@@ -84,9 +101,9 @@ float lane_total(const float* lanes) {
 // 4 w = x / the sum of the lanes.
 void softmax_sse(const float* s, std::int64_t n, float divisor, float* x, float* w) {
   const std::int64_t n8 = softmax_scratch(n), full = n / 4 * 4;
-  const __m128 d = _mm_set1_ps(divisor);
-  for (std::int64_t j = 0; j < full; j += 4) _mm_storeu_ps(x + j, _mm_div_ps(_mm_loadu_ps(s + j), d));
-  scale_tail(s, full, n, divisor, x);
+  const Scale scale(divisor);
+  for (std::int64_t j = 0; j < full; j += 4) _mm_storeu_ps(x + j, scale(_mm_loadu_ps(s + j)));
+  scale_tail(s, full, n, scale, x);
   __m128 mx = _mm_set1_ps(-std::numeric_limits<float>::infinity());
   for (std::int64_t j = 0; j < n8; j += 4) mx = _mm_max_ps(mx, _mm_loadu_ps(x + j));
   float m4[4];
@@ -111,9 +128,9 @@ void softmax_sse(const float* s, std::int64_t n, float divisor, float* x, float*
 
 __attribute__((target("avx2"))) void softmax_avx2(const float* s, std::int64_t n, float divisor, float* x, float* w) {
   const std::int64_t n8 = softmax_scratch(n), full = n / 8 * 8;
-  const __m256 d = _mm256_set1_ps(divisor);
-  for (std::int64_t j = 0; j < full; j += 8) _mm256_storeu_ps(x + j, _mm256_div_ps(_mm256_loadu_ps(s + j), d));
-  scale_tail(s, full, n, divisor, x);
+  const Scale scale(divisor);
+  for (std::int64_t j = 0; j < full; j += 8) _mm256_storeu_ps(x + j, scale(_mm256_loadu_ps(s + j)));
+  scale_tail(s, full, n, scale, x);
   __m256 mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   for (std::int64_t j = 0; j < n8; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(x + j));
   float m8[8];
@@ -136,8 +153,9 @@ __attribute__((target("avx2"))) void softmax_avx2(const float* s, std::int64_t n
 // Short rows one element at a time (the vector paths' padding and reductions would cost
 // more than the row): lane j mod 8 gets element j, as in the vector paths.
 void softmax_scalar(const float* s, std::int64_t n, float divisor, float* x, float* w) {
+  const Scale scale(divisor);
   float mx = -std::numeric_limits<float>::infinity();
-  for (std::int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j] = s[j] / divisor);
+  for (std::int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j] = scale(s[j]));
   float lanes[8] = {};
   for (std::int64_t j = 0; j < n; ++j) lanes[j % 8] += (x[j] = exp1(x[j] - mx));
   const float sum = lane_total(lanes);

@@ -99,6 +99,26 @@ TEST(Softmax, EveryPathGivesTheSameBits) {
   if (!softmax_wide_available()) GTEST_SKIP() << "this CPU has no AVX2: the scalar and SSE paths checked";
 }
 
+// A power-of-two divisor (8 at hd = 64) is applied as a product with its exact reciprocal,
+// which must round as the quotient does; any other divisor stays a division. Either way the
+// result equals scaling the scores first and softmaxing with a divisor of 1, on every path.
+TEST(Softmax, ScalingGivesTheQuotientsBits) {
+  std::vector<std::vector<float>> cases = rows();
+  cases.push_back({1e-40f, -3e-39f, 7e-45f, 1.0f, 3.4e38f, -3.4e38f, 0.1f, -0.0f, 5e-39f, 2.0f, 1e-38f, 3.0f, 0.7f, 9.0f, 1.5f, 1e38f});
+  int differing = 0;
+  for (const float divisor : {8.0f, 0.5f, 1024.0f, std::sqrt(2.0f), 3.0f, 7.937254f})
+    for (const std::vector<float>& s : cases) {
+      std::vector<float> divided(s.size());
+      for (std::size_t j = 0; j < s.size(); ++j) divided[j] = s[j] / divisor;
+      for (SoftmaxPath path : {SoftmaxPath::Scalar, SoftmaxPath::Sse, SoftmaxPath::Avx2}) {
+        if (path == SoftmaxPath::Avx2 && !softmax_wide_available()) continue;
+        const std::vector<float> a = run(path, s, divisor, 7.0f), b = run(path, divided, 1.0f, 7.0f);
+        differing += std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) != 0;
+      }
+    }
+  EXPECT_EQ(differing, 0);
+}
+
 TEST(Softmax, OutputMayAliasTheScores) {
   std::vector<float> s = rows()[40];
   const std::vector<float> want = run(s, 8.0f, 0.0f);
