@@ -14,6 +14,7 @@ import os
 import re
 import statistics
 import subprocess
+import sys
 import time
 
 import torch
@@ -57,7 +58,7 @@ def torch_median_ms(tokens, d, heads, repeat):
     x = torch.rand(1, tokens, d) * 2 - 1
     times = []
     with torch.no_grad():
-        for _ in range(2):
+        for _ in range(repeat):  # as many warm-up runs as timed ones, as mhaviz gets
             mha(x)
         for _ in range(repeat):
             t0 = time.perf_counter()
@@ -66,9 +67,43 @@ def torch_median_ms(tokens, d, heads, repeat):
     return statistics.median(times)
 
 
+def module_flops(tokens, d, heads):
+    """Multiply-adds ×2 a forward needs: four d×d projections, the full q·kᵀ (the raw scores
+    are kept and shown) and, under the causal mask, the lower triangle of weights·v."""
+    hd = d // heads
+    return 2 * tokens * d * d * 4 + 2 * tokens * tokens * d + heads * tokens * (tokens + 1) * hd
+
+
+def sgemm_peak_gflops(tokens, d, repeat):
+    """The best rate torch.mm (OpenBLAS here) reaches in this run, on the projection's shape
+    and on a large square product. In a child process: freeing the large operands here would
+    raise glibc's mmap threshold and spare torch's forward the page faults it otherwise pays."""
+    out = subprocess.run([sys.executable, __file__, "--sgemm-peak", str(tokens), str(d), str(repeat)], check=True,
+                         capture_output=True, text=True).stdout
+    return float(out)
+
+
+def sgemm_peak_here(tokens, d, repeat):
+    best = 0.0
+    for m, k, n in ((tokens, d, 3 * d), (2048, 2048, 2048)):
+        a, b = torch.rand(m, k), torch.rand(k, n)
+        for _ in range(2):
+            torch.mm(a, b)
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            torch.mm(a, b)
+            times.append(time.perf_counter() - t0)
+        best = max(best, 2 * m * k * n / statistics.median(times) / 1e9)
+    return best
+
+
 def mhaviz_median_ms(binary, tokens, d, heads, repeat, backend):
+    # Warm-up runs as many as timed ones: on this kind of virtual machine a fresh process's
+    # first ~0.1 s of two-thread work often runs at half speed.
     out = subprocess.run([binary, "bench", "--variant", "weight_split", "--tokens", str(tokens), "--d-in", str(d),
-                          "--d-out", str(d), "--heads", str(heads), "--repeat", str(repeat), "--backend", backend],
+                          "--d-out", str(d), "--heads", str(heads), "--repeat", str(repeat), "--warmup", str(repeat),
+                          "--backend", backend],
                          check=True, capture_output=True, text=True).stdout
     m = re.search(r"median_ms=([0-9.]+) gflops=([0-9.]+) peak_rss_mib=([0-9.]+)", out)
     return float(m.group(1)), float(m.group(3))
@@ -90,15 +125,19 @@ def main():
     coretype = os.environ.get("OPENBLAS_CORETYPE", "auto")
     print(f"torch {torch.__version__}, ATEN_CPU_CAPABILITY={capability}, OPENBLAS_CORETYPE={coretype} (fastest of {args.torch_threads} threads, no_grad); "
           f"d_in = d_out = {args.d}, {args.heads} heads, b = 1; median of {args.rounds} alternating rounds")
+    print("floor: the ratio if every product ran at the SGEMM peak measured here (torch.mm, best of the projection's "
+          "shape and 2048³) and nothing else took time")
     print(f"{'T':>6} {'torch ms':>10} {'threads':>8}" + "".join(f" {b + ' ms':>13}" for b in args.backends) +
-          "".join(f" {'ratio ' + b:>14}" for b in args.backends) + f" {'mhaviz RSS MiB':>15}")
+          "".join(f" {'ratio ' + b:>14}" for b in args.backends) + f" {'sgemm GF/s':>11} {'floor':>6} {'mhaviz RSS MiB':>15}")
     for tokens in args.tokens:
         repeat = 30 if tokens <= 256 else 10
         ours, theirs, rss = {b: [] for b in args.backends}, {n: [] for n in args.torch_threads}, 0.0
+        sgemm = 0.0
         for _ in range(args.rounds):  # alternate so both see the same machine noise
             for n in args.torch_threads:
                 torch.set_num_threads(n)
                 theirs[n].append(torch_median_ms(tokens, args.d, args.heads, repeat))
+                sgemm = max(sgemm, sgemm_peak_gflops(tokens, args.d, 5))
             for b in args.backends:
                 ms, peak = mhaviz_median_ms(args.mhaviz, tokens, args.d, args.heads, repeat, b)
                 ours[b].append(ms)
@@ -107,8 +146,12 @@ def main():
         threads, t = min(((n, statistics.median(v)) for n, v in theirs.items()), key=lambda x: x[1])
         o = {b: statistics.median(v) for b, v in ours.items()}
         print(f"{tokens:>6} {t:>10.2f} {threads:>8}" + "".join(f" {o[b]:>13.2f}" for b in args.backends) +
-              "".join(f" {o[b] / t:>14.2f}" for b in args.backends) + f" {rss:>15.1f}")
+              "".join(f" {o[b] / t:>14.2f}" for b in args.backends) +
+              f" {sgemm:>11.0f} {module_flops(tokens, args.d, args.heads) / sgemm / 1e6 / t:>6.2f} {rss:>15.1f}")
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 5 and sys.argv[1] == "--sgemm-peak":
+        print(sgemm_peak_here(*map(int, sys.argv[2:])))
+    else:
+        main()
