@@ -392,7 +392,12 @@ void draw_toolbar(AppState& s) {
   }
   flow(fh * 6);
   ImGui::SetNextItemWidth(fh * 6);
-  if (ImGui::BeginCombo("##colormap", std::string(colormap_name(s.settings.colormap)).c_str())) {
+  // The preview names the map the heatmaps use: signed scores show in the diverging map
+  // whichever one is picked for the weights, unless that is turned off below.
+  const Colormap shown =
+      color_scale(0.0f, 1.0f, 0.0f, signed_stage(s.view.stage), s.settings.colormap, s.settings.diverging_for_signed, false).cmap;
+  const std::string preview(colormap_name(shown));
+  if (ImGui::BeginCombo("##colormap", preview.c_str())) {
     for (int i = 0; i < kColormapCount; ++i) {
       const Colormap c = static_cast<Colormap>(i);
       if (ImGui::Selectable(std::string(colormap_title(c)).c_str(), c == s.settings.colormap)) s.settings.colormap = c;
@@ -401,7 +406,13 @@ void draw_toolbar(AppState& s) {
     ImGui::Checkbox("diverging map for signed scores", &s.settings.diverging_for_signed);
     ImGui::EndCombo();
   }
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Colormap");
+  if (ImGui::IsItemHovered()) {
+    if (shown != s.settings.colormap)
+      ImGui::SetTooltip("Colormap: signed scores use the diverging map; %s is for the weights",
+                        std::string(colormap_name(s.settings.colormap)).c_str());
+    else
+      ImGui::SetTooltip("Colormap");
+  }
   flow(button_w("Capture"));
   capture_button(s);
   // Third row: what is shown.
