@@ -27,7 +27,7 @@ Figure step_figure(const Trace& tr, const std::vector<std::string>& tokens, cons
              std::string(lay::step_title(st, v)),
          kTitle, B.th.text, 0, "title");
   y += line_h(kLabel) + 2;
-  B.text(kMargin, y, std::string(lay::step_code(st, v)), kLabel, B.th.text, 0, "code", false, true);
+  B.text(kMargin, y, lay::step_code(st, v, tr.batch), kLabel, B.th.text, 0, "code", false, true);
   lay::Layout l = lay::step_layout(st, ctx.dims());
   Shape sh = l.shape();
   sh[0] = tr.batch;

@@ -73,7 +73,7 @@ void draw_walkthrough_tab(AppState& s) {
     if (st == lay::Step::Softmax) extra = "1/√head_dim = 1/√" + std::to_string(tr.head_dim) + " = " + num(tr.scale());
     ImGui::PushFont(s.ui.font_mono ? s.ui.font_mono : ImGui::GetFont());
     const ImVec4 code_col = s.settings.dark ? ImVec4(0.55f, 0.8f, 1.0f, 1.0f) : ImVec4(0.05f, 0.3f, 0.6f, 1.0f);
-    ImGui::TextColored(code_col, "%s", std::string(lay::step_code(st, v)).c_str());
+    ImGui::TextColored(code_col, "%s", lay::step_code(st, v, tr.batch).c_str());
     ImGui::PopFont();
     ImGui::SameLine(0.0f, fh * 1.5f);
     ImGui::TextDisabled("%s", extra.c_str());

@@ -292,10 +292,14 @@ std::string_view step_title(Step s, Variant v) {
   return "?";
 }
 
-std::string_view step_code(Step s, Variant v) {
+std::string step_code(Step s, Variant v, int batch) {
   const bool wrapper = v == Variant::Wrapper, fused = v == Variant::FusedQkv;
   switch (s) {
-    case Step::Input: return "x = torch.stack((inputs, inputs), dim=0)";
+    case Step::Input:
+      // The seeds stack two copies; the line says what this input holds.
+      if (batch <= 1) return "x = inputs.unsqueeze(0)   # a batch of one";
+      if (batch <= 3) return batch == 2 ? "x = torch.stack((inputs, inputs), dim=0)" : "x = torch.stack((inputs, inputs, inputs), dim=0)";
+      return "x = torch.stack([inputs] * " + std::to_string(batch) + ", dim=0)";
     case Step::Project:
       if (wrapper) return "queries = self.W_query(x)   # in every head: [head(x) for head in self.heads]";
       if (fused) return "qkv = self.qkv_layer(x)";

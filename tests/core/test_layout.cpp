@@ -340,5 +340,14 @@ TEST(Layout, WrapperAndWeightSplitAgreeWithin1e6) {
   }
 }
 
+// The input step's line says how this input was made: one copy, the seeds' two, or more.
+TEST(Layout, InputCodeFollowsTheBatch) {
+  EXPECT_EQ(step_code(Step::Input, Variant::WeightSplit, 1), "x = inputs.unsqueeze(0)   # a batch of one");
+  EXPECT_EQ(step_code(Step::Input, Variant::Wrapper, 2), "x = torch.stack((inputs, inputs), dim=0)");
+  EXPECT_EQ(step_code(Step::Input, Variant::FusedQkv, 3), "x = torch.stack((inputs, inputs, inputs), dim=0)");
+  EXPECT_EQ(step_code(Step::Input, Variant::WeightSplit, 8), "x = torch.stack([inputs] * 8, dim=0)");
+  EXPECT_EQ(step_code(Step::Scores, Variant::WeightSplit, 1), step_code(Step::Scores, Variant::WeightSplit, 2));
+}
+
 }  // namespace
 }  // namespace mhaviz::layout

@@ -140,7 +140,7 @@ inline constexpr int kStepKinds = 14;
 std::string_view step_name(Step s);   // "input", "project", ... (for command lines)
 bool parse_step(std::string_view name, Step& out);
 std::string_view step_title(Step s, Variant v);   // "Q, K, V = X·Wᵀ", ...
-std::string_view step_code(Step s, Variant v);    // the PyTorch line of the seeds
+std::string step_code(Step s, Variant v, int batch);  // the PyTorch line of the seeds; batch: the input's b
 std::string_view step_shape(Step s, Variant v);   // "(b, num_tokens, num_heads, head_dim)", as the seeds write it
 
 // The walkthrough of a variant. mistaken: merge by plain reshape (no transpose back).
