@@ -290,8 +290,9 @@ void handle_shortcuts(AppState& s);     // panel_menu.cpp
 void record_widget(AppState& s, const char* name);  // last item's rectangle
 void record_frame(AppState& s, const char* name);   // last item's frame (without its label)
 void draw_refusal(AppState& s, const char* where);  // the refused edit's reason, if it was made there
-void draw_edit_menu(AppState& s);
-std::string ms_text(double ms);          // panel_model.cpp: "12.3 µs" below 0.1 ms, else ms; < 0: "not timed"       // panel_menu.cpp: Undo NAME, Redo NAME
+void draw_edit_menu(AppState& s);       // panel_menu.cpp: Undo NAME, Redo NAME
+std::string ms_text(double ms);         // panel_model.cpp: "12.3 µs" below 0.1 ms, else ms; < 0: "not timed"
+std::string thousands(std::int64_t v);  // panel_shapes.cpp: 124439808 -> "124,439,808"
 
 // [SECTION] The trained model (model_actions.cpp, panel_model.cpp, panel_model_view.cpp)
 void open_model(AppState& s, const std::string& path);  // loads on the worker; the current model stays until it succeeds

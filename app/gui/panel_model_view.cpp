@@ -196,8 +196,8 @@ void draw_model_shapes(AppState& s) {
       "\xE2\x86\x92 attn_weights (1, %d, %d, %d) \xE2\x86\x92 ... \xE2\x86\x92 logits (%d)",
       v.tokens, v.tokens, c.n_embd, c.n_layer, c.n_head, v.tokens, c.head_dim(), c.n_head, v.tokens, v.tokens,
       c.vocab_size);
-  ImGui::TextDisabled("Parameters: %lld   last forward %s (rows %d to %d computed)",
-                      static_cast<long long>(m.result->loaded.model->parameter_count()), ms_text(m.result->forward_ms).c_str(),
+  ImGui::TextDisabled("Parameters: %s   last forward %s (rows %d to %d computed)",
+                      thousands(m.result->loaded.model->parameter_count()).c_str(), ms_text(m.result->forward_ms).c_str(),
                       m.result->recomputed_from, v.tokens - 1);
 }
 

@@ -9,7 +9,6 @@
 #include "app_state.hpp"
 
 namespace mhaviz::gui {
-namespace {
 
 std::string thousands(std::int64_t v) {
   std::string digits = std::to_string(v < 0 ? -v : v);
@@ -22,6 +21,8 @@ std::string thousands(std::int64_t v) {
   }
   return v < 0 ? "-" + out : out;
 }
+
+namespace {
 
 struct Step {
   const char* name;
