@@ -5,7 +5,9 @@
 Usage: scripts/bench_vs_torch.py PATH/TO/mhaviz [--tokens 128 512 1024] [--rounds 3]
                                   [--backends auto avx2 openblas]
 
-Each backend gets its own ratio (mhaviz's time over PyTorch's). On a CPU with AVX-512,
+Each backend gets its own ratio (mhaviz's time over PyTorch's), and each size a floor: the
+ratio if every product ran at the SGEMM peak torch.mm reaches in the same run and nothing
+else took any time (no code on the machine goes below it). On a CPU with AVX-512,
 `--backends avx2` with ATEN_CPU_CAPABILITY=avx2 and OPENBLAS_CORETYPE=Haswell in the
 environment holds both programs to the AVX2 code they would run on a CPU without it.
 """
