@@ -6,6 +6,8 @@
 #   scripts/mutants.sh              every mutation
 #   scripts/mutants.sh ID [ID ...]  only these (IDs as in the list)
 #   scripts/mutants.sh --list       the list
+#   scripts/mutants.sh --check      only that every mutation's text is still in its file,
+#                                   exactly once (no build; the test suite runs it)
 #   MUTANTS_CPU=max scripts/mutants.sh avx2-col-remainder ...
 #                                   core_tests run under qemu-x86_64 -cpu max (AVX2, no
 #                                   AVX-512: the machines of this kind without it); mutations
@@ -120,6 +122,25 @@ for e in sys.argv[4:]:
 PY
 }
 
+# Each mutation's OLD texts occur exactly once in this tree: an edit of the code they name
+# would otherwise leave the list out of date until the next run by hand.
+check() {
+  local stale=0
+  for id in "${IDS[@]}"; do
+    # shellcheck disable=SC2086
+    python3 - "$ROOT" ${EDITS[$id]} <<'PY' || { echo "$id: out of date" >&2; stale=$((stale + 1)); }
+import base64, sys
+for e in sys.argv[2:]:
+    file, old, _, _ = base64.b64decode(e).split(b"\0")
+    n = open(sys.argv[1] + "/" + file.decode(), "rb").read().count(old)
+    if n != 1:
+        sys.exit("%s: the text to mutate occurs %d times: %s" % (file.decode(), n, old.decode()))
+PY
+  done
+  echo "${#IDS[@]} mutations, $stale out of date"
+  [ "$stale" -eq 0 ]
+}
+
 # The tests CTest lists as failed in LOG: the first three names, and how many more.
 killers() {
   local names n
@@ -147,6 +168,7 @@ tests() {
 
 main() {
   if [ "${1:-}" = "--list" ]; then list; exit 0; fi
+  if [ "${1:-}" = "--check" ]; then check; exit; fi
   local chosen=("${IDS[@]}")
   [ $# -gt 0 ] && chosen=("$@")
   if [ -n "${MUTANTS_CPU:-}" ]; then

@@ -146,7 +146,8 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
   reshape(tr.weights, {b, H, T, T});
   reshape(tr.context, per_head);
   const float divisor = static_cast<float>(std::sqrt(static_cast<double>(hd)));
-  const bool causal = c.causal, drop = c.training && c.dropout > 0.0;
+  const bool causal = c.causal;
+  const bool drop = c.training && c.dropout > 0.0;
   if (kernel) {
     // kᵀ of every pair as packed panels, not row-major (hd, T): rows T floats apart fall in
     // the same L1 set at T = 1024, and the tiles then ran at 60 % of their speed on AVX2.
