@@ -52,8 +52,10 @@ __attribute__((target("avx2"))) __m256 exp8(__m256 x) {
 
 // exp4 on one float: the same operations in the same order, so the same bits.
 float exp1(float x) {
-  const bool normal = x >= kExpLo;
-  x = std::min(std::max(x, kExpLo), kExpHi);
+  // Below the range, and NaN (a row holding +inf gives inf − inf), the vector paths mask the
+  // lane to 0; here that comes first, as converting NaN to an integer is undefined in C++.
+  if (!(x >= kExpLo)) return 0.0f;
+  x = std::min(x, kExpHi);
   const float m = std::floor(x * kLog2e + 0.5f);
   x = x - m * kLn2Hi;
   x = x - m * kLn2Lo;
@@ -62,7 +64,7 @@ float exp1(float x) {
   for (float p : {kP1, kP2, kP3, kP4, kP5}) y = y * x + p;
   y = y * z + x + 1.0f;
   const float e = std::bit_cast<float>(static_cast<std::uint32_t>(static_cast<std::int32_t>(m) + 127) << 23);
-  return normal ? y * e : 0.0f;
+  return y * e;
 }
 
 // s / divisor, as s · (1 / divisor) when divisor is a power of two: the reciprocal is then

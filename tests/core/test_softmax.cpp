@@ -104,7 +104,8 @@ TEST(Softmax, EveryPathGivesTheSameBits) {
 // result equals scaling the scores first and softmaxing with a divisor of 1, on every path.
 TEST(Softmax, ScalingGivesTheQuotientsBits) {
   std::vector<std::vector<float>> cases = rows();
-  cases.push_back({1e-40f, -3e-39f, 7e-45f, 1.0f, 3.4e38f, -3.4e38f, 0.1f, -0.0f, 5e-39f, 2.0f, 1e-38f, 3.0f, 0.7f, 9.0f, 1.5f, 1e38f});
+  // Subnormal and huge scores (finite after every divisor here: 1.5e38 / 0.5 < FLT_MAX).
+  cases.push_back({1e-40f, -3e-39f, 7e-45f, 1.0f, 1.5e38f, -1.5e38f, 0.1f, -0.0f, 5e-39f, 2.0f, 1e-38f, 3.0f, 0.7f, 9.0f, 1.5f, 1e38f});
   int differing = 0;
   for (const float divisor : {8.0f, 0.5f, 1024.0f, std::sqrt(2.0f), 3.0f, 7.937254f})
     for (const std::vector<float>& s : cases) {
@@ -116,6 +117,24 @@ TEST(Softmax, ScalingGivesTheQuotientsBits) {
         differing += std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) != 0;
       }
     }
+  EXPECT_EQ(differing, 0);
+}
+
+// Scores that overflowed to +inf (a checkpoint can hold anything): inf − inf is NaN, which
+// each path must take to the same bits, and the scalar path without undefined behaviour (the
+// fuzz preset's UBSan checks the float-to-int conversion).
+TEST(Softmax, InfiniteScoresGiveTheSameBitsOnEveryPath) {
+  int differing = 0;
+  for (const std::size_t n : {5u, 40u}) {
+    std::vector<float> s(n, 1.0f);
+    s[n / 2] = INFINITY;
+    const std::vector<float> a = run(SoftmaxPath::Scalar, s, 8.0f, 7.0f), b = run(SoftmaxPath::Sse, s, 8.0f, 7.0f);
+    differing += std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) != 0;
+    if (softmax_wide_available()) {
+      const std::vector<float> c = run(SoftmaxPath::Avx2, s, 8.0f, 7.0f);
+      differing += std::memcmp(a.data(), c.data(), a.size() * sizeof(float)) != 0;
+    }
+  }
   EXPECT_EQ(differing, 0);
 }
 
