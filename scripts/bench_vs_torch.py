@@ -139,7 +139,7 @@ def main():
             for n in args.torch_threads:
                 torch.set_num_threads(n)
                 theirs[n].append(torch_median_ms(tokens, args.d, args.heads, repeat))
-                sgemm = max(sgemm, sgemm_peak_gflops(tokens, args.d, 5))
+            sgemm = max(sgemm, sgemm_peak_gflops(tokens, args.d, 5))  # its own process: not per thread count
             for b in args.backends:
                 ms, peak = mhaviz_median_ms(args.mhaviz, tokens, args.d, args.heads, repeat, b)
                 ours[b].append(ms)
