@@ -135,7 +135,7 @@ namespace tok {
   std::string s = std::string(source) + ": " + problem;
   for (char& c : s)
     if (c == '\n' || c == '\r') c = ' ';
-  if (s.size() > 120) s = s.substr(0, 117) + "...";
+  if (s.size() > 400) s = s.substr(0, 397) + "...";  // a token of a broken file can be long
   throw LoadError(s);
 }
 

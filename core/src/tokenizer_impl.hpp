@@ -28,7 +28,7 @@
 
 namespace mhaviz::tok {
 
-// Throws LoadError "source: problem" on one line (at most 120 characters).
+// Throws LoadError "source: problem" on one line (at most 400 characters).
 [[noreturn]] void fail(std::string_view source, const std::string& problem);
 
 // [SECTION] UTF-8 and GPT-2's byte map

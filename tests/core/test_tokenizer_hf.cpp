@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "load_error_util.hpp"
 #include "mhaviz/tokenizer.hpp"
 
 namespace mhaviz {
@@ -46,14 +47,7 @@ const json& expected() {
   return j;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const LoadError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::function<void()>& f) { return test::load_error_of(f); }
 
 std::string quoted(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
 
