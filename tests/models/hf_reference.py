@@ -109,10 +109,10 @@ def apply_rope(x, cos, sin):
 # [SECTION] the modules
 
 class RMSNorm(nn.Module):
-    def __init__(self, dim, eps, gemma):
+    def __init__(self, dim, eps, gemma, device=None):
         super().__init__()
         self.eps, self.gemma = eps, gemma
-        self.scale = nn.Parameter(torch.zeros(dim) if gemma else torch.ones(dim))
+        self.scale = nn.Parameter(torch.zeros(dim, device=device) if gemma else torch.ones(dim, device=device))
 
     def forward(self, x):
         x_norm = x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)
@@ -120,16 +120,16 @@ class RMSNorm(nn.Module):
 
 
 class GroupedQueryAttention(nn.Module):
-    def __init__(self, a):
+    def __init__(self, a, device=None):
         super().__init__()
         E, H, K, hd = a["emb_dim"], a["n_heads"], a["n_kv_heads"], a["head_dim"]
         self.H, self.K, self.hd, self.group = H, K, hd, H // K
-        self.W_query = nn.Linear(E, H * hd, bias=a["qkv_bias"])
-        self.W_key = nn.Linear(E, K * hd, bias=a["qkv_bias"])
-        self.W_value = nn.Linear(E, K * hd, bias=a["qkv_bias"])
-        self.out_proj = nn.Linear(H * hd, E, bias=a["o_bias"])
-        self.q_norm = RMSNorm(hd, a["eps"], a["gemma"]) if a["qk_norm"] else None
-        self.k_norm = RMSNorm(hd, a["eps"], a["gemma"]) if a["qk_norm"] else None
+        self.W_query = nn.Linear(E, H * hd, bias=a["qkv_bias"], device=device)
+        self.W_key = nn.Linear(E, K * hd, bias=a["qkv_bias"], device=device)
+        self.W_value = nn.Linear(E, K * hd, bias=a["qkv_bias"], device=device)
+        self.out_proj = nn.Linear(H * hd, E, bias=a["o_bias"], device=device)
+        self.q_norm = RMSNorm(hd, a["eps"], a["gemma"], device) if a["qk_norm"] else None
+        self.k_norm = RMSNorm(hd, a["eps"], a["gemma"], device) if a["qk_norm"] else None
         self.scaling = a["scaling"]
 
     def forward(self, x, mask, cos, sin):
@@ -150,12 +150,12 @@ class GroupedQueryAttention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    def __init__(self, a):
+    def __init__(self, a, device=None):
         super().__init__()
         E, I = a["emb_dim"], a["hidden_dim"]
-        self.fc1 = nn.Linear(E, I, bias=False)  # gate_proj
-        self.fc2 = nn.Linear(E, I, bias=False)  # up_proj
-        self.fc3 = nn.Linear(I, E, bias=False)  # down_proj
+        self.fc1 = nn.Linear(E, I, bias=False, device=device)  # gate_proj
+        self.fc2 = nn.Linear(E, I, bias=False, device=device)  # up_proj
+        self.fc3 = nn.Linear(I, E, bias=False, device=device)  # down_proj
         self.gelu = a["act"] in ("gelu_pytorch_tanh", "gelu_new")
 
     def forward(self, x):
@@ -165,16 +165,16 @@ class FeedForward(nn.Module):
 
 
 class TransformerBlock(nn.Module):
-    def __init__(self, a, sliding):
+    def __init__(self, a, sliding, device=None):
         super().__init__()
         self.gemma, self.sliding = a["gemma"], sliding
-        self.att = GroupedQueryAttention(a)
-        self.ff = FeedForward(a)
-        self.norm1 = RMSNorm(a["emb_dim"], a["eps"], a["gemma"])  # input_layernorm
-        self.norm2 = RMSNorm(a["emb_dim"], a["eps"], a["gemma"])  # Llama/Qwen: before the MLP; Gemma: after attention
+        self.att = GroupedQueryAttention(a, device)
+        self.ff = FeedForward(a, device)
+        self.norm1 = RMSNorm(a["emb_dim"], a["eps"], a["gemma"], device)  # input_layernorm
+        self.norm2 = RMSNorm(a["emb_dim"], a["eps"], a["gemma"], device)  # Llama/Qwen: before the MLP; Gemma: after attention
         if self.gemma:
-            self.norm3 = RMSNorm(a["emb_dim"], a["eps"], True)  # pre_feedforward_layernorm
-            self.norm4 = RMSNorm(a["emb_dim"], a["eps"], True)  # post_feedforward_layernorm
+            self.norm3 = RMSNorm(a["emb_dim"], a["eps"], True, device)  # pre_feedforward_layernorm
+            self.norm4 = RMSNorm(a["emb_dim"], a["eps"], True, device)  # post_feedforward_layernorm
 
     def forward(self, x, mask, cos, sin):
         attn, weights = self.att(self.norm1(x), mask, cos, sin)
@@ -188,13 +188,14 @@ class TransformerBlock(nn.Module):
 class DecoderModel(nn.Module):
     """Qwen3Model / Llama3Model / Gemma3Model of the book, one class over the four configs."""
 
-    def __init__(self, config):
+    def __init__(self, config, device=None):
+        """device "meta": no storage, for weights assigned afterwards (attach_state)."""
         super().__init__()
         a = self.a = arch_of(config)
-        self.tok_emb = nn.Embedding(a["vocab_size"], a["emb_dim"])
-        self.trf_blocks = nn.ModuleList([TransformerBlock(a, s) for s in a["sliding"]])
-        self.final_norm = RMSNorm(a["emb_dim"], a["eps"], a["gemma"])
-        self.out_head = nn.Linear(a["emb_dim"], a["vocab_size"], bias=False)
+        self.tok_emb = nn.Embedding(a["vocab_size"], a["emb_dim"], device=device)
+        self.trf_blocks = nn.ModuleList([TransformerBlock(a, s, device) for s in a["sliding"]])
+        self.final_norm = RMSNorm(a["emb_dim"], a["eps"], a["gemma"], device)
+        self.out_head = nn.Linear(a["emb_dim"], a["vocab_size"], bias=False, device=device)
 
     def masks(self, T, device):
         future = torch.triu(torch.ones(T, T, dtype=torch.bool, device=device), diagonal=1)
@@ -256,4 +257,18 @@ def load_hf_state(model, state):
             own[mine].copy_(state[hf])
         if "lm_head.weight" not in state:
             own["out_head.weight"].copy_(state["model.embed_tokens.weight"])
+    return model
+
+
+def attach_state(model, state):
+    """Makes the tensors of `state` (HF names) the model's parameters, without copying them
+    (a model built on the meta device, weights viewing a memory-mapped file)."""
+    pairs = [(hf, mine) for hf, mine in hf_names(model.a, "lm_head.weight" not in state).items()]
+    pairs.append(("lm_head.weight" if "lm_head.weight" in state else "model.embed_tokens.weight", "out_head.weight"))
+    for hf, mine in pairs:
+        *path, leaf = mine.split(".")
+        module = model
+        for part in path:
+            module = getattr(module, part)
+        setattr(module, leaf, nn.Parameter(state[hf], requires_grad=False))
     return model
