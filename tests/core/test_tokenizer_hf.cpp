@@ -135,6 +135,17 @@ TEST_P(RealTokenizer, KnownIdsTokensAndDisplay) {
 
 INSTANTIATE_TEST_SUITE_P(Files, RealTokenizer, ::testing::Values("qwen3", "llama3", "llama3_1", "gemma3"));
 
+TEST(HfTokenizer, ByteOrderMarkIsNotWhitespaceAsInHuggingFacesRegexEngine) {
+  // The one divergence from @lenml/tokenizers found: JavaScript's \s matches U+FEFF,
+  // Oniguruma's (the tokenizers library's engine) and PCRE2's do not. So "  \uFEFF  w"
+  // splits as " ", " \uFEFF" (a space and a non-space symbol), " ", " w" here and in Hugging
+  // Face, where the JavaScript port takes all four spaces and U+FEFF as one run of spaces.
+  const Tokenizer& t = real("qwen3");
+  std::vector<std::string> pieces;
+  for (const int id : t.encode("z  \xEF\xBB\xBF  w")) pieces.push_back(t.decode_token(id));
+  EXPECT_EQ(pieces, (std::vector<std::string>{"z", " ", " \xEF\xBB\xBF", " ", " w"}));
+}
+
 // [SECTION] hand-made tokenizer.json files
 // A tiny SentencePiece-style BPE: characters a, b, c, ▁, merges "a b" and "▁ a", byte tokens.
 json tiny(json normalizer, json pre_tokenizer, json added = json::array()) {
