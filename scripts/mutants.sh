@@ -53,6 +53,27 @@ mutant avx512-col-remainder "AVX-512 tile: the second register's column mask one
 mutant avx2-col-remainder "AVX2 tile: the second register's column mask one column short (last column unwritten)" \
   "$CORE" "$KERNEL_TESTS" \
   core/src/gemm.cpp "_mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15)" "_mm256_setr_epi32(9, 10, 11, 12, 13, 14, 15, 16)"
+mutant avx512-tile-rows "AVX-512: an 11-row edge tile computes 10 rows (the last row of m = 11, 23 ... unwritten)" \
+  "$CORE" "$KERNEL_TESTS" \
+  core/src/gemm.cpp "tile<11, Full>, tile<12, Full>}" "tile<10, Full>, tile<12, Full>}"
+mutant avx2-tile-rows "AVX2: a 3-row edge tile computes 2 rows (the last row of m = 3, 9, 15 ... unwritten)" \
+  "$CORE" "$KERNEL_TESTS" \
+  core/src/gemm.cpp "tile2<3, Full>," "tile2<2, Full>,"
+mutant avx2-lane-mask "AVX2 tile: the first register's column mask lets a 7-column edge write an eighth column" \
+  "$CORE" "$KERNEL_TESTS" \
+  core/src/gemm.cpp "_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)" "_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 6)"
+mutant recover-heads-zero "session recovery keeps num_heads 0 (d_out % num_heads divides by zero for a split variant)" \
+  "$CORE" '^SessionRecover\.' \
+  core/src/session_recover.cpp '"model.num_heads", 1, Limits::kMaxHeads' '"model.num_heads", 0, Limits::kMaxHeads'
+mutant recover-view-head "session recovery clamps the view's head to num_heads, one past the last" \
+  "$CORE" '^SessionRecover\.|^Session\.' \
+  core/src/session_recover.cpp '"view.head", 0, heads - 1,' '"view.head", 0, heads,'
+mutant st-end-boundary "safetensors: a tensor ending one byte past the data accepted (and read)" \
+  "$CORE" '^Safetensors\.' \
+  core/src/safetensors.cpp "if (t.end > data_size)" "if (t.end > data_size + 1)"
+mutant st-dtype-size "safetensors: I64 sized 4 bytes instead of 8" \
+  "$CORE" '^Safetensors\.' \
+  core/src/safetensors.cpp '{StDtype::I64, "I64", 8, false}' '{StDtype::I64, "I64", 4, false}'
 mutant atomic-in-place "write_file_atomic truncates and writes the target itself instead of temp + rename" \
   "$CORE" '^Session\.' \
   core/src/session.cpp "const int fd = ::mkstemp(name.data());" "const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);" \
@@ -85,6 +106,18 @@ mutant init-bound "kaiming_uniform bound sqrt(6)·std instead of sqrt(3)·std" \
 mutant npy-header "NPY header padded to 16 bytes instead of 64" \
   "$CORE mhaviz" '^Export\.|^cli$' \
   core/src/export.cpp "header.append((64 - unpadded % 64) % 64, ' ');" "header.append((16 - unpadded % 16) % 16, ' ');"
+mutant diverging-sign "diverging colour scale as wide as the largest positive value only (a more negative score off the map)" \
+  "app_tests" '^ColorScale\.' \
+  app/figure/colormap.cpp "const float m = std::max(std::fabs(lo), std::fabs(hi));" "const float m = std::fabs(hi);"
+mutant diverging-picked "signed scores on the diverging map picked by hand get [lo, hi], zero off the map's middle" \
+  "app_tests" '^ColorScale\.' \
+  app/figure/colormap.cpp "(diverging_for_signed || sequential == Colormap::Diverging)" "(diverging_for_signed)"
+mutant log-floor "log colour scale's floor three decades below the largest weight instead of four" \
+  "app_tests" '^ColorScale\.' \
+  app/figure/colormap.cpp "out.vmin = std::max(min_pos, hi * 1e-4f);" "out.vmin = std::max(min_pos, hi * 1e-3f);"
+mutant head-clamp "the app no longer keeps the selected head within the trace's heads (--head 99, fewer heads)" \
+  "mhaviz" '^gui_head_clamp$' \
+  app/gui/document.cpp "s.view.head = std::clamp(s.view.head, 0, std::max(0, c.trace.heads - 1));" "s.view.head = std::max(0, s.view.head);"
 mutant autosave "no autosave while the app runs (only on a clean exit)" \
   "mhaviz" '^gui_kill9$' \
   app/gui/app.cpp "if (!L.measuring && glfwGetTime() - s.last_edit_time > 1.0) autosave(s);" "if (false) autosave(s);"
