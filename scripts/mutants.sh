@@ -174,12 +174,17 @@ PY
   [ "$stale" -eq 0 ]
 }
 
-# The tests CTest lists as failed in LOG: the first three names, and how many more.
+# The tests CTest (or a gtest binary run alone) lists as failed in LOG: the first three names,
+# and how many more.
 killers() {
   local names n
-  names=$({ grep -E '^[[:space:]]*[0-9]+ - .*\((Failed|Timeout|Subprocess|SEGFAULT|Exception)' "$1" |
+  # CTest's closing list: "27 - NAME (Failed)", "(Timeout)", "(SEGFAULT)", "(NUMERICAL)" for SIGFPE ...
+  names=$({ grep -E '^[[:space:]]*[0-9]+ - [^ ]+ \([A-Za-z ]+\)$' "$1" |
     sed -E 's/^[[:space:]]*[0-9]+ - ([^ ]+).*/\1/'; grep -E '^\[  FAILED  \] [^ ]+(, | \(|$)' "$1" |
     sed -E 's/^\[  FAILED  \] ([^ ,]+).*/\1/'; } | awk '!seen[$0]++' || true)
+  # A gtest binary run directly (under qemu) that died in a test: the test it was running.
+  [ -n "$names" ] || names=$(awk '/^\[ RUN      \]/ { run = $4 } /^\[ +(OK|FAILED|SKIPPED) +\] [^ ]+ \(/ { run = "" }
+                                  END { if (run != "") print run " (crashed)" }' "$1")
   n=$(printf '%s\n' "$names" | grep -c . || true)
   printf '%s' "$(printf '%s\n' "$names" | head -3 | paste -sd, -)"
   if [ "$n" -gt 3 ]; then printf ' and %d more' $((n - 3)); fi
