@@ -16,7 +16,9 @@
 # MUTANTS_DIR (default /tmp/mhaviz-mutants) holds the copy (src/) and its dev-preset build;
 # a second run reuses it and rebuilds only what changed. The suite must pass unmutated
 # first. A mutation whose text is no longer in its file stops the run (the list is out of
-# date); one that does not compile counts as neither killed nor survived.
+# date); one that does not compile counts as neither killed nor survived, nor does one whose
+# tests pass with some of them skipped because this CPU cannot run the code (AVX-512 under
+# MUTANTS_CPU=max): "skipped on this CPU".
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${MUTANTS_DIR:-/tmp/mhaviz-mutants}
@@ -231,7 +233,7 @@ main() {
   fi
   echo "baseline: $(grep -E 'tests passed|^\[  PASSED  \]|^\[  SKIPPED \] [0-9]|^\[ backends \]' "$LOG/baseline.log" | paste -sd' ' - || true)"
 
-  local killed=0 survived=0 broken=0 survivors=()
+  local killed=0 survived=0 broken=0 unrunnable=0 survivors=() skips=()
   for id in "${chosen[@]}"; do
     edit apply "$id"
     local verdict log="$LOG/$id.log"
@@ -241,13 +243,20 @@ main() {
       broken=$((broken + 1))
       cp "$LOG/build.log" "$log"
     elif tests "${TESTS[$id]}" "$log"; then
-      verdict="SURVIVED"
-      # A mutation in code this CPU cannot run survives with its tests skipped: say so.
+      # A mutation in code this CPU cannot run (AVX-512 on an AVX2 CPU) passes with the tests
+      # that would run that code skipped: counted apart, neither killed nor survived (on a
+      # CPU that runs every backend nothing is skipped, and such a mutation is judged there).
       local skipped
       skipped=$(grep -cE '\*\*\*Skipped|^\[  SKIPPED \] [^ ]+ \([0-9]+ ms\)' "$log" || true)
-      [ "$skipped" -gt 0 ] && verdict+=" ($skipped of its tests skipped on this CPU)"
-      survived=$((survived + 1))
-      survivors+=("$id")
+      if [ "$skipped" -gt 0 ]; then
+        verdict="skipped on this CPU ($skipped of its tests cannot run here)"
+        unrunnable=$((unrunnable + 1))
+        skips+=("$id")
+      else
+        verdict="SURVIVED"
+        survived=$((survived + 1))
+        survivors+=("$id")
+      fi
     else
       verdict="killed by $(killers "$log")"
       killed=$((killed + 1))
@@ -256,7 +265,8 @@ main() {
     printf '%-22s %s\n' "$id" "$verdict"
   done
   local total=$((killed + survived))
-  echo "killed $killed, survived $survived${survivors:+ (${survivors[*]})}, did not compile $broken;" \
+  echo "killed $killed, survived $survived${survivors:+ (${survivors[*]})}," \
+    "skipped on this CPU $unrunnable${skips:+ (${skips[*]})}, did not compile $broken;" \
     "kill rate $killed/$total = $(awk -v k=$killed -v t=$total 'BEGIN { printf "%.0f%%", t ? 100 * k / t : 0 }')"
   echo "logs: $LOG"
 }
