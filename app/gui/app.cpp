@@ -21,6 +21,7 @@
 #include "app_state.hpp"
 #include "embedded.hpp"
 #include "figure/gpt_figures.hpp"
+#include "input_queue.hpp"
 
 namespace mhaviz::gui {
 namespace {
@@ -100,16 +101,81 @@ void apply_style(AppState& s) {
   s.ui.style_dirty = false;
 }
 
-// [SECTION] Activity tracking (GLFW callbacks chained by the ImGui backend)
-void note_event(GLFWwindow* w) {
-  if (auto* s = static_cast<AppState*>(glfwGetWindowUserPointer(w))) s->last_event_time = glfwGetTime();
+// [SECTION] The main loop's state
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
 }
-void on_cursor(GLFWwindow* w, double, double) { note_event(w); }
-void on_button(GLFWwindow* w, int, int, int) { note_event(w); }
-void on_key(GLFWwindow* w, int, int, int, int) { note_event(w); }
-void on_char(GLFWwindow* w, unsigned int) { note_event(w); }
-void on_scroll(GLFWwindow* w, double, double) { note_event(w); }
-void on_size(GLFWwindow* w, int, int) { note_event(w); }
+
+// What the main loop carries from one frame to the next (the window's user pointer).
+struct Loop {
+  AppState* s = nullptr;
+  bool measuring = false;
+  int status = 0;
+  InputQueue input;       // events not yet seen by a frame (input_queue.hpp)
+  Introspection written;  // test hooks as last written to --layout-out
+  Clock::time_point prev_start = Clock::now();
+  // The previous frame is presented at the start of the next iteration, so that a
+  // recompute (CPU) overlaps with the rasterisation and presentation of the last frame
+  // (llvmpipe finishes drawing inside SwapBuffers). The recomputed trace is still drawn
+  // in the frame whose input changed.
+  bool swap_pending = false;
+};
+
+// [SECTION] Input: GLFW's events into the queue, a run of them into each frame
+// The queue's key codes are GLFW's.
+static_assert(kKeySpace == GLFW_KEY_SPACE && kKeyWorld2 == GLFW_KEY_WORLD_2 && kKeyPad0 == GLFW_KEY_KP_0 &&
+              kKeyPadEnter == GLFW_KEY_KP_ENTER && kKeyPadEqual == GLFW_KEY_KP_EQUAL);
+static_assert(kKeyLeftShift == GLFW_KEY_LEFT_SHIFT && kKeyLeftControl == GLFW_KEY_LEFT_CONTROL &&
+              kKeyLeftAlt == GLFW_KEY_LEFT_ALT && kKeyLeftSuper == GLFW_KEY_LEFT_SUPER &&
+              kKeyRightShift == GLFW_KEY_RIGHT_SHIFT && kKeyRightControl == GLFW_KEY_RIGHT_CONTROL &&
+              kKeyRightAlt == GLFW_KEY_RIGHT_ALT && kKeyRightSuper == GLFW_KEY_RIGHT_SUPER);
+static_assert(GLFW_KEY_LAST < kKeyCount && sizeof(ImGuiIO::KeysDown) == kKeyCount * sizeof(bool) &&
+              sizeof(ImGuiIO::MouseDown) == kButtonCount * sizeof(bool));
+
+// Every event also keeps frames coming for a second (handle_events).
+Loop& noted(GLFWwindow* w) {
+  Loop& L = *static_cast<Loop*>(glfwGetWindowUserPointer(w));
+  L.s->last_event_time = glfwGetTime();
+  return L;
+}
+void on_cursor(GLFWwindow* w, double x, double y) { noted(w).input.move(static_cast<float>(x), static_cast<float>(y)); }
+void on_button(GLFWwindow* w, int b, int action, int) { noted(w).input.button(b, action == GLFW_PRESS); }
+void on_key(GLFWwindow* w, int key, int, int action, int) {
+  // Repeats change nothing: ImGui repeats a held key itself.
+  if (action != GLFW_REPEAT) noted(w).input.key(key, action == GLFW_PRESS);
+}
+void on_char(GLFWwindow* w, unsigned int c) { noted(w).input.character(c); }
+void on_scroll(GLFWwindow* w, double dx, double dy) {
+  noted(w).input.scroll(static_cast<float>(dx), static_cast<float>(dy));
+}
+void on_size(GLFWwindow* w, int, int) { noted(w); }
+// The backend's: whether the pointer's position counts while the window is not focused.
+void on_enter(GLFWwindow* w, int entered) {
+  noted(w);
+  ImGui_ImplGlfw_CursorEnterCallback(w, entered);
+}
+// (No focus callback: when the window loses focus GLFW releases every key and button it
+// holds through the callbacks above, in order, which is what ImGui's own reset would do.)
+
+// After ImGui_ImplGlfw_NewFrame(), which polled the pointer and buttons, and before
+// ImGui::NewFrame(): this frame's run of events is what ImGui sees.
+void apply_input(AppState& s, Loop& L) {
+  ImGuiIO& io = ImGui::GetIO();
+  const InputFrame& f = L.input.next_frame();
+  std::copy(f.keys.begin(), f.keys.end(), io.KeysDown);
+  io.KeyCtrl = f.ctrl();
+  io.KeyShift = f.shift();
+  io.KeyAlt = f.alt();
+  io.KeySuper = f.super();
+  std::copy(f.buttons.begin(), f.buttons.end(), io.MouseDown);
+  // The backend leaves the position invalid when the pointer is not the window's.
+  if (f.has_pointer && ImGui::IsMousePosValid(&io.MousePos)) io.MousePos = ImVec2(f.x, f.y);
+  if (s.opts.ignore_mouse) io.MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
+  io.MouseWheel += f.wheel_y;
+  io.MouseWheelH += f.wheel_x;
+  for (const unsigned c : f.chars) io.AddInputCharacter(c);
+}
 
 // [SECTION] Frame
 void draw_frame(AppState& s) {
@@ -318,7 +384,7 @@ int init_document(AppState& s) {
 }
 
 // GLFW window, ImGui and the heatmap renderer. Returns an exit status, or 0.
-int init_window(AppState& s, bool measuring) {
+int init_window(AppState& s, Loop& L) {
   if (!glfwInit()) return no_window("no display: ", "set DISPLAY or run under xvfb-run");
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
@@ -331,14 +397,15 @@ int init_window(AppState& s, bool measuring) {
     return status;
   }
   glfwMakeContextCurrent(s.window);
-  glfwSwapInterval(measuring ? 0 : 1);
-  glfwSetWindowUserPointer(s.window, &s);
-  // Installed before the ImGui backend, which chains to them.
+  glfwSwapInterval(L.measuring ? 0 : 1);
+  glfwSetWindowUserPointer(s.window, &L);
+  // Ours, not the backend's (it is initialised without callbacks): input goes to the queue.
   glfwSetCursorPosCallback(s.window, on_cursor);
   glfwSetMouseButtonCallback(s.window, on_button);
   glfwSetKeyCallback(s.window, on_key);
   glfwSetCharCallback(s.window, on_char);
   glfwSetScrollCallback(s.window, on_scroll);
+  glfwSetCursorEnterCallback(s.window, on_enter);
   glfwSetFramebufferSizeCallback(s.window, on_size);
 
   IMGUI_CHECKVERSION();
@@ -346,7 +413,7 @@ int init_window(AppState& s, bool measuring) {
   ImGuiIO& io = ImGui::GetIO();
   io.IniFilename = nullptr;  // no imgui.ini in the working directory; settings.json holds ours
   io.LogFilename = nullptr;
-  ImGui_ImplGlfw_InitForOpenGL(s.window, true);
+  ImGui_ImplGlfw_InitForOpenGL(s.window, false);
   ImGui_ImplOpenGL3_Init("#version 330 core");
   build_fonts(s, false);
   apply_style(s);
@@ -367,29 +434,12 @@ int init_window(AppState& s, bool measuring) {
 }
 
 // [SECTION] One frame
-using Clock = std::chrono::steady_clock;
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-// What the main loop carries from one frame to the next.
-struct Loop {
-  bool measuring = false;
-  int status = 0;
-  Introspection written;  // test hooks as last written to --layout-out
-  Clock::time_point prev_start = Clock::now();
-  // The previous frame is presented at the start of the next iteration, so that a
-  // recompute (CPU) overlaps with the rasterisation and presentation of the last frame
-  // (llvmpipe finishes drawing inside SwapBuffers). The recomputed trace is still drawn
-  // in the frame whose input changed.
-  bool swap_pending = false;
-};
-
 // Events: poll while busy or measuring, otherwise sleep until input. False: leave the loop.
 bool handle_events(AppState& s, Loop& L) {
   const double now = glfwGetTime();
   const bool busy = L.measuring || s.opts.exit_after_frames > 0 || now - s.last_event_time < 1.0 ||
-                    s.compute.model_dirty || s.compute.input_dirty || s.frame < 5 || model_busy(s);
+                    s.compute.model_dirty || s.compute.input_dirty || s.frame < 5 || model_busy(s) ||
+                    L.input.pending() > 0;
   if (busy) {
     glfwPollEvents();
   } else {
@@ -439,10 +489,10 @@ void present_and_refresh(AppState& s, Loop& L) {
 }
 
 // The UI, then its GL submission. Returns the time the UI was built (the GL phase starts).
-Clock::time_point build_and_submit(AppState& s) {
+Clock::time_point build_and_submit(AppState& s, Loop& L) {
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
-  if (s.opts.ignore_mouse) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
+  apply_input(s, L);
   ImGui::NewFrame();
   draw_frame(s);
   ImGui::Render();
@@ -497,7 +547,7 @@ bool frame(AppState& s, Loop& L) {
   const auto t_events = Clock::now();
   present_and_refresh(s, L);
   const auto t_ui = Clock::now();
-  const auto t_render = build_and_submit(s);
+  const auto t_render = build_and_submit(s, L);
   const auto t_end = Clock::now();
   const bool go_on = after_frame(s, L);
   if (s.frame > kWarmupFrames) {
@@ -546,9 +596,10 @@ int run(const Options& opts) {
   AppState s;
   s.opts = opts;
   Loop loop;
+  loop.s = &s;
   loop.measuring = opts.frame_stats || opts.perturb;
   if (const int status = init_document(s)) return status;
-  if (const int status = init_window(s, loop.measuring)) return status;
+  if (const int status = init_window(s, loop)) return status;
   s.last_event_time = glfwGetTime();
   while (!s.quit && frame(s, loop)) {
   }
