@@ -112,8 +112,9 @@ struct Loop {
   AppState* s = nullptr;
   bool measuring = false;
   int status = 0;
-  InputQueue input;       // events not yet seen by a frame (input_queue.hpp)
-  Introspection written;  // test hooks as last written to --layout-out
+  InputQueue input;        // events not yet seen by a frame (input_queue.hpp)
+  Introspection written;   // test hooks as last written to --layout-out
+  double state_at = -1.0;  // glfwGetTime() of the last --state-out write
   Clock::time_point prev_start = Clock::now();
   // The previous frame is presented at the start of the next iteration, so that a
   // recompute (CPU) overlaps with the rasterisation and presentation of the last frame
@@ -175,6 +176,10 @@ void apply_input(AppState& s, Loop& L) {
   io.MouseWheel += f.wheel_y;
   io.MouseWheelH += f.wheel_x;
   for (const unsigned c : f.chars) io.AddInputCharacter(c);
+  Introspection::Live& live = s.probe.live;
+  live.input_received = L.input.received();
+  live.input_applied = L.input.applied();
+  live.input_pending = static_cast<std::int64_t>(L.input.pending());
 }
 
 // [SECTION] Frame
@@ -434,6 +439,20 @@ int init_window(AppState& s, Loop& L) {
 }
 
 // [SECTION] One frame
+// --state-out while the app runs: what changed, at most every kStateEvery seconds while
+// frames come, and before the loop sleeps (so the last frame's state is on disk).
+constexpr double kStateEvery = 0.15;
+
+void write_state_live(AppState& s, Loop& L) {
+  if (s.opts.state_out.empty()) return;
+  write_state_dump(s, s.opts.state_out);
+  L.state_at = glfwGetTime();
+}
+
+double wall_clock() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 // Events: poll while busy or measuring, otherwise sleep until input. False: leave the loop.
 bool handle_events(AppState& s, Loop& L) {
   const double now = glfwGetTime();
@@ -441,10 +460,13 @@ bool handle_events(AppState& s, Loop& L) {
                     s.compute.model_dirty || s.compute.input_dirty || s.frame < 5 || model_busy(s) ||
                     L.input.pending() > 0;
   if (busy) {
+    s.probe.live.polled_at = wall_clock();
     glfwPollEvents();
   } else {
     if (L.swap_pending) glfwSwapBuffers(s.window);
     L.swap_pending = false;
+    write_state_live(s, L);
+    s.probe.live.polled_at = wall_clock();
     glfwWaitEventsTimeout(0.5);
   }
   if (g_terminate) return false;
@@ -533,6 +555,7 @@ bool after_frame(AppState& s, Loop& L) {
     write_layout(s, opts.layout_out);
     L.written = s.probe;
   }
+  if (glfwGetTime() - L.state_at >= kStateEvery) write_state_live(s, L);
   L.swap_pending = true;
   if (!L.measuring && glfwGetTime() - s.last_edit_time > 1.0) autosave(s);
   return !last_frame && L.status == 0;
@@ -563,7 +586,12 @@ bool frame(AppState& s, Loop& L) {
 int shutdown(AppState& s, Loop& L) {
   const Options& opts = s.opts;
   if (L.swap_pending) glfwSwapBuffers(s.window);
-  if (!opts.state_out.empty()) write_state_dump(s, opts.state_out);
+  if (!opts.state_out.empty()) {
+    // Always written, the session made afresh (--perturb changes it without an edit).
+    s.probe.live.state_written.clear();
+    s.probe.live.session_revision = ~std::uint64_t{0};
+    write_state_dump(s, opts.state_out);
+  }
   if (!L.measuring) autosave(s);
   if (opts.width == 0 && opts.height == 0)
     glfwGetWindowSize(s.window, &s.settings.window_width, &s.settings.window_height);

@@ -193,19 +193,36 @@ nlohmann::json model_state_json(const AppState& s) {
 }
 }  // namespace
 
-void write_state_dump(AppState& s, const std::string& path) {
+namespace {
+// The session as a save writes it, made again only when the document or the view changed.
+const std::string& session_json(AppState& s) {
+  Introspection::Live& live = s.probe.live;
+  const SessionView view = current_view(s);
+  if (live.session_revision != s.doc.revision || live.session_view != view) {
+    live.session_json = session_to_json(with_view(s));
+    live.session_revision = s.doc.revision;
+    live.session_view = view;
+    ++live.session_builds;
+  }
+  return live.session_json;
+}
+
+// Everything a test waits on or checks, but the session.
+nlohmann::json state_json(AppState& s) {
   const Trace& t = s.compute.trace;
+  const Introspection::Live& live = s.probe.live;
   nlohmann::json shapes;
   if (s.compute.have_trace) {
     shapes = {{"input", t.input.shape}, {"queries", t.queries.shape}, {"q", t.q.shape},
               {"scores", t.scores.shape}, {"weights", t.weights.shape}, {"context", t.context.shape},
               {"context_merged", t.context_merged.shape}, {"output", t.output.shape}};
   }
-  const nlohmann::json j = {
-      {"session", nlohmann::json::parse(session_to_json(with_view(s)))},  // as a save writes it
+  const nlohmann::json probe = probe_json(s.probe);
+  return {
       {"path", s.doc.path},
       {"origin", s.doc.origin},
       {"modified", s.doc.modified},
+      {"revision", s.doc.revision},
       {"error", s.compute.error},
       {"have_trace", s.compute.have_trace},
       {"trace_heads", t.heads},
@@ -218,6 +235,7 @@ void write_state_dump(AppState& s, const std::string& path) {
       {"head", s.view.head},
       {"enlarged", s.view.enlarged},
       {"show_controls", s.view.show_controls},
+      {"walkthrough", s.walkthrough.open},
       {"frames", s.frame},
       {"gl_errors", s.gl_errors},
       {"forwards", s.compute.generation},
@@ -228,19 +246,45 @@ void write_state_dump(AppState& s, const std::string& path) {
       {"undo", s.doc.history.can_undo() ? s.doc.history.undo_label() : ""},
       {"redo", s.doc.history.can_redo() ? s.doc.history.redo_label() : ""},
       {"undo_steps", s.doc.history.undo_steps()},
-      {"restore", {{"error", s.ui.restore_error}, {"kept_at", s.ui.restore_kept_at}, {"repairs", s.ui.restore_repairs}}},
+      {"autosaved_revision", s.autosaved_revision},
+      {"last_capture", s.ui.last_capture},
+      {"restore",
+       {{"error", s.ui.restore_error}, {"kept_at", s.ui.restore_kept_at}, {"repairs", s.ui.restore_repairs}}},
       {"settings",
        {{"font_size", s.settings.font_size},
         {"theme", s.settings.dark ? "dark" : "light"},
         {"colormap", std::string(colormap_name(s.settings.colormap))},
         {"log_scale", s.settings.log_weights},
         {"recent", s.settings.recent}}},
-      {"widgets", probe_json(s.probe)["widgets"]},
-      {"walk", probe_json(s.probe)["walk"]},
+      {"widgets", probe["widgets"]},
+      {"walk", probe["walk"]},
+      {"text_input", probe["text_input"]},
+      {"edit_menu", probe["edit_menu"]},
+      {"token_cells", probe["token_cells"]},
+      {"browse_rows", probe["browse_rows"]},
+      {"input",
+       {{"received", live.input_received},
+        {"applied", live.input_applied},
+        {"pending", live.input_pending},
+        {"polled_at", live.polled_at}}},
+      {"session_builds", live.session_builds},  // the session's JSON made again (once per revision and view)
       {"model", model_state_json(s)},
   };
+}
+}  // namespace
+
+// The state, when it changed since it was last written: its session is spliced in as text
+// (made once per revision and view), the rest dumped anew, which is cheap.
+void write_state_dump(AppState& s, const std::string& path) {
+  Introspection::Live& live = s.probe.live;
+  const std::string& session = session_json(s);
+  std::string rest = state_json(s).dump(1);
+  if (rest == live.state_written && live.state_session == live.session_builds) return;
   try {
-    write_file_atomic(path, j.dump(1) + "\n");
+    // rest is "{\n ...}": the session goes first, as one more member.
+    write_file_atomic(path, "{\n \"session\": " + session + ",\n" + rest.substr(2) + "\n");
+    live.state_written = std::move(rest);
+    live.state_session = live.session_builds;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mhaviz: %s\n", e.what());
   }
