@@ -113,6 +113,7 @@ struct Loop {
   bool measuring = false;
   int status = 0;
   InputQueue input;        // events not yet seen by a frame (input_queue.hpp)
+  double imgui_time = 0.0;  // glfwGetTime() where ImGui's clock stands (apply_input)
   Introspection written;   // test hooks as last written to --layout-out
   double state_at = -1.0;  // glfwGetTime() of the last --state-out write
   Clock::time_point prev_start = Clock::now();
@@ -135,20 +136,22 @@ static_assert(GLFW_KEY_LAST < kKeyCount && sizeof(ImGuiIO::KeysDown) == kKeyCoun
               sizeof(ImGuiIO::MouseDown) == kButtonCount * sizeof(bool));
 
 // Every event also keeps frames coming for a second (handle_events).
-Loop& noted(GLFWwindow* w) {
+InputQueue& noted(GLFWwindow* w) {
   Loop& L = *static_cast<Loop*>(glfwGetWindowUserPointer(w));
   L.s->last_event_time = glfwGetTime();
-  return L;
+  return L.input;
 }
-void on_cursor(GLFWwindow* w, double x, double y) { noted(w).input.move(static_cast<float>(x), static_cast<float>(y)); }
-void on_button(GLFWwindow* w, int b, int action, int) { noted(w).input.button(b, action == GLFW_PRESS); }
+void on_cursor(GLFWwindow* w, double x, double y) {
+  noted(w).move(static_cast<float>(x), static_cast<float>(y), glfwGetTime());
+}
+void on_button(GLFWwindow* w, int b, int action, int) { noted(w).button(b, action == GLFW_PRESS, glfwGetTime()); }
 void on_key(GLFWwindow* w, int key, int, int action, int) {
   // Repeats change nothing: ImGui repeats a held key itself.
-  if (action != GLFW_REPEAT) noted(w).input.key(key, action == GLFW_PRESS);
+  if (action != GLFW_REPEAT) noted(w).key(key, action == GLFW_PRESS, glfwGetTime());
 }
-void on_char(GLFWwindow* w, unsigned int c) { noted(w).input.character(c); }
+void on_char(GLFWwindow* w, unsigned int c) { noted(w).character(c, glfwGetTime()); }
 void on_scroll(GLFWwindow* w, double dx, double dy) {
-  noted(w).input.scroll(static_cast<float>(dx), static_cast<float>(dy));
+  noted(w).scroll(static_cast<float>(dx), static_cast<float>(dy), glfwGetTime());
 }
 void on_size(GLFWwindow* w, int, int) { noted(w); }
 // The backend's: whether the pointer's position counts while the window is not focused.
@@ -176,6 +179,13 @@ void apply_input(AppState& s, Loop& L) {
   io.MouseWheel += f.wheel_y;
   io.MouseWheelH += f.wheel_x;
   for (const unsigned c : f.chars) io.AddInputCharacter(c);
+  // ImGui's clock follows the input while events wait (it stands when the last event this
+  // frame applied came), else the present: double-clicks, held keys and typing's rhythm are
+  // judged at the pace the user made them, not at the pace of slow frames.
+  const double at = L.input.pending() > 0 ? f.time : glfwGetTime();
+  const double t = std::max(at, L.imgui_time + 1e-5);  // ImGui's time must move on
+  io.DeltaTime = static_cast<float>(t - L.imgui_time);
+  L.imgui_time = t;
   Introspection::Live& live = s.probe.live;
   live.input_received = L.input.received();
   live.input_applied = L.input.applied();
@@ -628,7 +638,7 @@ int run(const Options& opts) {
   loop.measuring = opts.frame_stats || opts.perturb;
   if (const int status = init_document(s)) return status;
   if (const int status = init_window(s, loop)) return status;
-  s.last_event_time = glfwGetTime();
+  s.last_event_time = loop.imgui_time = glfwGetTime();
   while (!s.quit && frame(s, loop)) {
   }
   return shutdown(s, loop);

@@ -12,8 +12,9 @@ struct Changed {
   bool editing_key = false, moved = false, wheeled = false;
 };
 
-// Whether e can be applied in the frame f, given what already changed in it.
-bool fits(const InputEvent& e, const InputFrame& f, const Changed& c) {
+// Whether e can be applied in the frame f, given what already changed in it since `first`.
+bool fits(const InputEvent& e, const InputFrame& f, const Changed& c, double first) {
+  if (f.applied > 0 && e.t - first > kFrameSpan) return false;
   switch (e.kind) {
     case InputEvent::Kind::Key: {
       const auto k = static_cast<std::size_t>(e.code);
@@ -77,29 +78,31 @@ void InputQueue::push(const InputEvent& e) {
   ++received_;
 }
 
-void InputQueue::key(int code, bool down) {
-  if (code >= 0 && code < kKeyCount) push({InputEvent::Kind::Key, code, down, 0, 0});
+void InputQueue::key(int code, bool down, double t) {
+  if (code >= 0 && code < kKeyCount) push({InputEvent::Kind::Key, code, down, 0, 0, t});
 }
 
-void InputQueue::character(unsigned c) {
-  if (c != 0) push({InputEvent::Kind::Char, static_cast<int>(c), false, 0, 0});
+void InputQueue::character(unsigned c, double t) {
+  if (c != 0) push({InputEvent::Kind::Char, static_cast<int>(c), false, 0, 0, t});
 }
 
-void InputQueue::button(int b, bool down) {
-  if (b >= 0 && b < kButtonCount) push({InputEvent::Kind::Button, b, down, 0, 0});
+void InputQueue::button(int b, bool down, double t) {
+  if (b >= 0 && b < kButtonCount) push({InputEvent::Kind::Button, b, down, 0, 0, t});
 }
 
-void InputQueue::move(float x, float y) { push({InputEvent::Kind::Move, 0, false, x, y}); }
+void InputQueue::move(float x, float y, double t) { push({InputEvent::Kind::Move, 0, false, x, y, t}); }
 
-void InputQueue::scroll(float dx, float dy) { push({InputEvent::Kind::Scroll, 0, false, dx, dy}); }
+void InputQueue::scroll(float dx, float dy, double t) { push({InputEvent::Kind::Scroll, 0, false, dx, dy, t}); }
 
 const InputFrame& InputQueue::next_frame() {
   frame_.chars.clear();
   frame_.wheel_x = frame_.wheel_y = 0;
   frame_.applied = 0;
   Changed changed;
-  while (!events_.empty() && fits(events_.front(), frame_, changed)) {
+  const double first = events_.empty() ? 0.0 : events_.front().t;
+  while (!events_.empty() && fits(events_.front(), frame_, changed, first)) {
     apply(events_.front(), frame_, changed);
+    frame_.time = events_.front().t;
     events_.pop_front();
     ++frame_.applied;
   }

@@ -12,8 +12,29 @@ namespace {
 // GLFW's codes for the keys used below (glfw3.h; app.cpp holds the queue's constants to it).
 constexpr int kA = 65, kZ = 90, kE = 69, kTwo = 50, kEnter = 257, kBackspace = 259, kRight = 262, kF12 = 301;
 
+// The queue fed as GLFW would, every event `step` seconds after the one before.
+class Feed {
+ public:
+  double step = 0.002;
+  double now = 0;
+  void key(int code, bool down) { q_.key(code, down, tick()); }
+  void character(unsigned c) { q_.character(c, tick()); }
+  void button(int b, bool down) { q_.button(b, down, tick()); }
+  void move(float x, float y) { q_.move(x, y, tick()); }
+  void scroll(float dx, float dy) { q_.scroll(dx, dy, tick()); }
+  void pause(double seconds) { now += seconds; }
+  const InputFrame& next_frame() { return q_.next_frame(); }
+  std::size_t pending() const { return q_.pending(); }
+  std::int64_t received() const { return q_.received(); }
+  std::int64_t applied() const { return q_.applied(); }
+
+ private:
+  double tick() { return now += step; }
+  InputQueue q_;
+};
+
 // A printable key as GLFW reports a typist's stroke: press, its character, release.
-void stroke(InputQueue& q, int code, unsigned c) {
+void stroke(Feed& q, int code, unsigned c) {
   q.key(code, true);
   q.character(c);
   q.key(code, false);
@@ -26,7 +47,7 @@ std::string text(const InputFrame& f) {
 }
 
 TEST(InputQueue, APressAndReleaseBetweenTwoFramesAreSeenInAFrameEach) {
-  InputQueue q;
+  Feed q;
   q.key(kRight, true);
   q.key(kRight, false);
   EXPECT_TRUE(q.next_frame().keys[kRight]);
@@ -49,7 +70,7 @@ TEST(InputQueue, APressAndReleaseBetweenTwoFramesAreSeenInAFrameEach) {
 }
 
 TEST(InputQueue, AShortcutsKeyIsDownWhileItsModifiersAre) {
-  InputQueue q;
+  Feed q;
   q.key(kKeyLeftControl, true);
   q.key(kKeyLeftShift, true);
   q.key(kZ, true);
@@ -82,7 +103,7 @@ TEST(InputQueue, AShortcutsKeyIsDownWhileItsModifiersAre) {
 }
 
 TEST(InputQueue, TypedCharactersComeInOrderAndARunOfTypingStaysInOneFrame) {
-  InputQueue q;
+  Feed q;
   for (char c : std::string("we cut")) stroke(q, c == ' ' ? kKeySpace : c - 'a' + kA, static_cast<unsigned>(c));
   const InputFrame& f = q.next_frame();
   EXPECT_EQ(text(f), "we cut");  // the app tells typing from shortcuts by the characters' rhythm
@@ -90,10 +111,37 @@ TEST(InputQueue, TypedCharactersComeInOrderAndARunOfTypingStaysInOneFrame) {
   EXPECT_EQ(text(q.next_frame()), "") << "characters are seen once";
 }
 
+TEST(InputQueue, AFrameHoldsATenthOfASecondOfInputAndSaysWhenItCame) {
+  // Two lone keys half a second apart, both waiting for a slow frame: two frames, whose
+  // times are the keys' (ImGui's clock follows them), so they stay two shortcuts.
+  Feed q;
+  stroke(q, kE, 'e');
+  q.pause(0.5);
+  stroke(q, kTwo, '2');
+  const InputFrame& f1 = q.next_frame();
+  EXPECT_EQ(text(f1), "e");
+  EXPECT_DOUBLE_EQ(f1.time, 0.006);
+  const InputFrame& f2 = q.next_frame();
+  EXPECT_EQ(text(f2), "2");
+  EXPECT_DOUBLE_EQ(f2.time, 0.512);
+  EXPECT_DOUBLE_EQ(q.next_frame().time, 0.512) << "a frame with no event keeps the last time";
+  // Typing at 30 ms a key: a frame per tenth of a second of it, every character once, in order.
+  q.step = 0.01;
+  std::string typed;
+  for (char c : std::string("abcdefghij")) stroke(q, c - 'a' + kA, static_cast<unsigned>(c));
+  int frames = 0;
+  while (q.pending() > 0) {
+    typed += text(q.next_frame());
+    ++frames;
+  }
+  EXPECT_EQ(typed, "abcdefghij");
+  EXPECT_EQ(frames, 3);  // 0.3 s of typing
+}
+
 TEST(InputQueue, EditingKeysAndCharactersKeepTheirOrder) {
   // "ab", Backspace, "c", Enter: a text field applies a frame's characters before its keys,
   // so a character after an editing key waits for the next frame.
-  InputQueue q;
+  Feed q;
   stroke(q, kA, 'a');
   stroke(q, kA + 1, 'b');
   q.key(kBackspace, true);
@@ -115,7 +163,7 @@ TEST(InputQueue, EditingKeysAndCharactersKeepTheirOrder) {
 }
 
 TEST(InputQueue, AClickLandsWhereThePointerRested) {
-  InputQueue q;
+  Feed q;
   q.move(100, 40);
   q.button(0, true);
   q.button(0, false);
@@ -138,7 +186,7 @@ TEST(InputQueue, AClickLandsWhereThePointerRested) {
 }
 
 TEST(InputQueue, ADragMovesWhileHeldAndEndsWhereItWasReleased) {
-  InputQueue q;
+  Feed q;
   q.move(10, 5);
   q.button(0, true);
   for (int x = 20; x <= 80; x += 10) q.move(static_cast<float>(x), 5);
@@ -160,7 +208,7 @@ TEST(InputQueue, ADragMovesWhileHeldAndEndsWhereItWasReleased) {
 }
 
 TEST(InputQueue, TheWheelTurnsWhereThePointerIs) {
-  InputQueue q;
+  Feed q;
   q.move(50, 50);
   q.scroll(0, 1);
   q.scroll(0, 1);
@@ -176,7 +224,7 @@ TEST(InputQueue, TheWheelTurnsWhereThePointerIs) {
 }
 
 TEST(InputQueue, ACharacterAfterAClickWaitsForTheFieldToBeActive) {
-  InputQueue q;
+  Feed q;
   q.button(0, true);
   q.button(0, false);
   stroke(q, kTwo, '2');
@@ -188,7 +236,7 @@ TEST(InputQueue, ACharacterAfterAClickWaitsForTheFieldToBeActive) {
 }
 
 TEST(InputQueue, AnEmptyQueueKeepsTheStateAndCountsEveryEvent) {
-  InputQueue q;
+  Feed q;
   q.key(kE, true);
   q.key(-1, true);         // GLFW_KEY_UNKNOWN
   q.button(7, true);       // a button ImGui has no slot for
@@ -210,7 +258,7 @@ TEST(InputQueue, AnEmptyQueueKeepsTheStateAndCountsEveryEvent) {
 }
 
 TEST(InputQueue, EveryFrameTakesAtLeastOneEvent) {
-  InputQueue q;
+  Feed q;
   int events = 0;
   for (int i = 0; i < 50; ++i) {
     q.key(kRight, i % 2 == 0);
