@@ -5,6 +5,7 @@
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
+#include <imgui_internal.h>
 
 #include <algorithm>
 #include <cfloat>
@@ -281,7 +282,8 @@ void draw_frame(AppState& s) {
   draw_model_open_dialog(s);
   // A drag or a field's typing is one undo step: the step closes when nothing is held.
   if (!ImGui::IsAnyItemActive()) s.doc.history.seal();
-  s.probe.text_input = ImGui::GetIO().WantTextInput;
+  // A text field has the keyboard in this frame (io.WantTextInput says so from the next one).
+  s.probe.text_input = ImGui::GetCurrentContext()->WantTextInputNextFrame == 1;
 }
 
 double percentile(std::vector<double> v, double p) {
