@@ -163,11 +163,20 @@ namespace {
 // scores and top five, the next tokens.
 nlohmann::json model_state_json(const AppState& s) {
   const ModelUi& m = s.model;
-  nlohmann::json j = {{"path", m.path}, {"text", m.text}, {"probe", m.probe}, {"shown", model_view_active(s)},
-                      {"error", m.error}, {"layer", m.layer}, {"head", m.head}, {"text_tokens", m.tokens.tokens},
-                      {"text_error", m.tokens.error}, {"recent", s.settings.recent_models},
+  nlohmann::json j = {{"path", m.path},
+                      {"text", m.text},
+                      {"probe", m.probe},
+                      {"shown", model_view_active(s)},
+                      {"error", m.error},
+                      {"layer", m.layer},
+                      {"head", m.head},
+                      {"text_tokens", m.tokens.tokens},
+                      {"text_error", m.tokens.error},
+                      {"recent", s.settings.recent_models},
                       {"hover", m.hover_k >= 0 && m.view ? head_label(m.hover_k, m.view->n_head) : ""},
-                      {"busy_frames", m.busy_frames}, {"busy_max_gap_ms", m.busy_max_gap_ms}};
+                      {"busy_frames", m.busy_frames},
+                      {"busy_max_gap_ms", m.busy_max_gap_ms},
+                      {"busy", model_busy(s)}};  // a load, forward or derived view under way
   if (m.result) {
     j["generation"] = m.result->generation;
     j["forward_ms"] = m.result->forward_ms;
