@@ -8,8 +8,8 @@ bool modifier_key(int code) { return code >= kKeyLeftShift && code <= kKeyRightS
 // What this frame has applied so far, for the rules in input_queue.hpp.
 struct Changed {
   std::array<bool, kKeyCount> keys{};
-  int buttons = 0;  // bit b: button b
-  bool editing_key = false, moved = false, wheeled = false;
+  int buttons = 0;                                                        // bit b: button b
+  bool key = false, editing_key = false, moved = false, wheeled = false;  // key: other than a modifier
 };
 
 // Whether e can be applied in the frame f, given what already changed in it since `first`.
@@ -19,6 +19,7 @@ bool fits(const InputEvent& e, const InputFrame& f, const Changed& c, double fir
     case InputEvent::Kind::Key: {
       const auto k = static_cast<std::size_t>(e.code);
       if (f.keys[k] == e.down) return true;  // no change (a press while held)
+      if (modifier_key(e.code)) return !c.keys[k] && !c.key && c.buttons == 0;
       const bool typed = printable_key(e.code) && !f.ctrl() && !f.alt() && !f.super();
       return (typed || !c.keys[k]) && c.buttons == 0;
     }
@@ -40,6 +41,7 @@ void apply(const InputEvent& e, InputFrame& f, Changed& c) {
       const auto k = static_cast<std::size_t>(e.code);
       if (f.keys[k] != e.down) {
         c.keys[k] = true;
+        c.key |= !modifier_key(e.code);
         c.editing_key |= !printable_key(e.code) && !modifier_key(e.code);
       }
       f.keys[k] = e.down;

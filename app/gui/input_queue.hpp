@@ -58,6 +58,9 @@ struct InputFrame {
 //   key K        K changed (a press and its release: a frame each), or a mouse button changed;
 //                except a printable key with no Ctrl, Alt or Super held: the app reads the
 //                character it typed, so a run of typing is seen in the frames it came in
+//   modifier     (Shift, Ctrl, Alt, Super) it changed, a button changed or another key changed:
+//                a key is seen with the modifiers held when it was pressed (xdotool releases
+//                Ctrl before the Z of Ctrl+Z)
 //   character    a mouse button changed, or an editing key (Enter, Backspace, arrows...)
 //                changed (ImGui's text field applies a frame's characters before its keys)
 //   button B     B changed, the pointer moved or the wheel turned (a press or release is seen
