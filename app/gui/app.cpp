@@ -286,6 +286,17 @@ void draw_frame(AppState& s) {
   s.probe.text_input = ImGui::GetCurrentContext()->WantTextInputNextFrame == 1;
 }
 
+// The frame, noting which named widgets it drew (a closed menu's items keep their last
+// rectangles in the hooks, and are not shown).
+void draw_widgets_recorded(AppState& s) {
+  std::map<std::string, std::vector<float>> before = std::move(s.probe.widgets);
+  s.probe.widgets.clear();
+  draw_frame(s);
+  s.probe.shown.clear();
+  for (const auto& w : s.probe.widgets) s.probe.shown.push_back(w.first);
+  s.probe.widgets.merge(before);  // keeps this frame's rectangle where both have one
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
@@ -528,7 +539,7 @@ Clock::time_point build_and_submit(AppState& s, Loop& L) {
   ImGui_ImplGlfw_NewFrame();
   apply_input(s, L);
   ImGui::NewFrame();
-  draw_frame(s);
+  draw_widgets_recorded(s);
   ImGui::Render();
   int fb_w = 0, fb_h = 0;
   glfwGetFramebufferSize(s.window, &fb_w, &fb_h);

@@ -203,7 +203,8 @@ struct Paths {
 // Test hooks: what the last frame showed, for --layout-out and --state-out. Panels write
 // here; the UI never reads it back; capture.cpp turns it into JSON in one function.
 struct Introspection {
-  std::map<std::string, std::vector<float>> widgets;  // name -> x0,y0,x1,y1
+  std::map<std::string, std::vector<float>> widgets;  // name -> x0,y0,x1,y1 where it was last drawn
+  std::vector<std::string> shown;                     // the names drawn in the last frame (sorted)
   struct Walk {
     float pos = 0.0f, target = 0.0f;
     bool playing = false;

@@ -145,16 +145,26 @@ nlohmann::json probe_json(const Introspection& p) {
   for (const auto& [k, v] : p.widgets) widgets[k] = v;
   const auto& w = p.walk;
   return {{"widgets", widgets},
+          {"shown", p.shown},
           {"refusal", p.refusal},
           {"token_cells", p.token_cells},
           {"browse_rows", p.browse_rows},
           {"text_input", p.text_input},
           {"edit_menu", p.edit_menu},
           {"walk",
-           {{"pos", w.pos}, {"target", w.target}, {"playing", w.playing}, {"cells", w.cells},
-            {"legend_swatches", w.legend_swatches}, {"plan_builds", w.plan_builds}, {"titles", w.titles}, {"block_labels", w.block_labels},
-            {"key_labels", w.key_labels}, {"values", w.values}, {"operand_titles", w.operand_titles},
-            {"operand_values", w.operand_values}, {"inspector", w.inspector}}}};
+           {{"pos", w.pos},
+            {"target", w.target},
+            {"playing", w.playing},
+            {"cells", w.cells},
+            {"legend_swatches", w.legend_swatches},
+            {"plan_builds", w.plan_builds},
+            {"titles", w.titles},
+            {"block_labels", w.block_labels},
+            {"key_labels", w.key_labels},
+            {"values", w.values},
+            {"operand_titles", w.operand_titles},
+            {"operand_values", w.operand_values},
+            {"inspector", w.inspector}}}};
 }
 }  // namespace
 
@@ -266,6 +276,7 @@ nlohmann::json state_json(AppState& s) {
         {"log_scale", s.settings.log_weights},
         {"recent", s.settings.recent}}},
       {"widgets", probe["widgets"]},
+      {"shown", probe["shown"]},
       {"walk", probe["walk"]},
       {"text_input", probe["text_input"]},
       {"edit_menu", probe["edit_menu"]},
@@ -303,9 +314,16 @@ void write_layout(AppState& s, const std::string& path) {
   const nlohmann::json probe = probe_json(s.probe);
   int wx = 0, wy = 0;
   glfwGetWindowPos(s.window, &wx, &wy);
-  const nlohmann::json j = {{"window_x", wx}, {"window_y", wy}, {"frame", s.frame}, {"widgets", probe["widgets"]}, {"walk", probe["walk"]},
-                            {"refusal", probe["refusal"]}, {"edit_menu", probe["edit_menu"]},
-                            {"text_input", probe["text_input"]}, {"token_cells", probe["token_cells"]},
+  const nlohmann::json j = {{"window_x", wx},
+                            {"window_y", wy},
+                            {"frame", s.frame},
+                            {"widgets", probe["widgets"]},
+                            {"shown", probe["shown"]},
+                            {"walk", probe["walk"]},
+                            {"refusal", probe["refusal"]},
+                            {"edit_menu", probe["edit_menu"]},
+                            {"text_input", probe["text_input"]},
+                            {"token_cells", probe["token_cells"]},
                             {"browse_rows", probe["browse_rows"]}};
   try {
     write_file_atomic(path, j.dump(1) + "\n");
