@@ -65,17 +65,30 @@ def sampler():
 
 
 # [SECTION] Input helpers. Every xdotool call may legitimately fail while the window is
-# unmapped or tiny (BadMatch, pointer outside): such failures are not the app's.
+# unmapped or tiny (BadMatch, pointer outside): such failures are not the app's. PACE is the
+# soak's rate of input (a fast user), not a wait for the app: the app queues what it has not
+# drawn yet, and a slow machine only draws fewer frames of it.
+PACE = 0.15
+
+
 def xdo(*args):
     g.xdo(*args, check=False)
+    time.sleep(PACE)
 
 
 def click_at(x, y):
     g.click(x, y, check=False)
+    time.sleep(PACE)
 
 
 def hold(combo):
     g.key(combo, check=False)
+    time.sleep(PACE)
+
+
+def drag(x0, y0, x1, y1, steps):
+    g.drag(x0, y0, x1, y1, steps=steps, check=False)
+    time.sleep(PACE)
 
 
 def widgets():
@@ -135,7 +148,7 @@ def act_drag_slider():
     xb = int(x0 + (x1 - x0) * rng.uniform(0.0, hi))
     if name == "embedding0_0":
         xa, xb = int((x0 + x1) / 2), int((x0 + x1) / 2) + rng.randint(-80, 80)
-    g.drag(xa, cy, xb, cy, steps=4, check=False)
+    drag(xa, cy, xb, cy, 4)
 
 
 def act_click_random_point():
@@ -144,8 +157,7 @@ def act_click_random_point():
 
 
 def act_drag_random():
-    g.drag(rng.randint(0, W - 1), rng.randint(30, H - 1), rng.randint(0, W - 1), rng.randint(30, H - 1), steps=2,
-           check=False)
+    drag(rng.randint(0, W - 1), rng.randint(30, H - 1), rng.randint(0, W - 1), rng.randint(30, H - 1), 2)
 
 
 def act_type():
@@ -212,13 +224,15 @@ def act_variant():
     click_at(int((x0 + x1) / 2), int(y1 + row * (0.5 + k) * 0.9 + 4))
 
 
-def act_lesson(name=None):
+def act_lesson():
+    """A lesson from the menu, at the soak's pace: a menu the app has not drawn yet when the
+    soak looks for its item is left (random input; the tour below waits for each lesson)."""
     w = widgets()
     if "menu_lessons" not in w:
         return
     click_at(*g.center(w["menu_lessons"]))
     time.sleep(0.2)
-    name = name or rng.choice(LESSONS)
+    name = rng.choice(LESSONS)
     w = widgets()
     key = "lesson_" + name
     if key in w:
@@ -228,6 +242,19 @@ def act_lesson(name=None):
         if "open_discard" in w:
             click_at(*g.center(w["open_discard"]))
     hold("Escape")
+
+
+def tour_lesson(name, menu):
+    """Opens a lesson and waits until it is computed: the tour's memory is every lesson's.
+    menu: the Lessons menu's rectangle while closed (while open the hook records the popup's)."""
+    click_at(*g.center(menu))
+    click_at(*g.center(g.settled_widget(layout, state, "lesson_" + name, proc)))
+    st = g.wait_state(state, "lesson %s opened, or the question first" % name,
+                      lambda j: j["origin"] == "lesson " + name or j["dialog"] != 0, proc)
+    if st["origin"] != "lesson " + name:
+        click_at(*g.center(g.settled_widget(layout, state, "open_discard", proc)))
+    g.wait_state(state, "lesson %s computed" % name, lambda j: j["origin"] == "lesson " + name and j["have_trace"] and
+                 j["trace_tokens"] == len(j["session"]["tokens"]), proc)
 
 
 def act_resize(wid):
@@ -261,16 +288,16 @@ threading.Thread(target=sampler, daemon=True).start()
 clean_exit = False
 soak_s = 0.0
 try:
-    g.wait_for_layout(layout, ["tokens", "menu_lessons", "variant"], proc=proc)
+    menu = g.wait_for_layout(layout, ["tokens", "menu_lessons", "variant"], proc=proc)["menu_lessons"]
     wid = g.focus_window()
     xdo("windowmove", wid, 0, 0)
     # A tour of every lesson first: the heaviest the soak can reach is in the baseline,
     # so later memory can be compared with it.
     for name in LESSONS:
-        act_lesson(name)
+        tour_lesson(name, menu)
         count("lesson")
     tour_end = len(samples)
-    act_lesson("seed003-wrapper")
+    tour_lesson("seed003-wrapper", menu)
     start = time.time()
     while time.time() - start < DURATION and alive():
         fn, _, kind = rng.choices(ACTIONS, weights=[a[1] for a in ACTIONS])[0]
@@ -288,25 +315,21 @@ try:
         click_at(5, H - 5)
         hold("Escape")
         hold("ctrl+q")
-        end = time.time() + 15
-        while alive() and time.time() < end:
-            w = widgets()
-            if "quit_discard" in w:
-                time.sleep(0.3)
-                click_at(*g.center(w["quit_discard"]))
-                time.sleep(0.5)
-            else:
-                time.sleep(0.2)
         try:
-            proc.wait(timeout=15)
+            g.wait_until("the app quits or asks first", lambda: (proc.poll(), widgets()),
+                         lambda v: v[0] is not None or "quit_discard" in v[1])
+            if alive():
+                click_at(*g.center(g.settled_widget(layout, state, "quit_discard", proc)))
+            g.wait_until("the app quits", proc.poll, lambda rc: rc is not None)
             clean_exit = True
-        except subprocess.TimeoutExpired:
+        except g.WaitTimeout:
             pass
 finally:
     sampling[0] = False
     if proc.poll() is None:
         proc.kill()
-    out, err = proc.communicate(timeout=30)
+    proc.wait(timeout=g.WAIT_SECONDS)
+    out, err = g.output(proc)
 
 rc = proc.returncode
 print("soak: %.0f s, %d events %s, peak RSS (VmHWM) %.1f MiB, %d RSS samples" %
