@@ -226,7 +226,7 @@ const std::string& session_json(AppState& s) {
   return live.session_json;
 }
 
-// Everything a test waits on or checks, but the session.
+// Everything a test waits on or checks, but the session: the test hooks and the app's state.
 nlohmann::json state_json(AppState& s) {
   const Trace& t = s.compute.trace;
   const Introspection::Live& live = s.probe.live;
@@ -236,8 +236,8 @@ nlohmann::json state_json(AppState& s) {
               {"scores", t.scores.shape}, {"weights", t.weights.shape}, {"context", t.context.shape},
               {"context_merged", t.context_merged.shape}, {"output", t.output.shape}};
   }
-  const nlohmann::json probe = probe_json(s.probe);
-  return {
+  nlohmann::json j = probe_json(s.probe);
+  j.update({
       {"path", s.doc.path},
       {"origin", s.doc.origin},
       {"modified", s.doc.modified},
@@ -275,13 +275,6 @@ nlohmann::json state_json(AppState& s) {
         {"colormap", std::string(colormap_name(s.settings.colormap))},
         {"log_scale", s.settings.log_weights},
         {"recent", s.settings.recent}}},
-      {"widgets", probe["widgets"]},
-      {"shown", probe["shown"]},
-      {"walk", probe["walk"]},
-      {"text_input", probe["text_input"]},
-      {"edit_menu", probe["edit_menu"]},
-      {"token_cells", probe["token_cells"]},
-      {"browse_rows", probe["browse_rows"]},
       {"input",
        {{"received", live.input_received},
         {"applied", live.input_applied},
@@ -289,7 +282,8 @@ nlohmann::json state_json(AppState& s) {
         {"polled_at", live.polled_at}}},
       {"session_builds", live.session_builds},  // the session's JSON made again (once per revision and view)
       {"model", model_state_json(s)},
-  };
+  });
+  return j;
 }
 }  // namespace
 
@@ -311,20 +305,10 @@ void write_state_dump(AppState& s, const std::string& path) {
 }
 
 void write_layout(AppState& s, const std::string& path) {
-  const nlohmann::json probe = probe_json(s.probe);
   int wx = 0, wy = 0;
   glfwGetWindowPos(s.window, &wx, &wy);
-  const nlohmann::json j = {{"window_x", wx},
-                            {"window_y", wy},
-                            {"frame", s.frame},
-                            {"widgets", probe["widgets"]},
-                            {"shown", probe["shown"]},
-                            {"walk", probe["walk"]},
-                            {"refusal", probe["refusal"]},
-                            {"edit_menu", probe["edit_menu"]},
-                            {"text_input", probe["text_input"]},
-                            {"token_cells", probe["token_cells"]},
-                            {"browse_rows", probe["browse_rows"]}};
+  nlohmann::json j = probe_json(s.probe);
+  j.update({{"window_x", wx}, {"window_y", wy}, {"frame", s.frame}});
   try {
     write_file_atomic(path, j.dump(1) + "\n");
   } catch (const std::exception& e) {
