@@ -186,7 +186,9 @@ nlohmann::json model_state_json(const AppState& s) {
                       {"hover", m.hover_k >= 0 && m.view ? head_label(m.hover_k, m.view->n_head) : ""},
                       {"busy_frames", m.busy_frames},
                       {"busy_max_gap_ms", m.busy_max_gap_ms},
-                      {"busy", model_busy(s)}};  // a load, forward or derived view under way
+                      {"busy", model_busy(s)},  // a load, forward or derived view under way
+                      {"open_dialog", m.open_dialog},
+                      {"open_edit", m.open_edit}};  // File → Open model…'s field
   if (m.result) {
     j["generation"] = m.result->generation;
     j["forward_ms"] = m.result->forward_ms;
