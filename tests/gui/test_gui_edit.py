@@ -299,7 +299,7 @@ state = os.path.join(tmp, "keys-state.json")
 proc, w = start_app("seed003-wrapper", name, layout, state, ["tokens"])
 try:
     g.click(5, 795)
-    xtype("we cut the cake", 60)  # w, e, c, space and 1-5 are shortcuts when alone
+    xtype("we cut the cake", 30)  # w, e, c, space and 1-5 are shortcuts when alone
     g.click(5, 795)
     g.wait_state(state, "the sentence in the tokens", lambda j: j["session"]["tokens"][-4:] == ["we", "cut", "the", "cake"],
                  proc)

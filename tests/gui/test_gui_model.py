@@ -171,6 +171,18 @@ def model_state(state, what, predicate, proc):
     return g.wait_state(state, what, lambda j: predicate(j["model"]), proc)["model"]
 
 
+def open_recent(lay, state, p, ox, oy, path):
+    """File → Open model… (the panel's button), the second recent model, Open. Each click waits
+    for the one before to act: the field takes the keyboard as the dialog opens, and a text
+    field with the keyboard keeps its own text over a value set beside it."""
+    click_widget(lay, state, "model_open", p, ox, oy)
+    g.wait_state(state, "the Open model dialog's field has the keyboard",
+                 lambda j: j["model"]["open_dialog"] and j["text_input"], p)
+    click_widget(lay, state, "model_recent_1", p, ox, oy)  # 0 is the model just opened
+    model_state(state, "the recent model in the field", lambda m: m["open_edit"] == path, p)
+    click_widget(lay, state, "model_path_open", p, ox, oy)
+
+
 def test_interaction():
     lay = os.path.join(tmp, "layout.json")
     state = os.path.join(tmp, "inter.state.json")
@@ -230,9 +242,7 @@ def test_bad_model():
     with open(tmp + "/c3/settings.json", "w") as f:
         json.dump({"recent_models": [bad]}, f)
     def actions(ox, oy, p):
-        click_widget(lay, state, "model_open", p, ox, oy)
-        click_widget(lay, state, "model_recent_1", p, ox, oy)  # 0 is the model just opened
-        click_widget(lay, state, "model_path_open", p, ox, oy)
+        open_recent(lay, state, p, ox, oy, bad)
         model_state(state, "the broken checkpoint's error", lambda m: "missing" in m["error"] and not m["busy"], p)
 
     st = drive(args, lay, state, ["thumb_0_0", "model_open"], actions)["model"]
@@ -334,9 +344,7 @@ def test_load_progress():
             "--state-dir", tmp + "/s6", "--layout-out", lay, "--state-out", state] + SIZE
 
     def actions(ox, oy, p):
-        click_widget(lay, state, "model_open", p, ox, oy)
-        click_widget(lay, state, "model_recent_1", p, ox, oy)
-        click_widget(lay, state, "model_path_open", p, ox, oy)
+        open_recent(lay, state, p, ox, oy, GPT2_SMALL)
         g.wait_for_layout(lay, ["model_progress", "model_cancel"], p)
         model_state(state, "the 500 MB model loaded and run", lambda m: m["path"] == GPT2_SMALL and
                     m.get("n_layer") == 12 and not m["busy"], p)

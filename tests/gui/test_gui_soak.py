@@ -172,7 +172,7 @@ def act_type():
         hold("ctrl+End")
     if text:
         # Characters are queued by ImGui, so they are not dropped like key presses.
-        subprocess.run(["xdotool", "type", "--delay", "8", text], capture_output=True, timeout=60)
+        subprocess.run(g.XDOTOOL + ["type", "--delay", "8", text], capture_output=True, timeout=60)
     time.sleep(0.2)
     click_at(5, H - 5)  # leave the field (the status bar)
 
@@ -204,7 +204,7 @@ def act_type_unfocused():
     """A sentence typed with no field active: it goes to the tokens field, no shortcut fires."""
     click_at(5, H - 5)  # nothing focused (the status bar)
     text = rng.choice(["we cut the cake", "1 2 3 e c w", "[ ] e", "hello world", "né 東京"])
-    subprocess.run(["xdotool", "type", "--delay", str(rng.choice([20, 60, 120])), text], capture_output=True, timeout=60)
+    subprocess.run(g.XDOTOOL + ["type", "--delay", str(rng.choice([20, 60, 120])), text], capture_output=True, timeout=60)
     time.sleep(0.4)
     click_at(5, H - 5)
 
