@@ -191,6 +191,14 @@ void apply_input(AppState& s, Loop& L) {
   live.input_received = L.input.received();
   live.input_applied = L.input.applied();
   live.input_pending = static_cast<std::int64_t>(L.input.pending());
+  live.keys_held.clear();
+  for (int k = 0; k < kKeyCount; ++k) {
+    if (f.keys[static_cast<std::size_t>(k)]) live.keys_held.push_back(k);
+  }
+  live.buttons_held.clear();
+  for (int b = 0; b < kButtonCount; ++b) {
+    if (f.buttons[static_cast<std::size_t>(b)]) live.buttons_held.push_back(b);
+  }
 }
 
 // [SECTION] Frame

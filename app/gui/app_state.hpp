@@ -232,6 +232,8 @@ struct Introspection {
     std::int64_t input_received = 0;  // events from the window system (input_queue.hpp)
     std::int64_t input_applied = 0;   // of those, handed to ImGui
     std::int64_t input_pending = 0;
+    std::vector<int> keys_held;     // GLFW key codes down in the frame, as ImGui saw them
+    std::vector<int> buttons_held;  // mouse buttons down in the frame
     double polled_at = 0.0;  // wall clock (seconds since 1970) when this frame began taking events
     // The session's JSON (the costly part of the state at 256 x 768), for one revision and view.
     std::uint64_t session_revision = ~std::uint64_t{0};

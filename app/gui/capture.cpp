@@ -281,6 +281,8 @@ nlohmann::json state_json(AppState& s) {
        {{"received", live.input_received},
         {"applied", live.input_applied},
         {"pending", live.input_pending},
+        {"keys_held", live.keys_held},
+        {"buttons_held", live.buttons_held},
         {"polled_at", live.polled_at}}},
       {"session_builds", live.session_builds},  // the session's JSON made again (once per revision and view)
       {"model", model_state_json(s)},
