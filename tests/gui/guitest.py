@@ -70,6 +70,14 @@ APPS = []  # (proc, stdout path, stderr path) of every app started
 
 
 def start(args):
+    """Starts the app, after removing what an earlier run wrote to the files it is told to
+    write: a wait must never read an earlier run's state."""
+    for flag in ("--layout-out", "--state-out", "--screenshot"):
+        if flag in args:
+            path = args[args.index(flag) + 1]
+            for f in (path, path + ".json"):
+                if os.path.exists(f):
+                    os.remove(f)
     logs = tempfile.mkdtemp(prefix="mhaviz-gui-app-")
     track(logs)
     out, err = os.path.join(logs, "stdout"), os.path.join(logs, "stderr")
@@ -233,8 +241,9 @@ def xdo(*args, check=True):
 
 
 def focus_window():
-    out = subprocess.run(XDOTOOL + ["search", "--sync", "--name", "^mhaviz"], capture_output=True, text=True,
-                         timeout=60).stdout.split()
+    """Gives the app's window the keyboard, once it is mapped (no window manager: windowfocus)."""
+    out = subprocess.run(XDOTOOL + ["search", "--sync", "--onlyvisible", "--name", "^mhaviz"], capture_output=True,
+                         text=True, timeout=60).stdout.split()
     if out:
         xdo("windowfocus", "--sync", out[0])
     return out[0] if out else None

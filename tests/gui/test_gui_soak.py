@@ -33,7 +33,7 @@ layout = os.path.join(tmp, "layout.json")
 state = os.path.join(tmp, "state.json")
 proc = g.start(["gui", "seed003-wrapper", "--no-restore", "--check-gl", "--width", str(W), "--height", str(H),
                 "--config-dir", os.path.join(tmp, "cfg"), "--state-dir", os.path.join(tmp, "st"),
-                "--layout-out", layout, "--state-out", state])
+                "--capture-dir", os.path.join(tmp, "captures"), "--layout-out", layout, "--state-out", state])
 
 
 # [SECTION] Memory sampler: VmRSS every 0.5 s, and VmHWM (peak), from /proc.
@@ -309,18 +309,23 @@ try:
     soak_s = time.time() - start
     g.check(alive(), "the app stayed alive for the whole soak (exit status %s)" % proc.poll())
 
-    # Clean quit: close whatever is open, Ctrl+Q, answer the unsaved-changes question.
+    # Clean quit: close whatever is open, Ctrl+Q, answer the unsaved-changes question (as
+    # often as it is still asked: after the soak's resizes the question may move once more
+    # after the pointer got there), until the app has exited.
     if alive():
         hold("Escape")
         click_at(5, H - 5)
         hold("Escape")
         hold("ctrl+q")
-        try:
-            g.wait_until("the app quits or asks first", lambda: (proc.poll(), widgets()),
-                         lambda v: v[0] is not None or "quit_discard" in v[1])
-            if alive():
+
+        def answer():
+            if alive() and "quit_discard" in (g.read_json(layout).get("shown") or []):
                 click_at(*g.center(g.settled_widget(layout, state, "quit_discard", proc)))
-            g.wait_until("the app quits", proc.poll, lambda rc: rc is not None)
+                g.wait_frames(state, 3, proc)
+            return proc.poll()
+
+        try:
+            g.wait_until("the app quits (answering its question)", answer, lambda rc: rc is not None, interval=0.2)
             clean_exit = True
         except g.WaitTimeout:
             pass
