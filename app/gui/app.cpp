@@ -5,6 +5,7 @@
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
+#include <imgui_internal.h>
 
 #include <algorithm>
 #include <cfloat>
@@ -21,6 +22,7 @@
 #include "app_state.hpp"
 #include "embedded.hpp"
 #include "figure/gpt_figures.hpp"
+#include "input_queue.hpp"
 
 namespace mhaviz::gui {
 namespace {
@@ -100,16 +102,104 @@ void apply_style(AppState& s) {
   s.ui.style_dirty = false;
 }
 
-// [SECTION] Activity tracking (GLFW callbacks chained by the ImGui backend)
-void note_event(GLFWwindow* w) {
-  if (auto* s = static_cast<AppState*>(glfwGetWindowUserPointer(w))) s->last_event_time = glfwGetTime();
+// [SECTION] The main loop's state
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
 }
-void on_cursor(GLFWwindow* w, double, double) { note_event(w); }
-void on_button(GLFWwindow* w, int, int, int) { note_event(w); }
-void on_key(GLFWwindow* w, int, int, int, int) { note_event(w); }
-void on_char(GLFWwindow* w, unsigned int) { note_event(w); }
-void on_scroll(GLFWwindow* w, double, double) { note_event(w); }
-void on_size(GLFWwindow* w, int, int) { note_event(w); }
+
+// What the main loop carries from one frame to the next (the window's user pointer).
+struct Loop {
+  AppState* s = nullptr;
+  bool measuring = false;
+  int status = 0;
+  InputQueue input;        // events not yet seen by a frame (input_queue.hpp)
+  double imgui_time = 0.0;  // glfwGetTime() where ImGui's clock stands (apply_input)
+  Introspection written;   // test hooks as last written to --layout-out
+  double state_at = -1.0;  // glfwGetTime() of the last --state-out write
+  Clock::time_point prev_start = Clock::now();
+  // The previous frame is presented at the start of the next iteration, so that a
+  // recompute (CPU) overlaps with the rasterisation and presentation of the last frame
+  // (llvmpipe finishes drawing inside SwapBuffers). The recomputed trace is still drawn
+  // in the frame whose input changed.
+  bool swap_pending = false;
+};
+
+// [SECTION] Input: GLFW's events into the queue, a run of them into each frame
+// The queue's key codes are GLFW's.
+static_assert(kKeySpace == GLFW_KEY_SPACE && kKeyWorld2 == GLFW_KEY_WORLD_2 && kKeyPad0 == GLFW_KEY_KP_0 &&
+              kKeyPadEnter == GLFW_KEY_KP_ENTER && kKeyPadEqual == GLFW_KEY_KP_EQUAL);
+static_assert(kKeyLeftShift == GLFW_KEY_LEFT_SHIFT && kKeyLeftControl == GLFW_KEY_LEFT_CONTROL &&
+              kKeyLeftAlt == GLFW_KEY_LEFT_ALT && kKeyLeftSuper == GLFW_KEY_LEFT_SUPER &&
+              kKeyRightShift == GLFW_KEY_RIGHT_SHIFT && kKeyRightControl == GLFW_KEY_RIGHT_CONTROL &&
+              kKeyRightAlt == GLFW_KEY_RIGHT_ALT && kKeyRightSuper == GLFW_KEY_RIGHT_SUPER);
+static_assert(GLFW_KEY_LAST < kKeyCount && sizeof(ImGuiIO::KeysDown) == kKeyCount * sizeof(bool) &&
+              sizeof(ImGuiIO::MouseDown) == kButtonCount * sizeof(bool));
+
+// Every event also keeps frames coming for a second (handle_events).
+InputQueue& noted(GLFWwindow* w) {
+  Loop& L = *static_cast<Loop*>(glfwGetWindowUserPointer(w));
+  L.s->last_event_time = glfwGetTime();
+  return L.input;
+}
+void on_cursor(GLFWwindow* w, double x, double y) {
+  noted(w).move(static_cast<float>(x), static_cast<float>(y), glfwGetTime());
+}
+void on_button(GLFWwindow* w, int b, int action, int) { noted(w).button(b, action == GLFW_PRESS, glfwGetTime()); }
+void on_key(GLFWwindow* w, int key, int, int action, int) {
+  // Repeats change nothing: ImGui repeats a held key itself.
+  if (action != GLFW_REPEAT) noted(w).key(key, action == GLFW_PRESS, glfwGetTime());
+}
+void on_char(GLFWwindow* w, unsigned int c) { noted(w).character(c, glfwGetTime()); }
+void on_scroll(GLFWwindow* w, double dx, double dy) {
+  noted(w).scroll(static_cast<float>(dx), static_cast<float>(dy), glfwGetTime());
+}
+void on_size(GLFWwindow* w, int, int) { noted(w); }
+// The backend's: whether the pointer's position counts while the window is not focused.
+void on_enter(GLFWwindow* w, int entered) {
+  noted(w);
+  ImGui_ImplGlfw_CursorEnterCallback(w, entered);
+}
+// (No focus callback: when the window loses focus GLFW releases every key and button it
+// holds through the callbacks above, in order, which is what ImGui's own reset would do.)
+
+// After ImGui_ImplGlfw_NewFrame(), which polled the pointer and buttons, and before
+// ImGui::NewFrame(): this frame's run of events is what ImGui sees.
+void apply_input(AppState& s, Loop& L) {
+  ImGuiIO& io = ImGui::GetIO();
+  const InputFrame& f = L.input.next_frame();
+  std::copy(f.keys.begin(), f.keys.end(), io.KeysDown);
+  io.KeyCtrl = f.ctrl();
+  io.KeyShift = f.shift();
+  io.KeyAlt = f.alt();
+  io.KeySuper = f.super();
+  std::copy(f.buttons.begin(), f.buttons.end(), io.MouseDown);
+  // The backend leaves the position invalid when the pointer is not the window's.
+  if (f.has_pointer && ImGui::IsMousePosValid(&io.MousePos)) io.MousePos = ImVec2(f.x, f.y);
+  if (s.opts.ignore_mouse) io.MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
+  io.MouseWheel += f.wheel_y;
+  io.MouseWheelH += f.wheel_x;
+  for (const unsigned c : f.chars) io.AddInputCharacter(c);
+  // ImGui's clock follows the input while events wait (it stands when the last event this
+  // frame applied came), else the present: double-clicks, held keys and typing's rhythm are
+  // judged at the pace the user made them, not at the pace of slow frames.
+  const double at = L.input.pending() > 0 ? f.time : glfwGetTime();
+  const double t = std::max(at, L.imgui_time + 1e-5);  // ImGui's time must move on
+  io.DeltaTime = static_cast<float>(t - L.imgui_time);
+  L.imgui_time = t;
+  Introspection::Live& live = s.probe.live;
+  live.input_received = L.input.received();
+  live.input_applied = L.input.applied();
+  live.input_pending = static_cast<std::int64_t>(L.input.pending());
+  live.keys_held.clear();
+  for (int k = 0; k < kKeyCount; ++k) {
+    if (f.keys[static_cast<std::size_t>(k)]) live.keys_held.push_back(k);
+  }
+  live.buttons_held.clear();
+  for (int b = 0; b < kButtonCount; ++b) {
+    if (f.buttons[static_cast<std::size_t>(b)]) live.buttons_held.push_back(b);
+  }
+}
 
 // [SECTION] Frame
 void draw_frame(AppState& s) {
@@ -200,7 +290,19 @@ void draw_frame(AppState& s) {
   draw_model_open_dialog(s);
   // A drag or a field's typing is one undo step: the step closes when nothing is held.
   if (!ImGui::IsAnyItemActive()) s.doc.history.seal();
-  s.probe.text_input = ImGui::GetIO().WantTextInput;
+  // A text field has the keyboard in this frame (io.WantTextInput says so from the next one).
+  s.probe.text_input = ImGui::GetCurrentContext()->WantTextInputNextFrame == 1;
+}
+
+// The frame, noting which named widgets it drew (a closed menu's items keep their last
+// rectangles in the hooks, and are not shown).
+void draw_widgets_recorded(AppState& s) {
+  std::map<std::string, std::vector<float>> before = std::move(s.probe.widgets);
+  s.probe.widgets.clear();
+  draw_frame(s);
+  s.probe.shown.clear();
+  for (const auto& w : s.probe.widgets) s.probe.shown.push_back(w.first);
+  s.probe.widgets.merge(before);  // keeps this frame's rectangle where both have one
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -318,7 +420,7 @@ int init_document(AppState& s) {
 }
 
 // GLFW window, ImGui and the heatmap renderer. Returns an exit status, or 0.
-int init_window(AppState& s, bool measuring) {
+int init_window(AppState& s, Loop& L) {
   if (!glfwInit()) return no_window("no display: ", "set DISPLAY or run under xvfb-run");
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
@@ -331,14 +433,15 @@ int init_window(AppState& s, bool measuring) {
     return status;
   }
   glfwMakeContextCurrent(s.window);
-  glfwSwapInterval(measuring ? 0 : 1);
-  glfwSetWindowUserPointer(s.window, &s);
-  // Installed before the ImGui backend, which chains to them.
+  glfwSwapInterval(L.measuring ? 0 : 1);
+  glfwSetWindowUserPointer(s.window, &L);
+  // Ours, not the backend's (it is initialised without callbacks): input goes to the queue.
   glfwSetCursorPosCallback(s.window, on_cursor);
   glfwSetMouseButtonCallback(s.window, on_button);
   glfwSetKeyCallback(s.window, on_key);
   glfwSetCharCallback(s.window, on_char);
   glfwSetScrollCallback(s.window, on_scroll);
+  glfwSetCursorEnterCallback(s.window, on_enter);
   glfwSetFramebufferSizeCallback(s.window, on_size);
 
   IMGUI_CHECKVERSION();
@@ -346,7 +449,7 @@ int init_window(AppState& s, bool measuring) {
   ImGuiIO& io = ImGui::GetIO();
   io.IniFilename = nullptr;  // no imgui.ini in the working directory; settings.json holds ours
   io.LogFilename = nullptr;
-  ImGui_ImplGlfw_InitForOpenGL(s.window, true);
+  ImGui_ImplGlfw_InitForOpenGL(s.window, false);
   ImGui_ImplOpenGL3_Init("#version 330 core");
   build_fonts(s, false);
   apply_style(s);
@@ -367,34 +470,34 @@ int init_window(AppState& s, bool measuring) {
 }
 
 // [SECTION] One frame
-using Clock = std::chrono::steady_clock;
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
+// --state-out while the app runs: what changed, at most every kStateEvery seconds while
+// frames come, and before the loop sleeps (so the last frame's state is on disk).
+constexpr double kStateEvery = 0.15;
+
+void write_state_live(AppState& s, Loop& L) {
+  if (s.opts.state_out.empty()) return;
+  write_state_dump(s, s.opts.state_out);
+  L.state_at = glfwGetTime();
 }
 
-// What the main loop carries from one frame to the next.
-struct Loop {
-  bool measuring = false;
-  int status = 0;
-  Introspection written;  // test hooks as last written to --layout-out
-  Clock::time_point prev_start = Clock::now();
-  // The previous frame is presented at the start of the next iteration, so that a
-  // recompute (CPU) overlaps with the rasterisation and presentation of the last frame
-  // (llvmpipe finishes drawing inside SwapBuffers). The recomputed trace is still drawn
-  // in the frame whose input changed.
-  bool swap_pending = false;
-};
+double wall_clock() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 // Events: poll while busy or measuring, otherwise sleep until input. False: leave the loop.
 bool handle_events(AppState& s, Loop& L) {
   const double now = glfwGetTime();
   const bool busy = L.measuring || s.opts.exit_after_frames > 0 || now - s.last_event_time < 1.0 ||
-                    s.compute.model_dirty || s.compute.input_dirty || s.frame < 5 || model_busy(s);
+                    s.compute.model_dirty || s.compute.input_dirty || s.frame < 5 || model_busy(s) ||
+                    L.input.pending() > 0;
   if (busy) {
+    s.probe.live.polled_at = wall_clock();
     glfwPollEvents();
   } else {
     if (L.swap_pending) glfwSwapBuffers(s.window);
     L.swap_pending = false;
+    write_state_live(s, L);
+    s.probe.live.polled_at = wall_clock();
     glfwWaitEventsTimeout(0.5);
   }
   if (g_terminate) return false;
@@ -439,12 +542,12 @@ void present_and_refresh(AppState& s, Loop& L) {
 }
 
 // The UI, then its GL submission. Returns the time the UI was built (the GL phase starts).
-Clock::time_point build_and_submit(AppState& s) {
+Clock::time_point build_and_submit(AppState& s, Loop& L) {
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
-  if (s.opts.ignore_mouse) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
+  apply_input(s, L);
   ImGui::NewFrame();
-  draw_frame(s);
+  draw_widgets_recorded(s);
   ImGui::Render();
   int fb_w = 0, fb_h = 0;
   glfwGetFramebufferSize(s.window, &fb_w, &fb_h);
@@ -483,6 +586,7 @@ bool after_frame(AppState& s, Loop& L) {
     write_layout(s, opts.layout_out);
     L.written = s.probe;
   }
+  if (glfwGetTime() - L.state_at >= kStateEvery) write_state_live(s, L);
   L.swap_pending = true;
   if (!L.measuring && glfwGetTime() - s.last_edit_time > 1.0) autosave(s);
   return !last_frame && L.status == 0;
@@ -497,7 +601,7 @@ bool frame(AppState& s, Loop& L) {
   const auto t_events = Clock::now();
   present_and_refresh(s, L);
   const auto t_ui = Clock::now();
-  const auto t_render = build_and_submit(s);
+  const auto t_render = build_and_submit(s, L);
   const auto t_end = Clock::now();
   const bool go_on = after_frame(s, L);
   if (s.frame > kWarmupFrames) {
@@ -513,7 +617,12 @@ bool frame(AppState& s, Loop& L) {
 int shutdown(AppState& s, Loop& L) {
   const Options& opts = s.opts;
   if (L.swap_pending) glfwSwapBuffers(s.window);
-  if (!opts.state_out.empty()) write_state_dump(s, opts.state_out);
+  if (!opts.state_out.empty()) {
+    // Always written, the session made afresh (--perturb changes it without an edit).
+    s.probe.live.state_written.clear();
+    s.probe.live.session_revision = ~std::uint64_t{0};
+    write_state_dump(s, opts.state_out);
+  }
   if (!L.measuring) autosave(s);
   if (opts.width == 0 && opts.height == 0)
     glfwGetWindowSize(s.window, &s.settings.window_width, &s.settings.window_height);
@@ -546,10 +655,11 @@ int run(const Options& opts) {
   AppState s;
   s.opts = opts;
   Loop loop;
+  loop.s = &s;
   loop.measuring = opts.frame_stats || opts.perturb;
   if (const int status = init_document(s)) return status;
-  if (const int status = init_window(s, loop.measuring)) return status;
-  s.last_event_time = glfwGetTime();
+  if (const int status = init_window(s, loop)) return status;
+  s.last_event_time = loop.imgui_time = glfwGetTime();
   while (!s.quit && frame(s, loop)) {
   }
   return shutdown(s, loop);

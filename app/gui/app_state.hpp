@@ -203,7 +203,8 @@ struct Paths {
 // Test hooks: what the last frame showed, for --layout-out and --state-out. Panels write
 // here; the UI never reads it back; capture.cpp turns it into JSON in one function.
 struct Introspection {
-  std::map<std::string, std::vector<float>> widgets;  // name -> x0,y0,x1,y1
+  std::map<std::string, std::vector<float>> widgets;  // name -> x0,y0,x1,y1 where it was last drawn
+  std::vector<std::string> shown;                     // the names drawn in the last frame (sorted)
   struct Walk {
     float pos = 0.0f, target = 0.0f;
     bool playing = false;
@@ -224,6 +225,25 @@ struct Introspection {
   std::vector<std::string> browse_rows;  // the file dialog's rows as listed  // the embedding table's first token cells as shown (elided)
   bool text_input = false; // a text field has the keyboard (ImGui's WantTextInput)
   std::string edit_menu;   // the Edit menu's undo and redo items as labelled ("Undo change d_out|Redo ...")
+  // The main loop's own hooks (app.cpp, capture.cpp), not the panels': the input taken and
+  // still queued, when a frame took its events, and --state-out's cache. They change every
+  // frame and are no change of the layout: the comparison leaves them out.
+  struct Live {
+    std::int64_t input_received = 0;  // events from the window system (input_queue.hpp)
+    std::int64_t input_applied = 0;   // of those, handed to ImGui
+    std::int64_t input_pending = 0;
+    std::vector<int> keys_held;     // GLFW key codes down in the frame, as ImGui saw them
+    std::vector<int> buttons_held;  // mouse buttons down in the frame
+    double polled_at = 0.0;  // wall clock (seconds since 1970) when this frame began taking events
+    // The session's JSON (the costly part of the state at 256 x 768), for one revision and view.
+    std::uint64_t session_revision = ~std::uint64_t{0};
+    std::optional<SessionView> session_view;
+    std::string session_json;
+    std::uint64_t session_builds = 0;
+    std::string state_written;        // the rest of the state as last written to --state-out
+    std::uint64_t state_session = 0;  // session_builds when it was written
+    bool operator==(const Live&) const { return true; }
+  } live;
   bool operator==(const Introspection&) const = default;
 };
 

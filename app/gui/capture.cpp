@@ -145,16 +145,26 @@ nlohmann::json probe_json(const Introspection& p) {
   for (const auto& [k, v] : p.widgets) widgets[k] = v;
   const auto& w = p.walk;
   return {{"widgets", widgets},
+          {"shown", p.shown},
           {"refusal", p.refusal},
           {"token_cells", p.token_cells},
           {"browse_rows", p.browse_rows},
           {"text_input", p.text_input},
           {"edit_menu", p.edit_menu},
           {"walk",
-           {{"pos", w.pos}, {"target", w.target}, {"playing", w.playing}, {"cells", w.cells},
-            {"legend_swatches", w.legend_swatches}, {"plan_builds", w.plan_builds}, {"titles", w.titles}, {"block_labels", w.block_labels},
-            {"key_labels", w.key_labels}, {"values", w.values}, {"operand_titles", w.operand_titles},
-            {"operand_values", w.operand_values}, {"inspector", w.inspector}}}};
+           {{"pos", w.pos},
+            {"target", w.target},
+            {"playing", w.playing},
+            {"cells", w.cells},
+            {"legend_swatches", w.legend_swatches},
+            {"plan_builds", w.plan_builds},
+            {"titles", w.titles},
+            {"block_labels", w.block_labels},
+            {"key_labels", w.key_labels},
+            {"values", w.values},
+            {"operand_titles", w.operand_titles},
+            {"operand_values", w.operand_values},
+            {"inspector", w.inspector}}}};
 }
 }  // namespace
 
@@ -163,11 +173,22 @@ namespace {
 // scores and top five, the next tokens.
 nlohmann::json model_state_json(const AppState& s) {
   const ModelUi& m = s.model;
-  nlohmann::json j = {{"path", m.path}, {"text", m.text}, {"probe", m.probe}, {"shown", model_view_active(s)},
-                      {"error", m.error}, {"layer", m.layer}, {"head", m.head}, {"text_tokens", m.tokens.tokens},
-                      {"text_error", m.tokens.error}, {"recent", s.settings.recent_models},
+  nlohmann::json j = {{"path", m.path},
+                      {"text", m.text},
+                      {"probe", m.probe},
+                      {"shown", model_view_active(s)},
+                      {"error", m.error},
+                      {"layer", m.layer},
+                      {"head", m.head},
+                      {"text_tokens", m.tokens.tokens},
+                      {"text_error", m.tokens.error},
+                      {"recent", s.settings.recent_models},
                       {"hover", m.hover_k >= 0 && m.view ? head_label(m.hover_k, m.view->n_head) : ""},
-                      {"busy_frames", m.busy_frames}, {"busy_max_gap_ms", m.busy_max_gap_ms}};
+                      {"busy_frames", m.busy_frames},
+                      {"busy_max_gap_ms", m.busy_max_gap_ms},
+                      {"busy", model_busy(s)},  // a load, forward or derived view under way
+                      {"open_dialog", m.open_dialog},
+                      {"open_edit", m.open_edit}};  // File → Open model…'s field
   if (m.result) {
     j["generation"] = m.result->generation;
     j["forward_ms"] = m.result->forward_ms;
@@ -193,19 +214,36 @@ nlohmann::json model_state_json(const AppState& s) {
 }
 }  // namespace
 
-void write_state_dump(AppState& s, const std::string& path) {
+namespace {
+// The session as a save writes it, made again only when the document or the view changed.
+const std::string& session_json(AppState& s) {
+  Introspection::Live& live = s.probe.live;
+  const SessionView view = current_view(s);
+  if (live.session_revision != s.doc.revision || live.session_view != view) {
+    live.session_json = session_to_json(with_view(s));
+    live.session_revision = s.doc.revision;
+    live.session_view = view;
+    ++live.session_builds;
+  }
+  return live.session_json;
+}
+
+// Everything a test waits on or checks, but the session: the test hooks and the app's state.
+nlohmann::json state_json(AppState& s) {
   const Trace& t = s.compute.trace;
+  const Introspection::Live& live = s.probe.live;
   nlohmann::json shapes;
   if (s.compute.have_trace) {
     shapes = {{"input", t.input.shape}, {"queries", t.queries.shape}, {"q", t.q.shape},
               {"scores", t.scores.shape}, {"weights", t.weights.shape}, {"context", t.context.shape},
               {"context_merged", t.context_merged.shape}, {"output", t.output.shape}};
   }
-  const nlohmann::json j = {
-      {"session", nlohmann::json::parse(session_to_json(with_view(s)))},  // as a save writes it
+  nlohmann::json j = probe_json(s.probe);
+  j.update({
       {"path", s.doc.path},
       {"origin", s.doc.origin},
       {"modified", s.doc.modified},
+      {"revision", s.doc.revision},
       {"error", s.compute.error},
       {"have_trace", s.compute.have_trace},
       {"trace_heads", t.heads},
@@ -218,6 +256,7 @@ void write_state_dump(AppState& s, const std::string& path) {
       {"head", s.view.head},
       {"enlarged", s.view.enlarged},
       {"show_controls", s.view.show_controls},
+      {"walkthrough", s.walkthrough.open},
       {"frames", s.frame},
       {"gl_errors", s.gl_errors},
       {"forwards", s.compute.generation},
@@ -228,32 +267,52 @@ void write_state_dump(AppState& s, const std::string& path) {
       {"undo", s.doc.history.can_undo() ? s.doc.history.undo_label() : ""},
       {"redo", s.doc.history.can_redo() ? s.doc.history.redo_label() : ""},
       {"undo_steps", s.doc.history.undo_steps()},
-      {"restore", {{"error", s.ui.restore_error}, {"kept_at", s.ui.restore_kept_at}, {"repairs", s.ui.restore_repairs}}},
+      {"autosaved_revision", s.autosaved_revision},
+      {"last_capture", s.ui.last_capture},
+      {"restore",
+       {{"error", s.ui.restore_error}, {"kept_at", s.ui.restore_kept_at}, {"repairs", s.ui.restore_repairs}}},
       {"settings",
        {{"font_size", s.settings.font_size},
         {"theme", s.settings.dark ? "dark" : "light"},
         {"colormap", std::string(colormap_name(s.settings.colormap))},
         {"log_scale", s.settings.log_weights},
         {"recent", s.settings.recent}}},
-      {"widgets", probe_json(s.probe)["widgets"]},
-      {"walk", probe_json(s.probe)["walk"]},
+      {"input",
+       {{"received", live.input_received},
+        {"applied", live.input_applied},
+        {"pending", live.input_pending},
+        {"keys_held", live.keys_held},
+        {"buttons_held", live.buttons_held},
+        {"polled_at", live.polled_at}}},
+      {"session_builds", live.session_builds},  // the session's JSON made again (once per revision and view)
       {"model", model_state_json(s)},
-  };
+  });
+  return j;
+}
+}  // namespace
+
+// The state, when it changed since it was last written: its session is spliced in as text
+// (made once per revision and view), the rest dumped anew, which is cheap.
+void write_state_dump(AppState& s, const std::string& path) {
+  Introspection::Live& live = s.probe.live;
+  const std::string& session = session_json(s);
+  std::string rest = state_json(s).dump(1);
+  if (rest == live.state_written && live.state_session == live.session_builds) return;
   try {
-    write_file_atomic(path, j.dump(1) + "\n");
+    // rest is "{\n ...}": the session goes first, as one more member.
+    write_file_atomic(path, "{\n \"session\": " + session + ",\n" + rest.substr(2) + "\n");
+    live.state_written = std::move(rest);
+    live.state_session = live.session_builds;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mhaviz: %s\n", e.what());
   }
 }
 
 void write_layout(AppState& s, const std::string& path) {
-  const nlohmann::json probe = probe_json(s.probe);
   int wx = 0, wy = 0;
   glfwGetWindowPos(s.window, &wx, &wy);
-  const nlohmann::json j = {{"window_x", wx}, {"window_y", wy}, {"frame", s.frame}, {"widgets", probe["widgets"]}, {"walk", probe["walk"]},
-                            {"refusal", probe["refusal"]}, {"edit_menu", probe["edit_menu"]},
-                            {"text_input", probe["text_input"]}, {"token_cells", probe["token_cells"]},
-                            {"browse_rows", probe["browse_rows"]}};
+  nlohmann::json j = probe_json(s.probe);
+  j.update({{"window_x", wx}, {"window_y", wy}, {"frame", s.frame}});
   try {
     write_file_atomic(path, j.dump(1) + "\n");
   } catch (const std::exception& e) {

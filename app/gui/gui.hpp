@@ -19,7 +19,7 @@ struct Options {
   bool ignore_mouse = false;    // the pointer is treated as outside the window (clean captures)
   int width = 0, height = 0;    // window size override (default: saved setting, else 1280x800)
   std::string screenshot;       // PNG of the window written at the last frame, + .json sidecar
-  std::string state_out;        // JSON state dump written on exit
+  std::string state_out;        // JSON state dump written while running (when it changed) and on exit
   std::string layout_out;       // JSON of widget rectangles written once the UI settled (xdotool tests)
   std::string config_dir;       // overrides $XDG_CONFIG_HOME/mhaviz
   std::string state_dir;        // overrides $XDG_STATE_HOME/mhaviz

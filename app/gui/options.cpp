@@ -24,7 +24,8 @@ void add_options(CLI::App& sub, Options& opts) {
   sub.add_option("--height", opts.height, "Window height in pixels")->check(CLI::Range(240, 16384));
   sub.add_option("--screenshot", opts.screenshot,
                  "Write a PNG of the window (and FILE.json describing the heatmap cells) at the last frame");
-  sub.add_option("--state-out", opts.state_out, "Write the app state as JSON on exit");
+  sub.add_option("--state-out", opts.state_out,
+                 "Write the app state as JSON while it runs (when it changed, at most every 0.15 s) and on exit");
   sub.add_option("--layout-out", opts.layout_out, "Write widget rectangles as JSON once the UI has settled");
   sub.add_option("--config-dir", opts.config_dir, "Settings directory (default $XDG_CONFIG_HOME/mhaviz)");
   sub.add_option("--state-dir", opts.state_dir, "Autosave directory (default $XDG_STATE_HOME/mhaviz)");

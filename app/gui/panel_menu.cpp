@@ -225,7 +225,9 @@ void append_utf8(std::string& out, unsigned c) {
 void take_typed(AppState& s) {
   Ui& ui = s.ui;
   const ImGuiIO& io = ImGui::GetIO();
-  const double now = glfwGetTime();
+  // ImGui's clock, which follows queued input (app.cpp): when the keys were typed, not when a
+  // slow frame saw them.
+  const double now = ImGui::GetTime();
   ui.shortcut = 0;
   if (ui.focus_tokens && now - ui.focus_asked_at > 1.0) {
     // The field was not drawn (its section folded): give up rather than swallow every key.

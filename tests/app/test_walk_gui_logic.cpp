@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -135,8 +137,15 @@ TEST(Compare, SaysWhatItComparesAndAgrees) {
   const Comparison::Row& r = c.rows.front();
   EXPECT_GE(r.samples, 7);
   // Each sample is a batch sized to last 0.25 ms when it was calibrated; the median batch may
-  // run faster than that one did, but not by a factor of 2.5.
-  EXPECT_GE(r.per_sample * r.wrapper_ms, 0.1) << r.per_sample << " x " << r.wrapper_ms << " ms";
+  // run faster than that one did, but not by a factor of 2.5. A timing: judged in optimised
+  // builds without sanitizers (MHAVIZ_JUDGE_SPEED=1, which CMake gives their tests).
+  const char* judge = std::getenv("MHAVIZ_JUDGE_SPEED");
+  if (judge != nullptr && std::string(judge) == "1") {
+    EXPECT_GE(r.per_sample * r.wrapper_ms, 0.1) << r.per_sample << " x " << r.wrapper_ms << " ms";
+  } else {
+    std::printf("speed not judged in this build (MHAVIZ_JUDGE_SPEED=%s): batches of %d forwards of %.4f ms\n",
+                judge ? judge : "unset", r.per_sample, r.wrapper_ms);
+  }
   if (r.wrapper_ms < 0.1) {
     EXPECT_GT(r.per_sample, 1) << "a forward under 0.1 ms timed alone";
   }

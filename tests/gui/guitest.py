@@ -1,5 +1,6 @@
 """Helpers for the GUI tests: run the real `mhaviz` under the X server the test runs in
-(xvfb-run starts it), drive it with xdotool, read PNG captures. Python stdlib only."""
+(xvfb-run starts it), drive it with xdotool, wait for the state it writes (--state-out,
+--layout-out) to say what a check needs, read PNG captures. Python stdlib only."""
 import json
 import os
 import shutil
@@ -14,6 +15,10 @@ import zlib
 MHAVIZ = None
 FAILURES = []
 TEMP_DIRS = []  # removed when every check passed (kept on failure, or with MHAVIZ_KEEP_TEST_FILES)
+# Deadline of every wait for the app: generous, because a sanitizer build on two shared cores
+# drawing with llvmpipe is 5-10 times slower than the dev build; a wait ends as soon as its
+# condition holds, so a fast machine never waits for it.
+WAIT_SECONDS = float(os.environ.get("MHAVIZ_GUI_WAIT_SECONDS", "120"))
 
 
 def setup(argv):
@@ -53,33 +58,103 @@ def finish():
             shutil.rmtree(d, ignore_errors=True)
 
 
-def run(args, timeout=120, **kw):
-    """Runs mhaviz to completion; returns CompletedProcess."""
+def run(args, timeout=600, **kw):
+    """Runs mhaviz to completion; returns CompletedProcess. The timeout is the app's bound on a
+    made-slow machine (a sanitizer build on two busy cores), not a figure it should meet."""
     return subprocess.run([MHAVIZ] + args, capture_output=True, text=True, timeout=timeout, **kw)
 
 
+# [SECTION] The app as a process. Its output goes to files, so that a wait that fails can
+# show the stderr of an app that still runs.
+APPS = []  # (proc, stdout path, stderr path) of every app started
+
+
 def start(args):
-    return subprocess.Popen([MHAVIZ] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """Starts the app, after removing what an earlier run wrote to the files it is told to
+    write: a wait must never read an earlier run's state."""
+    for flag in ("--layout-out", "--state-out", "--screenshot"):
+        if flag in args:
+            path = args[args.index(flag) + 1]
+            for f in (path, path + ".json"):
+                if os.path.exists(f):
+                    os.remove(f)
+    logs = tempfile.mkdtemp(prefix="mhaviz-gui-app-")
+    track(logs)
+    out, err = os.path.join(logs, "stdout"), os.path.join(logs, "stderr")
+    with open(out, "w") as fo, open(err, "w") as fe:
+        proc = subprocess.Popen([MHAVIZ] + args, stdout=fo, stderr=fe, text=True)
+    APPS.append((proc, out, err))
+    return proc
 
 
-def stop(proc, timeout=30):
-    """Asks the app to quit (SIGTERM: state written, nothing asked) and waits."""
+def output(proc):
+    """(stdout, stderr) the app wrote so far."""
+    for p, out, err in APPS:
+        if p is proc:
+            with open(out, errors="replace") as fo, open(err, errors="replace") as fe:
+                return fo.read(), fe.read()
+    return "", ""
+
+
+def stop(proc, timeout=WAIT_SECONDS):
+    """Asks the app to quit (SIGTERM: state written, nothing asked), waits; (status, stdout, stderr)."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=timeout)
+    proc.wait(timeout=timeout)
+    out, err = output(proc)
     return proc.returncode, out, err
 
 
-def wait_for_file(path, timeout=30.0, proc=None):
-    end = time.time() + timeout
-    while time.time() < end:
-        if os.path.exists(path) and os.path.getsize(path) > 0:
-            time.sleep(0.1)
-            return True
-        if proc is not None and proc.poll() is not None:
-            return False
-        time.sleep(0.05)
-    return False
+# [SECTION] Waits: a condition polled until a generous deadline, never a fixed sleep
+class WaitTimeout(AssertionError):
+    pass
+
+
+def _app_report(proc):
+    procs = [proc] if proc is not None else [p for p, _, _ in APPS[-1:]]
+    lines = []
+    for p in procs:
+        status = p.poll()
+        err = output(p)[1].strip()
+        lines.append("  the app %s; stderr tail:\n    %s" % (
+            "runs (pid %d)" % p.pid if status is None else "exited with status %s" % status,
+            "\n    ".join(err.splitlines()[-15:]) or "(empty)"))
+    return "\n".join(lines)
+
+
+def wait_until(what, read, predicate, timeout=None, proc=None, interval=0.05):
+    """Polls read() until predicate(its value) holds and returns that value. read() raising
+    OSError or ValueError (a file not written yet) reads as None; predicate raising KeyError,
+    TypeError or IndexError is false. When the deadline passes, or proc exits without the
+    condition holding, prints what did not hold, the last value seen and the app's exit status
+    and stderr, and raises WaitTimeout."""
+    deadline = time.time() + (WAIT_SECONDS if timeout is None else timeout)
+    t0 = time.time()
+    value = None
+    while True:
+        exited = proc is not None and proc.poll() is not None
+        try:
+            value = read()
+        except (OSError, ValueError):
+            value = None
+        try:
+            if predicate(value):
+                return value
+        except (KeyError, TypeError, IndexError, AttributeError):
+            pass
+        if exited or time.time() > deadline:
+            break
+        time.sleep(interval)
+    seen = json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
+    if len(seen) > 2000:
+        seen = seen[:2000] + " ..."
+    msg = "waited %.1f s for: %s%s" % (time.time() - t0, what, " (the app exited first)" if exited else "")
+    print("FAIL " + msg)
+    print("  last seen: " + seen)
+    print(_app_report(proc))
+    FAILURES.append(msg)
+    print("test files kept in: " + " ".join(TEMP_DIRS))
+    raise WaitTimeout(msg)
 
 
 def read_json(path):
@@ -87,37 +162,88 @@ def read_json(path):
         return json.load(f)
 
 
-def wait_for_layout(path, names, timeout=30.0, proc=None):
-    """Waits until the layout file lists every widget in names; returns the widgets."""
-    end = time.time() + timeout
-    while time.time() < end:
-        if os.path.exists(path):
-            try:
-                w = read_json(path)["widgets"]
-                if all(n in w for n in names):
-                    return w
-            except (ValueError, KeyError):
-                pass
-        if proc is not None and proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    raise RuntimeError("widgets %s never appeared in %s" % (names, path))
+def wait_state(path, what, predicate, proc=None, timeout=None):
+    """Waits until the JSON file at path (--state-out, --layout-out) satisfies predicate; returns it."""
+    return wait_until("%s (%s)" % (what, os.path.basename(path)), lambda: read_json(path), predicate, timeout, proc)
 
 
-# xdotool, one action per call, with pauses so that every press and release lands in
-# its own frame (Dear ImGui 1.86 drops a press and release within one frame).
-PAUSE = 0.15
+def wait_for_file(path, proc=None, timeout=None):
+    """Waits until path exists and is not empty (files the app writes are renamed into place whole)."""
+    wait_until("file %s" % path, lambda: os.path.getsize(path), lambda n: n > 0, timeout, proc)
+    return True
 
+
+def wait_for_layout(path, names, proc=None, timeout=None):
+    """Waits until the layout file lists every widget in names (drawn now or before); returns
+    the widgets."""
+    return wait_state(path, "widgets %s drawn" % names, lambda j: all(n in j["widgets"] for n in names), proc,
+                      timeout)["widgets"]
+
+
+def wait_dialog_field(state, proc=None):
+    """Waits until a dialog is open and its path field has the keyboard (a frame after it opens)."""
+    return wait_state(state, "a dialog whose path field has the keyboard", lambda j: j["dialog"] != 0 and j["text_input"],
+                      proc)
+
+
+def settled_widget(layout, state, name, proc=None):
+    """The rectangle of a widget drawn in the latest frame (the layout's "widgets" keep where
+    each was last drawn: a closed menu's items too) that may still move, as a popup sizing
+    itself over its first frames: read again after a few frames until two readings agree."""
+    def drawn():
+        return wait_state(layout, "%s drawn" % name, lambda j: name in j["shown"], proc)["widgets"][name]
+
+    seen = [drawn()]
+
+    def again():
+        wait_frames(state, 2, proc)
+        seen.append(drawn())
+        return seen
+
+    return wait_until("%s to stay in place for two frames" % name, again, lambda r: r[-1] == r[-2], proc=proc)[-1]
+
+
+def wait_frames(path, n, proc=None):
+    """Waits until the app has drawn n more frames than its state file says now; returns the state."""
+    first = wait_state(path, "a state with a frame number", lambda j: j["frames"] >= 0, proc)["frames"]
+    return wait_state(path, "%d frames after frame %d" % (n, first), lambda j: j["frames"] >= first + n, proc)
+
+
+def settle(path, proc=None):
+    """Waits until the app has taken every input event sent so far and drawn the frames that
+    applied them (the state says a frame began taking events after now, with none left
+    queued); returns the state. What an input does at once is then in the state."""
+    sent = time.time()
+    return wait_state(path, "every input event sent by %.2f taken and applied" % sent,
+                      lambda j: j["input"]["polled_at"] > sent and j["input"]["pending"] == 0, proc)
+
+
+def judge_speed(what):
+    """Whether timings are judged in this build: only an optimised one without sanitizers
+    (MHAVIZ_JUDGE_SPEED=1, which CMake gives the tests of such builds). Says so when not."""
+    if os.environ.get("MHAVIZ_JUDGE_SPEED") == "1":
+        return True
+    print("note: speed not judged in this build (MHAVIZ_JUDGE_SPEED=%s): %s" %
+          (os.environ.get("MHAVIZ_JUDGE_SPEED", "unset"), what))
+    return False
+
+
+# [SECTION] xdotool. The app queues input (app/gui/input_queue.hpp): a press and its release
+# sent together are seen in frames of their own, so nothing waits between events. xdotool
+# plays the user: where it may (root), it runs ahead of the load a test is given
+# (scripts/slow_machine.sh), so that its keys keep the rhythm asked for (two characters
+# within 0.3 s are typing, further apart two shortcuts).
+XDOTOOL = (["nice", "-n", "-5"] if os.geteuid() == 0 else []) + ["xdotool"]
 
 def xdo(*args, check=True):
     """check=False: a failure is expected and ignored (the soak acts on unmapped or 1x1 windows)."""
-    subprocess.run(["xdotool"] + [str(a) for a in args], check=check, capture_output=not check, timeout=20)
-    time.sleep(PAUSE)
+    subprocess.run(XDOTOOL + [str(a) for a in args], check=check, capture_output=not check, timeout=60)
 
 
 def focus_window():
-    out = subprocess.run(["xdotool", "search", "--sync", "--name", "^mhaviz"], capture_output=True, text=True,
-                         timeout=20).stdout.split()
+    """Gives the app's window the keyboard, once it is mapped (no window manager: windowfocus)."""
+    out = subprocess.run(XDOTOOL + ["search", "--sync", "--onlyvisible", "--name", "^mhaviz"], capture_output=True,
+                         text=True, timeout=60).stdout.split()
     if out:
         xdo("windowfocus", "--sync", out[0])
     return out[0] if out else None
@@ -128,30 +254,25 @@ def center(rect):
 
 
 def drag(x0, y0, x1, y1, steps=8, check=True):
-    xdo("mousemove", x0, y0, check=check)
-    xdo("mousedown", 1, check=check)
+    moves = []
     for i in range(1, steps + 1):
-        xdo("mousemove", int(x0 + (x1 - x0) * i / steps), int(y0 + (y1 - y0) * i / steps), check=check)
-    xdo("mouseup", 1, check=check)
+        moves += ["mousemove", int(x0 + (x1 - x0) * i / steps), int(y0 + (y1 - y0) * i / steps)]
+    xdo("mousemove", x0, y0, "mousedown", 1, *moves, "mouseup", 1, check=check)
 
 
 def click(x, y, check=True):
-    xdo("mousemove", x, y, check=check)
-    xdo("mousedown", 1, check=check)
-    xdo("mouseup", 1, check=check)
+    xdo("mousemove", x, y, "click", 1, check=check)
 
 
 def key(combo, check=True):
-    """Holds the key (combination) across frames, then releases it."""
-    xdo("keydown", combo, check=check)
-    time.sleep(0.1)
-    xdo("keyup", combo, check=check)
+    """Presses and releases the key (combination), with no pause between."""
+    xdo("key", "--delay", 0, combo, check=check)
 
 
-def type_text(text):
-    for ch in text:
-        name = {" ": "space", "/": "slash", ".": "period", "-": "minus", "_": "underscore"}.get(ch, ch)
-        key(name)
+def type_text(text, delay_ms=12):
+    """Characters as a typist sends them (xdotool type, at xdotool's own default pace: it may
+    remap a key for a character the keymap lacks)."""
+    subprocess.run(XDOTOOL + ["type", "--delay", str(delay_ms), text], check=True, timeout=120)
 
 
 # PNG reader for 8-bit RGB/RGBA, non-interlaced (what stb_image_write produces).

@@ -14,7 +14,6 @@ import hashlib
 import os
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 
 import guitest as g
@@ -34,7 +33,7 @@ def png_size(path):
 def render_size(args):
     out = os.path.join(tmp, "ref.png")
     r = subprocess.run([g.MHAVIZ, "render", "seed003-wrapper", "-o", out, "--scale", "2"] + args,
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     return png_size(out)
 
@@ -46,17 +45,20 @@ def digest(path):
 
 def expect(name, proc):
     path = os.path.join(caps, name)
-    ok = g.wait_for_file(path, timeout=20, proc=proc)
+    ok = g.wait_for_file(path, proc=proc)
     g.check(ok, "%s saved" % name)
     return path if ok else None
 
 
 def menu_item(w, name):
-    """Capture > the item recorded as `name` in the layout, by mouse."""
+    """Capture > the item recorded as `name` in the layout, by mouse, where the menu settled."""
     g.click(*g.center(w["menu_capture"]))
-    items = g.wait_for_layout(layout, [name], proc=proc)
-    time.sleep(0.3)
-    g.click(*g.center(items[name]))
+    g.click(*g.center(g.settled_widget(layout, state, name, proc)))
+
+
+def shown(what, predicate):
+    """Waits until the state says the view a capture is about to take is drawn."""
+    g.wait_state(state, what, predicate, proc)
 
 
 proc = g.start(["gui", "seed003-wrapper", "--no-restore", "--check-gl", "--width", "1280", "--height", "800",
@@ -65,7 +67,6 @@ proc = g.start(["gui", "seed003-wrapper", "--no-restore", "--check-gl", "--width
 try:
     w = g.wait_for_layout(layout, ["capture_button", "menu_capture"], proc=proc)
     g.focus_window()
-    time.sleep(0.5)
 
     g.key("F12")
     first = expect("seed003-wrapper-heads-weights.png", proc)
@@ -88,32 +89,32 @@ try:
         g.check(png_size(win) == (1280, 800), "Shift+F12: the whole window, 1280x800 (got %s)" % (png_size(win),))
 
     g.key("e")  # enlarge the selected head (0)
-    time.sleep(0.3)
+    shown("E enlarges head 0", lambda j: j["enlarged"])
     g.key("F12")
     head = expect("seed003-wrapper-head0-weights.png", proc)
     if head:
         want = render_size(["--view", "head", "0"])
         g.check(png_size(head) == want, "F12 on the enlarged head: %s = render --view head 0 %s" % (png_size(head), want))
     g.key("e")
+    shown("E again: the grid", lambda j: not j["enlarged"])
 
     g.key("w")  # walkthrough, first step
-    time.sleep(0.5)
+    shown("W opens the walkthrough", lambda j: j["walkthrough"] and j["walk"]["cells"] > 0)
     g.key("F12")
     step = expect("seed003-wrapper-step1.png", proc)
     if step:
         want = render_size(["--view", "step", "0"])
         g.check(png_size(step) == want, "F12 in the walkthrough: %s = render --view step 0 %s" % (png_size(step), want))
     g.key("w")
-    time.sleep(0.3)
+    shown("W again: the grid", lambda j: not j["walkthrough"])
 
     # Capture > Save as LaTeX: the matrix shown (head 0, weights, batch item 0).
     menu_item(w, "capture_save_latex")
     tex = expect("seed003-wrapper-weights-b0-head0.tex", proc)
     if tex:
         r = subprocess.run([g.MHAVIZ, "export", "seed003-wrapper", "--tensor", "attn_weights", "--format", "latex",
-                            "--select", "0,0"], capture_output=True, text=True, timeout=60)
+                            "--select", "0,0"], capture_output=True, text=True, timeout=600)
         g.check(open(tex).read() == r.stdout, "Save as LaTeX = mhaviz export --format latex --select 0,0")
-    time.sleep(0.3)
 
     # Capture > Grid of heads (SVG): a vector figure, one rect per cell.
     menu_item(w, "capture_grid_svg")
@@ -122,7 +123,7 @@ try:
         root = ET.parse(svg).getroot()
         cells = [e for e in root.iter() if e.tag.endswith("rect") and "cell" in e.get("class", "").split()]
         g.check(len(cells) == 2 * 6 * 6, "SVG of the grid parses as XML with one rect per cell (%d, want 72)" % len(cells))
-    time.sleep(0.3)
+    shown("the notice names the SVG", lambda j: j["status"].startswith("Saved " + svg))
 finally:
     rc, out, err = g.stop(proc)
 

@@ -17,9 +17,7 @@ usage (under xvfb-run): test_gui_edit.py PATH/TO/mhaviz TESTS_DATA_DIR
 """
 import json
 import os
-import subprocess
 import sys
-import time
 
 import guitest as g
 
@@ -35,58 +33,21 @@ def dirs(name):
 
 def xtype(text, delay_ms=40):
     """Characters as a typist sends them (xdotool type): each is a char event, not a held key."""
-    subprocess.run(["xdotool", "type", "--delay", str(delay_ms), text], check=True, timeout=120)
-    time.sleep(0.3)
+    g.type_text(text, delay_ms)
 
 
-def double_click_to_type(x, y, layout):
-    """Double-click a value so that it takes typing. Each press and release must fall in a
-    frame of its own and both clicks within ImGui's 0.3 s: on a loaded machine a frame can
-    swallow one, so this tries again (after Escape) until the app says a field is active."""
-    g.xdo("mousemove", x, y)
-    for attempt in range(5):
-        for action in ("mousedown", "mouseup", "mousedown", "mouseup"):
-            subprocess.run(["xdotool", action, "1"], check=True, timeout=20)
-            time.sleep(0.05 + 0.02 * attempt)
-        if layout_value(layout, "text_input", lambda v: v is True, timeout=2.0):
-            return True
-        g.key("Escape")
-    return False
+def double_click_to_type(x, y, state, proc):
+    """Double-clicks a value so that it takes typing: the clicks 80 ms apart, within ImGui's
+    0.3 s (of its clock, which follows queued input: slow frames do not stretch it)."""
+    was = g.settle(state, proc)["text_input"]
+    g.xdo("mousemove", x, y, "click", "--repeat", 2, "--delay", 80, 1)
+    return not was and g.wait_state(state, "a double-click makes the value take typing", lambda j: j["text_input"],
+                                    proc)["text_input"]
 
 
-def tap(key_name):
-    """A short press (a few frames, well under ImGui's 0.275 s key repeat delay): one step of
-    Up or Down, one Enter."""
-    subprocess.run(["xdotool", "keydown", key_name], check=True, timeout=20)
-    time.sleep(0.06)
-    subprocess.run(["xdotool", "keyup", key_name], check=True, timeout=20)
-    time.sleep(0.25)
-
-
-def key_until(combo, path, key, want):
-    """A key, then the layout's key until want holds; once more if a loaded X server lost the
-    key (each press is checked: an undo applied twice would show as the wrong label)."""
-    for _ in range(2):
-        g.key(combo)
-        v = layout_value(path, key, want, timeout=4.0)
-        if want(v):
-            return v
-    return v
-
-
-def layout_value(path, key, want, timeout=10.0):
-    """Polls the layout file until key's value satisfies want; returns the last value."""
-    end = time.time() + timeout
-    v = None
-    while time.time() < end:
-        try:
-            v = g.read_json(path).get(key)
-            if want(v):
-                return v
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.1)
-    return v
+def layout_value(path, key, want, what, proc=None):
+    """Waits until the file's `key` satisfies want; returns that value."""
+    return g.wait_state(path, what, lambda j: want(j.get(key)), proc)[key]
 
 
 def read_or_none(path):
@@ -96,21 +57,16 @@ def read_or_none(path):
         return None
 
 
-def wait_autosave(auto, want, timeout=20.0):
-    end = time.time() + timeout
-    while time.time() < end:
-        a = read_or_none(auto)
-        if a is not None and want(a):
-            return a
-        time.sleep(0.1)
-    return read_or_none(auto)
+def wait_autosave(auto, want, what, proc=None):
+    """Waits until the autosave file satisfies want; returns it."""
+    return g.wait_state(auto, "autosave: " + what, want, proc)
 
 
 def kill9(proc):
     """SIGKILL, as a crash or a power cut would end the app; True when that is how it ended."""
     if proc.poll() is None:
         proc.kill()
-    proc.wait(timeout=10)
+    proc.wait(timeout=g.WAIT_SECONDS)
     return proc.returncode == -9
 
 
@@ -133,8 +89,9 @@ def restart_state(name, extra=()):
 name = "loss"
 auto = os.path.join(tmp, name, "st", "autosave.json")
 layout = os.path.join(tmp, "loss-layout.json")
+state = os.path.join(tmp, "loss-state.json")
 saved = os.path.join(tmp, "saved.json")
-proc = g.start(["gui", "--layout-out", layout] + dirs(name) + SIZE)
+proc = g.start(["gui", "--layout-out", layout, "--state-out", state] + dirs(name) + SIZE)
 try:
     w = g.wait_for_layout(layout, ["tokens", "embedding0_0"], proc=proc)
     g.focus_window()
@@ -142,14 +99,15 @@ try:
     g.key("ctrl+End")
     xtype(" zebra")
     g.click(5, 795)  # leave the field
-    a = wait_autosave(auto, lambda a: a["tokens"][-1] == "zebra")
+    a = wait_autosave(auto, lambda a: a["tokens"][-1] == "zebra", "zebra", proc)
     g.check(a is not None and a["tokens"][-1] == "zebra", "[loss] a valid edit (zebra) is autosaved")
 
     # Double-click the x0 cell of "Your", type 1e9, Enter.
-    g.check(double_click_to_type(*g.center(w["embedding0_0"]), layout), "[loss] a double-click on x0 of Your takes typing")
+    g.check(double_click_to_type(*g.center(w["embedding0_0"]), state, proc),
+            "[loss] a double-click on x0 of Your takes typing")
     xtype("1e9")
     g.key("Return")
-    refusal = layout_value(layout, "refusal", lambda v: v and "embeddings[0][0]" in v)
+    refusal = layout_value(layout, "refusal", lambda v: v and "embeddings[0][0]" in v, "1e9 refused", proc)
     g.check(refusal is not None and "embeddings[0][0]: 1e+09 is not a finite number within ±1e6" in refusal,
             "[loss] 1e9 in a cell is refused with the format's message where it was typed: %r" % refusal)
     w = g.wait_for_layout(layout, ["refusal"], proc=proc)
@@ -159,11 +117,10 @@ try:
     # Ctrl+S: a lesson has no file yet, so Save As asks for one; the save succeeds.
     g.key("ctrl+s")
     w = g.wait_for_layout(layout, ["dialog_path"], proc=proc)
+    g.wait_dialog_field(state, proc)
     xtype(saved, 10)
     g.key("Return")
-    end = time.time() + 10
-    while time.time() < end and not os.path.exists(saved):
-        time.sleep(0.1)
+    g.wait_for_file(saved, proc)
     s = read_or_none(saved)
     g.check(s is not None and s["embeddings"][0][0] == lesson["embeddings"][0][0] and s["tokens"][-1] == "zebra",
             "[loss] Ctrl+S then saves, with the refused value not in it: %s" % (s and s["embeddings"][0]))
@@ -174,12 +131,12 @@ try:
     g.key("ctrl+End")
     xtype(" yak")
     g.click(5, 795)
-    a = wait_autosave(auto, lambda a: a["tokens"][-1] == "yak")
+    a = wait_autosave(auto, lambda a: a["tokens"][-1] == "yak", "yak", proc)
     g.check(a is not None and a["tokens"][-1] == "yak", "[loss] the next valid edit (yak) is autosaved")
     g.click(*g.center(w["tokens"]))
     g.key("ctrl+End")
     xtype(" " + "q" * 300, 4)
-    refusal = layout_value(layout, "refusal", lambda v: v and "300 bytes" in v)
+    refusal = layout_value(layout, "refusal", lambda v: v and "300 bytes" in v, "the long token refused", proc)
     g.check(refusal is not None and "token of 300 bytes is over the limit of 256" in refusal,
             "[loss] a 300-character token is refused at the tokens field: %r" % refusal)
     g.check(kill9(proc), "[loss] the app ran until kill -9 ended it")
@@ -216,10 +173,9 @@ proc = g.start(["gui", "--layout-out", layout, "--state-out", state] + dirs(name
 try:
     g.wait_for_layout(layout, ["recover_open", "recover_dismiss"], proc=proc)
     g.focus_window()
-    time.sleep(0.4)
-    w = g.wait_for_layout(layout, ["recover_open", "recover_dismiss"], proc=proc)
-    g.click(*g.center(w["recover_open"]))
-    time.sleep(0.5)
+    g.click(*g.center(g.settled_widget(layout, state, "recover_open", proc)))
+    g.wait_state(state, "the recovered session opened", lambda j: j["dialog"] == 0 and j["modified"] and
+                 j["session"]["tokens"][6:] == ["w" * 256], proc)
 finally:
     rc, out, err = g.stop(proc)
 st = read_or_none(state) or {}
@@ -254,14 +210,14 @@ proc = g.start(["gui", "--layout-out", layout, "--state-out", state] + dirs(name
 try:
     g.wait_for_layout(layout, ["recover_dismiss"], proc=proc)
     g.focus_window()
-    time.sleep(0.4)
     g.key("Escape")
+    g.wait_state(state, "Escape keeps the lesson", lambda j: j["dialog"] == 0, proc)
     w = g.wait_for_layout(layout, ["tokens"], proc=proc)
     g.click(*g.center(w["tokens"]))
     g.key("ctrl+End")
     xtype(" kept")
     g.click(5, 795)
-    a = wait_autosave(os.path.join(st_dir, "autosave.json"), lambda a: a["tokens"][-1] == "kept")
+    a = wait_autosave(os.path.join(st_dir, "autosave.json"), lambda a: a["tokens"][-1] == "kept", "kept", proc)
 finally:
     rc, out, err = g.stop(proc)
 st = read_or_none(state) or {}
@@ -275,46 +231,55 @@ g.check(a is not None and a["tokens"][-1] == "kept" and os.path.exists(kept) and
 name = "undo"
 auto = os.path.join(tmp, name, "st", "autosave.json")
 layout = os.path.join(tmp, "undo-layout.json")
-proc = g.start(["gui", "--layout-out", layout] + dirs(name) + SIZE)
+state = os.path.join(tmp, "undo-state.json")
+proc = g.start(["gui", "--layout-out", layout, "--state-out", state] + dirs(name) + SIZE)
+
+
+def edit_menu(combo, want, what):
+    """A key (None: none), then the Edit menu's labels once want holds (each key is seen once:
+    an undo applied twice would leave another label)."""
+    if combo:
+        g.key(combo)
+    return layout_value(layout, "edit_menu", want, what, proc)
+
+
 try:
     w = g.wait_for_layout(layout, ["d_out", "tokens", "menu_lessons", "menu_edit"], proc=proc)
     g.focus_window()
-    menu = layout_value(layout, "edit_menu", lambda v: v is not None)
+    menu = edit_menu(None, lambda v: v is not None, "the Edit menu's labels")
     g.check(menu == "Undo|Redo", "[undo] nothing to undo at the start: %r" % menu)
     x0, y0, x1, y1 = w["d_out"]
     cy = int((y0 + y1) / 2)
     g.drag(int(x0 + (x1 - x0) * 0.1), cy, int(x0 + (x1 - x0) * 0.5), cy, steps=10)  # many values, one drag
-    menu = layout_value(layout, "edit_menu", lambda v: v and v.startswith("Undo change d_out"))
+    menu = edit_menu(None, lambda v: v and v.startswith("Undo change d_out"), "the drag named")
     g.check(menu == "Undo change d_out|Redo", "[undo] the Edit menu names the drag: %r" % menu)
-    menu = key_until("ctrl+z", layout, "edit_menu", lambda v: v and "Redo change d_out" in v)
+    menu = edit_menu("ctrl+z", lambda v: v and "Redo change d_out" in v, "Ctrl+Z undoes the drag")
     g.check(menu == "Undo|Redo change d_out", "[undo] one Ctrl+Z took back the whole drag: %r" % menu)
-    menu = key_until("ctrl+shift+z", layout, "edit_menu", lambda v: v and v.startswith("Undo change d_out"))
+    menu = edit_menu("ctrl+shift+z", lambda v: v and v.startswith("Undo change d_out"), "Ctrl+Shift+Z redoes it")
     g.check(menu == "Undo change d_out|Redo", "[undo] Ctrl+Shift+Z redid it: %r" % menu)
-    key_until("ctrl+z", layout, "edit_menu", lambda v: v and "Redo change d_out" in v)
-    menu = key_until("ctrl+y", layout, "edit_menu", lambda v: v and v.startswith("Undo change d_out"))
+    edit_menu("ctrl+z", lambda v: v and "Redo change d_out" in v, "Ctrl+Z undoes it again")
+    menu = edit_menu("ctrl+y", lambda v: v and v.startswith("Undo change d_out"), "Ctrl+Y redoes it")
     g.check(menu == "Undo change d_out|Redo", "[undo] Ctrl+Z then Ctrl+Y: redone again: %r" % menu)
 
     g.click(*g.center(w["tokens"]))
     g.key("ctrl+End")
     xtype(" zebra ox")
     g.click(5, 795)
-    menu = layout_value(layout, "edit_menu", lambda v: v and v.startswith("Undo edit tokens"))
+    menu = edit_menu(None, lambda v: v and v.startswith("Undo edit tokens"), "the typing is a step")
     g.check(menu == "Undo edit tokens|Redo", "[undo] typing in the field is one step: %r" % menu)
 
     # A lesson switch (asks first: the lesson has unsaved changes), then undo it.
     g.click(*g.center(w["menu_lessons"]))
-    w = g.wait_for_layout(layout, ["lesson_book-weight-split-3d"], proc=proc)
-    g.click(*g.center(w["lesson_book-weight-split-3d"]))
-    g.wait_for_layout(layout, ["open_discard"], proc=proc)
-    time.sleep(0.4)  # a popup sizes itself over its first frames: click where it settled
-    w = g.wait_for_layout(layout, ["open_discard"], proc=proc)
-    g.click(*g.center(w["open_discard"]))
-    menu = layout_value(layout, "edit_menu", lambda v: v and v.startswith("Undo open lesson book"))
+    g.click(*g.center(g.settled_widget(layout, state, "lesson_book-weight-split-3d", proc)))
+    # A popup sizes itself over its first frames: click where it settled.
+    g.click(*g.center(g.settled_widget(layout, state, "open_discard", proc)))
+    menu = edit_menu(None, lambda v: v and v.startswith("Undo open lesson book"), "the lesson switch is a step")
     g.check(menu == "Undo open lesson book-weight-split-3d|Redo", "[undo] the lesson switch is a step: %r" % menu)
-    key_until("ctrl+z", layout, "edit_menu", lambda v: v and v.startswith("Undo edit tokens"))  # the edited lesson
-    menu = key_until("ctrl+z", layout, "edit_menu", lambda v: v and v.startswith("Undo change d_out"))  # before the typing
+    edit_menu("ctrl+z", lambda v: v and v.startswith("Undo edit tokens"), "Ctrl+Z: the edited lesson")
+    menu = edit_menu("ctrl+z", lambda v: v and v.startswith("Undo change d_out"), "Ctrl+Z: before the typing")
     g.check(menu == "Undo change d_out|Redo edit tokens", "[undo] two undos: before the typing: %r" % menu)
-    a = wait_autosave(auto, lambda a: a["tokens"] == lesson["tokens"] and a["model"]["d_out"] != 2)
+    a = wait_autosave(auto, lambda a: a["tokens"] == lesson["tokens"] and a["model"]["d_out"] != 2,
+                      "the lesson's tokens, d_out dragged", proc)
     g.check(a is not None and a["tokens"] == lesson["tokens"] and a["model"]["d_out"] != 2,
             "[undo] the autosave follows the undo: %s d_out %s" % (a and a["tokens"], a and a["model"]["d_out"]))
     undone_d_out = a["model"]["d_out"] if a else None
@@ -334,10 +299,11 @@ state = os.path.join(tmp, "keys-state.json")
 proc, w = start_app("seed003-wrapper", name, layout, state, ["tokens"])
 try:
     g.click(5, 795)
-    xtype("we cut the cake", 60)  # w, e, c, space and 1-5 are shortcuts when alone
-    time.sleep(0.8)
+    xtype("we cut the cake", 30)  # w, e, c, space and 1-5 are shortcuts when alone
     g.click(5, 795)
-    time.sleep(0.5)
+    g.wait_state(state, "the sentence in the tokens", lambda j: j["session"]["tokens"][-4:] == ["we", "cut", "the", "cake"],
+                 proc)
+    g.settle(state, proc)
 finally:
     rc, out, err = g.stop(proc)
 st = read_or_none(state) or {}
@@ -357,7 +323,7 @@ try:
     g.key("2")
     g.click(5, 795)
     g.key("e")  # a lone key with nothing focused: the shortcut
-    time.sleep(0.6)
+    g.wait_state(state, "E enlarges the head", lambda j: j["enlarged"], proc)
 finally:
     rc, out, err = g.stop(proc)
 st = read_or_none(state) or {}
@@ -374,9 +340,10 @@ proc, w = start_app("seed003-wrapper", name, layout, state, ["walk_play"], ["--w
 try:
     g.click(5, 795)
     g.key("space")
-    pos = layout_value(layout, "walk", lambda v: v and 2.05 < v["pos"] < 2.9, timeout=6)
+    pos = layout_value(layout, "walk", lambda v: v and 2.05 < v["pos"] < 2.9, "Space plays the walkthrough", proc)
     g.key("space")
-    time.sleep(2.5)
+    g.wait_state(state, "Space pauses it on a whole step",
+                 lambda j: not j["walk"]["playing"] and j["walk"]["pos"] == j["walk"]["target"], proc)
 finally:
     rc, out, err = g.stop(proc)
 st = read_or_none(state) or {}
@@ -395,27 +362,31 @@ try:
     cy = int((y0 + y1) / 2)
     g.drag(int(x0 + 4), cy, int(x0 + 4 + (x1 - x0) * 0.08), cy, steps=3)  # a small drag from the left end
     g.click(5, 795)
-    a = wait_autosave(os.path.join(tmp, name, "st", "autosave.json"), lambda a: a["model"]["d_out"] != 2)
+    a = wait_autosave(os.path.join(tmp, name, "st", "autosave.json"), lambda a: a["model"]["d_out"] != 2,
+                      "d_out dragged", proc)
     g.check(a is not None and 1 <= a["model"]["d_out"] <= 8,
             "[sliders] a small drag moves d_out by a few sizes, not hundreds: %s" % (a and a["model"]["d_out"]))
 
-    def ctrl_click_type(rect, text):
+    def ctrl_click_type(rect, text, done, what):
+        """Ctrl+click a slider, type the value once its field has the keyboard, Enter; then
+        waits for done(state) with the field left."""
         g.xdo("keydown", "ctrl")
         g.click(*g.center(rect))
         g.xdo("keyup", "ctrl")
-        time.sleep(0.3)
+        g.wait_state(state, "Ctrl+click: the slider takes typing", lambda j: j["text_input"], proc)
         xtype(text)
         g.key("Return")
-        time.sleep(0.4)
+        g.wait_state(state, what, lambda j: done(j) and not j["text_input"], proc)
 
-    ctrl_click_type(w["d_out"], "8192")
-    ctrl_click_type(w["d_out"], "9000")
-    refusal = layout_value(layout, "refusal", lambda v: v and "9000" in v)
+    ctrl_click_type(w["d_out"], "8192", lambda j: j["session"]["model"]["d_out"] == 8192, "d_out typed as 8192")
+    ctrl_click_type(w["d_out"], "9000", lambda j: "9000" in j["refusal"], "d_out 9000 refused")
+    refusal = layout_value(layout, "refusal", lambda v: v and "9000" in v, "9000 refused", proc)
     g.check(refusal == "model.d_out: 9000 is out of range [1, 8192] (not applied)",
             "[sliders] d_out typed past the documented limit is refused, naming it: %r" % refusal)
     w = g.wait_for_layout(layout, ["num_heads"], proc=proc)
-    ctrl_click_type(w["num_heads"], "4")  # wrapper: 4 heads of 8192 would be 32768 features
-    refusal = layout_value(layout, "refusal", lambda v: v and "num_heads" in v)
+    # wrapper: 4 heads of 8192 would be 32768 features
+    ctrl_click_type(w["num_heads"], "4", lambda j: "num_heads" in j["refusal"], "num_heads 4 refused")
+    refusal = layout_value(layout, "refusal", lambda v: v and "num_heads" in v, "num_heads 4 refused", proc)
     g.check(refusal is not None and refusal.startswith("model.num_heads: 4 heads of d_out 8192"),
             "[sliders] num_heads can be typed, and is refused with the reason: %r" % refusal)
 finally:
@@ -449,33 +420,31 @@ try:
     g.key("ctrl+End")
     xtype(" extraordinarily")
     g.click(5, 795)
-    cells = layout_value(layout, "token_cells", lambda v: v and len(v) == 4)
+    cells = layout_value(layout, "token_cells", lambda v: v and len(v) == 4, "the fourth token's cell", proc)
     g.check(cells is not None and cells[3].endswith("\u2026") and "extraordinarily".startswith(cells[3][:-1]) and
             len(cells[3]) < 15, "[table] a long token is elided in the table: %s" % cells)
     w = g.wait_for_layout(layout, ["embedding_table", "embedding0_last"], proc=proc)
     table_x1 = w["embedding_table"][2]
     g.check(w["embedding0_last"][2] > table_x1, "[table] with d_in 6 the last column starts out of sight (%d > %d)" %
             (w["embedding0_last"][2], table_x1))
-    g.xdo("mousemove", int((w["embedding_table"][0] + table_x1) / 2), int(w["embedding_table"][1] + 40))
-    for _ in range(12):
-        g.xdo("click", 7)  # scroll right
-    end = time.time() + 5
-    while time.time() < end:
-        w = g.wait_for_layout(layout, ["embedding0_last"], proc=proc)
-        if w["embedding0_last"][2] <= table_x1:
-            break
-        time.sleep(0.1)
+    # Scroll right (button 7: the horizontal wheel), twelve notches.
+    g.xdo("mousemove", int((w["embedding_table"][0] + table_x1) / 2), int(w["embedding_table"][1] + 40),
+          "click", "--repeat", 12, "--delay", 10, 7)
+    w = g.wait_state(layout, "x5 scrolled into the table", lambda j: j["widgets"]["embedding0_last"][2] <= table_x1,
+                     proc)["widgets"]
     g.check(w["embedding0_last"][2] <= table_x1, "[table] scrolling sideways brings x5 into the table (%d <= %d)" %
             (w["embedding0_last"][2], table_x1))
-    g.check(double_click_to_type(*g.center(w["embedding0_last"]), layout), "[table] x5 takes typing")
+    g.check(double_click_to_type(*g.center(w["embedding0_last"]), state, proc), "[table] x5 takes typing")
     xtype("0.5")
     g.key("Return")
+    g.wait_state(state, "0.5 typed into x5", lambda j: j["session"]["embeddings"][0][5] == 0.5 and not j["text_input"],
+                 proc)
     # The panel's edge: drag it 200 pixels to the right.
     before = w["tokens"][2] - w["tokens"][0]
     x0, y0, x1, y1 = w["left_edge"]
     g.drag(int((x0 + x1) / 2), int((y0 + y1) / 2), int((x0 + x1) / 2) + 200, int((y0 + y1) / 2), steps=6)
-    time.sleep(0.5)
-    w = g.wait_for_layout(layout, ["tokens"], proc=proc)
+    w = g.wait_state(layout, "the panel widened", lambda j: j["widgets"]["tokens"][2] - j["widgets"]["tokens"][0] >
+                     before + 150, proc)["widgets"]
     after = w["tokens"][2] - w["tokens"][0]
     g.check(after > before + 150, "[table] dragging the panel's edge widens it (%d -> %d px)" % (before, after))
 finally:
@@ -498,28 +467,24 @@ proc, w = start_app("seed003-wrapper", name, layout, state)
 try:
     g.click(5, 795)
     g.key("ctrl+o")
-    g.wait_for_layout(layout, ["dialog_path"], proc=proc)
-    time.sleep(0.3)
+    g.wait_dialog_field(state, proc)
     g.key("ctrl+a")
     xtype(folder, 10)  # a folder typed, Enter: the dialog shows it
-    tap("Return")
-    rows = layout_value(layout, "browse_rows", lambda v: v and "a.json" in v)
+    g.key("Return")
+    rows = layout_value(layout, "browse_rows", lambda v: v and "a.json" in v, "the folder listed", proc)
     g.check(rows == ["..", "sub/", "a.json"], "[files] the folder's subfolders and .json files, not the rest: %s" % rows)
-    g.check(layout_value(layout, "text_input", lambda v: v is True) is True, "[files] the path field has the keyboard again")
-    time.sleep(0.3)
+    g.check(layout_value(layout, "text_input", lambda v: v is True, "the path field has the keyboard", proc) is True,
+            "[files] the path field has the keyboard again")
     for _ in range(3):
-        tap("Down")  # .., sub/, a.json
-    tap("Return")
-    time.sleep(0.5)
+        g.key("Down")  # .., sub/, a.json
+    g.key("Return")
+    g.wait_state(state, "a.json opened", lambda j: j["session"]["tokens"][0] == "Alpha" and j["dialog"] == 0, proc)
     g.key("ctrl+shift+s")  # Save As starts in the folder of the file
-    g.wait_for_layout(layout, ["dialog_path"], proc=proc)
-    time.sleep(0.3)
+    g.wait_dialog_field(state, proc)
     g.key("ctrl+a")
     xtype("b.json", 20)
-    tap("Return")
-    end = time.time() + 10
-    while time.time() < end and not os.path.exists(os.path.join(folder, "b.json")):
-        time.sleep(0.1)
+    g.key("Return")
+    g.wait_for_file(os.path.join(folder, "b.json"), proc)
 finally:
     rc, out, err = g.stop(proc)
 st = read_or_none(state) or {}
@@ -533,24 +498,27 @@ name = "view"
 auto = os.path.join(tmp, name, "st", "autosave.json")
 layout = os.path.join(tmp, "view-layout.json")
 saved = os.path.join(tmp, "view.json")
-proc = g.start(["gui", "seed003-wrapper", "--no-restore", "--layout-out", layout] + dirs(name) + SIZE)
+state = os.path.join(tmp, "view-state.json")
+proc = g.start(["gui", "seed003-wrapper", "--no-restore", "--layout-out", layout, "--state-out", state] + dirs(name) +
+               SIZE)
 try:
     w = g.wait_for_layout(layout, ["tokens"], proc=proc)
     g.focus_window()
     g.click(5, 795)
-    g.key("2")  # masked
-    g.key("bracketright")  # head 1
-    g.key("e")  # enlarged
-    a = wait_autosave(auto, lambda a: a.get("view", {}).get("enlarged") is True)
+    # Lone keys are shortcuts once no other follows within 0.3 s: each waits for the last to act.
+    g.key("2")
+    g.wait_state(state, "2: masked", lambda j: j["stage"] == "masked", proc)
+    g.key("bracketright")
+    g.wait_state(state, "]: head 1", lambda j: j["head"] == 1, proc)
+    g.key("e")
+    a = wait_autosave(auto, lambda a: a.get("view", {}).get("enlarged") is True, "the view, enlarged", proc)
     g.check(a is not None and a["version"] == 2 and a["view"]["stage"] == "masked" and a["view"]["head"] == 1,
             "[view] a change of view alone is autosaved, as version 2: %s" % (a and a.get("view")))
     g.key("ctrl+s")
-    g.wait_for_layout(layout, ["dialog_path"], proc=proc)
+    g.wait_dialog_field(state, proc)
     xtype(saved, 10)
     g.key("Return")
-    end = time.time() + 10
-    while time.time() < end and not os.path.exists(saved):
-        time.sleep(0.1)
+    g.wait_for_file(saved, proc)
     g.check(kill9(proc), "[view] kill -9")
 finally:
     kill9(proc)
@@ -590,10 +558,8 @@ try:
     w = g.wait_for_layout(layout, ["menu_lessons"], proc=proc)
     g.focus_window()
     g.click(*g.center(w["menu_lessons"]))
-    w = g.wait_for_layout(layout, ["lesson_seed003-wrapper"], proc=proc)
-    time.sleep(0.3)
-    g.click(*g.center(w["lesson_seed003-wrapper"]))
-    time.sleep(0.8)
+    g.click(*g.center(g.settled_widget(layout, state, "lesson_seed003-wrapper", proc)))
+    g.wait_state(state, "the six-token lesson opened", lambda j: j["session"]["tokens"] == lesson["tokens"], proc)
 finally:
     rc, out, err = g.stop(proc)
 st = read_or_none(state) or {}

@@ -32,7 +32,7 @@ def read_or_none(path):
         return None
 
 
-def wait_json(path, want, timeout=30.0, proc=None):
+def wait_json(path, want, timeout=g.WAIT_SECONDS, proc=None):
     """Polls a JSON file the app writes until want(it) holds; returns the last one read."""
     end = time.time() + timeout
     j = None
@@ -46,7 +46,7 @@ def wait_json(path, want, timeout=30.0, proc=None):
     return j
 
 
-def wait_capture(folder, timeout=30.0):
+def wait_capture(folder, timeout=g.WAIT_SECONDS):
     """The first PNG the app saves in folder (it writes under a temporary name, then links)."""
     end = time.time() + timeout
     while time.time() < end:

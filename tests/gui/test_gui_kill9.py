@@ -64,10 +64,16 @@ try:
     g.key("ctrl+End")
     g.type_text(" zebra")
     g.click(5, 795)  # leave the field
-    end = time.time() + 30
-    while time.time() < end and (autosaved_tokens() or [None])[-1] != "zebra":
-        time.sleep(0.1)
-    g.check((autosaved_tokens() or [None])[-1] == "zebra", "[autosave] the edit reached autosave.json while running")
+    g.wait_until("the edit in autosave.json", autosaved_tokens, lambda t: t[-1] == "zebra", proc=proc)
+    g.check((autosaved_tokens() or [None])[-1] == "zebra" and proc.poll() is None,
+            "[autosave] the edit reached autosave.json while running")
+    # More edits, each autosaved (a rewrite of the file) while the reader reads it.
+    for word in ("gnu", "elk", "emu"):
+        g.click(*g.center(w["tokens"]))
+        g.key("ctrl+End")
+        g.type_text(" " + word)
+        g.click(5, 795)
+        g.wait_until("%s in autosave.json" % word, autosaved_tokens, lambda t: t[-1] == word, proc=proc)
 
     # [2] Keep editing, and kill -9 right after the last key: that edit may not be saved
     # yet, but what is on disk must be a whole session that holds the earlier edit.
@@ -76,14 +82,14 @@ try:
     g.type_text(" yak ox")
     g.check(proc.poll() is None, "[kill] the app is still running before the kill")
     proc.kill()
-    proc.wait(timeout=10)
+    proc.wait(timeout=g.WAIT_SECONDS)
     g.check(proc.returncode == -9, "[kill] the app died of SIGKILL (%s)" % proc.returncode)
 finally:
     reading[0] = False
-    t.join(timeout=5)
+    t.join(timeout=g.WAIT_SECONDS)
     if proc.poll() is None:
         proc.kill()
-        proc.wait(timeout=10)
+        proc.wait(timeout=g.WAIT_SECONDS)
 g.check(reads["ok"] > 0 and not reads["bad"], "[atomic] every read of autosave.json while editing was a whole session "
         "(%d reads, bad: %s)" % (reads["ok"], reads["bad"][:3]))
 on_disk = autosaved_tokens()

@@ -44,6 +44,24 @@ r = g.run(["gui", "gpt2-small-256", "--exit-after-frames", "5", "--state-out", s
 st = g.read_json(state)
 g.check(st["parameters"] == 2360064, "GPT-2 small: 2,360,064 parameters (got %s)" % st["parameters"])
 
+# --state-out while the app runs: written as frames come, its session (256 x 768 values here)
+# made once for the document, not once a write; on exit the same session, a later frame.
+state = os.path.join(tmp, "live.json")
+proc = g.start(["gui", "gpt2-small-256", "--state-out", state, "--no-restore"] + common)
+try:
+    early = g.wait_frames(state, 3, proc)
+    late = g.wait_frames(state, 10, proc)
+    g.check(late["frames"] >= early["frames"] + 10 and proc.poll() is None,
+            "the state is written while the app runs (frame %d, then %d)" % (early["frames"], late["frames"]))
+    g.check(late["session_builds"] == early["session_builds"] and len(late["session"]["embeddings"]) == 256,
+            "its 256 x 768 session is made once, not at each write (%d, then %d times)" %
+            (early["session_builds"], late["session_builds"]))
+finally:
+    rc, out, err = g.stop(proc)
+st = g.read_json(state)
+g.check(rc == 0 and st["session"] == late["session"] and st["frames"] >= late["frames"],
+        "on exit: the same session, frame %d (status %d)" % (st["frames"], rc))
+
 # No display: one line, exit 2.
 env = dict(os.environ)
 env.pop("DISPLAY", None)

@@ -14,7 +14,8 @@
   app and the current model stays; a missing --model is bad input (exit 2).
 - Loading a 500 MB model shows a progress bar with Cancel.
 - The UI stays responsive (frames keep coming) while a GPT-2-small-sized forward runs on
-  the worker, and the progress line shows.
+  the worker, and the progress line shows; in an optimised build without sanitizers
+  (MHAVIZ_JUDGE_SPEED=1) no gap between two frames is as long as half the forward.
 
 usage (under xvfb-run): test_gui_model.py PATH/TO/mhaviz MODELS_DIR [GPT2_SMALL_DIR]
 MODELS_DIR is what tests/models/make_checkpoints.py OUT --bad wrote; GPT2_SMALL_DIR is made
@@ -143,27 +144,14 @@ def start_app(args, *outputs):
     return g.start(args)
 
 
-def wait_widgets(lay, names, proc):
-    """g.wait_for_layout, saying why when the app died or hung."""
-    try:
-        return g.wait_for_layout(lay, names, proc=proc)
-    except RuntimeError:
-        if proc.poll() is not None:
-            print("  the app exited with %s: %s" % (proc.returncode, proc.stderr.read()[-500:]))
-        else:
-            print("  the app runs; layout: %s" % (open(lay).read()[:300] if os.path.exists(lay) else "none"))
-        raise
-
-
 def drive(args, lay, state, first, actions):
     """Starts the app, waits for the widgets `first`, runs actions(ox, oy, proc) with the
     window focused, asks the app to quit, and returns the state it wrote."""
     p = start_app(args, lay, state)
     try:
-        wait_widgets(lay, first, p)
+        g.wait_for_layout(lay, first, proc=p)
         win = g.read_json(lay)
         g.focus_window()
-        time.sleep(0.3)
         actions(win["window_x"], win["window_y"], p)
         g.stop(p)
     finally:
@@ -172,11 +160,27 @@ def drive(args, lay, state, first, actions):
     return g.read_json(state)
 
 
-def click_widget(lay, name, proc, ox, oy):
-    w = wait_widgets(lay, [name], proc)
-    x, y = g.center(w[name])
+def click_widget(lay, state, name, proc, ox, oy):
+    """Clicks a widget where it settled (a menu or popup sizes itself over its first frames)."""
+    x, y = g.center(g.settled_widget(lay, state, name, proc))
     g.click(ox + x, oy + y)
-    time.sleep(0.4)
+
+
+def model_state(state, what, predicate, proc):
+    """Waits until the state's model part satisfies predicate; returns it."""
+    return g.wait_state(state, what, lambda j: predicate(j["model"]), proc)["model"]
+
+
+def open_recent(lay, state, p, ox, oy, path):
+    """File → Open model… (the panel's button), the second recent model, Open. Each click waits
+    for the one before to act: the field takes the keyboard as the dialog opens, and a text
+    field with the keyboard keeps its own text over a value set beside it."""
+    click_widget(lay, state, "model_open", p, ox, oy)
+    g.wait_state(state, "the Open model dialog's field has the keyboard",
+                 lambda j: j["model"]["open_dialog"] and j["text_input"], p)
+    click_widget(lay, state, "model_recent_1", p, ox, oy)  # 0 is the model just opened
+    model_state(state, "the recent model in the field", lambda m: m["open_edit"] == path, p)
+    click_widget(lay, state, "model_path_open", p, ox, oy)
 
 
 def test_interaction():
@@ -189,19 +193,20 @@ def test_interaction():
         # The head under the pointer (its tooltip names it; the state says which).
         x, y = g.center(g.read_json(lay)["widgets"]["thumb_0_3"])
         g.xdo("mousemove", ox + x, oy + y)
-        time.sleep(0.5)
+        model_state(state, "the hovered head named", lambda m: m["hover"] == "0.3", p)
 
     st = drive(args, lay, state, ["thumb_0_3"], hover)
     g.check(st["model"]["hover"] == "0.3", "hovering thumbnail 0.3 names head 0.3")
 
     def click_and_walk(ox, oy, p):
-        click_widget(lay, "thumb_2_1", p, ox, oy)
-        w = wait_widgets(lay, ["model_big", "model_walk"], p)
+        click_widget(lay, state, "thumb_2_1", p, ox, oy)
+        w = g.wait_for_layout(lay, ["model_big", "model_walk"], p)
         g.check(w["model_big"][0] > w["thumb_2_1"][2], "clicking thumbnail 2.1 draws a big heatmap beside the grid")
         # The layer in the walkthrough, then its softmax step (chip 7 of the weight-split steps).
-        click_widget(lay, "model_walk", p, ox, oy)
-        click_widget(lay, "walk_chip_7", p, ox, oy)
-        time.sleep(1.5)
+        click_widget(lay, state, "model_walk", p, ox, oy)
+        click_widget(lay, state, "walk_chip_7", p, ox, oy)
+        g.wait_state(state, "the walkthrough at its softmax step", lambda j: j["walk"]["pos"] == 6.0 and
+                     j["walk"]["titles"][0].startswith("attn_weights"), p)
 
     st = drive(args, lay, state, ["thumb_2_1"], click_and_walk)
     g.check((st["model"]["layer"], st["model"]["head"]) == (2, 1), "clicking thumbnail 2.1 selects head 2.1")
@@ -237,10 +242,8 @@ def test_bad_model():
     with open(tmp + "/c3/settings.json", "w") as f:
         json.dump({"recent_models": [bad]}, f)
     def actions(ox, oy, p):
-        click_widget(lay, "model_open", p, ox, oy)
-        click_widget(lay, "model_recent_1", p, ox, oy)  # 0 is the model just opened
-        click_widget(lay, "model_path_open", p, ox, oy)
-        time.sleep(1.5)
+        open_recent(lay, state, p, ox, oy, bad)
+        model_state(state, "the broken checkpoint's error", lambda m: "missing" in m["error"] and not m["busy"], p)
 
     st = drive(args, lay, state, ["thumb_0_0", "model_open"], actions)["model"]
     g.check("h.1.mlp.c_fc.bias is missing" in st["error"] and "\n" not in st["error"],
@@ -274,26 +277,34 @@ def test_captures_typing_probe():
             "--state-out", state] + SIZE
 
     def actions(ox, oy, p):
+        model_state(state, "the model view drawn", lambda m: m["n_layer"] == 3 and not m["busy"], p)
         g.key("F12")
         shot = os.path.join(caps, "hf_untied-model-view.png")
         if g.check(g.wait_for_file(shot, proc=p), "F12 on the model view saves hf_untied-model-view.png"):
             g.check(digest(shot) == digest(rendered(["model"], ["--detector", "previous-token"])),
                     "F12: the same file as render --model --view model --detector previous-token")
-        click_widget(lay, "thumb_1_2", p, ox, oy)
+        click_widget(lay, state, "thumb_1_2", p, ox, oy)
+        model_state(state, "head 1.2 selected", lambda m: (m["layer"], m["head"]) == (1, 2), p)
+        # The menu's rectangle while closed (while open the hook records its popup's).
+        menu = g.center(g.read_json(lay)["widgets"]["menu_capture"])
         for item, name, view in (("capture_model_layer", "hf_untied-layer1.png", ["layer", "1"]),
                                  ("capture_model_head", "hf_untied-head1.2.png", ["head", "1.2"])):
-            click_widget(lay, "menu_capture", p, ox, oy)
-            click_widget(lay, item, p, ox, oy)
+            g.click(ox + menu[0], oy + menu[1])
+            click_widget(lay, state, item, p, ox, oy)
             path = os.path.join(caps, name)
             if g.check(g.wait_for_file(path, proc=p), "Capture > %s saves %s" % (item, name)):
                 g.check(digest(path) == digest(rendered(view)), "%s: the same file as render --view %s" % (name, " ".join(view)))
         # Typing at the end of the text: retokenized as typed.
-        click_widget(lay, "model_text", p, ox, oy)
+        click_widget(lay, state, "model_text", p, ox, oy)
         g.key("ctrl+End")
         g.type_text(" the")
-        time.sleep(1.0)
-        click_widget(lay, "model_probe", p, ox, oy)
-        time.sleep(1.5)
+        model_state(state, "the text typed, run", lambda m: m["text"] == TEXT + " the" and not m["busy"] and
+                    len(m["ids"]) == len(m["text_tokens"]), p)
+        click_widget(lay, state, "model_probe", p, ox, oy)
+        model_state(state, "the induction probe run", lambda m: m["probe"] and m["pattern"] == "induction" and
+                    not m["busy"] and len(m["ids"]) % 2 == 1 and m["ids"] != typed_ids, p)
+
+    typed_ids = dump(MODEL, TEXT + " the")["token_ids"]
 
     st = drive(args, lay, state, ["thumb_1_2", "model_text", "model_probe", "menu_capture"], actions)["model"]
     typed = dump(MODEL, TEXT + " the")
@@ -333,11 +344,10 @@ def test_load_progress():
             "--state-dir", tmp + "/s6", "--layout-out", lay, "--state-out", state] + SIZE
 
     def actions(ox, oy, p):
-        click_widget(lay, "model_open", p, ox, oy)
-        click_widget(lay, "model_recent_1", p, ox, oy)
-        click_widget(lay, "model_path_open", p, ox, oy)
-        wait_widgets(lay, ["model_progress", "model_cancel"], p)
-        time.sleep(5.0)
+        open_recent(lay, state, p, ox, oy, GPT2_SMALL)
+        g.wait_for_layout(lay, ["model_progress", "model_cancel"], p)
+        model_state(state, "the 500 MB model loaded and run", lambda m: m["path"] == GPT2_SMALL and
+                    m.get("n_layer") == 12 and not m["busy"], p)
 
     st = drive(args, lay, state, ["thumb_0_0", "model_open"], actions)
     m = st["model"]
@@ -374,9 +384,12 @@ def test_responsive():
     g.check(m["forward_ms"] > 300, "the forward is large (%.0f ms)" % m["forward_ms"])
     g.check(m["busy_frames"] >= 10, "frames keep coming while it loads and computes (%d)" % m["busy_frames"])
     # A forward on the UI thread would leave a gap as long as the forward; a busy machine
-    # (two cores shared by the worker, llvmpipe and other jobs) still delays some frames.
-    g.check(m["busy_max_gap_ms"] < min(1000.0, m["forward_ms"] / 2),
-            "no frame waits for the forward (longest gap %.0f ms, forward %.0f ms)" % (m["busy_max_gap_ms"], m["forward_ms"]))
+    # (two cores shared by the worker, llvmpipe and other jobs) still delays some frames. A
+    # sanitizer build's frames are slow in themselves: the gap is judged in optimised builds.
+    if g.judge_speed("longest gap between frames %.0f ms, forward %.0f ms" % (m["busy_max_gap_ms"], m["forward_ms"])):
+        g.check(m["busy_max_gap_ms"] < min(1000.0, m["forward_ms"] / 2),
+                "no frame waits for the forward (longest gap %.0f ms, forward %.0f ms)" %
+                (m["busy_max_gap_ms"], m["forward_ms"]))
     g.check("model_computing" in st["widgets"], "the forward's progress line was shown (over 100 ms)")
 
 

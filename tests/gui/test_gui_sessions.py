@@ -8,7 +8,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 
 import guitest as g
 
@@ -49,7 +48,8 @@ try:
     g.focus_window()
     type_tokens(layout, " moon")
     g.key("ctrl+s")
-    time.sleep(0.5)
+    g.wait_state(state, "Ctrl+S saves the edited session", lambda j: j["session"]["tokens"][-1] == "moon" and
+                 not j["modified"], proc)
 finally:
     rc, out, err = g.stop(proc)
 g.check(rc == 0, "[save] app exits 0 (%s)" % err.strip())
@@ -78,18 +78,18 @@ try:
     g.focus_window()
     g.key("ctrl+shift+s")
     g.wait_for_layout(layout, ["dialog_path"], proc=proc)
-    time.sleep(0.3)
+    g.wait_dialog_field(state, proc)
     g.type_text(target)
     g.key("Return")
-    time.sleep(0.5)
+    g.wait_state(state, "Save As writes the typed path", lambda j: j["path"] == target and j["dialog"] == 0, proc)
     g.key("ctrl+shift+s")
-    time.sleep(0.5)
+    g.wait_dialog_field(state, proc)
     g.key("ctrl+a")
     g.type_text(bad)
     g.key("Return")
-    time.sleep(0.5)
+    g.wait_state(state, "a failed Save As says so", lambda j: "x.json" in j["status"], proc)
     g.key("Escape")
-    time.sleep(0.3)
+    g.wait_state(state, "Escape closes the dialog", lambda j: j["dialog"] == 0, proc)
 finally:
     rc, out, err = g.stop(proc)
 g.check(os.path.exists(target), "[save as] the typed path was written")
@@ -97,7 +97,8 @@ if os.path.exists(target):
     g.check(g.read_json(target)["tokens"] == g.read_json(ref)["tokens"], "[save as] it holds the lesson")
 g.check(not os.path.exists(os.path.dirname(bad)), "[save as] a failed save creates nothing")
 st = g.read_json(state)
-g.check("cannot write" in st["status"] or "No such file" in st["status"], "[save as] the failure is shown: %r" % st["status"])
+g.check(("cannot write '%s'" % bad) in st["status"], "[save as] the failure is shown, naming the path typed: %r" %
+        st["status"])
 g.check(st["path"] == target, "[save as] after the failed save the document still points to the good file")
 
 # [4] A failed save over an existing file leaves it intact (the temporary file's name
@@ -112,7 +113,7 @@ try:
     g.focus_window()
     type_tokens(layout, " x")
     g.key("ctrl+s")
-    time.sleep(0.5)
+    g.wait_state(state, "the failed save says so", lambda j: "cannot write" in j["status"], proc)
 finally:
     rc, out, err = g.stop(proc)
 g.check(open(longname, "rb").read() == before, "[atomic] the old file is byte-for-byte intact after a failed save")
@@ -129,11 +130,12 @@ try:
     g.focus_window()
     g.key("ctrl+o")
     g.wait_for_layout(layout, ["dialog_path"], proc=proc)
-    time.sleep(0.3)
+    g.wait_dialog_field(state, proc)
     g.type_text("/nope.json")
     g.key("Return")
-    time.sleep(0.5)
+    g.wait_state(state, "the failed open says so", lambda j: "nope.json" in j["status"], proc)
     g.key("Escape")
+    g.wait_state(state, "Escape closes the dialog", lambda j: j["dialog"] == 0, proc)
 finally:
     rc, out, err = g.stop(proc)
 st = g.read_json(state)
@@ -148,9 +150,9 @@ try:
     g.wait_for_layout(layout, ["tokens"], proc=proc)
     g.focus_window()
     type_tokens(layout, " sun")
-    time.sleep(2.0)  # autosave runs a second after the last edit
-    auto = os.path.join(state_dir, "autosave.json")
-    g.check(os.path.exists(auto) and g.read_json(auto)["tokens"][-1] == "sun",
+    auto = os.path.join(state_dir, "autosave.json")  # written a second after the last edit
+    g.wait_state(auto, "the edit autosaved", lambda a: a["tokens"][-1] == "sun", proc)
+    g.check(proc.poll() is None and g.read_json(auto)["tokens"][-1] == "sun",
             "[autosave] written while running, a second after the edit")
 finally:
     g.stop(proc)
@@ -176,21 +178,18 @@ g.check(s["theme"] == "light" and s["colormap"] == "magma" and s["font_size"] ==
 g.check(os.listdir(cwd) == [], "[settings] nothing written to the working directory: %s" % os.listdir(cwd))
 
 # [8] Quitting with unsaved changes asks; the app only leaves after an answer.
-layout = os.path.join(tmp, "l8.json")
-proc = g.start(["gui", "seed003-wrapper", "--no-restore"] + common(layout, None))
+layout, state = os.path.join(tmp, "l8.json"), os.path.join(tmp, "s8.json")
+proc = g.start(["gui", "seed003-wrapper", "--no-restore"] + common(layout, state))
 try:
     g.wait_for_layout(layout, ["tokens"], proc=proc)
     g.focus_window()
     type_tokens(layout, " q")
     g.key("ctrl+q")
-    w = g.wait_for_layout(layout, ["quit_discard"], proc=proc)
-    time.sleep(1.0)
+    g.wait_for_layout(layout, ["quit_discard"], proc=proc)
+    g.wait_frames(state, 5, proc)  # frames go on: the app is not on its way out
     g.check(proc.poll() is None, "[quit] with unsaved changes the app asks instead of quitting")
-    g.click(*g.center(w["quit_discard"]))
-    try:
-        proc.wait(timeout=10)
-    except Exception:
-        pass
+    g.click(*g.center(g.settled_widget(layout, state, "quit_discard", proc)))
+    g.wait_until("the app quits", lambda: proc.poll(), lambda rc: rc is not None)
     g.check(proc.poll() == 0, "[quit] 'Quit without saving' quits with status 0 (got %s)" % proc.poll())
 finally:
     g.stop(proc)
@@ -199,10 +198,7 @@ try:
     g.wait_for_layout(os.path.join(tmp, "l9.json"), ["tokens"], proc=proc)
     g.focus_window()
     g.key("ctrl+q")
-    try:
-        proc.wait(timeout=10)
-    except Exception:
-        pass
+    g.wait_until("the app quits", lambda: proc.poll(), lambda rc: rc is not None)
     g.check(proc.poll() == 0, "[quit] without changes Ctrl+Q quits at once")
 finally:
     g.stop(proc)

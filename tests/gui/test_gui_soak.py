@@ -33,7 +33,7 @@ layout = os.path.join(tmp, "layout.json")
 state = os.path.join(tmp, "state.json")
 proc = g.start(["gui", "seed003-wrapper", "--no-restore", "--check-gl", "--width", str(W), "--height", str(H),
                 "--config-dir", os.path.join(tmp, "cfg"), "--state-dir", os.path.join(tmp, "st"),
-                "--layout-out", layout, "--state-out", state])
+                "--capture-dir", os.path.join(tmp, "captures"), "--layout-out", layout, "--state-out", state])
 
 
 # [SECTION] Memory sampler: VmRSS every 0.5 s, and VmHWM (peak), from /proc.
@@ -65,17 +65,30 @@ def sampler():
 
 
 # [SECTION] Input helpers. Every xdotool call may legitimately fail while the window is
-# unmapped or tiny (BadMatch, pointer outside): such failures are not the app's.
+# unmapped or tiny (BadMatch, pointer outside): such failures are not the app's. PACE is the
+# soak's rate of input (a fast user), not a wait for the app: the app queues what it has not
+# drawn yet, and a slow machine only draws fewer frames of it.
+PACE = 0.15
+
+
 def xdo(*args):
     g.xdo(*args, check=False)
+    time.sleep(PACE)
 
 
 def click_at(x, y):
     g.click(x, y, check=False)
+    time.sleep(PACE)
 
 
 def hold(combo):
     g.key(combo, check=False)
+    time.sleep(PACE)
+
+
+def drag(x0, y0, x1, y1, steps):
+    g.drag(x0, y0, x1, y1, steps=steps, check=False)
+    time.sleep(PACE)
 
 
 def widgets():
@@ -135,7 +148,7 @@ def act_drag_slider():
     xb = int(x0 + (x1 - x0) * rng.uniform(0.0, hi))
     if name == "embedding0_0":
         xa, xb = int((x0 + x1) / 2), int((x0 + x1) / 2) + rng.randint(-80, 80)
-    g.drag(xa, cy, xb, cy, steps=4, check=False)
+    drag(xa, cy, xb, cy, 4)
 
 
 def act_click_random_point():
@@ -144,8 +157,7 @@ def act_click_random_point():
 
 
 def act_drag_random():
-    g.drag(rng.randint(0, W - 1), rng.randint(30, H - 1), rng.randint(0, W - 1), rng.randint(30, H - 1), steps=2,
-           check=False)
+    drag(rng.randint(0, W - 1), rng.randint(30, H - 1), rng.randint(0, W - 1), rng.randint(30, H - 1), 2)
 
 
 def act_type():
@@ -160,7 +172,7 @@ def act_type():
         hold("ctrl+End")
     if text:
         # Characters are queued by ImGui, so they are not dropped like key presses.
-        subprocess.run(["xdotool", "type", "--delay", "8", text], capture_output=True, timeout=60)
+        subprocess.run(g.XDOTOOL + ["type", "--delay", "8", text], capture_output=True, timeout=60)
     time.sleep(0.2)
     click_at(5, H - 5)  # leave the field (the status bar)
 
@@ -192,7 +204,7 @@ def act_type_unfocused():
     """A sentence typed with no field active: it goes to the tokens field, no shortcut fires."""
     click_at(5, H - 5)  # nothing focused (the status bar)
     text = rng.choice(["we cut the cake", "1 2 3 e c w", "[ ] e", "hello world", "né 東京"])
-    subprocess.run(["xdotool", "type", "--delay", str(rng.choice([20, 60, 120])), text], capture_output=True, timeout=60)
+    subprocess.run(g.XDOTOOL + ["type", "--delay", str(rng.choice([20, 60, 120])), text], capture_output=True, timeout=60)
     time.sleep(0.4)
     click_at(5, H - 5)
 
@@ -212,13 +224,15 @@ def act_variant():
     click_at(int((x0 + x1) / 2), int(y1 + row * (0.5 + k) * 0.9 + 4))
 
 
-def act_lesson(name=None):
+def act_lesson():
+    """A lesson from the menu, at the soak's pace: a menu the app has not drawn yet when the
+    soak looks for its item is left (random input; the tour below waits for each lesson)."""
     w = widgets()
     if "menu_lessons" not in w:
         return
     click_at(*g.center(w["menu_lessons"]))
     time.sleep(0.2)
-    name = name or rng.choice(LESSONS)
+    name = rng.choice(LESSONS)
     w = widgets()
     key = "lesson_" + name
     if key in w:
@@ -228,6 +242,19 @@ def act_lesson(name=None):
         if "open_discard" in w:
             click_at(*g.center(w["open_discard"]))
     hold("Escape")
+
+
+def tour_lesson(name, menu):
+    """Opens a lesson and waits until it is computed: the tour's memory is every lesson's.
+    menu: the Lessons menu's rectangle while closed (while open the hook records the popup's)."""
+    click_at(*g.center(menu))
+    click_at(*g.center(g.settled_widget(layout, state, "lesson_" + name, proc)))
+    st = g.wait_state(state, "lesson %s opened, or the question first" % name,
+                      lambda j: j["origin"] == "lesson " + name or j["dialog"] != 0, proc)
+    if st["origin"] != "lesson " + name:
+        click_at(*g.center(g.settled_widget(layout, state, "open_discard", proc)))
+    g.wait_state(state, "lesson %s computed" % name, lambda j: j["origin"] == "lesson " + name and j["have_trace"] and
+                 j["trace_tokens"] == len(j["session"]["tokens"]), proc)
 
 
 def act_resize(wid):
@@ -261,16 +288,16 @@ threading.Thread(target=sampler, daemon=True).start()
 clean_exit = False
 soak_s = 0.0
 try:
-    g.wait_for_layout(layout, ["tokens", "menu_lessons", "variant"], proc=proc)
+    menu = g.wait_for_layout(layout, ["tokens", "menu_lessons", "variant"], proc=proc)["menu_lessons"]
     wid = g.focus_window()
     xdo("windowmove", wid, 0, 0)
     # A tour of every lesson first: the heaviest the soak can reach is in the baseline,
     # so later memory can be compared with it.
     for name in LESSONS:
-        act_lesson(name)
+        tour_lesson(name, menu)
         count("lesson")
     tour_end = len(samples)
-    act_lesson("seed003-wrapper")
+    tour_lesson("seed003-wrapper", menu)
     start = time.time()
     while time.time() - start < DURATION and alive():
         fn, _, kind = rng.choices(ACTIONS, weights=[a[1] for a in ACTIONS])[0]
@@ -282,31 +309,32 @@ try:
     soak_s = time.time() - start
     g.check(alive(), "the app stayed alive for the whole soak (exit status %s)" % proc.poll())
 
-    # Clean quit: close whatever is open, Ctrl+Q, answer the unsaved-changes question.
+    # Clean quit: close whatever is open, Ctrl+Q, answer the unsaved-changes question (as
+    # often as it is still asked: after the soak's resizes the question may move once more
+    # after the pointer got there), until the app has exited.
     if alive():
         hold("Escape")
         click_at(5, H - 5)
         hold("Escape")
         hold("ctrl+q")
-        end = time.time() + 15
-        while alive() and time.time() < end:
-            w = widgets()
-            if "quit_discard" in w:
-                time.sleep(0.3)
-                click_at(*g.center(w["quit_discard"]))
-                time.sleep(0.5)
-            else:
-                time.sleep(0.2)
+
+        def answer():
+            if alive() and "quit_discard" in (g.read_json(layout).get("shown") or []):
+                click_at(*g.center(g.settled_widget(layout, state, "quit_discard", proc)))
+                g.wait_frames(state, 3, proc)
+            return proc.poll()
+
         try:
-            proc.wait(timeout=15)
+            g.wait_until("the app quits (answering its question)", answer, lambda rc: rc is not None, interval=0.2)
             clean_exit = True
-        except subprocess.TimeoutExpired:
+        except g.WaitTimeout:
             pass
 finally:
     sampling[0] = False
     if proc.poll() is None:
         proc.kill()
-    out, err = proc.communicate(timeout=30)
+    proc.wait(timeout=g.WAIT_SECONDS)
+    out, err = g.output(proc)
 
 rc = proc.returncode
 print("soak: %.0f s, %d events %s, peak RSS (VmHWM) %.1f MiB, %d RSS samples" %

@@ -13,7 +13,6 @@ usage (under xvfb-run): test_gui_walk_bugs.py PATH/TO/mhaviz TESTS_DATA_DIR
 """
 import os
 import sys
-import time
 
 import guitest as g
 
@@ -95,16 +94,17 @@ w = shown("softmax-legend", "seed003-wrapper", "softmax")
 if w is not None:
     g.check(w["legend_swatches"] == 0, "softmax: no diverging legend (%d)" % w["legend_swatches"])
 
-def positions(layout, seconds=3.0):
-    """Walkthrough positions the app reports over the next `seconds`."""
+def positions(layout, proc, until, what):
+    """Walkthrough positions the app reports (it rewrites the layout each frame the position
+    moves) until the last one is `until` with nothing left to animate."""
     seen = []
-    end = time.time() + seconds
-    while time.time() < end:
-        try:
-            seen.append(g.read_json(layout)["walk"]["pos"])
-        except (ValueError, KeyError):
-            pass
-        time.sleep(0.03)
+
+    def read():
+        walk = g.read_json(layout)["walk"]
+        seen.append(walk["pos"])
+        return walk
+
+    g.wait_until(what, read, lambda w: w["pos"] == until and w["target"] == until, proc=proc, interval=0.01)
     return seen
 
 
@@ -123,15 +123,15 @@ try:
     wid = g.wait_for_layout(layout, ["walk_chip_3", "walk_chip_12", "walk_next"], proc=proc)
     g.focus_window()
     g.xdo("mousemove", 5, 790)
-    time.sleep(0.5)
+    positions(layout, proc, 11.0, "the walkthrough at rest on step 12")
     g.click(*g.center(wid["walk_chip_3"]))
-    seen = positions(layout)
+    seen = positions(layout, proc, 2.0, "chip 3 goes to step 3")
     between = [p for p in seen if 2.0 < p < 11.0]
     g.check(seen and seen[-1] == 2.0, "chip 3 from step 12: at step 3 (last %s)" % (seen[-1:] or None))
     g.check(not between, "chip 3 from step 12: no step between replayed (%s)" % sorted(set(between))[:8])
     # The next step still animates: a position between 3 and 4 is shown on the way.
     g.click(*g.center(wid["walk_next"]))
-    seen = positions(layout)
+    seen = positions(layout, proc, 3.0, "Next goes to step 4")
     g.check(any(2.0 < p < 3.0 for p in seen) and seen[-1] == 3.0, "Next from step 3: animates to step 4 (%s)" % sorted(set(seen))[:6])
 finally:
     rc, out, err = g.stop(proc)
