@@ -68,17 +68,17 @@ mutant keep-rule "dropout keeps a cell when u < p instead of u < 1 - p (forward 
   core/src/forward.cpp "const bool kept = torch_uniform53(gen) < keep_p;" "const bool kept = torch_uniform53(gen) < c.dropout;" \
   core/src/reference.cpp "const bool kept = torch_uniform53(gen) < 1.0 - c.dropout;" "const bool kept = torch_uniform53(gen) < c.dropout;"
 mutant softmax-mask "softmax hides the diagonal too (one cell too many masked per row past the first)" \
-  "$CORE" '^Invariants\.SoftmaxRowsSumToOneAndMaskedCellsAreZero$' \
-  core/src/forward.cpp "const std::int64_t valid = causal ? i + 1 : T;" "const std::int64_t valid = causal ? std::max<std::int64_t>(1, i) : T;"
+  "$CORE" '^Invariants\.SoftmaxRowsSumToOneAndMaskedCellsAreZero$|^Backends/AttentionOnBackend\.' \
+  core/include/mhaviz/attention_mask.hpp "r.end = std::min(r.end, i + 1);" "r.end = std::min(r.end, std::max<std::int64_t>(1, i));"
 mutant scale "scores scaled by 1/hd instead of 1/sqrt(hd)" \
   "$CORE" "$REFERENCE_TESTS" \
-  core/src/forward.cpp "const float divisor = static_cast<float>(std::sqrt(static_cast<double>(hd)));" "const float divisor = static_cast<float>(static_cast<double>(hd));"
+  core/src/softmax.hpp "divide(static_cast<float>(std::sqrt(static_cast<double>(head_dim))))" "divide(static_cast<float>(static_cast<double>(head_dim)))"
 mutant mask "no causal mask in the forward" \
   "$CORE" "$REFERENCE_TESTS" \
-  core/src/forward.cpp "const bool causal = c.causal;" "const bool causal = false;"
+  core/src/trace.cpp "m.causal = c.causal;" "m.causal = false;"
 mutant merge-order "heads merged in reverse order" \
   "$CORE" "$REFERENCE_TESTS" \
-  core/src/forward.cpp "dst + r * H * hd + static_cast<std::int64_t>(h) * hd" "dst + r * H * hd + static_cast<std::int64_t>(H - 1 - h) * hd"
+  core/src/head_split.cpp "dst + r * H * hd + static_cast<std::int64_t>(h) * hd" "dst + r * H * hd + static_cast<std::int64_t>(H - 1 - h) * hd"
 mutant init-bound "kaiming_uniform bound sqrt(6)·std instead of sqrt(3)·std" \
   "$CORE" "$REFERENCE_TESTS" \
   core/src/model.cpp "const double bound = std::sqrt(3.0) * std_dev;" "const double bound = std::sqrt(6.0) * std_dev;"
