@@ -49,42 +49,42 @@ REFERENCE_TESTS='^Sessions/Reference\.'
 
 mutant avx512-col-remainder "AVX-512 tile: the second register's column mask one column wide (writes past n)" \
   "$CORE" "$KERNEL_TESTS" \
-  core/src/gemm.cpp "cols > 16 ? (1u << (cols - 16)) - 1u : 0u" "cols > 16 ? (1u << (cols - 15)) - 1u : 0u"
+  core/src/kernels/gemm.cpp "cols > 16 ? (1u << (cols - 16)) - 1u : 0u" "cols > 16 ? (1u << (cols - 15)) - 1u : 0u"
 mutant avx2-col-remainder "AVX2 tile: the second register's column mask one column short (last column unwritten)" \
   "$CORE" "$KERNEL_TESTS" \
-  core/src/gemm.cpp "_mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15)" "_mm256_setr_epi32(9, 10, 11, 12, 13, 14, 15, 16)"
+  core/src/kernels/gemm.cpp "_mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15)" "_mm256_setr_epi32(9, 10, 11, 12, 13, 14, 15, 16)"
 mutant atomic-in-place "write_file_atomic truncates and writes the target itself instead of temp + rename" \
   "$CORE" '^Session\.' \
-  core/src/session.cpp "const int fd = ::mkstemp(name.data());" "const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);" \
-  core/src/session.cpp "const std::string tmp(name.data());" "const std::string tmp(path);"
+  core/src/lesson/session.cpp "const int fd = ::mkstemp(name.data());" "const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);" \
+  core/src/lesson/session.cpp "const std::string tmp(name.data());" "const std::string tmp(path);"
 mutant dropout-upper "dropout 1 accepted (p <= 1)" \
   "$CORE mhaviz" '^Session\.|^cli$' \
-  core/src/session.cpp "if (!(p >= 0.0 && p < 1.0)) {" "if (!(p >= 0.0 && p <= 1.0)) {"
+  core/src/lesson/session.cpp "if (!(p >= 0.0 && p < 1.0)) {" "if (!(p >= 0.0 && p <= 1.0)) {"
 mutant dropout-lower "negative dropout accepted (p >= -1)" \
   "$CORE mhaviz" '^Session\.|^cli$' \
-  core/src/session.cpp "if (!(p >= 0.0 && p < 1.0)) {" "if (!(p >= -1.0 && p < 1.0)) {"
+  core/src/lesson/session.cpp "if (!(p >= 0.0 && p < 1.0)) {" "if (!(p >= -1.0 && p < 1.0)) {"
 mutant keep-rule "dropout keeps a cell when u < p instead of u < 1 - p (forward and loop oracle alike)" \
   "$CORE" "$REFERENCE_TESTS|^Reference\\." \
-  core/src/forward.cpp "const bool kept = torch_uniform53(gen) < keep_p;" "const bool kept = torch_uniform53(gen) < c.dropout;" \
-  core/src/reference.cpp "const bool kept = torch_uniform53(gen) < 1.0 - c.dropout;" "const bool kept = torch_uniform53(gen) < c.dropout;"
+  core/src/lesson/forward.cpp "const bool kept = torch_uniform53(gen) < keep_p;" "const bool kept = torch_uniform53(gen) < c.dropout;" \
+  core/src/lesson/reference.cpp "const bool kept = torch_uniform53(gen) < 1.0 - c.dropout;" "const bool kept = torch_uniform53(gen) < c.dropout;"
 mutant softmax-mask "softmax hides the diagonal too (one cell too many masked per row past the first)" \
   "$CORE" '^Invariants\.SoftmaxRowsSumToOneAndMaskedCellsAreZero$|^Backends/AttentionOnBackend\.' \
   core/include/mhaviz/attention_mask.hpp "r.end = std::min(r.end, i + 1);" "r.end = std::min(r.end, std::max<std::int64_t>(1, i));"
 mutant scale "scores scaled by 1/hd instead of 1/sqrt(hd)" \
   "$CORE" "$REFERENCE_TESTS" \
-  core/src/softmax.hpp "divide(static_cast<float>(std::sqrt(static_cast<double>(head_dim))))" "divide(static_cast<float>(static_cast<double>(head_dim)))"
+  core/src/kernels/softmax.hpp "divide(static_cast<float>(std::sqrt(static_cast<double>(head_dim))))" "divide(static_cast<float>(static_cast<double>(head_dim)))"
 mutant mask "no causal mask in the forward" \
   "$CORE" "$REFERENCE_TESTS" \
-  core/src/trace.cpp "m.causal = c.causal;" "m.causal = false;"
+  core/src/lesson/trace.cpp "m.causal = c.causal;" "m.causal = false;"
 mutant merge-order "heads merged in reverse order" \
   "$CORE" "$REFERENCE_TESTS" \
-  core/src/head_split.cpp "dst + r * H * hd + static_cast<std::int64_t>(h) * hd" "dst + r * H * hd + static_cast<std::int64_t>(H - 1 - h) * hd"
+  core/src/kernels/head_split.cpp "dst + r * H * hd + static_cast<std::int64_t>(h) * hd" "dst + r * H * hd + static_cast<std::int64_t>(H - 1 - h) * hd"
 mutant init-bound "kaiming_uniform bound sqrt(6)·std instead of sqrt(3)·std" \
   "$CORE" "$REFERENCE_TESTS" \
-  core/src/model.cpp "const double bound = std::sqrt(3.0) * std_dev;" "const double bound = std::sqrt(6.0) * std_dev;"
+  core/src/lesson/model.cpp "const double bound = std::sqrt(3.0) * std_dev;" "const double bound = std::sqrt(6.0) * std_dev;"
 mutant npy-header "NPY header padded to 16 bytes instead of 64" \
   "$CORE mhaviz" '^Export\.|^cli$' \
-  core/src/export.cpp "header.append((64 - unpadded % 64) % 64, ' ');" "header.append((16 - unpadded % 16) % 16, ' ');"
+  core/src/lesson/export.cpp "header.append((64 - unpadded % 64) % 64, ' ');" "header.append((16 - unpadded % 16) % 16, ' ');"
 mutant autosave "no autosave while the app runs (only on a clean exit)" \
   "mhaviz" '^gui_kill9$' \
   app/gui/app.cpp "if (!L.measuring && glfwGetTime() - s.last_edit_time > 1.0) autosave(s);" "if (false) autosave(s);"

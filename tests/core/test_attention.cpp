@@ -1,4 +1,4 @@
-// The attention routine (core/src/attention.cpp) on every backend: each mask rule and their
+// The attention routine (core/src/kernels/attention.cpp) on every backend: each mask rule and their
 // compositions (causal, sliding window, key padding, query and key offsets, grouped K/V
 // heads, a given scale) against the loop oracle; rows of a cached prefix equal to the full
 // computation bit for bit; and the blocks of a windowed attention reading only their keys.
@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "attention.hpp"
-#include "attention_reference.hpp"
+#include "kernels/attention.hpp"
+#include "kernels/attention_reference.hpp"
 #include "test_util.hpp"
 
 namespace mhaviz {

@@ -2,15 +2,15 @@
 // 1 scores = q·kᵀ over the keys the block's rows may see (every key when raw scores are
 // kept); 2 per row, softmax of the scaled scores over the row's keys, padding as −inf (an
 // exact 0 in the softmax), 0 elsewhere; 3 context = weights · v over the block's keys.
-#include "attention.hpp"
+#include "kernels/attention.hpp"
 
 #include <Eigen/Core>
 #include <algorithm>
 #include <limits>
 
-#include "gemm.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/parallel.hpp"
 #include "mhaviz/backend.hpp"
-#include "parallel.hpp"
 
 namespace mhaviz::detail {
 namespace {

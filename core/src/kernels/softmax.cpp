@@ -1,7 +1,7 @@
 // Row softmax: softmax.hpp. Compiled with -ffp-contract=off (core/CMakeLists.txt): a
 // multiply followed by an add must stay two roundings in both paths, or a build whose
 // baseline has FMA (-march=native) would fuse them in one path and not the other.
-#include "softmax.hpp"
+#include "kernels/softmax.hpp"
 
 #include <immintrin.h>
 

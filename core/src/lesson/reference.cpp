@@ -2,7 +2,7 @@
 // double accumulation. Slow on purpose; tests compare the fast path against it.
 #include <cmath>
 
-#include "attention_reference.hpp"
+#include "kernels/attention_reference.hpp"
 #include "mhaviz/trace.hpp"
 
 namespace mhaviz {

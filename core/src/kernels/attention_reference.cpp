@@ -1,4 +1,4 @@
-#include "attention_reference.hpp"
+#include "kernels/attention_reference.hpp"
 
 #include <cmath>
 #include <limits>

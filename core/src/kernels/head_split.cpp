@@ -1,8 +1,8 @@
-#include "head_split.hpp"
+#include "kernels/head_split.hpp"
 
 #include <algorithm>
 
-#include "parallel.hpp"
+#include "kernels/parallel.hpp"
 
 namespace mhaviz::detail {
 

@@ -10,11 +10,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "attention.hpp"
-#include "gemm.hpp"
-#include "head_split.hpp"
-#include "linear.hpp"
-#include "parallel.hpp"
+#include "kernels/attention.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/head_split.hpp"
+#include "kernels/linear.hpp"
+#include "kernels/parallel.hpp"
 
 namespace mhaviz {
 namespace {

@@ -2,7 +2,7 @@
 // double accumulation. Slow on purpose; tests hold the fast path to it on every backend.
 #include <cmath>
 
-#include "attention_reference.hpp"
+#include "kernels/attention_reference.hpp"
 #include "mhaviz/gpt_forward.hpp"
 
 namespace mhaviz {

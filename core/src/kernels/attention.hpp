@@ -15,8 +15,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/softmax.hpp"
 #include "mhaviz/attention_mask.hpp"
-#include "softmax.hpp"
 
 namespace mhaviz::detail {
 

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <vector>
 
-#include "attention.hpp"
-#include "head_split.hpp"
-#include "linear.hpp"
+#include "kernels/attention.hpp"
+#include "kernels/head_split.hpp"
+#include "kernels/linear.hpp"
 #include "mhaviz/backend.hpp"
 #include "mhaviz/trace.hpp"
 
