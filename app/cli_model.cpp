@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "mhaviz/gpt_forward.hpp"
+#include "mhaviz/prompt.hpp"
 
 namespace mhaviz::cli {
 
@@ -22,26 +23,13 @@ ModelInput load_model_input(const ModelOptions& o) {
   if (!o.text && o.ids.empty()) throw std::invalid_argument("--text: give the text to run the model on (or --ids)");
   GptModel model = load_gpt(o.path);
   Tokenizer tokenizer = Tokenizer::from_folder(model.folder);
-  const int V = model.config.vocab_size, ctx = model.config.n_ctx;
-  const std::string field = o.text ? "text" : "--ids";
-  std::vector<int> ids;
-  if (o.prepend_eot) {
-    if (tokenizer.eot_id() < 0) throw std::invalid_argument("--prepend-eot: the vocabulary has no <|endoftext|>");
-    ids.push_back(tokenizer.eot_id());
-  }
-  const std::vector<int> more = o.text ? tokenizer.encode(*o.text) : o.ids;
-  ids.insert(ids.end(), more.begin(), more.end());
-  if (ids.empty()) throw std::invalid_argument(field + ": empty; give at least one token");
-  if (static_cast<int>(ids.size()) > ctx)
-    throw std::invalid_argument(field + ": " + std::to_string(ids.size()) + " tokens is longer than the model's context of " +
-                                std::to_string(ctx));
-  for (std::size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] < 0 || ids[i] >= V)
-      throw std::invalid_argument(field + ": token " + std::to_string(i) + " is id " + std::to_string(ids[i]) +
-                                  ", outside the model's vocabulary [0, " + std::to_string(V) + ")" +
-                                  (o.text ? " (are the tokenizer files this model's?)" : ""));
+  const PromptOptions po{o.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None};
+  const PromptLimits limits{model.config.n_ctx, model.config.vocab_size};
+  Prompt p =
+      o.text ? encode_prompt(tokenizer, *o.text, po, limits) : prompt_from_ids(tokenizer, o.ids, po, limits, "--ids");
+  if (!p.error.empty()) throw std::invalid_argument(p.error);
   prepare_gpt_forward(model);
-  return ModelInput{std::move(model), std::move(tokenizer), std::move(ids)};
+  return ModelInput{std::move(model), std::move(tokenizer), std::move(p.ids)};
 }
 
 }  // namespace mhaviz::cli

@@ -2,7 +2,7 @@
 # as SYSTEM), and the instruction set, MHAVIZ_ARCH. What ships (the release preset, the
 # .deb) targets x86-64-v2 (SSE4.2, no AVX): the binary starts on any x86-64 CPU of the
 # last fifteen years, and the GEMM kernels that need AVX2 + FMA or AVX-512 are compiled
-# for them by function attributes and chosen at run time (core/src/gemm.cpp). `native`
+# for them by function attributes and chosen at run time (core/src/kernels/gemm.cpp). `native`
 # (the `native` preset) compiles everything for the build machine: such a binary may die
 # with "Illegal instruction" on another CPU. Every target gets the same -march so that
 # inline Eigen code is compiled alike in all of them. AVX-512 stays off even then: GCC 12

@@ -51,63 +51,63 @@ REFERENCE_TESTS='^Sessions/Reference\.'
 
 mutant avx512-col-remainder "AVX-512 tile: the second register's column mask one column wide (writes past n)" \
   "$CORE" "$KERNEL_TESTS" \
-  core/src/gemm.cpp "cols > 16 ? (1u << (cols - 16)) - 1u : 0u" "cols > 16 ? (1u << (cols - 15)) - 1u : 0u"
+  core/src/kernels/gemm.cpp "cols > 16 ? (1u << (cols - 16)) - 1u : 0u" "cols > 16 ? (1u << (cols - 15)) - 1u : 0u"
 mutant avx2-col-remainder "AVX2 tile: the second register's column mask one column short (last column unwritten)" \
   "$CORE" "$KERNEL_TESTS" \
-  core/src/gemm.cpp "_mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15)" "_mm256_setr_epi32(9, 10, 11, 12, 13, 14, 15, 16)"
+  core/src/kernels/gemm.cpp "_mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15)" "_mm256_setr_epi32(9, 10, 11, 12, 13, 14, 15, 16)"
 mutant avx512-tile-rows "AVX-512: an 11-row edge tile computes 10 rows (the last row of m = 11, 23 ... unwritten)" \
   "$CORE" "$KERNEL_TESTS" \
-  core/src/gemm.cpp "tile<11, Full>, tile<12, Full>}" "tile<10, Full>, tile<12, Full>}"
+  core/src/kernels/gemm.cpp "tile<11, Full>, tile<12, Full>}" "tile<10, Full>, tile<12, Full>}"
 mutant avx2-tile-rows "AVX2: a 3-row edge tile computes 2 rows (the last row of m = 3, 9, 15 ... unwritten)" \
   "$CORE" "$KERNEL_TESTS" \
-  core/src/gemm.cpp "tile2<3, Full>," "tile2<2, Full>,"
+  core/src/kernels/gemm.cpp "tile2<3, Full>," "tile2<2, Full>,"
 mutant avx2-lane-mask "AVX2 tile: the first register's column mask lets a 7-column edge write an eighth column" \
   "$CORE" "$KERNEL_TESTS" \
-  core/src/gemm.cpp "_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)" "_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 6)"
+  core/src/kernels/gemm.cpp "_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)" "_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 6)"
 mutant recover-heads-zero "session recovery keeps num_heads 0 (d_out % num_heads divides by zero for a split variant)" \
   "$CORE" '^SessionRecover\.' \
-  core/src/session_recover.cpp '"model.num_heads", 1, Limits::kMaxHeads' '"model.num_heads", 0, Limits::kMaxHeads'
+  core/src/lesson/session_recover.cpp '"model.num_heads", 1, Limits::kMaxHeads' '"model.num_heads", 0, Limits::kMaxHeads'
 mutant recover-view-head "session recovery clamps the view's head to num_heads, one past the last" \
   "$CORE" '^SessionRecover\.|^Session\.' \
-  core/src/session_recover.cpp '"view.head", 0, heads - 1,' '"view.head", 0, heads,'
+  core/src/lesson/session_recover.cpp '"view.head", 0, heads - 1,' '"view.head", 0, heads,'
 mutant st-end-boundary "safetensors: a tensor ending one byte past the data accepted (and read)" \
   "$CORE" '^Safetensors\.' \
-  core/src/safetensors.cpp "if (t.end > data_size)" "if (t.end > data_size + 1)"
+  core/src/trained/safetensors.cpp "if (t.end > data_size)" "if (t.end > data_size + 1)"
 mutant st-dtype-size "safetensors: I64 sized 4 bytes instead of 8" \
   "$CORE" '^Safetensors\.' \
-  core/src/safetensors.cpp '{StDtype::I64, "I64", 8, false}' '{StDtype::I64, "I64", 4, false}'
+  core/src/trained/safetensors.cpp '{StDtype::I64, "I64", 8, false}' '{StDtype::I64, "I64", 4, false}'
 mutant atomic-in-place "write_file_atomic truncates and writes the target itself instead of temp + rename" \
   "$CORE" '^Session\.' \
-  core/src/session.cpp "const int fd = ::mkstemp(name.data());" "const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);" \
-  core/src/session.cpp "const std::string tmp(name.data());" "const std::string tmp(path);"
+  core/src/lesson/session.cpp "const int fd = ::mkstemp(name.data());" "const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);" \
+  core/src/lesson/session.cpp "const std::string tmp(name.data());" "const std::string tmp(path);"
 mutant dropout-upper "dropout 1 accepted (p <= 1)" \
   "$CORE mhaviz" '^Session\.|^cli$' \
-  core/src/session.cpp "if (!(p >= 0.0 && p < 1.0)) {" "if (!(p >= 0.0 && p <= 1.0)) {"
+  core/src/lesson/session.cpp "if (!(p >= 0.0 && p < 1.0)) {" "if (!(p >= 0.0 && p <= 1.0)) {"
 mutant dropout-lower "negative dropout accepted (p >= -1)" \
   "$CORE mhaviz" '^Session\.|^cli$' \
-  core/src/session.cpp "if (!(p >= 0.0 && p < 1.0)) {" "if (!(p >= -1.0 && p < 1.0)) {"
+  core/src/lesson/session.cpp "if (!(p >= 0.0 && p < 1.0)) {" "if (!(p >= -1.0 && p < 1.0)) {"
 mutant keep-rule "dropout keeps a cell when u < p instead of u < 1 - p (forward and loop oracle alike)" \
   "$CORE" "$REFERENCE_TESTS|^Reference\\." \
-  core/src/forward.cpp "const bool kept = torch_uniform53(gen) < keep_p;" "const bool kept = torch_uniform53(gen) < c.dropout;" \
-  core/src/reference.cpp "const bool kept = torch_uniform53(gen) < 1.0 - c.dropout;" "const bool kept = torch_uniform53(gen) < c.dropout;"
+  core/src/lesson/forward.cpp "const bool kept = torch_uniform53(gen) < keep_p;" "const bool kept = torch_uniform53(gen) < c.dropout;" \
+  core/src/lesson/reference.cpp "const bool kept = torch_uniform53(gen) < 1.0 - c.dropout;" "const bool kept = torch_uniform53(gen) < c.dropout;"
 mutant softmax-mask "softmax hides the diagonal too (one cell too many masked per row past the first)" \
-  "$CORE" '^Invariants\.SoftmaxRowsSumToOneAndMaskedCellsAreZero$' \
-  core/src/forward.cpp "const std::int64_t valid = causal ? i + 1 : T;" "const std::int64_t valid = causal ? std::max<std::int64_t>(1, i) : T;"
+  "$CORE" '^Invariants\.SoftmaxRowsSumToOneAndMaskedCellsAreZero$|^Backends/AttentionOnBackend\.' \
+  core/include/mhaviz/attention_mask.hpp "r.end = std::min(r.end, i + 1);" "r.end = std::min(r.end, std::max<std::int64_t>(1, i));"
 mutant scale "scores scaled by 1/hd instead of 1/sqrt(hd)" \
   "$CORE" "$REFERENCE_TESTS" \
-  core/src/forward.cpp "const float divisor = static_cast<float>(std::sqrt(static_cast<double>(hd)));" "const float divisor = static_cast<float>(static_cast<double>(hd));"
+  core/src/kernels/softmax.hpp "divide(static_cast<float>(std::sqrt(static_cast<double>(head_dim))))" "divide(static_cast<float>(static_cast<double>(head_dim)))"
 mutant mask "no causal mask in the forward" \
   "$CORE" "$REFERENCE_TESTS" \
-  core/src/forward.cpp "const bool causal = c.causal;" "const bool causal = false;"
+  core/src/lesson/trace.cpp "m.causal = c.causal;" "m.causal = false;"
 mutant merge-order "heads merged in reverse order" \
   "$CORE" "$REFERENCE_TESTS" \
-  core/src/forward.cpp "dst + r * H * hd + static_cast<std::int64_t>(h) * hd" "dst + r * H * hd + static_cast<std::int64_t>(H - 1 - h) * hd"
+  core/src/kernels/head_split.cpp "dst + r * H * hd + static_cast<std::int64_t>(h) * hd" "dst + r * H * hd + static_cast<std::int64_t>(H - 1 - h) * hd"
 mutant init-bound "kaiming_uniform bound sqrt(6)·std instead of sqrt(3)·std" \
   "$CORE" "$REFERENCE_TESTS" \
-  core/src/model.cpp "const double bound = std::sqrt(3.0) * std_dev;" "const double bound = std::sqrt(6.0) * std_dev;"
+  core/src/lesson/model.cpp "const double bound = std::sqrt(3.0) * std_dev;" "const double bound = std::sqrt(6.0) * std_dev;"
 mutant npy-header "NPY header padded to 16 bytes instead of 64" \
   "$CORE mhaviz" '^Export\.|^cli$' \
-  core/src/export.cpp "header.append((64 - unpadded % 64) % 64, ' ');" "header.append((16 - unpadded % 16) % 16, ' ');"
+  core/src/lesson/export.cpp "header.append((64 - unpadded % 64) % 64, ' ');" "header.append((16 - unpadded % 16) % 16, ' ');"
 mutant diverging-sign "diverging colour scale as wide as the largest positive value only (a more negative score off the map)" \
   "app_tests" '^ColorScale\.' \
   app/figure/colormap.cpp "const float m = std::max(std::fabs(lo), std::fabs(hi));" "const float m = std::fabs(hi);"

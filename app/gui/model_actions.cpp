@@ -24,7 +24,7 @@ void open_model(AppState& s, const std::string& path) {
   // The first open sends the text box (the worker reruns its last request on every later
   // model). Not decided by loaded(): a small model may already be loaded by now.
   if (!m.requested && !m.text.empty()) {
-    m.worker->set_text(m.text, m.prepend_eot);
+    m.worker->set_text(m.text, {m.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None});
     m.requested = true;
   }
 }
@@ -34,7 +34,7 @@ void set_model_text(AppState& s, std::string text) {
   m.text = std::move(text);
   m.probe = false;
   if (m.worker) {
-    m.worker->set_text(m.text, m.prepend_eot);
+    m.worker->set_text(m.text, {m.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None});
     m.requested = true;
   }
 }
@@ -55,7 +55,8 @@ void run_induction_probe(AppState& s) {
 bool model_busy(const AppState& s) {
   if (!s.model.worker) return false;
   const GptWorker::Status st = s.model.worker->status();
-  return st.loading || st.computing || s.model.deriving.valid() || st.generation != s.model.seen_generation;
+  return st.loading || st.tokenizing || st.computing || s.model.deriving.valid() ||
+         st.generation != s.model.seen_generation;
 }
 
 bool model_view_active(const AppState& s) { return s.model.show && !s.model.path.empty(); }

@@ -5,21 +5,15 @@
 #include <cmath>
 
 #include "figure/gpt_figures.hpp"
+#include "mhaviz/prompt.hpp"
 
 namespace mhaviz::gui {
 
 TextTokens tokenize_for_display(const Tokenizer& tok, std::string_view text, bool prepend_eot, int n_ctx) {
+  const Prompt p = encode_prompt(tok, text, {prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None}, {n_ctx, 0});
   TextTokens out;
-  std::vector<int> ids;
-  if (prepend_eot && tok.eot_id() >= 0) ids.push_back(tok.eot_id());
-  const std::vector<int> more = tok.encode(text);
-  ids.insert(ids.end(), more.begin(), more.end());
-  for (const int id : ids) out.tokens.push_back(tok.display_token(id));
-  if (ids.empty())
-    out.error = "text: empty; type at least one token";
-  else if (static_cast<int>(ids.size()) > n_ctx)
-    out.error = "text: " + std::to_string(ids.size()) + " tokens is longer than the model's context of " +
-                std::to_string(n_ctx);
+  for (const int id : p.ids) out.tokens.push_back(tok.display_token(id));
+  out.error = p.error;
   return out;
 }
 

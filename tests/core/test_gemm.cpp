@@ -10,7 +10,7 @@
 #include <cmath>
 #include <random>
 
-#include "gemm.hpp"
+#include "kernels/gemm.hpp"
 #include "mhaviz/backend.hpp"
 #include "test_util.hpp"
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "gpt_test_util.hpp"
 #include "mhaviz/gpt_worker.hpp"
@@ -39,7 +40,8 @@ TEST(GptWorker, ResultIsTheDirectForwardBitForBit) {
   prepare_gpt_forward(m);
   const GptTrace direct = gpt_forward(m, kIds);
   ASSERT_EQ(r->trace->layers.size(), direct.layers.size());
-  for (std::size_t l = 0; l < direct.layers.size(); ++l) EXPECT_EQ(r->trace->layers[l].weights.data, direct.layers[l].weights.data) << l;
+  for (std::size_t l = 0; l < direct.layers.size(); ++l)
+    EXPECT_EQ(r->trace->layers[l].weights.data, direct.layers[l].weights.data) << l;
   EXPECT_EQ(r->trace->logits_last.data, direct.logits_last.data);
   EXPECT_EQ(r->loaded.tokenizer->vocab_size(), m.config.vocab_size);
 }
@@ -90,7 +92,7 @@ TEST(GptWorker, AFailedOpenOrForwardKeepsTheModelAndSaysWhy) {
   EXPECT_EQ(w.status().error, "text: 20 tokens is longer than the model's context of 16");
 
   // A new model reruns the last request, its text tokenized by the new tokenizer.
-  w.set_text("the thin", true);
+  w.set_text("the thin", {SpecialFirst::EndOfText});
   w.wait_idle();
   const std::vector<int> ids = w.result()->trace->ids;
   EXPECT_EQ(ids.front(), w.loaded()->tokenizer->eot_id());
@@ -146,10 +148,11 @@ fs::path write_big_checkpoint() {
     add("ff.layers.2.bias", {E}, b.fc_proj.bias.data());
   }
   write_safetensors_f32(dir / "model.safetensors", t);
-  nlohmann::json config = {{"vocab_size", V}, {"context_length", P}, {"emb_dim", E}, {"n_heads", c.n_head},
-                           {"n_layers", c.n_layer}, {"drop_rate", 0.0}, {"qkv_bias", true}};
+  nlohmann::json config = {{"vocab_size", V},       {"context_length", P}, {"emb_dim", E},    {"n_heads", c.n_head},
+                           {"n_layers", c.n_layer}, {"drop_rate", 0.0},    {"qkv_bias", true}};
   std::ofstream(dir / "config.json") << config.dump();
-  for (const char* f : {"vocab.json", "merges.txt"}) fs::copy_file(kModels / "hf_f32" / f, dir / f, fs::copy_options::overwrite_existing);
+  for (const char* f : {"vocab.json", "merges.txt"})
+    fs::copy_file(kModels / "hf_f32" / f, dir / f, fs::copy_options::overwrite_existing);
   return dir;
 }
 
@@ -183,6 +186,40 @@ TEST(GptWorker, TheCallerNeverWaitsWhileAForwardRuns) {
   EXPECT_TRUE(saw_computing);
   EXPECT_LT(slowest_call_ms, 0.25 * w.result()->forward_ms);
   fs::remove_all(dir);
+}
+
+// A long pasted text is encoded off the lock the drawing thread takes: status() and result()
+// answer while it is encoded (they could not if the worker held the lock meanwhile), and the
+// error names the lengths once it is done.
+TEST(GptWorker, TheCallerNeverWaitsWhileATextIsEncoded) {
+  GptWorker w;
+  w.open(kModels / "hf_f32");
+  const auto first = run_ids(w, kIds);
+  std::string text;
+  for (int i = 0; text.size() < (8u << 20); ++i) text += " the thin " + std::to_string(i);
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  w.set_text(text);
+  bool saw_tokenizing = false, held_result = true;
+  double slowest_call_ms = 0;
+  while (true) {
+    const auto c0 = Clock::now();
+    const GptWorker::Status s = w.status();
+    const auto r = w.result();
+    slowest_call_ms = std::max(slowest_call_ms, std::chrono::duration<double, std::milli>(Clock::now() - c0).count());
+    saw_tokenizing |= s.tokenizing;
+    if (s.tokenizing) held_result &= r == first;  // the last result stays readable meanwhile
+    if (!s.error.empty()) break;
+    ASSERT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 120.0) << "no answer";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::printf("encoding %.1f ms; slowest status()+result() %.3f ms\n",
+              std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), slowest_call_ms);
+  EXPECT_TRUE(saw_tokenizing);
+  EXPECT_TRUE(held_result);
+  EXPECT_NE(w.status().error.find(" tokens is longer than the model's context of 16"), std::string::npos)
+      << w.status().error;
+  EXPECT_FALSE(w.status().tokenizing);
 }
 
 TEST(GptWorker, CancellingALoadKeepsTheModelThere) {

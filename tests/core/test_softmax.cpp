@@ -1,4 +1,4 @@
-// The row softmax (core/src/softmax.cpp) against softmax in double, and its scalar, SSE4.1
+// The row softmax (core/src/kernels/softmax.cpp) against softmax in double, and its scalar, SSE4.1
 // and AVX2 paths against each other bit for bit: row lengths past every 4- and 8-lane edge, rows with
 // a wide spread (elements that underflow to exactly 0), ties, and rows that alias the output.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "softmax.hpp"
+#include "kernels/softmax.hpp"
 
 namespace mhaviz::detail {
 namespace {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "mhaviz/linear.hpp"
 #include "mhaviz/load_error.hpp"
-#include "mhaviz/model.hpp"  // Linear
 
 namespace mhaviz {
 
@@ -46,11 +46,11 @@ struct GptBlock {
 struct GptModel {
   GptConfig config;
   GptLayout layout = GptLayout::HuggingFace;
-  std::filesystem::path weights_file;  // the .safetensors file it came from
-  std::filesystem::path folder;        // where config.json and the tokenizer files are
-  std::vector<float> wte;              // [vocab_size, n_embd]
-  std::vector<float> wpe;              // [n_ctx, n_embd]
-  std::vector<GptBlock> blocks;        // n_layer
+  std::filesystem::path weights_file;       // the .safetensors file it came from
+  std::filesystem::path folder;             // where config.json and the tokenizer files are
+  std::vector<float> wte;                   // [vocab_size, n_embd]
+  std::vector<float> wpe;                   // [n_ctx, n_embd]
+  std::vector<GptBlock> blocks;             // n_layer
   std::vector<float> lnf_weight, lnf_bias;  // [n_embd]
   // [vocab_size, n_embd], no bias. Empty weight when the head is tied to wte (GPT-2 without
   // lm_head.weight): the forward then multiplies by wte.

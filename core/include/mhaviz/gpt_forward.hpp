@@ -19,23 +19,26 @@
 #include <span>
 #include <vector>
 
+#include "mhaviz/attention_mask.hpp"
 #include "mhaviz/backend.hpp"
 #include "mhaviz/gpt.hpp"
 #include "mhaviz/tensor.hpp"
 
 namespace mhaviz {
 
-// Row block of the OpenBLAS path (see above).
-inline constexpr int kBlasRows = 128;
+// The mask a layer of the model applies (GPT-2 and the book's GPTModel: causal).
+AttentionMask gpt_attention_mask(const GptConfig& c);
 
+// Raw scores are not kept: the weights are what the views show, and (1, H, T, T) per layer
+// is 48 MiB at GPT-2's T = 1024 (the lesson of a layer, gpt_layer.hpp, recomputes them).
 struct GptLayerTrace {
-  Tensor x;          // (1, T, C) LayerNorm_1's output: the attention's input X
-  Tensor q, k, v;    // (1, H, T, hd) per head, as view(1, T, H, hd).transpose(1, 2)
-  Tensor scores;     // (1, H, T, T) q·kᵀ unscaled; −inf where the causal mask hides key j > i
-  Tensor weights;    // (1, H, T, T) softmax(scores / √hd) per row; masked cells exactly 0
-  Tensor context;    // (1, H, T, hd) weights · v
-  Tensor resid_mid;  // (1, T, C) residual stream after the attention's residual add
-  Tensor resid;      // (1, T, C) residual stream after the block: the next block's input
+  AttentionMask mask;  // which keys each query saw: ask it, never the values
+  Tensor x;            // (1, T, C) LayerNorm_1's output: the attention's input X
+  Tensor q, k, v;      // (1, H, T, hd) per head, as view(1, T, H, hd).transpose(1, 2)
+  Tensor weights;      // (1, H, T, T) softmax(q·kᵀ / √hd) over the keys the mask shows; hidden cells exactly 0
+  Tensor context;      // (1, H, T, hd) weights · v
+  Tensor resid_mid;    // (1, T, C) residual stream after the attention's residual add
+  Tensor resid;        // (1, T, C) residual stream after the block: the next block's input
 };
 
 struct GptTrace {
@@ -43,14 +46,14 @@ struct GptTrace {
   // object and backend. After changing a model's weights, start from a fresh GptTrace.
   const GptModel* model = nullptr;
   Backend backend = Backend::OpenBlas;
-  std::vector<int> ids;  // T token ids
-  Tensor embeddings;     // (1, T, C) wte[id] + wpe[position]: layer 0's input
+  std::vector<int> ids;               // T token ids
+  Tensor embeddings;                  // (1, T, C) wte[id] + wpe[position]: layer 0's input
   std::vector<GptLayerTrace> layers;  // n_layer
-  Tensor final_norm;     // (1, T, C) final LayerNorm of the last residual: the LM head's input
-  Tensor logits_last;    // (V) LM head at position T - 1
-  int recomputed_from = 0;  // first row the last call computed (T: none, only the logits)
-  // Scratch of the rows being computed, kept to reuse its capacity.
-  std::vector<float> scratch_qkv, scratch_merged, scratch_proj, scratch_hidden;
+  Tensor final_norm;                  // (1, T, C) final LayerNorm of the last residual: the LM head's input
+  Tensor logits_last;                 // (V) LM head at position T - 1
+  int recomputed_from = 0;            // first row the last call computed (T: none, only the logits)
+  // Scratch of the rows being computed (and the keys packed for the kernel), kept to reuse its capacity.
+  std::vector<float> scratch_qkv, scratch_merged, scratch_proj, scratch_hidden, scratch_keys;
 
   int tokens() const { return static_cast<int>(ids.size()); }
 };

@@ -24,6 +24,7 @@
 
 #include "mhaviz/gpt.hpp"
 #include "mhaviz/gpt_forward.hpp"
+#include "mhaviz/prompt.hpp"
 #include "mhaviz/tokenizer.hpp"
 
 namespace mhaviz {
@@ -41,16 +42,17 @@ class GptWorker {
     Loaded loaded;
     std::shared_ptr<const GptTrace> trace;
     double forward_ms = 0;
-    int recomputed_from = 0;   // first row this forward computed (trace->tokens(): none)
+    int recomputed_from = 0;       // first row this forward computed (trace->tokens(): none)
     std::uint64_t generation = 0;  // increases with every published result
   };
   struct Status {
     bool loading = false;
     std::filesystem::path loading_path;
     double load_fraction = 0;  // of the weight bytes read, while loading
+    bool tokenizing = false;   // encoding a text, without the lock: status() and result() answer
     bool computing = false;
-    double computing_ms = 0;   // how long the forward under way has run
-    std::string error;         // the last failed open or forward (one line); cleared by the next success
+    double computing_ms = 0;  // how long the forward under way has run
+    std::string error;        // the last failed open or forward (one line); cleared by the next success
     std::uint64_t generation = 0;
   };
 
@@ -63,10 +65,10 @@ class GptWorker {
   // under way is cancelled. On failure the current model stays and status().error says why.
   void open(const std::filesystem::path& path);
   void cancel_open();
-  // Text to tokenize with the model's tokenizer and run next ("<|endoftext|>" first when
-  // prepend_eot and the vocabulary has it, as TransformerLens does). Errors (empty text, more
-  // tokens than the context) go to status().error, naming both lengths.
-  void set_text(std::string text, bool prepend_eot = false);
+  // Text to encode with the model's tokenizer (encode_prompt, prompt.hpp) and run next. Its
+  // errors (empty text, more tokens than the context, ...) go to status().error in
+  // encode_prompt's words.
+  void set_text(std::string text, PromptOptions options = {});
   // Ids to run next (each in [0, vocab), 1 to n_ctx of them, else status().error).
   // Only the newest request is kept: one made while a forward runs replaces any still
   // waiting. A newly opened model reruns the last request (text is tokenized anew).
@@ -83,9 +85,10 @@ class GptWorker {
   void do_open(const std::filesystem::path& path);
   struct Request {
     std::optional<std::string> text;  // set: tokenize this; else run ids
-    bool prepend_eot = false;
+    PromptOptions options;
     std::vector<int> ids;
   };
+  bool encode(const Request& r, const Loaded& model, std::vector<int>& ids);
   void request(Request r);
   void do_forward(const Request& r);
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mhaviz/linear.hpp"
 #include "mhaviz/tensor.hpp"
 
 namespace mhaviz {
@@ -60,18 +61,6 @@ std::vector<ParameterSpec> parameter_specs(const ModelConfig& config, int d_in);
 int head_dim(const ModelConfig& c);
 // Width of the concatenated/merged context: num_heads * head_dim.
 int merged_dim(const ModelConfig& c);
-
-// nn.Linear(in, out): weight [out, in] row-major, optional bias [out].
-struct Linear {
-  std::string name;  // state_dict prefix, e.g. "heads.0.W_query" or "out_proj"
-  int in = 0;
-  int out = 0;
-  std::vector<float> weight;
-  std::vector<float> bias;  // empty when the layer has no bias
-  // weightᵀ in the kernel's panels, filled by prepare_forward for the layers the
-  // forward multiplies by; where it is empty the forward uses OpenBLAS for the layer.
-  std::vector<float> packed;
-};
 
 struct Model {
   ModelConfig config;

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mhaviz/attention_mask.hpp"
 #include "mhaviz/model.hpp"
 #include "mhaviz/tensor.hpp"
 
@@ -26,6 +27,9 @@ struct Cost {
 };
 Cost forward_cost(const ModelConfig& c, int d_in, int tokens, int batch);
 
+// The mask a config's module applies: causal or none (a lesson's sequences have no padding).
+AttentionMask attention_mask(const ModelConfig& c);
+
 struct Trace {
   ModelConfig config;
   int batch = 0, tokens = 0, d_in = 0, heads = 0, head_dim = 0;
@@ -36,21 +40,22 @@ struct Trace {
   //   weight_split: queries/keys/values (b, T, d_out)
   //   fused_qkv:    qkv (b, T, 3*d_out); queries/keys/values hold its per-head chunks re-merged (b, T, d_out)
   Tensor queries, keys, values;
-  Tensor qkv;              // fused_qkv only, else empty
-  std::vector<float> workspace;  // scratch of the stacked projection (N, 3*h*hd); not a tensor to show
-  Tensor q, k, v;          // (b, h, T, hd) per-head, after view + transpose (or permute + chunk)
-  Tensor scores;           // (b, h, T, T) q·kᵀ, before mask and scale
-  Tensor weights;          // (b, h, T, T) softmax(masked scores / sqrt(hd))
+  Tensor qkv;                      // fused_qkv only, else empty
+  std::vector<float> workspace;    // scratch of the stacked projection (N, 3*h*hd); not a tensor to show
+  Tensor q, k, v;                  // (b, h, T, hd) per-head, after view + transpose (or permute + chunk)
+  Tensor scores;                   // (b, h, T, T) raw q·kᵀ of every cell, before mask and scale (hidden cells too)
+  Tensor weights;                  // (b, h, T, T) softmax(masked scores / sqrt(hd)); hidden cells exactly 0
   std::vector<std::uint8_t> keep;  // (b, h, T, T) 1 = kept by dropout; empty when no dropout was drawn
-  Tensor dropped;          // (b, h, T, T) after dropout; empty when no dropout was drawn (equal to weights)
-  Tensor context;          // (b, h, T, hd) weights · v
-  Tensor context_merged;   // (b, T, h*hd) transpose back + merge (wrapper: concatenation)
-  Tensor output;           // wrapper: == context_merged; others (b, T, d_out) after the output projection
+  Tensor dropped;                  // (b, h, T, T) after dropout; empty when no dropout was drawn (equal to weights)
+  Tensor context;                  // (b, h, T, hd) weights · v
+  Tensor context_merged;           // (b, T, h*hd) transpose back + merge (wrapper: concatenation)
+  Tensor output;                   // wrapper: == context_merged; others (b, T, d_out) after the output projection
   Cost cost;
 
   bool dropout_applied() const { return !dropped.empty(); }
   const Tensor& weights_after_dropout() const { return dropout_applied() ? dropped : weights; }
-  bool masked(int i, int j) const { return config.causal && j > i; }
+  AttentionMask mask() const { return attention_mask(config); }
+  bool masked(int i, int j) const { return !mask().visible(i, j); }
   bool kept(int b, int h, int i, int j) const;
   float scale() const;  // 1 / sqrt(head_dim), as applied
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "mhaviz/model.hpp"
+#include "mhaviz/linear.hpp"
 
 namespace mhaviz::detail {
 

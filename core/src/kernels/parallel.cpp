@@ -1,4 +1,4 @@
-#include "parallel.hpp"
+#include "kernels/parallel.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -1,7 +1,7 @@
 // Row softmax: softmax.hpp. Compiled with -ffp-contract=off (core/CMakeLists.txt): a
 // multiply followed by an add must stay two roundings in both paths, or a build whose
 // baseline has FMA (-march=native) would fuse them in one path and not the other.
-#include "softmax.hpp"
+#include "kernels/softmax.hpp"
 
 #include <immintrin.h>
 
@@ -67,21 +67,29 @@ float exp1(float x) {
   return y * e;
 }
 
-// s / divisor, as s · (1 / divisor) when divisor is a power of two: the reciprocal is then
-// exact, and the product the same correctly rounded number as the quotient (the same bits),
-// for a fraction of a division's cost. sqrt(hd) is 8 at hd = 64 (GPT-2, the book's 768 / 12).
+// The scale of every path. s / divisor is computed as s · (1 / divisor) when divisor is a
+// power of two: the reciprocal is then exact, and the product the same correctly rounded
+// number as the quotient (the same bits), for a fraction of a division's cost. sqrt(hd) is 8
+// at hd = 64 (GPT-2, the book's 768 / 12). A given factor is a product as written.
 struct Scale {
-  explicit Scale(float d) : divisor(d), inverse(1.0f / d) {
+  explicit Scale(ScoreScale s) : by(s.value) {
     int e = 0;
-    exact = std::isnormal(d) && std::frexp(d, &e) == 0.5f;
+    if (s.op == ScoreScale::Op::Multiply) {
+      multiply = true;
+    } else if (std::isnormal(s.value) && std::frexp(s.value, &e) == 0.5f) {
+      multiply = true;
+      by = 1.0f / s.value;
+    }
   }
-  float operator()(float s) const { return exact ? s * inverse : s / divisor; }
-  __m128 operator()(__m128 s) const { return exact ? _mm_mul_ps(s, _mm_set1_ps(inverse)) : _mm_div_ps(s, _mm_set1_ps(divisor)); }
+  float operator()(float s) const { return multiply ? s * by : s / by; }
+  __m128 operator()(__m128 s) const {
+    return multiply ? _mm_mul_ps(s, _mm_set1_ps(by)) : _mm_div_ps(s, _mm_set1_ps(by));
+  }
   __attribute__((target("avx2"))) __m256 operator()(__m256 s) const {
-    return exact ? _mm256_mul_ps(s, _mm256_set1_ps(inverse)) : _mm256_div_ps(s, _mm256_set1_ps(divisor));
+    return multiply ? _mm256_mul_ps(s, _mm256_set1_ps(by)) : _mm256_div_ps(s, _mm256_set1_ps(by));
   }
-  float divisor, inverse;
-  bool exact = false;
+  float by;
+  bool multiply = false;
 };
 
 // Scalar pieces both paths share. Divisions are exact IEEE operations, so a quotient has the
@@ -101,9 +109,9 @@ float lane_total(const float* lanes) {
 // Steps, in both paths: 1 scale s into the scratch x (padded to n8 with −inf); 2 its max;
 // 3 x = e^(x − max), summed per lane l over the elements j ≡ l (mod 8) in order of j;
 // 4 w = x / the sum of the lanes.
-void softmax_sse(const float* s, std::int64_t n, float divisor, float* x, float* w) {
+void softmax_sse(const float* s, std::int64_t n, ScoreScale by, float* x, float* w) {
   const std::int64_t n8 = softmax_scratch(n), full = n / 4 * 4;
-  const Scale scale(divisor);
+  const Scale scale(by);
   for (std::int64_t j = 0; j < full; j += 4) _mm_storeu_ps(x + j, scale(_mm_loadu_ps(s + j)));
   scale_tail(s, full, n, scale, x);
   __m128 mx = _mm_set1_ps(-std::numeric_limits<float>::infinity());
@@ -128,9 +136,9 @@ void softmax_sse(const float* s, std::int64_t n, float divisor, float* x, float*
   for (std::int64_t j = full; j < n; ++j) w[j] = x[j] / sum;
 }
 
-__attribute__((target("avx2"))) void softmax_avx2(const float* s, std::int64_t n, float divisor, float* x, float* w) {
+__attribute__((target("avx2"))) void softmax_avx2(const float* s, std::int64_t n, ScoreScale by, float* x, float* w) {
   const std::int64_t n8 = softmax_scratch(n), full = n / 8 * 8;
-  const Scale scale(divisor);
+  const Scale scale(by);
   for (std::int64_t j = 0; j < full; j += 8) _mm256_storeu_ps(x + j, scale(_mm256_loadu_ps(s + j)));
   scale_tail(s, full, n, scale, x);
   __m256 mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
@@ -154,8 +162,8 @@ __attribute__((target("avx2"))) void softmax_avx2(const float* s, std::int64_t n
 
 // Short rows one element at a time (the vector paths' padding and reductions would cost
 // more than the row): lane j mod 8 gets element j, as in the vector paths.
-void softmax_scalar(const float* s, std::int64_t n, float divisor, float* x, float* w) {
-  const Scale scale(divisor);
+void softmax_scalar(const float* s, std::int64_t n, ScoreScale by, float* x, float* w) {
+  const Scale scale(by);
   float mx = -std::numeric_limits<float>::infinity();
   for (std::int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j] = scale(s[j]));
   float lanes[8] = {};
@@ -176,15 +184,17 @@ bool softmax_wide_available() {
   return has;
 }
 
-void softmax_row_path(SoftmaxPath path, const float* s, std::int64_t n, float divisor, float* scratch, float* w) {
-  (path == SoftmaxPath::Avx2 ? softmax_avx2 : path == SoftmaxPath::Sse ? softmax_sse : softmax_scalar)(s, n, divisor, scratch, w);
+void softmax_row_path(SoftmaxPath path, const float* s, std::int64_t n, ScoreScale scale, float* scratch, float* w) {
+  (path == SoftmaxPath::Avx2  ? softmax_avx2
+   : path == SoftmaxPath::Sse ? softmax_sse
+                              : softmax_scalar)(s, n, scale, scratch, w);
 }
 
-void softmax_row(const float* s, std::int64_t n, float divisor, float* scratch, float* w) {
-  const SoftmaxPath path = n < kVectorFrom                               ? SoftmaxPath::Scalar
+void softmax_row(const float* s, std::int64_t n, ScoreScale scale, float* scratch, float* w) {
+  const SoftmaxPath path = n < kVectorFrom                              ? SoftmaxPath::Scalar
                            : n >= kWideFrom && softmax_wide_available() ? SoftmaxPath::Avx2
                                                                         : SoftmaxPath::Sse;
-  softmax_row_path(path, s, n, divisor, scratch, w);
+  softmax_row_path(path, s, n, scale, scratch, w);
 }
 
 }  // namespace mhaviz::detail

@@ -38,9 +38,9 @@ void GptWorker::cancel_open() {
   if (status_.loading) cancel_ = true;
 }
 
-void GptWorker::set_text(std::string text, bool prepend_eot) { request(Request{std::move(text), prepend_eot, {}}); }
+void GptWorker::set_text(std::string text, PromptOptions options) { request(Request{std::move(text), options, {}}); }
 
-void GptWorker::set_ids(std::vector<int> ids) { request(Request{std::nullopt, false, std::move(ids)}); }
+void GptWorker::set_ids(std::vector<int> ids) { request(Request{std::nullopt, {}, std::move(ids)}); }
 
 void GptWorker::request(Request r) {
   {
@@ -132,10 +132,28 @@ void GptWorker::do_open(const std::filesystem::path& path) {
   }
 }
 
+// Encodes r's text without holding the lock (a long pasted text takes seconds, and the
+// drawing thread takes the lock to read status and results). False: the text has an error,
+// now in status.
+bool GptWorker::encode(const Request& r, const Loaded& model, std::vector<int>& ids) {
+  {
+    std::lock_guard lock(mu_);
+    status_.tokenizing = true;
+  }
+  const GptConfig& c = model.model->config;
+  Prompt p = encode_prompt(*model.tokenizer, *r.text, r.options, {c.n_ctx, c.vocab_size});
+  std::lock_guard lock(mu_);
+  status_.tokenizing = false;
+  if (!p.error.empty()) {
+    status_.error = p.error;
+    return false;
+  }
+  ids = std::move(p.ids);
+  return true;
+}
+
 void GptWorker::do_forward(const Request& r) {
   std::optional<Loaded> model;
-  std::shared_ptr<GptTrace> work;
-  std::vector<int> ids = r.ids;
   {
     std::lock_guard lock(mu_);
     last_ = r;
@@ -144,22 +162,12 @@ void GptWorker::do_forward(const Request& r) {
       status_.error = "no model is open";
       return;
     }
-    if (r.text) {
-      ids.clear();
-      const int eot = model->tokenizer->eot_id();
-      if (r.prepend_eot && eot >= 0) ids.push_back(eot);
-      const std::vector<int> more = model->tokenizer->encode(*r.text);
-      ids.insert(ids.end(), more.begin(), more.end());
-      const int ctx = model->model->config.n_ctx;
-      if (ids.empty()) {
-        status_.error = "text: empty; type at least one token";
-        return;
-      }
-      if (static_cast<int>(ids.size()) > ctx) {
-        status_.error = "text: " + std::to_string(ids.size()) + " tokens is longer than the model's context of " + std::to_string(ctx);
-        return;
-      }
-    }
+  }
+  std::vector<int> ids = r.ids;
+  if (r.text && !encode(r, *model, ids)) return;
+  std::shared_ptr<GptTrace> work;
+  {
+    std::lock_guard lock(mu_);
     // The older of the two traces, unless a reader still holds it.
     work = spare_ && spare_.use_count() == 1 ? spare_ : std::make_shared<GptTrace>();
     spare_.reset();

@@ -1,8 +1,8 @@
 // The oracle: forward() written as plain loops over PyTorch's index formulas, with
 // double accumulation. Slow on purpose; tests compare the fast path against it.
 #include <cmath>
-#include <limits>
 
+#include "kernels/attention_reference.hpp"
 #include "mhaviz/trace.hpp"
 
 namespace mhaviz {
@@ -20,6 +20,13 @@ std::vector<float> linear_loops(const Linear& l, const std::vector<float>& x, st
       y[static_cast<std::size_t>(r * l.out + o)] = static_cast<float>(acc);
     }
   return y;
+}
+
+// Pair p's (rows, cols) matrix of a (b, h, rows, cols) tensor, in double.
+std::vector<double> pair_rows(const Tensor& t, std::size_t p, int rows, int cols) {
+  const std::size_t n = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
+  return std::vector<double>(t.data.begin() + static_cast<std::ptrdiff_t>(p * n),
+                             t.data.begin() + static_cast<std::ptrdiff_t>((p + 1) * n));
 }
 
 }  // namespace
@@ -64,7 +71,9 @@ Trace forward_reference(const Model& model, const Tensor& input) {
             switch (c.variant) {
               case Variant::Wrapper: val = head_proj[static_cast<std::size_t>(row * hd + d)]; break;
               case Variant::WeightSplit: val = proj[part][static_cast<std::size_t>(row * D + h * hd + d)]; break;
-              case Variant::FusedQkv: val = tr.qkv.data[static_cast<std::size_t>(row * 3 * D + h * 3 * hd + part * hd + d)]; break;
+              case Variant::FusedQkv:
+                val = tr.qkv.data[static_cast<std::size_t>(row * 3 * D + h * 3 * hd + part * hd + d)];
+                break;
             }
             per_head[part]->at({bi, h, t, d}) = val;
             merged[part]->at({bi, t, static_cast<std::int64_t>(h) * hd + d}) = val;
@@ -72,28 +81,21 @@ Trace forward_reference(const Model& model, const Tensor& input) {
     }
   }
 
+  // Scores and weights per (batch, head) by the attention oracle, which asks the mask of every cell.
   tr.scores = tr.weights = Tensor({b, H, T, T});
-  const double divisor = static_cast<float>(std::sqrt(static_cast<double>(hd)));
+  const AttentionMask mask = attention_mask(c);
+  const auto TT = static_cast<std::size_t>(T) * static_cast<std::size_t>(T);
   for (int bi = 0; bi < b; ++bi)
-    for (int h = 0; h < H; ++h)
-      for (int i = 0; i < T; ++i) {
-        double row_max = -std::numeric_limits<double>::infinity();
-        std::vector<double> scaled(static_cast<std::size_t>(T));
-        for (int j = 0; j < T; ++j) {
-          double acc = 0.0;
-          for (int d = 0; d < hd; ++d) acc += static_cast<double>(tr.q.at({bi, h, i, d})) * tr.k.at({bi, h, j, d});
-          tr.scores.at({bi, h, i, j}) = static_cast<float>(acc);
-          scaled[static_cast<std::size_t>(j)] = static_cast<double>(static_cast<float>(acc)) / divisor;
-          if (!(c.causal && j > i)) row_max = std::max(row_max, scaled[static_cast<std::size_t>(j)]);
-        }
-        double sum = 0.0;
-        for (int j = 0; j < T; ++j) {
-          const double e = (c.causal && j > i) ? 0.0 : std::exp(scaled[static_cast<std::size_t>(j)] - row_max);
-          scaled[static_cast<std::size_t>(j)] = e;
-          sum += e;
-        }
-        for (int j = 0; j < T; ++j) tr.weights.at({bi, h, i, j}) = static_cast<float>(scaled[static_cast<std::size_t>(j)] / sum);
+    for (int h = 0; h < H; ++h) {
+      const std::size_t pair = static_cast<std::size_t>(bi * H + h);
+      const std::vector<double> q = pair_rows(tr.q, pair, T, hd), k = pair_rows(tr.k, pair, T, hd);
+      const detail::ReferenceAttention a = detail::attention_reference(q.data(), k.data(), T, T, hd, 0, 0, mask, bi,
+                                                                       detail::ScoreScale::sqrt_head_dim(hd));
+      for (std::size_t e = 0; e < TT; ++e) {
+        tr.scores.data[pair * TT + e] = static_cast<float>(a.scores[e]);
+        tr.weights.data[pair * TT + e] = static_cast<float>(a.weights[e]);
       }
+    }
 
   if (c.training && c.dropout > 0.0) {
     tr.dropped = Tensor({b, H, T, T});
@@ -104,7 +106,8 @@ Trace forward_reference(const Model& model, const Tensor& input) {
         for (int j = 0; j < T; ++j) {
           const bool kept = torch_uniform53(gen) < 1.0 - c.dropout;
           tr.keep[static_cast<std::size_t>(tr.weights.offset({bi, h, i, j}))] = kept;
-          tr.dropped.at({bi, h, i, j}) = kept ? tr.weights.at({bi, h, i, j}) * (1.0f / static_cast<float>(1.0 - c.dropout)) : 0.0f;
+          tr.dropped.at({bi, h, i, j}) =
+              kept ? tr.weights.at({bi, h, i, j}) * (1.0f / static_cast<float>(1.0 - c.dropout)) : 0.0f;
         }
     };
     if (c.variant == Variant::Wrapper) {
@@ -120,14 +123,17 @@ Trace forward_reference(const Model& model, const Tensor& input) {
   tr.context = Tensor({b, H, T, hd});
   tr.context_merged = Tensor({b, T, M});
   for (int bi = 0; bi < b; ++bi)
-    for (int h = 0; h < H; ++h)
+    for (int h = 0; h < H; ++h) {
+      const std::size_t pair = static_cast<std::size_t>(bi * H + h);
+      const std::vector<double> v = pair_rows(tr.v, pair, T, hd), w = pair_rows(wd, pair, T, T);
+      const std::vector<double> ctx = detail::context_reference(w, v.data(), T, T, hd);
       for (int i = 0; i < T; ++i)
         for (int d = 0; d < hd; ++d) {
-          double acc = 0.0;
-          for (int j = 0; j < T; ++j) acc += static_cast<double>(wd.at({bi, h, i, j})) * tr.v.at({bi, h, j, d});
-          tr.context.at({bi, h, i, d}) = static_cast<float>(acc);
-          tr.context_merged.at({bi, i, static_cast<std::int64_t>(h) * hd + d}) = static_cast<float>(acc);
+          const auto x = static_cast<float>(ctx[static_cast<std::size_t>(i) * hd + d]);
+          tr.context.at({bi, h, i, d}) = x;
+          tr.context_merged.at({bi, i, static_cast<std::int64_t>(h) * hd + d}) = x;
         }
+    }
 
   if (c.variant == Variant::Wrapper) {
     tr.output = tr.context_merged;

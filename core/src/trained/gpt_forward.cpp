@@ -10,10 +10,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "gemm.hpp"
-#include "linear.hpp"
-#include "parallel.hpp"
-#include "softmax.hpp"
+#include "kernels/attention.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/head_split.hpp"
+#include "kernels/linear.hpp"
+#include "kernels/parallel.hpp"
 
 namespace mhaviz {
 namespace {
@@ -22,10 +23,6 @@ using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMa
 using CMap = Eigen::Map<const RowMat>;
 using Map = Eigen::Map<RowMat>;
 
-// Query rows per attention product on the kernel: block [a, b) only needs keys [0, b).
-constexpr int kAttnRows = 64;
-constexpr float kMaskedScore = -std::numeric_limits<float>::infinity();
-
 // (1, rows, cols) row-major: keeps rows < keep (a prefix of the data) and resizes.
 void resize_rows(Tensor& t, int rows, int cols) {
   t.shape = {1, rows, cols};
@@ -33,12 +30,12 @@ void resize_rows(Tensor& t, int rows, int cols) {
 }
 
 // (1, H, T_old, cols_old) -> (1, H, T, cols): rows < keep of every head keep their first
-// min(cols_old, cols) values, everything else is fill (the masked value for cells a kept
-// row cannot see). Same shape: left as is, the caller overwrites rows ≥ keep.
-void resize_heads(Tensor& t, int H, int T, int cols, int keep, float fill) {
+// min(cols_old, cols) values, everything else is 0 (the weight of a key a kept row cannot
+// see). Same shape: left as is, the caller overwrites rows ≥ keep.
+void resize_heads(Tensor& t, int H, int T, int cols, int keep) {
   const Shape shape{1, H, T, cols};
   if (t.shape == shape) return;
-  Tensor out(shape, fill);
+  Tensor out(shape, 0.0f);
   if (keep > 0 && t.rank() == 4) {
     const std::int64_t old_rows = t.shape[2], old_cols = t.shape[3], n = std::min<std::int64_t>(old_cols, cols);
     for (std::int64_t h = 0; h < H; ++h)
@@ -51,8 +48,8 @@ void resize_heads(Tensor& t, int H, int T, int cols, int keep, float fill) {
 }
 
 // in, out: (rows, C). LayerNorm with biased variance, statistics in double.
-void layer_norm_rows(const float* in, float* out, int rows, int C, const std::vector<float>& w, const std::vector<float>& b,
-                     float eps) {
+void layer_norm_rows(const float* in, float* out, int rows, int C, const std::vector<float>& w,
+                     const std::vector<float>& b, float eps) {
   detail::parallel_for(rows, C * 4, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const float* x = in + r * C;
@@ -64,7 +61,8 @@ void layer_norm_rows(const float* in, float* out, int rows, int C, const std::ve
       var /= C;
       const double rstd = 1.0 / std::sqrt(var + static_cast<double>(eps));
       for (int i = 0; i < C; ++i)
-        y[i] = static_cast<float>((x[i] - mean) * rstd) * w[static_cast<std::size_t>(i)] + b[static_cast<std::size_t>(i)];
+        y[i] =
+            static_cast<float>((x[i] - mean) * rstd) * w[static_cast<std::size_t>(i)] + b[static_cast<std::size_t>(i)];
     }
   });
 }
@@ -85,53 +83,12 @@ void gelu_rows(float* h, int rows, int F) {
   });
 }
 
-// Rows [a, b) of one head: scores s (T, T) get −inf past the diagonal, weights w (T, T) the
-// softmax of s / divisor over keys ≤ i and exact zeros past it. buffer: softmax_scratch(T)
-// floats (softmax.hpp: the same bits on every CPU).
-void softmax_rows(float* s, float* w, int T, int a, int b, float divisor, Eigen::ArrayXf& buffer) {
-  for (int i = a; i < b; ++i) {
-    float* srow = s + static_cast<std::int64_t>(i) * T;
-    float* wrow = w + static_cast<std::int64_t>(i) * T;
-    detail::softmax_row(srow, i + 1, divisor, buffer.data(), wrow);
-    std::fill(wrow + i + 1, wrow + T, 0.0f);
-    std::fill(srow + i + 1, srow + T, kMaskedScore);
-  }
-}
-
-// Rows [start, T) of one head's attention: q, k, v (T, hd); s, w (T, T); ctx (T, hd).
-void head_attention(const float* q, const float* k, const float* v, float* s, float* w, float* ctx, int T, int hd, int start,
-                    bool kernel, Eigen::ArrayXf& buffer, std::vector<float>& kp) {
-  const float divisor = static_cast<float>(std::sqrt(static_cast<double>(hd)));
-  if (kernel) {
-    // kᵀ as packed panels (forward.cpp says why); columns [0, b) are the first panels whatever b is.
-    kp.resize(static_cast<std::size_t>(detail::packed_size(T, hd)));
-    detail::pack_transposed_into(k, T, hd, kp.data());
-    for (int a = start; a < T; a += kAttnRows) {
-      const int b = std::min(T, a + kAttnRows);
-      detail::gemm_packed(b - a, b, hd, q + a * hd, hd, kp.data(), nullptr, s + static_cast<std::int64_t>(a) * T, T);
-      softmax_rows(s, w, T, a, b, divisor, buffer);
-      // Cells past the diagonal are zero: each context element is the same sum whatever b is.
-      detail::gemm_rowmajor(b - a, hd, b, w + static_cast<std::int64_t>(a) * T, T, v, hd, ctx + a * hd, hd, false);
-    }
-    return;
-  }
-  // start is a multiple of kBlasRows here: every block is the call a fresh forward makes.
-  CMap Q(q, T, hd), K(k, T, hd), Vm(v, T, hd);
-  Map S(s, T, T), W(w, T, T), Ctx(ctx, T, hd);
-  for (int a = start; a < T; a += kBlasRows) {
-    const int b = std::min(T, a + kBlasRows);
-    S.block(a, 0, b - a, b).noalias() = Q.middleRows(a, b - a) * K.topRows(b).transpose();
-    softmax_rows(s, w, T, a, b, divisor, buffer);
-    Ctx.middleRows(a, b - a).noalias() = W.block(a, 0, b - a, b) * Vm.topRows(b);
-  }
-}
-
 // y (rows, out) = x (rows, in) · Wᵀ + b; on OpenBLAS in blocks of kBlasRows (see the header).
 void linear_rows(const Linear& l, const float* x, int rows, float* y, bool kernel) {
   const int step = kernel ? rows : kBlasRows;
   for (int r = 0; r < rows; r += step)
-    detail::linear_into(l, x + static_cast<std::int64_t>(r) * l.in, std::min(step, rows - r), y + static_cast<std::int64_t>(r) * l.out,
-                        l.out, kernel);
+    detail::linear_into(l, x + static_cast<std::int64_t>(r) * l.in, std::min(step, rows - r),
+                        y + static_cast<std::int64_t>(r) * l.out, l.out, kernel);
 }
 
 void check_ids(const GptConfig& c, std::span<const int> ids) {
@@ -156,55 +113,41 @@ int first_changed(const GptModel& m, std::span<const int> ids, const GptTrace& t
 }
 
 // One block over rows [start, T): in (T, C) is the block's input residual.
-void block_rows(const GptModel& m, const GptBlock& blk, const float* in, GptLayerTrace& L, GptTrace& tr, int start, int T,
-                bool kernel) {
+void block_rows(const GptModel& m, const GptBlock& blk, const float* in, GptLayerTrace& L, GptTrace& tr, int start,
+                int T, bool kernel) {
   const GptConfig& c = m.config;
   const int C = c.n_embd, H = c.n_head, hd = c.head_dim(), F = blk.fc.out, R = T - start;
-  const std::int64_t off = static_cast<std::int64_t>(start) * C, TT = static_cast<std::int64_t>(T) * T;
+  const std::int64_t off = static_cast<std::int64_t>(start) * C;
 
   // 1. x = LayerNorm_1(in); qkv (R, 3C) = x · W_qkvᵀ + b.
   layer_norm_rows(in + off, L.x.ptr() + off, R, C, blk.ln1_weight, blk.ln1_bias, c.layer_norm_eps);
   tr.scratch_qkv.resize(static_cast<std::size_t>(R) * 3 * C);
   linear_rows(blk.qkv, L.x.ptr() + off, R, tr.scratch_qkv.data(), kernel);
 
-  // 2. Split: column part·C + h·hd + d of row i -> q/k/v[h, i, d].
+  // 2. Split: column part·C + h·hd + d of row r -> q/k/v[h, start + r, d].
   float* heads[3] = {L.q.ptr(), L.k.ptr(), L.v.ptr()};
-  for (int r = 0; r < R; ++r)
-    for (int part = 0; part < 3; ++part)
-      for (int h = 0; h < H; ++h) {
-        const float* src = tr.scratch_qkv.data() + static_cast<std::int64_t>(r) * 3 * C + part * C + h * hd;
-        std::copy(src, src + hd, heads[part] + (static_cast<std::int64_t>(h) * T + start + r) * hd);
-      }
+  for (int part = 0; part < 3; ++part)
+    detail::split_heads(tr.scratch_qkv.data(), 3 * C, static_cast<std::int64_t>(part) * C, hd, 1, R, H, hd, heads[part],
+                        T, start, nullptr);
 
-  // 3-5. Per head: scores, mask, softmax, context. Heads over threads on the kernel (it runs
-  // on the calling thread); OpenBLAS threads inside each product.
-  auto run_heads = [&](std::int64_t h0, std::int64_t h1) {
-    Eigen::ArrayXf buffer(detail::softmax_scratch(T));
-    std::vector<float> kp;
-    for (std::int64_t h = h0; h < h1; ++h) {
-      const std::int64_t ho = h * T * hd;
-      head_attention(L.q.ptr() + ho, L.k.ptr() + ho, L.v.ptr() + ho, L.scores.ptr() + h * TT, L.weights.ptr() + h * TT,
-                     L.context.ptr() + ho, T, hd, start, kernel, buffer, kp);
-    }
-  };
-  if (kernel)
-    detail::parallel_for(H, std::max<std::int64_t>(1, static_cast<std::int64_t>(R) * T * hd / 16), run_heads);
-  else
-    run_heads(0, H);
+  // 3-5. Scores, mask, softmax and context of rows [start, T) against keys [0, T): the rows
+  // kept from the last forward are the prefix their keys and values come from.
+  detail::AttentionJob job = detail::per_head_job(1, H, T, hd, start, L.q.ptr(), L.k.ptr(), L.v.ptr(), L.weights.ptr(),
+                                                  L.context.ptr(), kernel);
+  job.mask = L.mask;
+  detail::attention(job, tr.scratch_keys);
 
   // 6. Merge heads (R, C), project, residual.
   tr.scratch_merged.resize(static_cast<std::size_t>(R) * C);
-  for (int r = 0; r < R; ++r)
-    for (int h = 0; h < H; ++h) {
-      const float* src = L.context.ptr() + (static_cast<std::int64_t>(h) * T + start + r) * hd;
-      std::copy(src, src + hd, tr.scratch_merged.data() + static_cast<std::int64_t>(r) * C + h * hd);
-    }
+  detail::merge_heads(L.context.ptr(), 1, R, H, hd, T, start, tr.scratch_merged.data());
   tr.scratch_proj.resize(static_cast<std::size_t>(R) * C);
   linear_rows(blk.proj, tr.scratch_merged.data(), R, tr.scratch_proj.data(), kernel);
-  for (std::int64_t i = 0; i < static_cast<std::int64_t>(R) * C; ++i) L.resid_mid.data[off + i] = in[off + i] + tr.scratch_proj[i];
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(R) * C; ++i)
+    L.resid_mid.data[off + i] = in[off + i] + tr.scratch_proj[i];
 
   // 7. MLP: LayerNorm_2 -> fc -> GELU -> fc_proj, residual.
-  layer_norm_rows(L.resid_mid.ptr() + off, tr.scratch_merged.data(), R, C, blk.ln2_weight, blk.ln2_bias, c.layer_norm_eps);
+  layer_norm_rows(L.resid_mid.ptr() + off, tr.scratch_merged.data(), R, C, blk.ln2_weight, blk.ln2_bias,
+                  c.layer_norm_eps);
   tr.scratch_hidden.resize(static_cast<std::size_t>(R) * F);
   linear_rows(blk.fc, tr.scratch_merged.data(), R, tr.scratch_hidden.data(), kernel);
   gelu_rows(tr.scratch_hidden.data(), R, F);
@@ -214,6 +157,12 @@ void block_rows(const GptModel& m, const GptBlock& blk, const float* in, GptLaye
 }
 
 }  // namespace
+
+AttentionMask gpt_attention_mask(const GptConfig&) {
+  AttentionMask m;
+  m.causal = true;
+  return m;
+}
 
 void prepare_gpt_forward(GptModel& m) {
   const bool kernel = backend() != Backend::OpenBlas;
@@ -269,12 +218,12 @@ void gpt_forward(const GptModel& m, std::span<const int> ids, GptTrace& tr) {
     resize_rows(L.x, T, C);
     resize_rows(L.resid_mid, T, C);
     resize_rows(L.resid, T, C);
-    resize_heads(L.q, H, T, hd, start, 0.0f);
-    resize_heads(L.k, H, T, hd, start, 0.0f);
-    resize_heads(L.v, H, T, hd, start, 0.0f);
-    resize_heads(L.context, H, T, hd, start, 0.0f);
-    resize_heads(L.scores, H, T, T, start, kMaskedScore);
-    resize_heads(L.weights, H, T, T, start, 0.0f);
+    L.mask = gpt_attention_mask(c);
+    resize_heads(L.q, H, T, hd, start);
+    resize_heads(L.k, H, T, hd, start);
+    resize_heads(L.v, H, T, hd, start);
+    resize_heads(L.context, H, T, hd, start);
+    resize_heads(L.weights, H, T, T, start);
   }
 
   if (start < T) {
@@ -306,7 +255,8 @@ GptTrace gpt_forward(const GptModel& model, std::span<const int> ids) {
 std::vector<float> gpt_logits(const GptModel& m, const GptTrace& tr, int pos) {
   const int C = m.config.n_embd, V = m.config.vocab_size;
   if (pos < 0 || pos >= tr.tokens())
-    throw std::out_of_range("gpt_logits: position " + std::to_string(pos) + " is not in [0, " + std::to_string(tr.tokens()) + ")");
+    throw std::out_of_range("gpt_logits: position " + std::to_string(pos) + " is not in [0, " +
+                            std::to_string(tr.tokens()) + ")");
   const bool kernel = tr.backend != Backend::OpenBlas;
   const float* x = tr.final_norm.ptr() + static_cast<std::int64_t>(pos) * C;
   std::vector<float> logits(static_cast<std::size_t>(V));
@@ -315,7 +265,8 @@ std::vector<float> gpt_logits(const GptModel& m, const GptTrace& tr, int pos) {
   } else if (!m.tied_packed.packed.empty()) {
     detail::linear_into(m.tied_packed, x, 1, logits.data(), V, true);
   } else {
-    Eigen::Map<Eigen::VectorXf>(logits.data(), V).noalias() = CMap(m.wte.data(), V, C) * Eigen::Map<const Eigen::VectorXf>(x, C);
+    Eigen::Map<Eigen::VectorXf>(logits.data(), V).noalias() =
+        CMap(m.wte.data(), V, C) * Eigen::Map<const Eigen::VectorXf>(x, C);
   }
   return logits;
 }
@@ -331,7 +282,8 @@ NextToken next_token(const GptModel& m, const GptTrace& tr, int pos, int k) {
     out.probs[i] = static_cast<float>(std::exp(static_cast<double>(logits[i]) - mx) / sum);
   std::vector<int> order(logits.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  const auto n = static_cast<std::ptrdiff_t>(std::clamp<std::size_t>(static_cast<std::size_t>(std::max(k, 0)), 0, order.size()));
+  const auto n =
+      static_cast<std::ptrdiff_t>(std::clamp<std::size_t>(static_cast<std::size_t>(std::max(k, 0)), 0, order.size()));
   std::partial_sort(order.begin(), order.begin() + n, order.end(), [&](int a, int b) {
     const float pa = out.probs[static_cast<std::size_t>(a)], pb = out.probs[static_cast<std::size_t>(b)];
     return pa != pb ? pa > pb : a < b;

@@ -1,8 +1,8 @@
 // The oracle of gpt_forward: the same GPT-2 forward as plain loops over the formulas, with
 // double accumulation. Slow on purpose; tests hold the fast path to it on every backend.
 #include <cmath>
-#include <limits>
 
+#include "kernels/attention_reference.hpp"
 #include "mhaviz/gpt_forward.hpp"
 
 namespace mhaviz {
@@ -25,7 +25,8 @@ Rows linear_loops(const Linear& l, const Rows& x, int T) {
 }
 
 // Biased variance, as torch.nn.LayerNorm and the book's LayerNorm.
-Rows layer_norm_loops(const Rows& x, int T, int C, const std::vector<float>& w, const std::vector<float>& b, float eps) {
+Rows layer_norm_loops(const Rows& x, int T, int C, const std::vector<float>& w, const std::vector<float>& b,
+                      float eps) {
   Rows y(x.size());
   for (int t = 0; t < T; ++t) {
     const double* r = x.data() + static_cast<std::size_t>(t) * C;
@@ -35,7 +36,8 @@ Rows layer_norm_loops(const Rows& x, int T, int C, const std::vector<float>& w, 
     for (int i = 0; i < C; ++i) var += (r[i] - mean) * (r[i] - mean);
     var /= C;
     for (int i = 0; i < C; ++i)
-      y[static_cast<std::size_t>(t) * C + i] = (r[i] - mean) / std::sqrt(var + eps) * w[static_cast<std::size_t>(i)] + b[static_cast<std::size_t>(i)];
+      y[static_cast<std::size_t>(t) * C + i] =
+          (r[i] - mean) / std::sqrt(var + eps) * w[static_cast<std::size_t>(i)] + b[static_cast<std::size_t>(i)];
   }
   return y;
 }
@@ -57,8 +59,9 @@ GptTrace gpt_forward_reference(const GptModel& m, std::span<const int> ids) {
   Rows resid(static_cast<std::size_t>(T) * C);
   for (int t = 0; t < T; ++t)
     for (int d = 0; d < C; ++d)
-      resid[static_cast<std::size_t>(t) * C + d] = static_cast<double>(m.wte[static_cast<std::size_t>(ids[static_cast<std::size_t>(t)]) * C + d]) +
-                                                   m.wpe[static_cast<std::size_t>(t) * C + d];
+      resid[static_cast<std::size_t>(t) * C + d] =
+          static_cast<double>(m.wte[static_cast<std::size_t>(ids[static_cast<std::size_t>(t)]) * C + d]) +
+          m.wpe[static_cast<std::size_t>(t) * C + d];
   tr.embeddings = to_tensor(resid, {1, T, C});
 
   for (const GptBlock& blk : m.blocks) {
@@ -67,40 +70,33 @@ GptTrace gpt_forward_reference(const GptModel& m, std::span<const int> ids) {
     L.x = to_tensor(x, {1, T, C});
     const Rows qkv = linear_loops(blk.qkv, x, T);
     // q[h, t, d] = qkv[t, part·C + h·hd + d]
-    auto at = [&](int part, int h, int t, int d) { return qkv[static_cast<std::size_t>(t) * 3 * C + part * C + h * hd + d]; };
+    L.mask = gpt_attention_mask(c);
     L.q = L.k = L.v = L.context = Tensor({1, H, T, hd});
-    L.scores = L.weights = Tensor({1, H, T, T});
+    L.weights = Tensor({1, H, T, T});
     Rows merged(static_cast<std::size_t>(T) * C);
     for (int h = 0; h < H; ++h) {
-      for (int t = 0; t < T; ++t)
-        for (int d = 0; d < hd; ++d) {
-          L.q.at({0, h, t, d}) = static_cast<float>(at(0, h, t, d));
-          L.k.at({0, h, t, d}) = static_cast<float>(at(1, h, t, d));
-          L.v.at({0, h, t, d}) = static_cast<float>(at(2, h, t, d));
-        }
-      for (int i = 0; i < T; ++i) {
-        std::vector<double> s(static_cast<std::size_t>(i) + 1);
-        double mx = -std::numeric_limits<double>::infinity();
-        for (int j = 0; j < T; ++j) {
-          if (j > i) {
-            L.scores.at({0, h, i, j}) = -std::numeric_limits<float>::infinity();
-            continue;
+      Rows heads[3];
+      Tensor* out[3] = {&L.q, &L.k, &L.v};
+      for (int part = 0; part < 3; ++part) {
+        heads[part].resize(static_cast<std::size_t>(T) * hd);
+        for (int t = 0; t < T; ++t)
+          for (int d = 0; d < hd; ++d) {
+            const double e = qkv[static_cast<std::size_t>(t) * 3 * C + part * C + h * hd + d];
+            heads[part][static_cast<std::size_t>(t) * hd + d] = e;
+            out[part]->at({0, h, t, d}) = static_cast<float>(e);
           }
-          double dot = 0.0;
-          for (int d = 0; d < hd; ++d) dot += at(0, h, i, d) * at(1, h, j, d);
-          L.scores.at({0, h, i, j}) = static_cast<float>(dot);
-          s[static_cast<std::size_t>(j)] = dot / std::sqrt(static_cast<double>(hd));
-          mx = std::max(mx, s[static_cast<std::size_t>(j)]);
-        }
-        double sum = 0.0;
-        for (double& e : s) sum += (e = std::exp(e - mx));
+      }
+      const detail::ReferenceAttention a = detail::attention_reference(
+          heads[0].data(), heads[1].data(), T, T, hd, 0, 0, L.mask, 0, detail::ScoreScale::sqrt_head_dim(hd));
+      const Rows ctx = detail::context_reference(a.weights, heads[2].data(), T, T, hd);
+      for (int i = 0; i < T; ++i) {
+        for (int j = 0; j < T; ++j)
+          L.weights.at({0, h, i, j}) = static_cast<float>(a.weights[static_cast<std::size_t>(i) * T + j]);
         for (int d = 0; d < hd; ++d) {
-          double acc = 0.0;
-          for (int j = 0; j <= i; ++j) acc += s[static_cast<std::size_t>(j)] / sum * at(2, h, j, d);
-          L.context.at({0, h, i, d}) = static_cast<float>(acc);
-          merged[static_cast<std::size_t>(i) * C + h * hd + d] = acc;
+          const double e = ctx[static_cast<std::size_t>(i) * hd + d];
+          L.context.at({0, h, i, d}) = static_cast<float>(e);
+          merged[static_cast<std::size_t>(i) * C + h * hd + d] = e;
         }
-        for (int j = 0; j <= i; ++j) L.weights.at({0, h, i, j}) = static_cast<float>(s[static_cast<std::size_t>(j)] / sum);
       }
     }
     const Rows proj = linear_loops(blk.proj, merged, T);
@@ -120,7 +116,8 @@ GptTrace gpt_forward_reference(const GptModel& m, std::span<const int> ids) {
   tr.logits_last = Tensor({V});
   for (int v = 0; v < V; ++v) {
     double acc = 0.0;
-    for (int d = 0; d < C; ++d) acc += fn[static_cast<std::size_t>(T - 1) * C + d] * head[static_cast<std::size_t>(v) * C + d];
+    for (int d = 0; d < C; ++d)
+      acc += fn[static_cast<std::size_t>(T - 1) * C + d] * head[static_cast<std::size_t>(v) * C + d];
     tr.logits_last.data[static_cast<std::size_t>(v)] = static_cast<float>(acc);
   }
   return tr;

@@ -1,12 +1,12 @@
-#include "gemm.hpp"
+#include "kernels/gemm.hpp"
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <atomic>
 
+#include "kernels/parallel.hpp"
 #include "mhaviz/backend.hpp"
-#include "parallel.hpp"
 
 namespace mhaviz::detail {
 namespace {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "gemm.hpp"
+#include "kernels/gemm.hpp"
 
 namespace mhaviz {
 

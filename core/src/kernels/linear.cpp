@@ -1,11 +1,11 @@
-#include "linear.hpp"
+#include "kernels/linear.hpp"
 
 #include <Eigen/Core>
 #include <algorithm>
 #include <stdexcept>
 
-#include "gemm.hpp"
-#include "parallel.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/parallel.hpp"
 
 namespace mhaviz::detail {
 namespace {

@@ -20,7 +20,9 @@ std::string_view stage_title(Stage s) {
   switch (s) {
     case Stage::Scores: return "Raw scores q\xC2\xB7k\xE1\xB5\x80";
     case Stage::Masked: return "Masked scores";
-    case Stage::Scaled: return "Scaled scores / \xE2\x88\x9A" "d";
+    case Stage::Scaled:
+      return "Scaled scores / \xE2\x88\x9A"
+             "d";
     case Stage::Weights: return "Attention weights (softmax)";
     case Stage::Dropped: return "Weights after dropout";
   }
@@ -62,11 +64,18 @@ Cost forward_cost(const ModelConfig& c, int d_in, int tokens, int batch) {
   return k;
 }
 
+AttentionMask attention_mask(const ModelConfig& c) {
+  AttentionMask m;
+  m.causal = c.causal;
+  return m;
+}
+
 float Trace::scale() const { return 1.0f / static_cast<float>(std::sqrt(static_cast<double>(head_dim))); }
 
 bool Trace::kept(int b, int h, int i, int j) const {
   if (keep.empty()) return true;
-  const std::size_t e = static_cast<std::size_t>(((static_cast<std::int64_t>(b) * heads + h) * tokens + i) * tokens + j);
+  const std::size_t e =
+      static_cast<std::size_t>(((static_cast<std::int64_t>(b) * heads + h) * tokens + i) * tokens + j);
   return keep[e] != 0;
 }
 
@@ -77,6 +86,7 @@ void Trace::stage_matrix(Stage s, int b, int h, float* out) const {
   const std::int64_t base = (static_cast<std::int64_t>(b) * heads + h) * TT;
   const float ninf = -std::numeric_limits<float>::infinity();
   const float divisor = static_cast<float>(std::sqrt(static_cast<double>(head_dim)));
+  const AttentionMask m = mask();
   const float* src = nullptr;
   switch (s) {
     case Stage::Scores:
@@ -90,8 +100,10 @@ void Trace::stage_matrix(Stage s, int b, int h, float* out) const {
       const std::int64_t e = static_cast<std::int64_t>(i) * tokens + j;
       float x = src[e];
       if (s == Stage::Masked || s == Stage::Scaled) {
-        if (masked(i, j)) x = ninf;
-        else if (s == Stage::Scaled) x /= divisor;
+        if (!m.visible(i, j))
+          x = ninf;
+        else if (s == Stage::Scaled)
+          x /= divisor;
       }
       out[e] = x;
     }
@@ -111,7 +123,8 @@ float Trace::stage_value(Stage s, int b, int h, int i, int j) const {
       return masked(i, j) ? -std::numeric_limits<float>::infinity() : scores.data[static_cast<std::size_t>(e)];
     case Stage::Scaled:
       return masked(i, j) ? -std::numeric_limits<float>::infinity()
-                          : scores.data[static_cast<std::size_t>(e)] / static_cast<float>(std::sqrt(static_cast<double>(head_dim)));
+                          : scores.data[static_cast<std::size_t>(e)] /
+                                static_cast<float>(std::sqrt(static_cast<double>(head_dim)));
     case Stage::Weights: return weights.data[static_cast<std::size_t>(e)];
     case Stage::Dropped: return weights_after_dropout().data[static_cast<std::size_t>(e)];
   }

@@ -1,0 +1,35 @@
+#include "kernels/head_split.hpp"
+
+#include <algorithm>
+
+#include "kernels/parallel.hpp"
+
+namespace mhaviz::detail {
+
+void split_heads(const float* src, std::int64_t row_stride, std::int64_t offset, std::int64_t head_stride, int b, int R,
+                 int H, int hd, float* heads, int T, int t0, float* flat) {
+  parallel_for(static_cast<std::int64_t>(b) * R, std::max(1, H * hd / 4), [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t bi = r / R, t = t0 + r % R;
+      for (int h = 0; h < H; ++h) {
+        const float* s = src + r * row_stride + offset + h * head_stride;
+        std::copy(s, s + hd, heads + ((bi * H + h) * T + t) * hd);
+        if (flat) std::copy(s, s + hd, flat + r * H * hd + static_cast<std::int64_t>(h) * hd);
+      }
+    }
+  });
+}
+
+void merge_heads(const float* heads, int b, int R, int H, int hd, int T, int t0, float* dst) {
+  parallel_for(static_cast<std::int64_t>(b) * R, std::max(1, H * hd / 4), [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t bi = r / R, t = t0 + r % R;
+      for (int h = 0; h < H; ++h) {
+        const float* s = heads + ((bi * H + h) * T + t) * hd;
+        std::copy(s, s + hd, dst + r * H * hd + static_cast<std::int64_t>(h) * hd);
+      }
+    }
+  });
+}
+
+}  // namespace mhaviz::detail

@@ -1,0 +1,47 @@
+// One row of softmax with exp computed by the project's own code, one element at a time for
+// short rows, in SSE4.1 vectors (the x86-64-v2 baseline) or in AVX2 (function attributes,
+// chosen at run time) for long ones. All paths do the same IEEE operations in the same order
+// on the same lanes, so a result has the same bits on every CPU and in every build.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+namespace mhaviz::detail {
+
+// How scores are scaled before the softmax, in the form the model's code writes it:
+// `scores / d` (PyTorch's modules divide by √head_dim) or `scores * f` (a given factor, such
+// as query_pre_attn_scalar^−0.5). The two round differently unless d is a power of two.
+struct ScoreScale {
+  enum class Op : std::uint8_t { Divide, Multiply };
+  Op op = Op::Divide;
+  float value = 1.0f;
+  static ScoreScale divide(float d) { return {Op::Divide, d}; }
+  static ScoreScale multiply(float f) { return {Op::Multiply, f}; }
+  // `scores / keys.shape[-1] ** 0.5`: PyTorch rounds √head_dim to float first.
+  static ScoreScale sqrt_head_dim(int head_dim) {
+    return divide(static_cast<float>(std::sqrt(static_cast<double>(head_dim))));
+  }
+  double apply(double s) const { return op == Op::Divide ? s / value : s * value; }  // the loop oracles' form
+};
+
+// Floats of scratch softmax_row needs for a row of n: n rounded up to a multiple of 8.
+inline std::int64_t softmax_scratch(std::int64_t n) { return (n + 7) / 8 * 8; }
+
+// s: (n) scores -> w: (n) = softmax(scale(s)); n >= 1. scratch: softmax_scratch(n) floats
+// (any alignment). w may alias s.
+void softmax_row(const float* s, std::int64_t n, ScoreScale scale, float* scratch, float* w);
+inline void softmax_row(const float* s, std::int64_t n, float divisor, float* scratch, float* w) {
+  softmax_row(s, n, ScoreScale::divide(divisor), scratch, w);
+}
+
+// The same, forcing one path (for the tests); Avx2 needs softmax_wide_available().
+enum class SoftmaxPath { Scalar, Sse, Avx2 };
+void softmax_row_path(SoftmaxPath path, const float* s, std::int64_t n, ScoreScale scale, float* scratch, float* w);
+inline void softmax_row_path(SoftmaxPath path, const float* s, std::int64_t n, float divisor, float* scratch,
+                             float* w) {
+  softmax_row_path(path, s, n, ScoreScale::divide(divisor), scratch, w);
+}
+bool softmax_wide_available();
+
+}  // namespace mhaviz::detail
