@@ -54,6 +54,8 @@ struct RenderOptions {
   std::string step;                       // --step: number or name (also the K of --view step K)
   std::string stage = "weights", colormap = "viridis", theme = "light";
   int scale = 2, batch = 0;
+  std::string size = "1280x720";  // --size WxH: the canvas the figure fills (logical pixels)
+  float font = 17.0f;              // --font PX: the title's size; the other text sizes follow it
   bool caption = true, transparent = false, log_scale = false, linear_scale = false, no_values = false, per_head_scale = false;
   bool mistake = false, eval = false;
   ModelOptions model;    // --model: a trained GPT; --view model | layer L | head L.H

@@ -6,8 +6,8 @@ namespace mhaviz::figure::detail {
 
 // [SECTION] A step of the walkthrough
 Figure step_figure(const Trace& tr, const std::vector<std::string>& tokens, const Options& o) {
-  Builder B;
-  B.th = theme(o);
+  Builder B(o);
+  const float kTitle = B.ty.title, kLabel = B.ty.label, kSmall = B.ty.small;
   Mistake mistake;
   if (o.mistaken && tr.config.variant != Variant::Wrapper) {
     if (o.model)
@@ -141,7 +141,7 @@ Figure step_figure(const Trace& tr, const std::vector<std::string>& tokens, cons
   // Pane titles, block labels (head i / token), row labels on the left of the first block column.
   const std::vector<std::string> block_names =
       block_labels(l.kind, l.kind == lay::Kind::HeadBlocks ? tr.heads : tr.tokens, tokens,
-                   cs * static_cast<float>(ca.slots()), [](const std::string& t) { return text_width(t, kSmall); });
+                   cs * static_cast<float>(ca.slots()), [kSmall](const std::string& t) { return text_width(t, kSmall); });
   for (int pane = 0; pane < l.panes; ++pane) {
     const auto [x, yy] = px(lay::slot_point(l, pane, 0, 0, 0));
     const std::string nm = pane_name(v, st, pane, o.mistaken);

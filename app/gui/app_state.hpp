@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "canvas.hpp"
 #include "colormap.hpp"
 #include "figure/sidecar.hpp"
 #include "gui.hpp"
@@ -33,6 +34,7 @@ struct Settings {
   Colormap colormap = Colormap::Viridis;  // for weights (sequential)
   bool diverging_for_signed = true;       // signed score stages use the diverging map
   bool shared_scale = true;               // one value range for all heads
+  bool scores_one_scale = false;          // one range for score stages 1-3 (shows the 1/sqrt(hd))
   bool show_values = true;                // print values in cells when they fit
   bool log_weights = false;               // logarithmic colour scale for weights (large T)
   float left_width = 0.0f;  // the controls panel, dragged by its edge (0: from the font size)
@@ -73,15 +75,7 @@ struct Compute {
   double build_ms = 0.0;
 };
 
-// [SECTION] GPU side of the heatmaps
-struct HeadTexture {
-  unsigned int tex = 0;
-  int width = 0, height = 0;    // texture size (T x T for heads)
-  std::vector<float> values;    // uploaded values (masked = -inf)
-  float vmin = 0.0f, vmax = 1.0f;  // finite range of this head
-  float min_positive = 0.0f;        // smallest value > 0 (log scale); 0 when none
-};
-
+// [SECTION] GPU side of the heatmaps (textures: canvas.hpp)
 // One heatmap quad queued for the draw callback of this frame.
 struct HeatmapDraw {
   struct Renderer* renderer = nullptr;
@@ -90,8 +84,10 @@ struct HeatmapDraw {
   float vmin = 0, vmax = 1;
   Colormap colormap = Colormap::Viridis;
   int cols = 1, rows = 1;
-  bool grid = false;
+  float gap = 0;           // background between cells (pixels, right and bottom of each), as the figure has it
   bool log_scale = false;  // vmin > 0: t = log(v / vmin) / log(vmax / vmin)
+  figure::Color hatch_a{41, 41, 41, 255}, hatch_b{77, 77, 77, 255};  // hidden cells' stripes
+  figure::Color gap_color{23, 23, 26, 255};
 };
 
 struct Renderer {
@@ -102,12 +98,9 @@ struct Renderer {
   float proj[16] = {};
   float display_x = 0, display_y = 0, display_w = 0, display_h = 0, fb_scale_x = 1, fb_scale_y = 1;
   bool dark = true;
-  std::vector<HeadTexture> heads;
   HeadTexture colorbar;          // a 1 x 256 ramp
-  std::uint64_t uploaded_generation = ~std::uint64_t{0};
-  Stage uploaded_stage = Stage::Weights;
-  int uploaded_batch = -1;
-  int uploads_last_frame = 0;    // textures re-uploaded in the last sync
+  ScreenFigure lesson;           // the lesson's heatmaps (panel_heatmaps.cpp)
+  int uploads_last_frame = 0;    // textures re-uploaded this frame
   std::int64_t uploads_total = 0;
   std::deque<HeatmapDraw> draws;  // stable addresses for draw callbacks
   // The model view (sync_model_textures): a texture per thumbnail, and the selected head.
@@ -325,7 +318,7 @@ void add_recent_model(AppState& s, const std::string& path);
 bool renderer_init(Renderer& r, std::string& error);
 void renderer_shutdown(Renderer& r);
 void renderer_begin_frame(Renderer& r);  // display size from ImGui draw data
-void sync_textures(AppState& s);         // upload the selected stage/batch when it changed
+void delete_texture(HeadTexture& t);
 // Queues a heatmap quad on the current window's draw list.
 void draw_heatmap_quad(AppState& s, const HeatmapDraw& d);
 
@@ -336,6 +329,11 @@ void write_layout(AppState& s, const std::string& path);
 std::vector<std::uint8_t> read_framebuffer(AppState& s, int& width, int& height);  // RGBA, top row first
 
 // [SECTION] Capture for teaching (panel_capture.cpp)
+// The figure options of what is shown: the view, stage, head, batch, scales and colours of
+// the state, for a canvas of `canvas` screen pixels in the app's typography and theme. A
+// capture takes the options a panel last built its figure with and changes only the theme
+// and the caption, so the picture is the same.
+figure::Options figure_options(const AppState& s, figure::View view, ImVec2 canvas);
 enum class CaptureKind { Shown, Grid, Head, Step, Window };  // Shown: the walkthrough step, enlarged head or grid
 void capture(AppState& s, CaptureKind kind, bool svg = false);  // svg: vector figure instead of PNG
 void capture_window_now(AppState& s);  // after the frame is rendered, before the swap

@@ -98,9 +98,11 @@ bool write_screenshot(AppState& s, const std::string& path, std::string& error) 
   const float sx = s.renderer.fb_scale_x, sy = s.renderer.fb_scale_y;
   nlohmann::json heads = nlohmann::json::array();
   nlohmann::json values = nlohmann::json::array();
-  for (const auto& c : s.ui.cell_layout) {
+  const auto& lesson = s.renderer.lesson.fig.heatmaps;  // cell_layout lists them in this order
+  for (std::size_t k = 0; k < s.ui.cell_layout.size() && k < lesson.size(); ++k) {
+    const auto& c = s.ui.cell_layout[k];
     heads.push_back(layout_json(c, sx, sy));
-    const auto& hv = s.renderer.heads[static_cast<std::size_t>(c.head)].values;
+    const auto& hv = lesson[k].values;
     nlohmann::json v = nlohmann::json::array();
     if (c.rows <= 64) {
       for (float x : hv) v.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));

@@ -59,7 +59,17 @@ int walkthrough_step(const AppState& s) {
   return std::clamp(static_cast<int>(std::lround(s.walkthrough.pos)), 0, n - 1);
 }
 
-figure::Options figure_options(const AppState& s, figure::View view) {
+// The screen's options made a capture's: the same picture in the capture's theme, with a caption.
+figure::Options for_capture(const AppState& s, figure::Options o) {
+  o.dark = !s.settings.capture_light;
+  o.transparent = s.settings.capture_transparent;
+  o.caption = s.settings.capture_caption;
+  return o;
+}
+
+}  // namespace
+
+figure::Options figure_options(const AppState& s, figure::View view, ImVec2 canvas) {
   figure::Options o;
   o.view = view;
   o.head = std::clamp(s.view.head, 0, std::max(0, s.compute.trace.heads - 1));
@@ -68,11 +78,15 @@ figure::Options figure_options(const AppState& s, figure::View view) {
   o.colormap = s.settings.colormap;
   o.diverging_for_signed = s.settings.diverging_for_signed;
   o.shared_scale = s.settings.shared_scale;
+  o.scores_one_scale = s.settings.scores_one_scale;
   o.log_scale = s.settings.log_weights;
-  o.values = s.settings.show_values;
-  o.dark = !s.settings.capture_light;
-  o.transparent = s.settings.capture_transparent;
-  o.caption = s.settings.capture_caption;
+  o.values = s.settings.show_values && !s.opts.hide_cell_values;
+  o.dropout_marks = !s.opts.hide_cell_values;
+  o.dark = s.settings.dark;
+  o.caption = false;
+  o.frame_selected = true;
+  o.canvas = {std::floor(canvas.x), std::floor(canvas.y)};
+  o.type = screen_type();
   if (view == figure::View::Step) {
     o.mistaken = s.walkthrough.mistaken;
     o.model = &s.compute.model;
@@ -80,6 +94,8 @@ figure::Options figure_options(const AppState& s, figure::View view) {
   }
   return o;
 }
+
+namespace {
 
 void save(AppState& s, const std::string& stem, const std::string& ext, const std::string& bytes) {
   try {
@@ -118,7 +134,9 @@ void capture_model(AppState& s, CaptureKind kind, bool svg) {
   std::string stem = fs::path(m.path).filename().string();
   if (stem == "model.safetensors") stem = fs::path(m.path).parent_path().filename().string();
   try {
-    figure::Options o = figure_options(s, figure::View::Grid);
+    figure::Options o = for_capture(s, figure_options(s, figure::View::Grid, ImVec2(1280, 720)));
+    o.type = {};
+    o.frame_selected = false;
     o.colormap = m.view->key.cmap;
     o.log_scale = m.view->key.log;
     figure::Figure f;
@@ -187,7 +205,10 @@ void capture(AppState& s, CaptureKind kind, bool svg) {
   }
   const figure::View view = kind == CaptureKind::Head ? figure::View::Head : kind == CaptureKind::Step ? figure::View::Step : figure::View::Grid;
   try {
-    const figure::Options o = figure_options(s, view);
+    // What the screen shows, as the screen laid it out (a view not on screen: the canvas it had).
+    const ScreenFigure& shown = s.renderer.lesson;
+    const ImVec2 canvas = shown.generation > 0 ? ImVec2(shown.opts.canvas.width, shown.opts.canvas.height) : ImVec2(1280, 720);
+    const figure::Options o = for_capture(s, figure_options(s, view, canvas));
     const figure::Figure f = figure::build_figure(s.compute.trace, s.compute.tokens, o);
     const int scale = std::clamp(s.settings.capture_scale, 1, 4);
     std::string stem = doc_stem(s) + "-";
