@@ -52,6 +52,7 @@ struct RenderOptions {
   std::vector<std::string> view{"grid"};  // grid | head [N] | step [K]
   int head = -1;                          // --head (also the N of --view head N)
   std::string step;                       // --step: number or name (also the K of --view step K)
+  std::string pane = "all";               // --pane: q, k, v or all (the projection steps of --view step)
   std::string stage = "weights", colormap = "viridis", theme = "light";
   int scale = 2, batch = 0;
   std::string size = "1280x720";  // --size WxH: the canvas the figure fills (logical pixels)

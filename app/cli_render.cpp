@@ -72,6 +72,8 @@ void add_render(CLI::App& app, RenderOptions& o) {
   sub->add_option("--step", o.step, "Walkthrough step of --view step: number from 0 or name (input, project, view, "
                                     "transpose, chunk, scores, mask, softmax, dropout, context, transpose_back, merge, "
                                     "concat, out_proj)");
+  sub->add_option("--pane", o.pane, "With --view step: q, k, v or all (which projections the steps show)")
+      ->capture_default_str();
   sub->add_option("--stage", o.stage, "scores, masked, scaled, weights or dropped")->capture_default_str();
   sub->add_option("--size", o.size,
                   "WxH: the canvas the figure fills, in logical pixels (the app's captures are its canvas on "
@@ -140,6 +142,11 @@ int run_render(const RenderOptions& o) {
     fo.view = kind == "grid" ? figure::View::Grid : kind == "head" ? figure::View::Head : figure::View::Step;
     fo.mistaken = o.mistake;
     fo.batch = o.batch;
+    static constexpr const char* kPanes[4] = {"q", "k", "v", "all"};
+    fo.pane = -1;
+    for (int p = 0; p < 4; ++p)
+      if (o.pane == kPanes[p]) fo.pane = p;
+    if (fo.pane < 0) return usage_error("--pane: '" + o.pane + "' is not one of q, k, v, all");
     fo.head = o.head < 0 ? 0 : o.head;
     if (fo.view == figure::View::Head && o.view.size() > 1 && !parse_int(o.view[1], fo.head))
       return usage_error("--view: head '" + o.view[1] + "' is not a head number");

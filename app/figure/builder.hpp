@@ -1,4 +1,4 @@
-// The figure library's drawing kit, shared by its builders (lesson_figure.cpp, step_figure.cpp,
+// The figure library's drawing kit, shared by its builders (lesson_figure.cpp, walk_*.cpp,
 // figure.cpp's model view, heatmap.cpp): theme and sizes, the display-list Builder, the
 // caption. Internal to app/figure.
 #pragma once
@@ -171,8 +171,6 @@ inline Figure finish(Builder& B) {
   return std::move(B.f);
 }
 
-// A step of the walkthrough (step_figure.cpp).
-Figure step_figure(const Trace& tr, const std::vector<std::string>& tokens, const Options& o);
 // The lesson's grid of heads or one head (lesson_figure.cpp).
 Figure lesson_figure(const Trace& tr, const std::vector<std::string>& tokens, const Options& o);
 

@@ -1,6 +1,6 @@
 // The figure library's entry points (figure.hpp): the dispatch of a lesson's views, the
 // model view of a trained GPT, thumbnails pooled for it, steps by name, ticks, typography.
-// The lesson's heatmaps are lesson_figure.cpp, a walkthrough step step_figure.cpp, the one
+// The lesson's heatmaps are lesson_figure.cpp, a walkthrough step walk_picture.cpp, the one
 // heatmap they all draw through heatmap.cpp.
 #include "figure/figure.hpp"
 
@@ -12,6 +12,7 @@
 
 #include "figure/builder.hpp"
 #include "figure/heatmap.hpp"
+#include "figure/walk_figure.hpp"
 #include "figure/text.hpp"
 #include "mhaviz/layout.hpp"
 
@@ -205,7 +206,20 @@ Figure build_figure(const Trace& trace, const std::vector<std::string>& tokens, 
     if (o.step < 0 || o.step >= n)
       throw std::invalid_argument("--step: " + std::to_string(o.step) + " is out of range [0, " +
                                   std::to_string(n - 1) + "]");
-    return step_figure(trace, tokens, o);
+    Mistake mistake;
+    if (o.mistaken && trace.config.variant != Variant::Wrapper)
+      mistake = o.model ? make_mistake(*o.model, trace) : Mistake{mistaken_merge(trace), {}};
+    WalkInput in;
+    in.trace = &trace;
+    in.model = o.model;
+    in.tokens = &tokens;
+    in.mistake = &mistake;
+    in.batch = o.batch;
+    in.mistaken = o.mistaken;
+    in.pane = o.pane;
+    in.numbers = o.values;
+    in.pos = static_cast<float>(o.step);
+    return walk_step_figure(in, o);
   }
   if (o.head < 0 || o.head >= trace.heads)
     throw std::invalid_argument("--head: " + std::to_string(o.head) + " is out of range [0, " +

@@ -54,6 +54,7 @@ struct Options {
   int head = 0;        // View::Head: the head shown; View::Grid: the selected head (framed)
   int step = 0;        // View::Step: index into layout::steps_for(variant, mistaken)
   bool mistaken = false;  // View::Step: the seeds' merge without the transpose back
+  int pane = 3;           // View::Step: which of Q | K | V the projection steps show (0, 1, 2; 3 all)
   // View::Step with the mistake: the model whose out_proj turns the scrambled merge into the
   // wrong output shown (without it the output step shows the trace's correct output).
   const Model* model = nullptr;
@@ -146,6 +147,11 @@ struct Figure {
 
 // Throws std::invalid_argument("FIELD: problem VALUE") for a head, batch or step out of range.
 Figure build_figure(const Trace& trace, const std::vector<std::string>& tokens, const Options& o);
+
+// Head o.head's attention weights in two traces side by side (the wrapper's and the weight
+// split's in the comparison tab), on one colour scale, within o.canvas.
+Figure compare_figure(const Trace& a, const Trace& b, const std::string& title_a, const std::string& title_b,
+                      const std::vector<std::string>& tokens, const Options& o);
 
 // The model view of a trained GPT: every layer x head as a thumbnail of its attention
 // weights (rows: layers from 0 at the top; columns: heads), on one shared colour scale.

@@ -100,6 +100,8 @@ struct Renderer {
   bool dark = true;
   HeadTexture colorbar;          // a 1 x 256 ramp
   ScreenFigure lesson;           // the lesson's heatmaps (panel_heatmaps.cpp)
+  ScreenFigure walk;             // the walkthrough's picture (panel_walkthrough.cpp)
+  ScreenFigure compare;          // the wrapper vs weight split patterns (panel_walk_compare.cpp)
   int uploads_last_frame = 0;    // textures re-uploaded this frame
   std::int64_t uploads_total = 0;
   std::deque<HeatmapDraw> draws;  // stable addresses for draw callbacks

@@ -18,6 +18,8 @@
 #include "app_state.hpp"
 #include "figure/figure.hpp"
 #include "figure/gpt_figures.hpp"
+#include "figure/walk_figure.hpp"
+#include "walk_frame.hpp"
 #include "mhaviz/export.hpp"
 
 namespace mhaviz::gui {
@@ -206,10 +208,21 @@ void capture(AppState& s, CaptureKind kind, bool svg) {
   const figure::View view = kind == CaptureKind::Head ? figure::View::Head : kind == CaptureKind::Step ? figure::View::Step : figure::View::Grid;
   try {
     // What the screen shows, as the screen laid it out (a view not on screen: the canvas it had).
-    const ScreenFigure& shown = s.renderer.lesson;
+    const ScreenFigure& shown = view == figure::View::Step ? s.renderer.walk : s.renderer.lesson;
     const ImVec2 canvas = shown.generation > 0 ? ImVec2(shown.opts.canvas.width, shown.opts.canvas.height) : ImVec2(1280, 720);
     const figure::Options o = for_capture(s, figure_options(s, view, canvas));
-    const figure::Figure f = figure::build_figure(s.compute.trace, s.compute.tokens, o);
+    figure::Figure f;
+    if (view == figure::View::Step) {
+      // The walkthrough as shown: its input (step, panes, the followed element) and its plan.
+      const Walkthrough& w = s.walkthrough;
+      figure::WalkInput in = w.picture_generation == s.compute.generation ? w.picture_in : walk::walk_input(s);
+      in.pos = static_cast<float>(o.step);
+      figure::WalkPlan plan = w.plan;
+      figure::update_walk_plan(plan, in, o);
+      f = figure::walk_picture(in, plan, o).fig;
+    } else {
+      f = figure::build_figure(s.compute.trace, s.compute.tokens, o);
+    }
     const int scale = std::clamp(s.settings.capture_scale, 1, 4);
     std::string stem = doc_stem(s) + "-";
     if (view == figure::View::Grid) stem += "heads-" + std::string(stage_name(o.stage));
