@@ -68,7 +68,7 @@ void add_render(CLI::App& app, RenderOptions& o) {
                   "x head), layer L (every head of layer L), head L.H")
       ->expected(1, 2)
       ->capture_default_str();
-  sub->add_option("--head", o.head, "Head of --view head (default 0)");
+  sub->add_option("--head", o.head, "Head of --view head (default 0); with --view grid, the head framed as selected");
   sub->add_option("--step", o.step, "Walkthrough step of --view step: number from 0 or name (input, project, view, "
                                     "transpose, chunk, scores, mask, softmax, dropout, context, transpose_back, merge, "
                                     "concat, out_proj)");
@@ -148,6 +148,7 @@ int run_render(const RenderOptions& o) {
       if (o.pane == kPanes[p]) fo.pane = p;
     if (fo.pane < 0) return usage_error("--pane: '" + o.pane + "' is not one of q, k, v, all");
     fo.head = o.head < 0 ? 0 : o.head;
+    fo.frame_selected = o.head >= 0;  // --view grid --head N: head N framed, as the app frames its selected head
     if (fo.view == figure::View::Head && o.view.size() > 1 && !parse_int(o.view[1], fo.head))
       return usage_error("--view: head '" + o.view[1] + "' is not a head number");
 

@@ -197,8 +197,9 @@ std::string to_svg(const Figure& f);
 // tables and the masked colours, as JSON (the GUI's --screenshot sidecar, for an image file).
 std::string sidecar_json(const Figure& f, int scale, const std::string& image);
 // Every primitive, heatmap and hit of a figure as JSON, for tests that compare two lists
-// (the screen's and a capture's): geometry, text, classes and colours.
-std::string prims_json(const Figure& f);
+// (the screen's and a capture's): geometry, text, classes and colours; the heatmaps' values
+// when asked (a 12-head lesson of 256 tokens has 786,432).
+std::string prims_json(const Figure& f, bool values);
 
 // A colorbar tick with enough decimals to tell ticks `step` apart (two significant digits on
 // a log scale). Values in cells: format_value (walk_values.hpp), which the app prints through too.

@@ -193,7 +193,9 @@ int draw_heatmap(Builder& B, const HeatmapSpec& h, float x0, float y0, float cel
 
 // [SECTION] Colour bar and legend
 float colorbar_width(const Builder& B, const ColorScale& s) {
-  float w = 0;
+  // Room for the widest usual tick whatever the values: a new stage or range must not move
+  // the heatmaps (under the pointer, or between two slides).
+  float w = text_width("-00.000", B.ty.small);
   for (int k = 0; k <= 4; ++k)
     w = std::max(w, text_width(format_tick(scale_value(s, 1.0f - static_cast<float>(k) / 4.0f), (s.vmax - s.vmin) / 4.0f, s.log),
                                B.ty.small));

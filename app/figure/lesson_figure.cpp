@@ -153,7 +153,7 @@ Figure lesson_figure(const Trace& tr, const std::vector<std::string>& tokens, co
   const int T = tr.tokens, H = tr.heads;
   const bool one = o.view == View::Head;
   const Heads hv = head_values(tr, o);
-  const float top = header(B, tr, o, one);
+  const float top = std::ceil(header(B, tr, o, one));  // whole pixels: cells on the pixel grid
 
   const ColorScale bar = head_scale(hv, o, o.head);
   const float gap = 18.0f, title_h = line_h(B.ty.tile) + 2.0f;

@@ -351,7 +351,7 @@ std::string sidecar_json(const Figure& f, int scale, const std::string& image) {
   return j.dump(1) + "\n";
 }
 
-std::string prims_json(const Figure& f) {
+std::string prims_json(const Figure& f, bool with_values) {
   using nlohmann::json;
   static constexpr const char* kKinds[] = {"rect", "hatch", "text", "line", "gradient", "cells", "frame"};
   const auto color = [](Color c) { return json{c.r, c.g, c.b, c.a}; };
@@ -369,7 +369,8 @@ std::string prims_json(const Figure& f) {
   json heatmaps = json::array();
   for (const HeatmapInfo& h : f.heatmaps) {
     json values = json::array();
-    for (float v : h.values) values.push_back(std::isfinite(v) ? json(v) : json(nullptr));
+    if (with_values)
+      for (float v : h.values) values.push_back(std::isfinite(v) ? json(v) : json(nullptr));
     heatmaps.push_back(placement_json({h.head, h.x0, h.y0, h.x0 + h.cell * static_cast<float>(h.cols),
                                        h.y0 + h.cell * static_cast<float>(h.rows), h.rows, h.cols, h.scale.vmin,
                                        h.scale.vmax, h.scale.cmap, h.scale.log}));

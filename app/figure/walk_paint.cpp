@@ -18,9 +18,10 @@ Color mix_color(Color a, Color b, float t) {
   return {m(a.r, b.r), m(a.g, b.g), m(a.b, b.b), m(a.a, b.a)};
 }
 
-// Text with its top-left at (x, y) (the way rows of labels are laid out).
-void label(Frame& f, float x, float y, const std::string& s, Color c, const char* cls, int align = 0) {
-  f.B->text(x, y + text_ascent(f.sfh), s, f.sfh, c, align, cls);
+// Text with its top-left at (x, y) (the way rows of labels are laid out); cut with an
+// ellipsis to max_w when given.
+void label(Frame& f, float x, float y, const std::string& s, Color c, const char* cls, int align = 0, float max_w = 0.0f) {
+  f.B->text(x, y + text_ascent(f.sfh), max_w > 0.0f ? fit_text(s, f.sfh, max_w) : s, f.sfh, c, align, cls);
 }
 
 int cell_head(const Grid& g, const lay::Cell& c) {
@@ -425,14 +426,14 @@ void draw_chain_strip(Frame& f, int k, Point at, float width, float height) {
   copy.lim_blocks = mini.lim_blocks, copy.lim_rows = mini.lim_rows, copy.lim_cols = mini.lim_cols;
   float y = at.y;
   const std::int64_t sel = walk_selected_in(f.in, k);
-  label(f, at.x, y, "The same elements in each layout:", f.th.dim, "chain");
+  label(f, at.x, y, "The same elements in each layout:", f.th.dim, "chain", 0, width);
   y += label_h;
   for (std::size_t n = 0; n < gs.size(); ++n) {
     Grid& g = gs[n];
     const int si = chain[n];
     const lay::Step st = f.steps[static_cast<std::size_t>(si)];
     label(f, at.x, y, (si == k ? "> " : "") + tensor_label(f, st, g.pane_first) + "  " + shape_of(f, g.l),
-          si == k ? f.th.text : f.th.dim, "chain");
+          si == k ? f.th.text : f.th.dim, "chain", 0, width);
     g.ox = std::floor(at.x + 4.0f);
     g.oy = std::floor(y + label_h);
     for_visible(copy, g, [&](const lay::Cell& c, std::int64_t flat, Point p) {
@@ -448,7 +449,7 @@ void draw_chain_strip(Frame& f, int k, Point at, float width, float height) {
         Point a, b;
         if (pane_drawn(g, c.pane) && lay::visible(g.l, c) && cells_rect(copy, g, c.pane, c.block, c.row, c.row, c.col, c.col, a, b))
           outline(copy, a, b, kSelect, 2.0f);
-        label(f, at.x, g.oy + gy + 2.0f, tensor_label(f, st, c.pane) + index_text(f, g.l, c), f.th.text, "chain");
+        label(f, at.x, g.oy + gy + 2.0f, tensor_label(f, st, c.pane) + index_text(f, g.l, c), f.th.text, "chain", 0, width);
       }
     }
     y = g.oy + gy + label_h;

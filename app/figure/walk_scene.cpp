@@ -396,7 +396,15 @@ void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canv
     float best = max_cs;
     if (cw > 0) best = std::min(best, (aw - fw) / cw);
     if (ch > 0) best = std::min(best, (ah - fhh) / ch);
-    return std::floor(best);
+    best = std::floor(best);
+    // Titles wider than their cells make the size not quite linear: shrink until it fits.
+    for (int it = 0; it < 24 && best > 4.0f; ++it) {
+      f.cs = best;
+      const Point e = scene_size(f, build_scene(f, k));
+      if (e.x <= aw && e.y <= ah) break;
+      best = std::max(4.0f, std::min(best - 1.0f, std::floor(best * std::min(aw / e.x, ah / e.y))));
+    }
+    return best;
   };
   const float want = std::max(10.0f, f.sfh * 0.75f);  // below this, cells are too small to point at
   // Large sizes: a window of blocks, rows and columns with ellipses (per step: small steps

@@ -35,6 +35,7 @@ struct Settings {
   bool diverging_for_signed = true;       // signed score stages use the diverging map
   bool shared_scale = true;               // one value range for all heads
   bool scores_one_scale = false;          // one range for score stages 1-3 (shows the 1/sqrt(hd))
+  bool variant_keeps_d_out = false;       // switching the variant keeps d_out (else num_heads and head_dim)
   bool show_values = true;                // print values in cells when they fit
   bool log_weights = false;               // logarithmic colour scale for weights (large T)
   float left_width = 0.0f;  // the controls panel, dragged by its edge (0: from the font size)
@@ -102,6 +103,11 @@ struct Renderer {
   ScreenFigure lesson;           // the lesson's heatmaps (panel_heatmaps.cpp)
   ScreenFigure walk;             // the walkthrough's picture (panel_walkthrough.cpp)
   ScreenFigure compare;          // the wrapper vs weight split patterns (panel_walk_compare.cpp)
+  ScreenFigure shapes;           // the shapes strip (panel_shapes.cpp)
+  // The figure the centre view drew this frame and its name ("lesson", "walk", "compare",
+  // "model"): what F12 captures, and what the tests compare a capture with.
+  const ScreenFigure* centre = nullptr;
+  std::string centre_name;
   int uploads_last_frame = 0;    // textures re-uploaded this frame
   std::int64_t uploads_total = 0;
   std::deque<HeatmapDraw> draws;  // stable addresses for draw callbacks
@@ -140,6 +146,7 @@ struct Ui {
   bool focus_tokens = false;     // give the tokens field the keyboard
   double focus_asked_at = 0.0;
   std::string tokens_insert;     // then append this at its end (the run typed so far)
+  double typed_to_tokens_at = -1e9;  // when typing with nothing focused last went to the tokens (said under the field)
   int first_column = 0;          // the embedding table's first value column shown (d_in > 60)
   std::string typing_slider;     // the size slider Ctrl+clicked to type a value (its label)
   int typing_value = 0;
@@ -287,7 +294,7 @@ void record_frame(AppState& s, const char* name);   // last item's frame (withou
 void draw_refusal(AppState& s, const char* where);  // the refused edit's reason, if it was made there
 void draw_edit_menu(AppState& s);       // panel_menu.cpp: Undo NAME, Redo NAME
 std::string ms_text(double ms);         // panel_model.cpp: "12.3 µs" below 0.1 ms, else ms; < 0: "not timed"
-std::string thousands(std::int64_t v);  // panel_shapes.cpp: 124439808 -> "124,439,808"
+std::string thousands(std::int64_t v);  // figure/shapes_figure.hpp: 124439808 -> "124,439,808"
 
 // [SECTION] The trained model (model_actions.cpp, panel_model.cpp, panel_model_view.cpp)
 void open_model(AppState& s, const std::string& path);  // loads on the worker; the current model stays until it succeeds

@@ -8,6 +8,8 @@
 #include <imgui.h>
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "figure/figure.hpp"
@@ -34,16 +36,22 @@ struct ScreenFigure {
   std::vector<HeadTexture> textures;     // one per heatmap
   ImVec2 origin{0, 0};                   // where it was drawn last (screen pixels)
   bool drawn = false;                    // drawn this frame
+  // The same figure for other options (a capture's theme and caption) and the name a capture
+  // of it gets ("heads-weights", "step5"); set by the panel that shows it.
+  std::function<figure::Figure(const figure::Options&)> rebuild;
+  std::string stem;
   void set(figure::Figure f) {
     fig = std::move(f);
     ++generation;
   }
   // Builds with build(o) when the options or the data changed since the last build (never
   // per frame otherwise); true when it did.
-  template <class Build>
-  bool ensure(const figure::Options& o, std::uint64_t data, Build&& build) {
+  // build must stay valid after the call (it is kept as rebuild): capture the app's state,
+  // not the caller's locals.
+  bool ensure(const figure::Options& o, std::uint64_t data, std::function<figure::Figure(const figure::Options&)> build) {
+    rebuild = std::move(build);
     if (data == source && o == opts && generation > 0) return false;
-    figure::Figure f = build(o);
+    figure::Figure f = rebuild(o);
     opts = o;
     source = data;
     set(std::move(f));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "app_state.hpp"
+#include "figure/figure.hpp"
 #include "figure/sidecar.hpp"
 
 namespace mhaviz::gui {
@@ -195,6 +196,20 @@ nlohmann::json model_state_json(const AppState& s) {
 }
 }  // namespace
 
+namespace {
+// The centre view's figure as drawn last frame: its name, where it is on screen, the canvas
+// and text size it was laid out for, and its display list (without the heatmaps' values).
+nlohmann::json centre_figure_json(const AppState& s) {
+  const ScreenFigure* f = s.renderer.centre;
+  if (!f) return nullptr;
+  return {{"name", s.renderer.centre_name},
+          {"origin", {f->origin.x, f->origin.y}},
+          {"canvas", {f->opts.canvas.width, f->opts.canvas.height}},
+          {"font", f->opts.type.title},
+          {"display_list", nlohmann::json::parse(figure::prims_json(f->fig, false))}};
+}
+}  // namespace
+
 void write_state_dump(AppState& s, const std::string& path) {
   const Trace& t = s.compute.trace;
   nlohmann::json shapes;
@@ -240,6 +255,7 @@ void write_state_dump(AppState& s, const std::string& path) {
       {"widgets", probe_json(s.probe)["widgets"]},
       {"walk", probe_json(s.probe)["walk"]},
       {"model", model_state_json(s)},
+      {"figure", centre_figure_json(s)},
   };
   try {
     write_file_atomic(path, j.dump(1) + "\n");

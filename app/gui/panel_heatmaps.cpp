@@ -105,21 +105,23 @@ void draw_toolbar(AppState& s) {
   flow(check_w("shared scale"));
   ImGui::Checkbox("shared scale", &s.settings.shared_scale);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("One colour scale for all heads (off: each head its own range)");
-  if (signed_stage(s.view.stage)) {
-    flow(check_w("one scale for 1-3"));
-    ImGui::Checkbox("one scale for 1-3", &s.settings.scores_one_scale);
-    record_widget(s, "scores_one_scale");
-    if (ImGui::IsItemHovered())
-      ImGui::SetTooltip(
-          "Raw, masked and scaled scores on one colour range: stage 3's division by sqrt(head_dim)\nthen shows as paler "
-          "colours (each stage on its own range looks the same as the one before)");
-  } else {
-    flow(check_w("log"));
-    ImGui::Checkbox("log", &s.settings.log_weights);
-    if (ImGui::IsItemHovered()) {
-      ImGui::SetTooltip("Logarithmic colour scale for weights: with many tokens most weights are tiny (~1/T)");
-    }
-  }
+  // Both always there (one of them greyed out): the toolbar keeps its rows whatever the stage,
+  // so the heatmaps below never move when the stage changes.
+  ImGui::BeginDisabled(!signed_stage(s.view.stage));
+  flow(check_w("one scale for 1-3"));
+  ImGui::Checkbox("one scale for 1-3", &s.settings.scores_one_scale);
+  record_widget(s, "scores_one_scale");
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip(
+        "Raw, masked and scaled scores (stages 1-3) on one colour range: stage 3's division by sqrt(head_dim)\nthen "
+        "shows as paler colours (each stage on its own range looks the same as the one before)");
+  ImGui::EndDisabled();
+  ImGui::BeginDisabled(signed_stage(s.view.stage));
+  flow(check_w("log"));
+  ImGui::Checkbox("log", &s.settings.log_weights);
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("Logarithmic colour scale for weights: with many tokens most weights are tiny (~1/T)");
+  ImGui::EndDisabled();
   flow(fh * 6);
   ImGui::SetNextItemWidth(fh * 6);
   // The preview names the map the heatmaps use: signed scores show in the diverging map
@@ -164,13 +166,18 @@ void draw_heatmaps(AppState& s) {
   ScreenFigure& f = s.renderer.lesson;
   const figure::Options o = figure_options(s, s.view.enlarged ? figure::View::Head : figure::View::Grid, avail);
   try {
-    f.ensure(o, s.compute.generation, [&](const figure::Options& x) {
-      return figure::build_figure(s.compute.trace, s.compute.tokens, x);
+    AppState* sp = &s;
+    f.ensure(o, s.compute.generation, [sp](const figure::Options& x) {
+      return figure::build_figure(sp->compute.trace, sp->compute.tokens, x);
     });
+    f.stem = (o.view == figure::View::Head ? "head" + std::to_string(o.head) : std::string("heads")) + "-" +
+             std::string(stage_name(o.stage));
   } catch (const std::exception& e) {
     ImGui::TextWrapped("%s", e.what());
     return;
   }
+  s.renderer.centre = &f;
+  s.renderer.centre_name = "lesson";
   draw_figure(s, f, origin);
   for (const figure::HeatmapInfo& h : f.fig.heatmaps)
     s.ui.cell_layout.push_back({h.head, origin.x + h.x0, origin.y + h.y0, origin.x + h.x0 + h.cell * static_cast<float>(h.cols),

@@ -1,5 +1,6 @@
 // Tokens and their embeddings: a text field (split on whitespace) and a T x d_in table
 // edited by dragging or typing (double-click or Ctrl+click a value to type it).
+#include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -63,7 +64,20 @@ void draw_tokens(AppState& s) {
     apply_token_text(s, s.ui.token_text);
   }
   record_widget(s, "tokens");
-  draw_refusal(s, "tokens");
+  // Two lines under the field, always there: a refusal or a note coming or going never moves
+  // the table below (under the pointer of someone about to drag a value).
+  const float note_h = ImGui::GetTextLineHeightWithSpacing() * 2.0f;
+  ImGui::BeginChild("tokens_note", ImVec2(-1.0f, note_h), false, ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  if (s.ui.refusal_where == "tokens" && glfwGetTime() < s.ui.refusal_until) {
+    draw_refusal(s, "tokens");
+  } else if (glfwGetTime() - s.ui.typed_to_tokens_at < 8.0) {
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "%s",
+                       "Typed with no field selected: it went into the tokens (Ctrl+Z takes it back).");
+    ImGui::PopTextWrapPos();
+    record_widget(s, "typed_note");
+  }
+  ImGui::EndChild();
   if (!ImGui::IsItemActive() && split_tokens(s.ui.token_text).empty()) s.ui.token_text_stale = true;
 
   const int d_in = ses.d_in();

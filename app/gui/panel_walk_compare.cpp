@@ -74,10 +74,15 @@ void draw_compare_tab(AppState& s) {
   figure::Options o = figure_options(s, figure::View::Grid, canvas);
   o.head = head;
   ScreenFigure& f = s.renderer.compare;
-  f.ensure(o, c.generation * 1000003u + static_cast<std::uint64_t>(c.heads), [&](const figure::Options& x) {
-    return figure::compare_figure(c.wrapper, c.split, "Wrapper: head's own module", "Weight split: q.view + transpose",
-                                  s.compute.tokens, x);
+  AppState* sp = &s;
+  f.ensure(o, c.generation * 1000003u + static_cast<std::uint64_t>(c.heads), [sp](const figure::Options& x) {
+    const Comparison& cc = sp->walkthrough.cmp;
+    return figure::compare_figure(cc.wrapper, cc.split, "Wrapper: head's own module", "Weight split: q.view + transpose",
+                                  sp->compute.tokens, x);
   });
+  f.stem = "compare-head" + std::to_string(head);
+  s.renderer.centre = &f;
+  s.renderer.centre_name = "compare";
   draw_figure(s, f, ImGui::GetCursorScreenPos());
   ImGui::Dummy(ImVec2(static_cast<float>(f.fig.width), static_cast<float>(f.fig.height)));
 

@@ -54,8 +54,14 @@ const figure::WalkPicture& picture(AppState& s, const figure::WalkInput& in, ImV
     w.picture_in = in;
     w.picture_opts = o;
     w.picture_generation = s.compute.generation;
-    s.renderer.walk.opts = o;
-    s.renderer.walk.set(w.picture.fig);
+    ScreenFigure& f = s.renderer.walk;
+    f.opts = o;
+    f.set(w.picture.fig);
+    // A capture: this picture (the same input and plan) in the capture's theme.
+    const figure::WalkPlan plan = w.plan;
+    f.rebuild = [in, plan](const figure::Options& x) { return figure::walk_picture(in, plan, x).fig; };
+    const int n = static_cast<int>(figure::walk_steps(in).size());
+    f.stem = "step" + std::to_string(std::clamp(static_cast<int>(std::lround(in.pos)), 0, n - 1) + 1);
   }
   return w.picture;
 }
@@ -112,6 +118,8 @@ void draw_walkthrough_tab(AppState& s) {
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   ImDrawList* dl = ImGui::GetWindowDrawList();
   dl->PushClipRect(origin, ImVec2(origin.x + canvas.x, origin.y + canvas.y), true);
+  s.renderer.centre = &s.renderer.walk;
+  s.renderer.centre_name = "walk";
   draw_figure(s, s.renderer.walk, origin);
   dl->PopClipRect();
   ImGui::Dummy(canvas);

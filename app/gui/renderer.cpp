@@ -174,7 +174,7 @@ void delete_texture(HeadTexture& t) {
 }
 
 void renderer_shutdown(Renderer& r) {
-  for (ScreenFigure* f : {&r.lesson, &r.walk, &r.compare})
+  for (ScreenFigure* f : {&r.lesson, &r.walk, &r.compare, &r.shapes})
     for (HeadTexture& t : f->textures) delete_texture(t);
   for (auto& h : r.model_thumbs) {
     if (h.tex) glDeleteTextures(1, &h.tex);

@@ -108,7 +108,7 @@ void draw_options_row(AppState& s, const Steps& st) {
     ImGui::SameLine();
     if (ImGui::RadioButton(std::string(variant_name(x)).c_str(), v == x) && v != x) {
       ModelConfig& c = s.doc.session.model;
-      c = with_variant(c, x);  // the Model panel's edit: keeps num_heads and head_dim
+      c = with_variant(c, x, s.settings.variant_keeps_d_out ? VariantKeeps::DOut : VariantKeeps::HeadDim);  // the Model panel's edit
       s.ui.preferred_heads = c.num_heads;
       mark_model_dirty(s, "switch to " + std::string(variant_name(x)), "variant");
     }
