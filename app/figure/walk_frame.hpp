@@ -78,6 +78,7 @@ struct Frame {
   int cells = 0;
   int legend_swatches = 0;
   WalkRecord* rec = nullptr;  // what the result and operand grids printed (tests)
+  float right_limit = 1.0e9f; // moving cells never swing past this x (the scene's canvas)
 };
 
 inline const std::vector<std::string>& tokens(const Frame& f) { return *f.in.tokens; }

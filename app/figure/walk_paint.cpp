@@ -298,7 +298,8 @@ void draw_moving(Frame& fa, Frame& fb, Grid& from, Grid& to, lay::Move m, float 
     Point p{p0.x + (p1.x - p0.x) * pr, p0.y + (p1.y - p0.y) * pr};
     // Elements moving down swing out to the right on their way, so that rows do not pass
     // through each other (the transpose pulls a head's rows out and stacks them below).
-    if (p1.y > p0.y + 0.5f * fb.cs) p.x += std::sin(pr * 3.14159265f) * swing;
+    if (p1.y > p0.y + 0.5f * fb.cs)
+      p.x = std::min(p.x + std::sin(pr * 3.14159265f) * swing, std::max(p.x, fa.right_limit - fb.cs));
     const Look b = look_of(fb, to, tc, g);
     Look mixd = pr < 0.5f ? a : b;
     mixd.fill = mix_color(a.fill, b.fill, pr);

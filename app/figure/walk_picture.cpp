@@ -31,8 +31,9 @@ std::int64_t walk_selected_in(const WalkInput& in, int k) {
 namespace {
 
 // [SECTION] Regions of the picture: header (with the legend), scene, chain strip
-// The header starts nearer the top than other figures: on screen the panel's padding is above it.
-constexpr float kTop = 8.0f;
+// The header starts nearer the top than other figures: on screen the panel's padding is above it
+// (and every pixel of height is a bigger cell at 1280 x 800).
+constexpr float kTop = 4.0f;
 
 std::string shape_text(const Frame& f, lay::Step st) {
   const Trace& tr = f.tr;
@@ -122,7 +123,7 @@ float line_height(const Frame& f) { return std::ceil(f.sfh * 1.5f); }
 // its cells are drawn): planning never gives the header less room than drawing takes.
 float header_height(const Frame& f, lay::Step st) {
   const int lines = header_of(f, st, -88.88f).lines;
-  return std::ceil(kTop + text_ascent(f.o.type.title) + static_cast<float>(lines - 1) * line_height(f) + 14.0f);
+  return std::ceil(kTop + text_ascent(f.o.type.title) + static_cast<float>(lines - 1) * line_height(f) + 8.0f);
 }
 
 float strip_width(const Options& o) { return std::floor(std::clamp(o.canvas.width * 0.22f, o.type.label * 11.0f, o.type.label * 19.0f)); }
@@ -133,7 +134,7 @@ Canvas scene_canvas(const Frame& f, int k) {
   const float strip = chain_of(f, k).size() >= 2 ? strip_width(f.o) + 12.0f : 0.0f;
   const lay::Step st = f.steps[static_cast<std::size_t>(k)];
   return {std::max(80.0f, f.o.canvas.width - 2.0f * detail::kMargin - strip),
-          std::max(80.0f, f.o.canvas.height - header_height(f, st) - 8.0f)};
+          std::max(80.0f, f.o.canvas.height - header_height(f, st) - 4.0f)};
 }
 
 float draw_legend(Frame& f, const std::vector<LegendItem>& items, float x, float baseline) {
@@ -270,6 +271,7 @@ WalkPicture walk_picture(const WalkInput& in, const WalkPlan& plan, const Option
   float top = header_height(f, f.steps[static_cast<std::size_t>(k)]);
   if (pic.moving) top = std::max(top, header_height(f, f.steps[static_cast<std::size_t>(k + 1)]));
   use_step(f, plan, k);
+  f.right_limit = detail::kMargin + scene_canvas(f, k).width;
   Scene cur = build_scene(f, k);
   place_scene(f, cur, {detail::kMargin, top});
   if (pic.moving)

@@ -12,6 +12,7 @@
 #include "canvas.hpp"
 #include "colormap.hpp"
 #include "figure/sidecar.hpp"
+#include "figure/walk_figure.hpp"
 #include "gui.hpp"
 #include "file_list.hpp"
 #include "history.hpp"
@@ -206,19 +207,14 @@ struct Paths {
 // here; the UI never reads it back; capture.cpp turns it into JSON in one function.
 struct Introspection {
   std::map<std::string, std::vector<float>> widgets;  // name -> x0,y0,x1,y1
-  struct Walk {
+  // What the walkthrough's picture drew (figure::WalkRecord: cells, the diverging legend's
+  // swatches, titles, block and key labels, the first cells of the result and its operands as
+  // printed) and the panel's own state.
+  struct Walk : figure::WalkRecord {
     float pos = 0.0f, target = 0.0f;
     bool playing = false;
-    int cells = 0;                          // cells drawn this frame
-    int legend_swatches = 0;                // the diverging legend of signed scores
-    int plan_builds = 0;                    // times the step plan was built (cached on its inputs)
-    std::vector<std::string> titles;        // pane titles of the step's result
-    std::vector<std::string> block_labels;  // labels above its blocks ("token 0: Your", "head 1")
-    std::vector<std::string> key_labels;    // column labels of an attention grid (the key tokens)
-    std::vector<std::string> values;        // its first cells as printed (pane 0, row-major, at most 16)
-    std::vector<std::string> operand_titles;  // pane titles of the grids the step reads (out_proj: merged)
-    std::vector<std::string> operand_values;  // their first cells as printed (in drawing order, at most 16)
-    std::vector<std::string> inspector;     // the inspector's lines (strings built before drawing)
+    int plan_builds = 0;                 // times the step plan was built (cached on its inputs)
+    std::vector<std::string> inspector;  // the inspector's lines (strings built before drawing)
     bool operator==(const Walk&) const = default;
   } walk;
   std::string refusal;     // the last edit refused, as shown

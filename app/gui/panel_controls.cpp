@@ -90,6 +90,17 @@ void draw_controls(AppState& s) {
       }
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kVariantSwitchNote);
     }
+    // What a switch keeps: the same heads, or the book's comparison at one d_out.
+    ImGui::Separator();
+    ImGui::TextDisabled("switching keeps");
+    if (ImGui::RadioButton("num_heads and head_dim (the same heads)", !s.settings.variant_keeps_d_out))
+      s.settings.variant_keeps_d_out = false;
+    if (ImGui::RadioButton("d_out, as the book compares them", s.settings.variant_keeps_d_out)) s.settings.variant_keeps_d_out = true;
+    record_widget(s, "keep_d_out");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "The wrapper's heads each give d_out columns; weight_split divides d_out among its heads\n"
+          "(MultiHeadAttention(d_out=2, num_heads=2): heads of head_dim 1, as in the book)");
     ImGui::EndCombo();
   }
   record_frame(s, "variant");
@@ -100,19 +111,7 @@ void draw_controls(AppState& s) {
       "(the Transformer tutorial's qkv_layer).\n" + std::string(kVariantSwitchNote);
   help_marker(variant_help.c_str());
   draw_refusal(s, "variant");
-  // What a switch keeps: the same heads, or the book's comparison at one d_out.
-  ImGui::AlignTextToFramePadding();
-  ImGui::TextDisabled("switching keeps");
-  ImGui::SameLine();
-  if (ImGui::RadioButton("head_dim", !s.settings.variant_keeps_d_out)) s.settings.variant_keeps_d_out = false;
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("num_heads and head_dim: the same heads of the same width in every variant");
-  ImGui::SameLine();
-  if (ImGui::RadioButton("d_out##keep", s.settings.variant_keeps_d_out)) s.settings.variant_keeps_d_out = true;
-  record_widget(s, "keep_d_out");
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip(
-        "d_out, as the book compares them: the wrapper's heads each give d_out columns,\n"
-        "weight_split divides d_out among its heads (d_out = 2, 2 heads: head_dim 1)");
+
 
   // [SECTION] Sizes
   int d_in = s.doc.session.d_in();

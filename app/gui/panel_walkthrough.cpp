@@ -127,6 +127,7 @@ void draw_walkthrough_tab(AppState& s) {
 
   ImGui::Separator();
   Introspection::Walk rec;
+  static_cast<figure::WalkRecord&>(rec) = pic.record;
   if (still) {
     const figure::Inspection insp = figure::inspect(in, k, figure::walk_selected_in(in, k), s.view.head);
     draw_inspection(insp);
@@ -139,15 +140,7 @@ void draw_walkthrough_tab(AppState& s) {
   rec.pos = w.pos;
   rec.target = w.target;
   rec.playing = w.playing;
-  rec.cells = pic.record.cells;
-  rec.legend_swatches = pic.record.legend_swatches;
   rec.plan_builds = w.plan.builds;
-  rec.titles = pic.record.titles;
-  rec.block_labels = pic.record.block_labels;
-  rec.key_labels = pic.record.key_labels;
-  rec.values = pic.record.values;
-  rec.operand_titles = pic.record.operand_titles;
-  rec.operand_values = pic.record.operand_values;
   s.probe.walk = std::move(rec);
 }
 
