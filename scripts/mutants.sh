@@ -16,7 +16,9 @@
 # MUTANTS_DIR (default /tmp/mhaviz-mutants) holds the copy (src/) and its dev-preset build;
 # a second run reuses it and rebuilds only what changed. The suite must pass unmutated
 # first. A mutation whose text is no longer in its file stops the run (the list is out of
-# date); one that does not compile counts as neither killed nor survived.
+# date); one that does not compile counts as neither killed nor survived, nor does one whose
+# tests pass with some of them skipped because this CPU cannot run the code (AVX-512 under
+# MUTANTS_CPU=max): "skipped on this CPU".
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${MUTANTS_DIR:-/tmp/mhaviz-mutants}
@@ -53,6 +55,27 @@ mutant avx512-col-remainder "AVX-512 tile: the second register's column mask one
 mutant avx2-col-remainder "AVX2 tile: the second register's column mask one column short (last column unwritten)" \
   "$CORE" "$KERNEL_TESTS" \
   core/src/gemm.cpp "_mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15)" "_mm256_setr_epi32(9, 10, 11, 12, 13, 14, 15, 16)"
+mutant avx512-tile-rows "AVX-512: an 11-row edge tile computes 10 rows (the last row of m = 11, 23 ... unwritten)" \
+  "$CORE" "$KERNEL_TESTS" \
+  core/src/gemm.cpp "tile<11, Full>, tile<12, Full>}" "tile<10, Full>, tile<12, Full>}"
+mutant avx2-tile-rows "AVX2: a 3-row edge tile computes 2 rows (the last row of m = 3, 9, 15 ... unwritten)" \
+  "$CORE" "$KERNEL_TESTS" \
+  core/src/gemm.cpp "tile2<3, Full>," "tile2<2, Full>,"
+mutant avx2-lane-mask "AVX2 tile: the first register's column mask lets a 7-column edge write an eighth column" \
+  "$CORE" "$KERNEL_TESTS" \
+  core/src/gemm.cpp "_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)" "_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 6)"
+mutant recover-heads-zero "session recovery keeps num_heads 0 (d_out % num_heads divides by zero for a split variant)" \
+  "$CORE" '^SessionRecover\.' \
+  core/src/session_recover.cpp '"model.num_heads", 1, Limits::kMaxHeads' '"model.num_heads", 0, Limits::kMaxHeads'
+mutant recover-view-head "session recovery clamps the view's head to num_heads, one past the last" \
+  "$CORE" '^SessionRecover\.|^Session\.' \
+  core/src/session_recover.cpp '"view.head", 0, heads - 1,' '"view.head", 0, heads,'
+mutant st-end-boundary "safetensors: a tensor ending one byte past the data accepted (and read)" \
+  "$CORE" '^Safetensors\.' \
+  core/src/safetensors.cpp "if (t.end > data_size)" "if (t.end > data_size + 1)"
+mutant st-dtype-size "safetensors: I64 sized 4 bytes instead of 8" \
+  "$CORE" '^Safetensors\.' \
+  core/src/safetensors.cpp '{StDtype::I64, "I64", 8, false}' '{StDtype::I64, "I64", 4, false}'
 mutant atomic-in-place "write_file_atomic truncates and writes the target itself instead of temp + rename" \
   "$CORE" '^Session\.' \
   core/src/session.cpp "const int fd = ::mkstemp(name.data());" "const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);" \
@@ -85,6 +108,18 @@ mutant init-bound "kaiming_uniform bound sqrt(6)·std instead of sqrt(3)·std" \
 mutant npy-header "NPY header padded to 16 bytes instead of 64" \
   "$CORE mhaviz" '^Export\.|^cli$' \
   core/src/export.cpp "header.append((64 - unpadded % 64) % 64, ' ');" "header.append((16 - unpadded % 16) % 16, ' ');"
+mutant diverging-sign "diverging colour scale as wide as the largest positive value only (a more negative score off the map)" \
+  "app_tests" '^ColorScale\.' \
+  app/figure/colormap.cpp "const float m = std::max(std::fabs(lo), std::fabs(hi));" "const float m = std::fabs(hi);"
+mutant diverging-picked "signed scores on the diverging map picked by hand get [lo, hi], zero off the map's middle" \
+  "app_tests" '^ColorScale\.' \
+  app/figure/colormap.cpp "(diverging_for_signed || sequential == Colormap::Diverging)" "(diverging_for_signed)"
+mutant log-floor "log colour scale's floor three decades below the largest weight instead of four" \
+  "app_tests" '^ColorScale\.' \
+  app/figure/colormap.cpp "out.vmin = std::max(min_pos, hi * 1e-4f);" "out.vmin = std::max(min_pos, hi * 1e-3f);"
+mutant head-clamp "the app no longer keeps the selected head within the trace's heads (--head 99, fewer heads)" \
+  "mhaviz" '^gui_head_clamp$' \
+  app/gui/document.cpp "s.view.head = std::clamp(s.view.head, 0, std::max(0, c.trace.heads - 1));" "s.view.head = std::max(0, s.view.head);"
 mutant autosave "no autosave while the app runs (only on a clean exit)" \
   "mhaviz" '^gui_kill9$' \
   app/gui/app.cpp "if (!L.measuring && glfwGetTime() - s.last_edit_time > 1.0) autosave(s);" "if (false) autosave(s);"
@@ -141,12 +176,17 @@ PY
   [ "$stale" -eq 0 ]
 }
 
-# The tests CTest lists as failed in LOG: the first three names, and how many more.
+# The tests CTest (or a gtest binary run alone) lists as failed in LOG: the first three names,
+# and how many more.
 killers() {
   local names n
-  names=$({ grep -E '^[[:space:]]*[0-9]+ - .*\((Failed|Timeout|Subprocess|SEGFAULT|Exception)' "$1" |
+  # CTest's closing list: "27 - NAME (Failed)", "(Timeout)", "(SEGFAULT)", "(NUMERICAL)" for SIGFPE ...
+  names=$({ grep -E '^[[:space:]]*[0-9]+ - [^ ]+ \([A-Za-z ]+\)$' "$1" |
     sed -E 's/^[[:space:]]*[0-9]+ - ([^ ]+).*/\1/'; grep -E '^\[  FAILED  \] [^ ]+(, | \(|$)' "$1" |
     sed -E 's/^\[  FAILED  \] ([^ ,]+).*/\1/'; } | awk '!seen[$0]++' || true)
+  # A gtest binary run directly (under qemu) that died in a test: the test it was running.
+  [ -n "$names" ] || names=$(awk '/^\[ RUN      \]/ { run = $4 } /^\[ +(OK|FAILED|SKIPPED) +\] [^ ]+ \(/ { run = "" }
+                                  END { if (run != "") print run " (crashed)" }' "$1")
   n=$(printf '%s\n' "$names" | grep -c . || true)
   printf '%s' "$(printf '%s\n' "$names" | head -3 | paste -sd, -)"
   if [ "$n" -gt 3 ]; then printf ' and %d more' $((n - 3)); fi
@@ -193,7 +233,7 @@ main() {
   fi
   echo "baseline: $(grep -E 'tests passed|^\[  PASSED  \]|^\[  SKIPPED \] [0-9]|^\[ backends \]' "$LOG/baseline.log" | paste -sd' ' - || true)"
 
-  local killed=0 survived=0 broken=0 survivors=()
+  local killed=0 survived=0 broken=0 unrunnable=0 survivors=() skips=()
   for id in "${chosen[@]}"; do
     edit apply "$id"
     local verdict log="$LOG/$id.log"
@@ -203,13 +243,20 @@ main() {
       broken=$((broken + 1))
       cp "$LOG/build.log" "$log"
     elif tests "${TESTS[$id]}" "$log"; then
-      verdict="SURVIVED"
-      # A mutation in code this CPU cannot run survives with its tests skipped: say so.
+      # A mutation in code this CPU cannot run (AVX-512 on an AVX2 CPU) passes with the tests
+      # that would run that code skipped: counted apart, neither killed nor survived (on a
+      # CPU that runs every backend nothing is skipped, and such a mutation is judged there).
       local skipped
       skipped=$(grep -cE '\*\*\*Skipped|^\[  SKIPPED \] [^ ]+ \([0-9]+ ms\)' "$log" || true)
-      [ "$skipped" -gt 0 ] && verdict+=" ($skipped of its tests skipped on this CPU)"
-      survived=$((survived + 1))
-      survivors+=("$id")
+      if [ "$skipped" -gt 0 ]; then
+        verdict="skipped on this CPU ($skipped of its tests cannot run here)"
+        unrunnable=$((unrunnable + 1))
+        skips+=("$id")
+      else
+        verdict="SURVIVED"
+        survived=$((survived + 1))
+        survivors+=("$id")
+      fi
     else
       verdict="killed by $(killers "$log")"
       killed=$((killed + 1))
@@ -218,7 +265,8 @@ main() {
     printf '%-22s %s\n' "$id" "$verdict"
   done
   local total=$((killed + survived))
-  echo "killed $killed, survived $survived${survivors:+ (${survivors[*]})}, did not compile $broken;" \
+  echo "killed $killed, survived $survived${survivors:+ (${survivors[*]})}," \
+    "skipped on this CPU $unrunnable${skips:+ (${skips[*]})}, did not compile $broken;" \
     "kill rate $killed/$total = $(awk -v k=$killed -v t=$total 'BEGIN { printf "%.0f%%", t ? 100 * k / t : 0 }')"
   echo "logs: $LOG"
 }

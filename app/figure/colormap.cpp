@@ -86,8 +86,15 @@ std::array<unsigned char, 3> colormap_lut(Colormap c, int i) {
 
 ColorScale color_scale(float lo, float hi, float min_pos, bool signed_values, Colormap sequential,
                        bool diverging_for_signed, bool log_scale) {
+  // An extreme that is not finite (a masked cell's -inf) says nothing about the range.
+  if (!std::isfinite(lo)) lo = std::isfinite(hi) ? hi : 0.0f;
+  if (!std::isfinite(hi)) hi = lo;
+  if (!std::isfinite(min_pos)) min_pos = 0.0f;
   ColorScale out{lo, hi, sequential};
-  if (signed_values && diverging_for_signed) {
+  // Signed values on the diverging map, whether the signed stages ask for it or it is the
+  // map picked: zero is its neutral middle, so the range is as wide below zero as above,
+  // whichever sign reaches further.
+  if (signed_values && (diverging_for_signed || sequential == Colormap::Diverging)) {
     const float m = std::max(std::fabs(lo), std::fabs(hi));
     out = {-m, m, Colormap::Diverging};
   } else if (!signed_values) {

@@ -32,9 +32,11 @@ struct ColorScale {
   Colormap cmap = Colormap::Viridis;
   bool log = false;  // logarithmic from vmin > 0 to vmax
 };
-// lo, hi: finite extremes of the values shown; min_pos: smallest value > 0 (0 if none).
-// Signed values (scores) get a symmetric range, on the diverging map when asked; weights
-// start at zero, or (log_scale) at most four decades below the largest weight.
+// lo, hi: extremes of the values shown (one that is not finite is ignored); min_pos: smallest
+// value > 0 (0 if none). Signed values (scores) on the diverging map (diverging_for_signed, or
+// the map picked) get a range symmetric about zero, [-max |v|, max |v|]; on a sequential map
+// [lo, hi]. Weights start at zero, or (log_scale) at the floor: the smallest positive weight,
+// but at most four decades below the largest (vmin = max(min_pos, hi / 10^4)).
 ColorScale color_scale(float lo, float hi, float min_pos, bool signed_values, Colormap sequential,
                        bool diverging_for_signed, bool log_scale);
 // Position on the scale (0..1, not clamped) of a value, and back; as shaders/heatmap.frag maps it.

@@ -126,6 +126,9 @@ void recompute(AppState& s) {
 }
 }  // namespace
 
+// The one place the view's batch item and head are brought within the trace (--head 99, a
+// num_heads lowered under the last head, a file's view): every frame starts with a refresh,
+// and whatever draws or captures the trace refreshes first.
 void refresh(AppState& s) {
   Compute& c = s.compute;
   if (c.model_dirty || c.input_dirty) recompute(s);

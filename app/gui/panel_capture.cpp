@@ -76,9 +76,9 @@ figure::Options for_capture(const AppState& s, figure::Options o) {
 figure::Options figure_options(const AppState& s, figure::View view, ImVec2 canvas) {
   figure::Options o;
   o.view = view;
-  o.head = std::clamp(s.view.head, 0, std::max(0, s.compute.trace.heads - 1));
+  o.head = s.view.head;  // within the trace: refresh() keeps them there, and a capture refreshes first
   o.stage = s.view.stage;
-  o.batch = std::clamp(s.view.batch, 0, std::max(0, s.compute.trace.batch - 1));
+  o.batch = s.view.batch;
   o.colormap = s.settings.colormap;
   o.diverging_for_signed = s.settings.diverging_for_signed;
   o.shared_scale = s.settings.shared_scale;
@@ -118,7 +118,7 @@ Tensor shown_matrix(const AppState& s) {
   const Trace& tr = s.compute.trace;
   Tensor m;
   m.shape = {tr.tokens, tr.tokens};
-  m.data = tr.stage_matrix(s.view.stage, std::clamp(s.view.batch, 0, tr.batch - 1), std::clamp(s.view.head, 0, tr.heads - 1));
+  m.data = tr.stage_matrix(s.view.stage, s.view.batch, s.view.head);
   return m;
 }
 

@@ -292,6 +292,10 @@ const unsigned char* SafetensorsFile::bytes_of(const StTensor& t) const {
   return base_ + data_start_ + t.begin;
 }
 
+std::span<const unsigned char> SafetensorsFile::raw(const StTensor& t) const {
+  return {base_ + data_start_ + t.begin, static_cast<std::size_t>(t.end - t.begin)};
+}
+
 void SafetensorsFile::read(const StTensor& t, float* out) const {
   const unsigned char* p = bytes_of(t);
   const auto n = static_cast<std::size_t>(t.numel());

@@ -2,9 +2,15 @@
 // autosave written by an older build, a hand-edited file). Every repair moves a value to
 // the nearest one the format accepts, and is listed; the result goes through parse_session,
 // so what it returns is exactly as valid as any file.
+//
+// Every number is brought inside the bounds the validator checks (the Limits of session.hpp,
+// and the model's own sizes for the view's head and batch item) before anything computes
+// with it: a num_heads of 0 would otherwise reach d_out % num_heads.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "mhaviz/session.hpp"
@@ -15,10 +21,19 @@ using json = nlohmann::json;
 
 namespace {
 
+using Repairs = std::vector<std::string>;
+
 std::string num(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
+}
+
+// A value as the file holds it, short enough for a one-line repair.
+std::string shown(const json& v) {
+  if (v.is_null()) return "missing";
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
 }
 
 // The longest prefix of at most max_bytes that ends on a whole UTF-8 character.
@@ -29,9 +44,21 @@ std::string cut_utf8(const std::string& s, std::size_t max_bytes) {
   return s.substr(0, n);
 }
 
-// An integer field clamped to [lo, hi]; a missing or non-numeric one becomes fallback.
-void clamp_int(json& obj, const char* key, const std::string& field, std::int64_t lo, std::int64_t hi,
-               std::int64_t fallback, std::vector<std::string>& repairs) {
+void drop_unknown(json& obj, const std::string& prefix, std::initializer_list<const char*> known, Repairs& repairs) {
+  for (auto it = obj.begin(); it != obj.end();) {
+    if (std::none_of(known.begin(), known.end(), [&](const char* k) { return it.key() == k; })) {
+      repairs.push_back(prefix + it.key() + ": unknown field dropped");
+      it = obj.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// An integer field clamped to [lo, hi], a fraction rounded first; a missing or non-numeric
+// one becomes fallback (itself clamped). Returns the value the field now holds.
+std::int64_t clamp_int(json& obj, const char* key, const std::string& field, std::int64_t lo, std::int64_t hi,
+                       std::int64_t fallback, Repairs& repairs) {
   json& v = obj[key];
   std::int64_t x = fallback;
   if (v.is_number()) {
@@ -39,13 +66,50 @@ void clamp_int(json& obj, const char* key, const std::string& field, std::int64_
     x = std::isfinite(d) ? static_cast<std::int64_t>(std::clamp(std::round(d), -9e18, 9e18)) : fallback;
   }
   const std::int64_t c = std::clamp(x, lo, hi);
-  if (!v.is_number_integer() || v.get<std::int64_t>() != c) {
-    repairs.push_back(field + ": " + (v.is_null() ? std::string("missing") : v.dump()) + " set to " + std::to_string(c));
+  // json compares integers by value across signed and unsigned; 3.0 == 3 too, hence the type test.
+  if (!v.is_number_integer() || v != json(c)) {
+    repairs.push_back(field + ": " + shown(v) + " set to " + std::to_string(c));
     v = c;
   }
+  return c;
 }
 
-void recover_tokens(json& j, std::vector<std::string>& repairs) {
+// model.seed: any integer in [0, 2^64); a fraction rounded, the rest clamped.
+void clamp_seed(json& m, std::uint64_t fallback, Repairs& repairs) {
+  json& v = m["seed"];
+  if (v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0)) return;
+  std::uint64_t c = fallback;
+  if (v.is_number_integer() || (v.is_number_float() && v.get<double>() < 0.5)) {
+    c = 0;  // negative
+  } else if (v.is_number_float()) {
+    const double d = std::round(v.get<double>());
+    c = d >= 0x1p64 ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(d);
+  }
+  repairs.push_back("model.seed: " + shown(v) + " set to " + std::to_string(c));
+  v = c;
+}
+
+// A true/false field: anything else (or nothing, when required) becomes fallback.
+void keep_bool(json& obj, const char* key, const std::string& field, bool fallback, bool required, Repairs& repairs) {
+  if (!required && !obj.contains(key)) return;
+  json& v = obj[key];
+  if (v.is_boolean()) return;
+  repairs.push_back(field + ": " + shown(v) + " set to " + (fallback ? "true" : "false"));
+  v = fallback;
+}
+
+// A field holding one of names: anything else becomes fallback.
+template <typename Names>
+void keep_name(json& obj, const char* key, const std::string& field, const Names& names, std::string_view fallback,
+               Repairs& repairs) {
+  if (!obj.contains(key)) return;
+  json& v = obj[key];
+  if (v.is_string() && std::find(std::begin(names), std::end(names), v.get<std::string>()) != std::end(names)) return;
+  repairs.push_back(field + ": " + shown(v) + " set to \"" + std::string(fallback) + "\"");
+  v = fallback;
+}
+
+void recover_tokens(json& j, Repairs& repairs) {
   json& tokens = j["tokens"];
   if (!tokens.is_array()) throw SessionError("tokens: not an array, nothing to recover");
   json emb = j.contains("embeddings") && j["embeddings"].is_array() ? j["embeddings"] : json::array();
@@ -66,26 +130,31 @@ void recover_tokens(json& j, std::vector<std::string>& repairs) {
     kept_e.push_back(i < emb.size() ? emb[i] : json());
   }
   if (tokens.size() > static_cast<std::size_t>(Limits::kMaxTokens))
-    repairs.push_back("tokens: " + std::to_string(tokens.size()) + " tokens cut to " + std::to_string(Limits::kMaxTokens));
+    repairs.push_back("tokens: " + std::to_string(tokens.size()) + " tokens cut to " +
+                      std::to_string(Limits::kMaxTokens));
+  if (emb.size() > tokens.size())
+    repairs.push_back("embeddings: " + std::to_string(emb.size()) + " rows for " + std::to_string(tokens.size()) +
+                      " tokens, the rows past the last token dropped");
   if (kept_t.empty()) throw SessionError("tokens: no usable token, nothing to recover");
   j["tokens"] = kept_t;
   j["embeddings"] = kept_e;
 }
 
-void recover_embeddings(json& j, std::vector<std::string>& repairs) {
+void recover_embeddings(json& j, Repairs& repairs) {
   json& emb = j["embeddings"];
   const json& tokens = j["tokens"];
+  // d_in: the first non-empty row's length within [1, kMaxDim]; with no such row, 1 (each
+  // row then the token's own vector). Every row brought to it says so below.
   std::size_t d_in = 0;
   for (const json& row : emb)
     if (row.is_array() && !row.empty()) {
-      d_in = std::min(row.size(), static_cast<std::size_t>(Limits::kMaxDim));
+      d_in = row.size();
       break;
     }
-  if (d_in == 0) throw SessionError("embeddings: no usable row, nothing to recover");
+  d_in = std::clamp<std::size_t>(d_in, 1, static_cast<std::size_t>(Limits::kMaxDim));
   for (std::size_t i = 0; i < emb.size(); ++i) {
     const std::string field = "embeddings[" + std::to_string(i) + "]";
-    const std::string token = tokens[i].get<std::string>();
-    const std::vector<float> fresh = token_embedding(token, static_cast<int>(d_in));
+    const std::vector<float> fresh = token_embedding(tokens[i].get<std::string>(), static_cast<int>(d_in));
     json& row = emb[i];
     if (!row.is_array()) {
       repairs.push_back(field + ": missing, the token's own vector used");
@@ -103,7 +172,7 @@ void recover_embeddings(json& j, std::vector<std::string>& repairs) {
       const std::string vf = field + "[" + std::to_string(k) + "]";
       const double d = v.is_number() ? v.get<double>() : NAN;
       if (!std::isfinite(d)) {
-        repairs.push_back(vf + ": " + v.dump() + " set to 0");
+        repairs.push_back(vf + ": " + shown(v) + " set to 0");
         out.push_back(0.0);
       } else if (std::fabs(d) > Limits::kMaxAbsValue) {
         const double c = std::copysign(Limits::kMaxAbsValue, d);
@@ -117,40 +186,79 @@ void recover_embeddings(json& j, std::vector<std::string>& repairs) {
   }
 }
 
-void recover_model(json& j, std::vector<std::string>& repairs) {
+// The model's numbers, each within its bounds before any is combined with another.
+void recover_model(json& j, Repairs& repairs) {
   json& m = j["model"];
   if (!m.is_object()) throw SessionError("model: not an object, nothing to recover");
-  for (auto it = m.begin(); it != m.end();) {
-    static const char* const known[] = {"variant", "d_out", "num_heads", "context_length", "dropout",
-                                        "qkv_bias", "causal", "seed", "training", "weights"};
-    if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; })) {
-      repairs.push_back("model." + it.key() + ": unknown field dropped");
-      it = m.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  clamp_int(m, "d_out", "model.d_out", 1, Limits::kMaxDim, 2, repairs);
-  clamp_int(m, "num_heads", "model.num_heads", 1, Limits::kMaxHeads, 1, repairs);
+  drop_unknown(m, "model.",
+               {"variant", "d_out", "num_heads", "context_length", "dropout", "qkv_bias", "causal", "seed", "training",
+                "weights"},
+               repairs);
+  const ModelConfig defaults;
+  const std::int64_t d_out = clamp_int(m, "d_out", "model.d_out", 1, Limits::kMaxDim, defaults.d_out, repairs);
+  const std::int64_t heads =
+      clamp_int(m, "num_heads", "model.num_heads", 1, Limits::kMaxHeads, defaults.num_heads, repairs);
   const auto T = static_cast<std::int64_t>(j["tokens"].size());
   clamp_int(m, "context_length", "model.context_length", T, Limits::kMaxContext, T, repairs);
+  // Dropout's range is check_dropout's: [0, 1) has no largest value, so one outside is set to 0 (off).
   const json& dropout = m["dropout"];
-  if (!dropout.is_number() || !(dropout.get<double>() >= 0.0 && dropout.get<double>() < 1.0)) {
-    repairs.push_back("model.dropout: " + dropout.dump() + " set to 0");
+  const bool in_range = dropout.is_number() && [&] {
+    try {
+      check_dropout(dropout.get<double>());
+      return true;
+    } catch (const SessionError&) {
+      return false;
+    }
+  }();
+  if (!in_range) {
+    repairs.push_back("model.dropout: " + shown(dropout) + " set to 0");
     m["dropout"] = 0.0;
   }
+  clamp_seed(m, defaults.seed, repairs);
+  keep_bool(m, "qkv_bias", "model.qkv_bias", defaults.qkv_bias, true, repairs);
+  keep_bool(m, "causal", "model.causal", defaults.causal, true, repairs);
+  keep_bool(m, "training", "model.training", defaults.training, false, repairs);
   Variant v = Variant::Wrapper;
-  if (m.contains("variant") && m["variant"].is_string() && parse_variant(m["variant"].get<std::string>(), v) &&
-      v != Variant::Wrapper) {
-    const int d_out = m["d_out"].get<int>();
-    int h = m["num_heads"].get<int>();
-    if (d_out % h != 0) {
-      while (d_out % h != 0) --h;  // the largest divisor below: ends at 1
-      repairs.push_back("model.num_heads: " + m["num_heads"].dump() + " set to " + std::to_string(h) +
-                        ", a divisor of d_out " + std::to_string(d_out));
-      m["num_heads"] = h;
-    }
+  if (!m.contains("variant") || !m["variant"].is_string() || !parse_variant(m["variant"].get<std::string>(), v)) return;
+  std::int64_t h = heads;
+  std::string why;
+  if (v == Variant::Wrapper && heads * d_out > Limits::kMaxDim) {
+    h = Limits::kMaxDim / d_out;  // the most heads whose outputs concatenate within the limit
+    why = std::to_string(h) + " heads of d_out " + std::to_string(d_out) + " fit in " +
+          std::to_string(Limits::kMaxDim) + " features";
+  } else if (v != Variant::Wrapper && d_out % heads != 0) {
+    while (d_out % h != 0) --h;  // the largest divisor below: ends at 1
+    why = "a divisor of d_out " + std::to_string(d_out);
   }
+  if (h != heads) {
+    repairs.push_back("model.num_heads: " + std::to_string(heads) + " set to " + std::to_string(h) + ", " + why);
+    m["num_heads"] = h;
+  }
+}
+
+// The optional view: every field the parser knows kept or brought to the nearest value
+// this document can show (head and batch item within the model's own sizes).
+void recover_view(json& j, Repairs& repairs) {
+  json& v = j["view"];
+  drop_unknown(v, "view.",
+               {"stage", "head", "batch", "enlarged", "log_scale", "shared_scale", "colormap", "walkthrough",
+                "walk_step", "walk_mistake", "walk_compare", "walk_pane", "walk_numbers", "walk_weights"},
+               repairs);
+  const SessionView d;
+  std::string_view stages[kStageCount];
+  for (int i = 0; i < kStageCount; ++i) stages[i] = stage_name(static_cast<Stage>(i));
+  keep_name(v, "stage", "view.stage", stages, stage_name(d.stage), repairs);
+  keep_name(v, "colormap", "view.colormap", kColormapNames, d.colormap, repairs);
+  keep_name(v, "walk_pane", "view.walk_pane", kWalkPaneNames, kWalkPaneNames[d.walk_pane], repairs);
+  const std::int64_t heads = j["model"]["num_heads"].get<std::int64_t>(), batch = j["batch"].get<std::int64_t>();
+  if (v.contains("head")) clamp_int(v, "head", "view.head", 0, heads - 1, d.head, repairs);
+  if (v.contains("batch")) clamp_int(v, "batch", "view.batch", 0, batch - 1, d.batch, repairs);
+  if (v.contains("walk_step")) clamp_int(v, "walk_step", "view.walk_step", 0, kMaxWalkSteps - 1, d.walk_step, repairs);
+  const std::pair<const char*, bool> flags[] = {{"enlarged", d.enlarged},         {"log_scale", d.log_scale},
+                                                {"shared_scale", d.shared_scale}, {"walkthrough", d.walkthrough},
+                                                {"walk_mistake", d.walk_mistake}, {"walk_compare", d.walk_compare},
+                                                {"walk_numbers", d.walk_numbers}, {"walk_weights", d.walk_weights}};
+  for (const auto& [key, fallback] : flags) keep_bool(v, key, std::string("view.") + key, fallback, false, repairs);
 }
 
 }  // namespace
@@ -169,16 +277,12 @@ Recovered recover_session(std::string_view text, const std::filesystem::path& ba
     throw SessionError("session: not JSON, nothing to recover");
   }
   if (!j.is_object()) throw SessionError("session: not a JSON object, nothing to recover");
-  for (auto it = j.begin(); it != j.end();) {
-    static const char* const known[] = {"format", "version", "tokens", "embeddings", "batch", "model", "view"};
-    if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; })) {
-      r.repairs.push_back(it.key() + ": unknown field dropped");
-      it = j.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  drop_unknown(j, "", {"format", "version", "tokens", "embeddings", "batch", "model", "view"}, r.repairs);
   j["format"] = "mhaviz-session";
+  if (j.contains("view") && !j["view"].is_object()) {
+    r.repairs.push_back("view: " + shown(j["view"]) + " dropped (not an object)");
+    j.erase("view");
+  }
   const std::int64_t version = j.contains("view") ? 2 : 1;
   if (!j["version"].is_number_integer() || j["version"].get<std::int64_t>() != version) {
     r.repairs.push_back("version: " + j["version"].dump() + " read as " + std::to_string(version));
@@ -189,7 +293,9 @@ Recovered recover_session(std::string_view text, const std::filesystem::path& ba
   clamp_int(j, "batch", "batch", 1, Limits::kMaxBatch, 1, r.repairs);
   recover_model(j, r.repairs);
   if (j.contains("view")) {
-    // Only what was shown: a view that does not fit is dropped, the document kept.
+    recover_view(j, r.repairs);
+    // A view field this file does not know yet: only what was shown, so the view is
+    // dropped and the document kept.
     try {
       r.session = parse_session(j.dump(), base_dir);
       return r;

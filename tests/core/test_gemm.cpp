@@ -1,6 +1,10 @@
-// The kernel's products at the shapes where tiles end: rows and columns past every tile
-// edge (AVX-512 12 × 32, AVX2 6 × 16 halves of 32), tiny shapes, one row, and the
-// lower-triangular mode, against a loop in double, on each ISA the CPU runs.
+// The kernel's products at every shape where a tile ends, on each ISA the CPU runs, against
+// a loop in double. The AVX-512 tiles are 12 rows x 32 columns (two 16-lane masks), the AVX2
+// ones 6 rows x 16 columns (each half of a 32-column panel); rows go in blocks of 240. So
+// m = 1 ... 25 meets every row remainder of both tile heights, alone and after whole tiles;
+// n = 1 ... 64 every column remainder of a panel and of each AVX2 half, in the first panel
+// and the second; m around 240 the block edge. Both entry points (packed weights with a
+// bias, row-major) run every shape; the row-major one's lower-triangular mode every m too.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,60 +27,99 @@ std::vector<float> random_values(std::size_t n, std::mt19937& gen) {
   return v;
 }
 
+// c = a · wᵀ (+ bias) in double, (m, n), for a (m, k) and w (n, k).
+std::vector<double> loop_product(const std::vector<float>& a, const std::vector<float>& w, const float* bias, int m,
+                                 int n, int k) {
+  std::vector<double> c(static_cast<std::size_t>(m) * n);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double sum = bias ? bias[j] : 0.0;
+      for (int p = 0; p < k; ++p)
+        sum += static_cast<double>(a[static_cast<std::size_t>(i) * k + p]) * w[static_cast<std::size_t>(j) * k + p];
+      c[static_cast<std::size_t>(i) * n + j] = sum;
+    }
+  return c;
+}
+
+// One shape through both entry points; false (with a failure recorded) at the first wrong
+// element, or at a write past column n of a row padded to n + 3.
+bool product_matches(int m, int n, int k, std::mt19937& gen) {
+  const std::vector<float> a = random_values(static_cast<std::size_t>(m) * k, gen);
+  const std::vector<float> w = random_values(static_cast<std::size_t>(n) * k, gen);  // (n, k): a Linear's [out, in]
+  const std::vector<float> bias = random_values(static_cast<std::size_t>(n), gen);
+  const std::vector<double> want = loop_product(a, w, bias.data(), m, n, k);
+  const std::vector<double> want_nobias = loop_product(a, w, nullptr, m, n, k);
+  const double tol = 1e-5 * (1 + std::sqrt(static_cast<double>(k)));
+  const std::vector<float> packed = detail::pack_transposed(w.data(), n, k);
+  std::vector<float> c(static_cast<std::size_t>(m) * (n + 3), 7.0f);
+  detail::gemm_packed(m, n, k, a.data(), k, packed.data(), bias.data(), c.data(), n + 3);
+  // The same product with wᵀ row-major (k, n) as B, no bias.
+  std::vector<float> wt(static_cast<std::size_t>(k) * n);
+  for (int j = 0; j < n; ++j)
+    for (int p = 0; p < k; ++p) wt[static_cast<std::size_t>(p) * n + j] = w[static_cast<std::size_t>(j) * k + p];
+  std::vector<float> r(static_cast<std::size_t>(m) * (n + 3), 7.0f);
+  detail::gemm_rowmajor(m, n, k, a.data(), k, wt.data(), n, r.data(), n + 3, false);
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      const std::size_t e = static_cast<std::size_t>(i) * (n + 3) + j, o = static_cast<std::size_t>(i) * n + j;
+      if (std::fabs(c[e] - want[o]) > tol || std::fabs(r[e] - want_nobias[o]) > tol) {
+        ADD_FAILURE() << m << "x" << n << "x" << k << " at (" << i << ", " << j << "): packed " << c[e]
+                      << ", row-major " << r[e] << ", want " << want[o] << " / " << want_nobias[o];
+        return false;
+      }
+    }
+    for (int j = n; j < n + 3; ++j)
+      if (c[static_cast<std::size_t>(i) * (n + 3) + j] != 7.0f ||
+          r[static_cast<std::size_t>(i) * (n + 3) + j] != 7.0f) {
+        ADD_FAILURE() << m << "x" << n << "x" << k << ": row " << i << " written past column n";
+        return false;
+      }
+  }
+  return true;
+}
+
 TEST_P(Gemm, EveryTileEdgeAgainstALoop) {
   std::mt19937 gen(5);
   int checked = 0;
-  for (const int m : {1, 5, 6, 7, 12, 13, 25, 241})
-    for (const int n : {1, 8, 15, 16, 17, 31, 32, 33, 70})
-      for (const int k : {1, 3, 64}) {
-        const std::vector<float> a = random_values(static_cast<std::size_t>(m) * k, gen);
-        const std::vector<float> w = random_values(static_cast<std::size_t>(n) * k, gen);  // (n, k): a Linear's [out, in]
-        const std::vector<float> bias = random_values(static_cast<std::size_t>(n), gen);
-        // c = a · wᵀ + bias through the packed panels; rows of c padded to n + 3 (ldc).
-        const std::vector<float> packed = detail::pack_transposed(w.data(), n, k);
-        std::vector<float> c(static_cast<std::size_t>(m) * (n + 3), 7.0f);
-        detail::gemm_packed(m, n, k, a.data(), k, packed.data(), bias.data(), c.data(), n + 3);
-        // The same product with wᵀ row-major (k, n) as B, no bias.
-        std::vector<float> wt(static_cast<std::size_t>(k) * n);
-        for (int j = 0; j < n; ++j)
-          for (int p = 0; p < k; ++p) wt[static_cast<std::size_t>(p) * n + j] = w[static_cast<std::size_t>(j) * k + p];
-        std::vector<float> r(static_cast<std::size_t>(m) * n);
-        detail::gemm_rowmajor(m, n, k, a.data(), k, wt.data(), n, r.data(), n, false);
-        for (int i = 0; i < m; ++i) {
-          for (int j = 0; j < n; ++j) {
-            double want = 0;
-            for (int p = 0; p < k; ++p) want += static_cast<double>(a[static_cast<std::size_t>(i) * k + p]) * w[static_cast<std::size_t>(j) * k + p];
-            const double tol = 1e-5 * (1 + std::sqrt(static_cast<double>(k)));
-            ASSERT_NEAR(c[static_cast<std::size_t>(i) * (n + 3) + j], want + bias[static_cast<std::size_t>(j)], tol) << m << "x" << n << "x" << k;
-            ASSERT_NEAR(r[static_cast<std::size_t>(i) * n + j], want, tol) << m << "x" << n << "x" << k;
-          }
-          for (int j = n; j < n + 3; ++j) ASSERT_EQ(c[static_cast<std::size_t>(i) * (n + 3) + j], 7.0f) << "wrote past column n";
-        }
+  for (int m = 1; m <= 25; ++m)
+    for (int n = 1; n <= 64; ++n)
+      for (const int k : {1, 17}) {
+        ASSERT_TRUE(product_matches(m, n, k, gen));
         ++checked;
       }
-  EXPECT_EQ(checked, 8 * 9 * 3);
+  for (const int m : {239, 240, 241, 245, 252, 253})  // the 240-row block's edge
+    for (const int n : {1, 17, 32, 33})
+      for (const int k : {1, 17}) {
+        ASSERT_TRUE(product_matches(m, n, k, gen));
+        ++checked;
+      }
+  EXPECT_EQ(checked, 25 * 64 * 2 + 6 * 4 * 2);
 }
 
-TEST_P(Gemm, LowerTriangularModeEqualsTheFullProduct) {
+TEST_P(Gemm, LowerTriangularModeAtEveryTileEdge) {
   std::mt19937 gen(9);
-  for (const int m : {1, 6, 7, 13, 40}) {
-    for (const int n : {5, 16, 33}) {
+  for (int m = 1; m <= 25; ++m) {
+    for (const int n : {1, 5, 15, 16, 17, 31, 32, 33}) {
       // a (m, m) lower-triangular (attention weights under a causal mask): a tile's rows
       // may read the zeros just right of the diagonal, never the blocks past its last row.
       std::vector<float> a = random_values(static_cast<std::size_t>(m) * m, gen);
       for (int i = 0; i < m; ++i)
-        for (int j = i + 1; j < m; ++j) a[static_cast<std::size_t>(i) * m + j] = j >= (i / 12 + 1) * 12 ? std::nanf("") : 0.0f;
-      std::vector<float> clean = a;
-      for (float& x : clean)
-        if (std::isnan(x)) x = 0.0f;
+        for (int j = i + 1; j < m; ++j)
+          a[static_cast<std::size_t>(i) * m + j] = j >= (i / 12 + 1) * 12 ? std::nanf("") : 0.0f;
       const std::vector<float> b = random_values(static_cast<std::size_t>(m) * n, gen);
-      std::vector<float> c(static_cast<std::size_t>(m) * n), want(static_cast<std::size_t>(m) * n);
+      std::vector<float> c(static_cast<std::size_t>(m) * n);
       detail::gemm_rowmajor(m, n, m, a.data(), m, b.data(), n, c.data(), n, true);
-      detail::gemm_rowmajor(m, n, m, clean.data(), m, b.data(), n, want.data(), n, false);
-      for (std::size_t e = 0; e < c.size(); ++e) {
-        ASSERT_FALSE(std::isnan(c[e])) << "read above the diagonal, " << m << "x" << n;
-        ASSERT_NEAR(c[e], want[e], 1e-5) << m << "x" << n;
-      }
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) {
+          double want = 0;
+          for (int p = 0; p <= i; ++p)
+            want +=
+                static_cast<double>(a[static_cast<std::size_t>(i) * m + p]) * b[static_cast<std::size_t>(p) * n + j];
+          const float got = c[static_cast<std::size_t>(i) * n + j];
+          ASSERT_FALSE(std::isnan(got)) << "read above the diagonal, " << m << "x" << n;
+          ASSERT_NEAR(got, want, 1e-5 * (1 + std::sqrt(static_cast<double>(m))))
+              << m << "x" << n << " at (" << i << ", " << j << ")";
+        }
     }
   }
 }

@@ -1,6 +1,7 @@
 // The safetensors reader on hand-made bytes: values of every float dtype (exact, specials
-// included), one-line LoadErrors for each way a header can be wrong, mutated files that must
-// never crash, the atomic writer's round trip through a real memory map.
+// included), one-line LoadErrors for each way a header can be wrong, offsets at the exact end
+// of the data, the size of every dtype the format defines, mutated files that must never
+// crash, the atomic writer's round trip through a real memory map.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -168,6 +170,129 @@ TEST(Safetensors, NonFloatDtypesParseButDoNotReadAsWeights) {
   const auto f4 = SafetensorsFile::from_memory(b4.data(), b4.size(), "m.safetensors");
   EXPECT_EQ(f4.find("x")->numel(), 0);
   EXPECT_TRUE(f4.read(*f4.find("x")).empty());
+}
+
+// The last byte a tensor may hold is the last byte of the file: data_offsets end = data size
+// is read, one byte more is refused naming the file and the tensor; the same at the start
+// (an empty tensor may sit at the very end, not one past it) and for begin > end by one.
+// Through the memory map and through from_memory, the bytes the fuzz target parses.
+TEST(Safetensors, OffsetsAtTheEndOfTheDataExactly) {
+  const auto dir = std::filesystem::temp_directory_path() / ("mhaviz_st_edge_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  struct Edge {
+    const char* what;
+    json dtype, shape, offsets;
+    const char* error;  // "" when accepted
+  };
+  const std::size_t n = 12;  // bytes of data
+  const std::vector<Edge> edges = {
+      {"U8 ending at the last byte", "U8", {12}, {0, 12}, ""},
+      {"U8 ending one past", "U8", {13}, {0, 13}, "data_offsets [0,13] are outside the data (12 bytes)"},
+      {"F32 ending at the last byte", "F32", {2}, {4, 12}, ""},
+      {"F32 ending one past", "F32", {2}, {5, 13}, "data_offsets [5,13] are outside the data (12 bytes)"},
+      {"empty, starting at the end", "F32", {0}, {12, 12}, ""},
+      {"empty, starting one past", "F32", {0}, {13, 13}, "data_offsets [13,13] are outside the data (12 bytes)"},
+      {"begin one past end", "U8", {0}, {12, 11}, "data_offsets [12,11] end before they begin"},
+  };
+  for (const Edge& e : edges) {
+    std::string data(n, '\0');
+    for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<char>(0x3c + i);
+    const std::string bytes = one_tensor(e.dtype, e.shape, e.offsets, n);
+    const auto path = dir / "edge.safetensors";
+    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    for (const bool mapped : {false, true}) {
+      const std::string label = mapped ? path.string() : "m.safetensors";
+      const std::string where = std::string(e.what) + (mapped ? " (mapped)" : " (in memory)");
+      try {
+        const SafetensorsFile f =
+            mapped ? SafetensorsFile::open(path) : SafetensorsFile::from_memory(bytes.data(), bytes.size(), label);
+        EXPECT_STREQ(e.error, "") << where << ": accepted";
+        const StTensor& t = *f.find("x");
+        EXPECT_EQ(t.end, e.offsets[1].get<std::uint64_t>()) << where;
+        if (t.dtype == StDtype::F32) {
+          EXPECT_EQ(f.read(t).size(), static_cast<std::size_t>(t.numel())) << where;
+        }
+      } catch (const LoadError& err) {
+        EXPECT_EQ(std::string(err.what()), e.error[0] ? label + ": tensor \"x\" " + e.error : std::string("accepted"))
+            << where;
+      }
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Every dtype the safetensors format defines (the reference implementation's Dtype: BOOL,
+// U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, I32, U32, F32, F64, I64, U64) with its size
+// in bytes; one file holding a tensor of each parses with every offset where that size puts
+// it. Only F32, F16 and BF16 read as weights; the others are refused by name.
+TEST(Safetensors, EveryDtypeOfTheFormatHasItsSizeAndAFileOfEachParses) {
+  struct Kind {
+    const char* name;
+    StDtype dtype;
+    std::size_t size;
+    bool is_float, weights;
+  };
+  const Kind kinds[] = {
+      {"BOOL", StDtype::BOOL, 1, false, false},      {"U8", StDtype::U8, 1, false, false},
+      {"I8", StDtype::I8, 1, false, false},          {"F8_E5M2", StDtype::F8_E5M2, 1, true, false},
+      {"F8_E4M3", StDtype::F8_E4M3, 1, true, false}, {"I16", StDtype::I16, 2, false, false},
+      {"U16", StDtype::U16, 2, false, false},        {"F16", StDtype::F16, 2, true, true},
+      {"BF16", StDtype::BF16, 2, true, true},        {"I32", StDtype::I32, 4, false, false},
+      {"U32", StDtype::U32, 4, false, false},        {"F32", StDtype::F32, 4, true, true},
+      {"F64", StDtype::F64, 8, true, false},         {"I64", StDtype::I64, 8, false, false},
+      {"U64", StDtype::U64, 8, false, false},
+  };
+  json header = json::object();
+  std::string data;
+  for (const Kind& k : kinds) {
+    EXPECT_EQ(dtype_size(k.dtype), k.size) << k.name;
+    EXPECT_EQ(dtype_name(k.dtype), k.name);
+    EXPECT_EQ(dtype_is_float(k.dtype), k.is_float) << k.name;
+    // [3] of each, back to back; the float ones hold 1.5, -2, 0.25.
+    std::string bytes(3 * k.size, '\x01');
+    if (k.dtype == StDtype::F32) bytes = raw<float>({1.5f, -2.0f, 0.25f});
+    if (k.dtype == StDtype::F16) bytes = raw<std::uint16_t>({0x3e00, 0xc000, 0x3400});
+    if (k.dtype == StDtype::BF16) bytes = raw<std::uint16_t>({0x3fc0, 0xc000, 0x3e80});
+    header[k.name] = {{"dtype", k.name}, {"shape", {3}}, {"data_offsets", {data.size(), data.size() + bytes.size()}}};
+    data += bytes;
+    // One byte short of its size is refused, naming the size the dtype needs.
+    const std::string short_one = one_tensor(k.name, {3}, {0, 3 * k.size - 1}, 3 * k.size);
+    EXPECT_NE(error_of(short_one).find("of " + std::string(k.name) + " needs " + std::to_string(3 * k.size)),
+              std::string::npos)
+        << k.name << ": " << error_of(short_one);
+  }
+  const std::string bytes = file_bytes(header.dump(), data);
+  const auto path =
+      std::filesystem::temp_directory_path() / ("mhaviz_st_dtypes_" + std::to_string(::getpid()) + ".safetensors");
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  const SafetensorsFile f = SafetensorsFile::open(path);
+  std::filesystem::remove(path);
+  ASSERT_EQ(f.tensors().size(), std::size(kinds));
+  std::uint64_t at = 0;
+  for (const Kind& k : kinds) {
+    const StTensor* t = f.find(k.name);
+    ASSERT_NE(t, nullptr) << k.name;
+    EXPECT_EQ(t->dtype, k.dtype) << k.name;
+    EXPECT_EQ(t->begin, at) << k.name;
+    EXPECT_EQ(t->end - t->begin, 3 * k.size) << k.name;
+    EXPECT_EQ(t->numel(), 3) << k.name;
+    at = t->end;
+    if (k.weights) {
+      EXPECT_EQ(f.read(*t), (std::vector<float>{1.5f, -2.0f, 0.25f})) << k.name;
+      continue;
+    }
+    try {
+      (void)f.read(*t);
+      ADD_FAILURE() << k.name << " read as weights";
+    } catch (const LoadError& e) {
+      const std::string kind = k.is_float ? "unsupported dtype " : "integer dtype ";
+      EXPECT_EQ(std::string(e.what()), path.string() + ": tensor \"" + k.name + "\" has " + kind + k.name +
+                                           "; model weights must be F32, F16 or BF16");
+    }
+  }
+  EXPECT_EQ(at, data.size());
+  // Dtypes newer than this list (F8_E8M0, F4 ...) are refused by name, not mis-sized.
+  EXPECT_NE(error_of(one_tensor("F8_E8M0", {3}, {0, 3}, 3)).find("unknown dtype \"F8_E8M0\""), std::string::npos);
 }
 
 TEST(Safetensors, MutatedFilesGiveLoadErrorsOrReadableTensors) {

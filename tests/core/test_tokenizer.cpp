@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "load_error_util.hpp"
 #include "mhaviz/tokenizer.hpp"
 
 namespace mhaviz {
@@ -34,14 +35,7 @@ const Tokenizer& gpt2() {
   return t;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const LoadError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::function<void()>& f) { return test::load_error_of(f); }
 
 TEST(Tokenizer, KnownIdsOfGpt2) {
   EXPECT_EQ(gpt2().vocab_size(), 50257);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,11 +55,13 @@ class SafetensorsFile {
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
   ~SafetensorsFile();
 
-  const std::string& label() const { return label_; }  // the file name used in errors
+  const std::string& label() const { return label_; }                // the file name used in errors
   const std::vector<StTensor>& tensors() const { return tensors_; }  // in offset order
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const StTensor* find(std::string_view name) const;  // nullptr when absent
 
+  // Tensor t's bytes as stored (any dtype; parsing checked they lie inside the file).
+  std::span<const unsigned char> raw(const StTensor& t) const;
   // Copies tensor t as float32 into out[0, t.numel()). Throws LoadError for a non-float dtype.
   void read(const StTensor& t, float* out) const;
   std::vector<float> read(const StTensor& t) const;

@@ -1,6 +1,10 @@
-// GPT-2's byte-level BPE tokenizer: the pre-tokenizer pattern (PCRE2, Unicode classes and
-// a lookahead), bytes mapped to printable code points, then the ranked merges. Ids equal
-// GPT-2's on any UTF-8 text ("Hello world" -> [15496, 995]).
+// BPE tokenizers: GPT-2's (vocab.json + merges.txt) and Hugging Face tokenizer.json files of
+// BPE models as Qwen2/Qwen3, Llama 3 and Gemma 3 ship them (NFC and Replace normalizers,
+// regex splits, byte-level or SentencePiece-style vocabularies with byte fallback, added and
+// special tokens, the post-processor's template). Ids equal Hugging Face's fast tokenizers'
+// on any UTF-8 text ("Hello world" -> GPT-2 [15496, 995]; "Your journey starts with one
+// step" -> Qwen3 [7771, 11618, 8471, 448, 825, 3019]). Other kinds (WordPiece, Unigram) and
+// steps not listed are a LoadError naming what is supported.
 #pragma once
 
 #include <cstdint>
@@ -19,10 +23,13 @@ class Tokenizer {
   // vocab.json (token string -> id) and merges.txt (a "#version" line, then "a b" per
   // merge, highest priority first). Throws LoadError naming the file and the problem.
   static Tokenizer from_files(const std::filesystem::path& vocab_json, const std::filesystem::path& merges_txt);
-  // A Hugging Face tokenizer.json holding model.vocab and model.merges of a BPE model.
+  // A Hugging Face tokenizer.json of a BPE model. A file holding nothing but model.vocab and
+  // model.merges is read as GPT-2's byte-level BPE.
   static Tokenizer from_tokenizer_json(const std::filesystem::path& tokenizer_json);
   // From text already in memory (tests, fuzzing); `source` names it in errors.
-  static Tokenizer from_strings(std::string_view vocab_json, std::string_view merges_txt, std::string_view source = "vocab");
+  static Tokenizer from_strings(std::string_view vocab_json, std::string_view merges_txt,
+                                std::string_view source = "vocab");
+  static Tokenizer from_tokenizer_json_string(std::string_view text, std::string_view source = "tokenizer.json");
   // In a model folder: tokenizer.json if present, else vocab.json + merges.txt.
   static Tokenizer from_folder(const std::filesystem::path& folder);
 
@@ -30,22 +37,34 @@ class Tokenizer {
   Tokenizer& operator=(Tokenizer&&) noexcept;
   ~Tokenizer();
 
-  // Token ids of UTF-8 text; "<|endoftext|>" in the text is the special token (50256 in
-  // GPT-2). Invalid UTF-8 is encoded byte by byte as GPT-2 does, never an error.
-  std::vector<int> encode(std::string_view text) const;
+  // Token ids of UTF-8 text. Added tokens in the text ("<|endoftext|>", "<|im_start|>") are
+  // their ids; with `add_special_tokens` the post-processor's tokens are put around the text
+  // (Llama 3.1's <|begin_of_text|>, Gemma 3's <bos>; GPT-2, Qwen and Llama 3 add none).
+  // Invalid UTF-8 is encoded byte by byte by byte-level vocabularies, as byte tokens with
+  // byte fallback; never an error.
+  std::vector<int> encode(std::string_view text, bool add_special_tokens = true) const;
   // The token's bytes as UTF-8 text (" world"; a token holding part of a multi-byte
   // character gives those raw bytes). Throws std::out_of_range for an unknown id.
   std::string decode_token(int id) const;
   std::string decode(const std::vector<int>& ids) const;
-  // For display: the leading space shown as "␣" and other whitespace and control bytes
-  // escaped ("\n"), bytes that are not whole UTF-8 characters as "\xNN".
+  // For display, on one line: byte-level vocabularies show a leading space as "␣";
+  // SentencePiece-style ones show the token as spelled ("▁world") and a byte token as its
+  // byte ("\n", "\xE6"); whitespace and control bytes are escaped ("\n"), bytes that are not
+  // whole UTF-8 characters shown as "\xNN"; added tokens as their text.
   std::string display_token(int id) const;
 
-  int vocab_size() const;
-  int eot_id() const;  // id of "<|endoftext|>", -1 when the vocabulary has none
+  int vocab_size() const;                      // 1 + the largest id of the vocabulary and the added tokens
+  int eot_id() const;                          // id of "<|endoftext|>", -1 when the vocabulary has none
+  bool is_added(int id) const;                 // an added token (matched in the text before anything else)
+  bool is_special(int id) const;               // an added token marked special
+  int token_id(std::string_view token) const;  // id of a token or added token as spelled, -1 when absent
+  // What encode(text, true) puts before and after the text's ids.
+  const std::vector<int>& special_prefix() const;
+  const std::vector<int>& special_suffix() const;
+
+  struct Impl;
 
  private:
-  struct Impl;
   explicit Tokenizer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
