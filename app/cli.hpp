@@ -52,8 +52,11 @@ struct RenderOptions {
   std::vector<std::string> view{"grid"};  // grid | head [N] | step [K]
   int head = -1;                          // --head (also the N of --view head N)
   std::string step;                       // --step: number or name (also the K of --view step K)
+  std::string pane = "all";               // --pane: q, k, v or all (the projection steps of --view step)
   std::string stage = "weights", colormap = "viridis", theme = "light";
   int scale = 2, batch = 0;
+  std::string size = "1280x720";  // --size WxH: the canvas the figure fills (logical pixels)
+  float font = 17.0f;              // --font PX: the title's size; the other text sizes follow it
   bool caption = true, transparent = false, log_scale = false, linear_scale = false, no_values = false, per_head_scale = false;
   bool mistake = false, eval = false;
   ModelOptions model;    // --model: a trained GPT; --view model | layer L | head L.H

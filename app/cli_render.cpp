@@ -1,6 +1,7 @@
 // `mhaviz render`: the app's figures (a head, the grid of heads, a walkthrough step) as
 // PNG or SVG, drawn on the CPU, so scripts make slides with no display and no GL.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <stdexcept>
 
 #include "cli.hpp"
@@ -21,6 +22,17 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   std::string tail = s.substr(s.size() - suffix.size());
   for (char& c : tail) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   return tail == suffix;
+}
+
+// "1280x720" -> 1280, 720 (each 160 to 16384).
+bool parse_size(const std::string& s, figure::Canvas& out) {
+  const auto x = s.find('x');
+  if (x == std::string::npos) return false;
+  const std::string w = s.substr(0, x), h = s.substr(x + 1);
+  const auto ok = [](const std::string& t) { return !t.empty() && t.size() <= 5 && t.find_first_not_of("0123456789") == std::string::npos; };
+  if (!ok(w) || !ok(h)) return false;
+  out = {static_cast<float>(std::stoi(w)), static_cast<float>(std::stoi(h))};
+  return out.width >= 160 && out.height >= 160 && out.width <= 16384 && out.height <= 16384;
 }
 
 bool parse_int(const std::string& s, int& out) {
@@ -56,11 +68,19 @@ void add_render(CLI::App& app, RenderOptions& o) {
                   "x head), layer L (every head of layer L), head L.H")
       ->expected(1, 2)
       ->capture_default_str();
-  sub->add_option("--head", o.head, "Head of --view head (default 0)");
+  sub->add_option("--head", o.head, "Head of --view head (default 0); with --view grid, the head framed as selected");
   sub->add_option("--step", o.step, "Walkthrough step of --view step: number from 0 or name (input, project, view, "
                                     "transpose, chunk, scores, mask, softmax, dropout, context, transpose_back, merge, "
                                     "concat, out_proj)");
+  sub->add_option("--pane", o.pane, "With --view step: q, k, v or all (which projections the steps show)")
+      ->capture_default_str();
   sub->add_option("--stage", o.stage, "scores, masked, scaled, weights or dropped")->capture_default_str();
+  sub->add_option("--size", o.size,
+                  "WxH: the canvas the figure fills, in logical pixels (the app's captures are its canvas on "
+                  "screen); the image is the figure's size, at most this, times --scale")
+      ->capture_default_str();
+  sub->add_option("--font", o.font, "Text size in logical pixels (the title's; labels and numbers follow)")
+      ->capture_default_str();
   sub->add_option("--scale", o.scale, "Pixels per logical pixel, 1 to 4 (PNG size = scale x logical size)")->capture_default_str();
   sub->add_option("--colormap", o.colormap, "viridis, cividis, magma or diverging (signed scores always use diverging)")
       ->capture_default_str();
@@ -89,6 +109,14 @@ int run_render(const RenderOptions& o) {
     if (!figure::parse_colormap(o.colormap, fo.colormap))
       return usage_error("--colormap: '" + o.colormap + "' is not one of viridis, cividis, magma, diverging");
     if (o.theme != "light" && o.theme != "dark") return usage_error("--theme: '" + o.theme + "' is not one of light, dark");
+    if (!parse_size(o.size, fo.canvas))
+      return usage_error("--size: '" + o.size + "' is not WIDTHxHEIGHT with each from 160 to 16384 (e.g. 1920x1080)");
+    if (!(o.font >= 8.0f && o.font <= 64.0f)) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%g", static_cast<double>(o.font));
+      return usage_error(std::string("--font: ") + buf + " is out of range [8, 64]");
+    }
+    fo.type = figure::Typography::for_font(o.font);
     fo.dark = o.theme == "dark";
     fo.transparent = o.transparent;
     fo.caption = o.caption;
@@ -114,7 +142,13 @@ int run_render(const RenderOptions& o) {
     fo.view = kind == "grid" ? figure::View::Grid : kind == "head" ? figure::View::Head : figure::View::Step;
     fo.mistaken = o.mistake;
     fo.batch = o.batch;
+    static constexpr const char* kPanes[4] = {"q", "k", "v", "all"};
+    fo.pane = -1;
+    for (int p = 0; p < 4; ++p)
+      if (o.pane == kPanes[p]) fo.pane = p;
+    if (fo.pane < 0) return usage_error("--pane: '" + o.pane + "' is not one of q, k, v, all");
     fo.head = o.head < 0 ? 0 : o.head;
+    fo.frame_selected = o.head >= 0;  // --view grid --head N: head N framed, as the app frames its selected head
     if (fo.view == figure::View::Head && o.view.size() > 1 && !parse_int(o.view[1], fo.head))
       return usage_error("--view: head '" + o.view[1] + "' is not a head number");
 

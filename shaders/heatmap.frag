@@ -17,7 +17,7 @@ uniform vec3 u_hatch_b;
 uniform vec2 u_cells;      // columns, rows
 uniform vec2 u_size_px;    // quad size in framebuffer pixels
 uniform vec3 u_grid_color;
-uniform float u_grid;      // 1.0 to draw cell borders
+uniform float u_grid;      // gap between cells in framebuffer pixels (0: none), right and bottom of each cell
 uniform float u_log;       // 1.0: logarithmic scale from u_vmin > 0 to u_vmax (weights)
 
 vec3 colormap(float t) {
@@ -29,9 +29,9 @@ void main() {
   float v = texture(u_values, v_uv).r;
   vec3 c;
   if (isinf(v) || isnan(v) || v < -1e30) {
-    // 45-degree stripes, 8 px period, in screen space.
-    float s = mod(gl_FragCoord.x + gl_FragCoord.y, 8.0);
-    c = s < 4.0 ? u_hatch_a : u_hatch_b;
+    // 45-degree stripes, a 6 px period in screen space, as the CPU figures draw them.
+    float s = mod(gl_FragCoord.x + gl_FragCoord.y, 6.0);
+    c = s < 3.0 ? u_hatch_b : u_hatch_a;
   } else {
     float t;
     if (u_log > 0.5) {
@@ -42,10 +42,10 @@ void main() {
     }
     c = colormap(t);
   }
-  if (u_grid > 0.5) {
+  if (u_grid > 0.0) {
     vec2 cell_px = u_size_px / u_cells;
     vec2 f = fract(v_uv * u_cells) * cell_px;
-    if (f.x < 1.0 || f.y < 1.0) c = u_grid_color;
+    if (f.x >= cell_px.x - u_grid || f.y >= cell_px.y - u_grid) c = u_grid_color;
   }
   frag = vec4(c, 1.0);
 }

@@ -1,5 +1,5 @@
-// The figure renderer's drawing kit, shared by its files (figure.cpp: heatmaps and the model
-// view; step_figure.cpp: a walkthrough step): theme and sizes, the display-list Builder, the
+// The figure library's drawing kit, shared by its builders (lesson_figure.cpp, walk_*.cpp,
+// figure.cpp's model view, heatmap.cpp): theme and sizes, the display-list Builder, the
 // caption. Internal to app/figure.
 #pragma once
 
@@ -16,25 +16,23 @@ namespace mhaviz::figure::detail {
 
 namespace lay = mhaviz::layout;
 
-// [SECTION] Theme and sizes (logical pixels)
+// [SECTION] Theme and sizes (logical pixels; text sizes are the Options' Typography)
 constexpr float kMargin = 16.0f;
-constexpr float kTitle = 17.0f;  // figure title
-constexpr float kTile = 14.0f;   // "Head 0"
-constexpr float kLabel = 13.0f;  // token labels
-constexpr float kSmall = 12.0f;  // ticks, legend, caption, values
 
+// bg: the dark one is the app's window background, so the screen and a dark capture match.
+// accent: the selected head; top: a detector's top five; warn: notes that a stage changes nothing.
 struct Theme {
-  Color bg, text, dim, masked_a, masked_b, frame;
+  Color bg, text, dim, masked_a, masked_b, frame, accent, top, warn;
 };
 
 inline Theme theme(const Options& o) {
   Theme t;
   if (o.dark) {
-    t = {{28, 28, 31, 255}, {235, 235, 235, 255}, {160, 160, 165, 255},
-         {41, 41, 41, 255}, {77, 77, 77, 255},    {110, 110, 115, 255}};
+    t = {{23, 23, 26, 255},   {235, 235, 235, 255}, {160, 160, 165, 255}, {41, 41, 41, 255}, {77, 77, 77, 255},
+         {110, 110, 115, 255}, {86, 180, 233, 255},  {230, 85, 13, 255},   {255, 191, 77, 255}};
   } else {
-    t = {{255, 255, 255, 255}, {20, 20, 20, 255},    {100, 100, 105, 255},
-         {199, 199, 199, 255}, {235, 235, 235, 255}, {120, 120, 120, 255}};
+    t = {{255, 255, 255, 255}, {20, 20, 20, 255},  {100, 100, 105, 255}, {199, 199, 199, 255}, {235, 235, 235, 255},
+         {120, 120, 120, 255}, {0, 114, 178, 255}, {230, 85, 13, 255},   {166, 90, 0, 255}};
   }
   if (o.transparent) t.bg.a = 0;
   return t;
@@ -58,7 +56,10 @@ inline Color head_color(int h) { return to_color(head_rgb(h)); }
 struct Builder {
   Figure f;
   Theme th;
+  Typography ty;
   float right = 0, bottom = 0;  // extent of what was placed
+
+  explicit Builder(const Options& o) : th(theme(o)), ty(o.type) {}
 
   void grow(float x, float y) {
     right = std::max(right, x);
@@ -85,6 +86,15 @@ struct Builder {
     p.x0 = x0, p.y0 = y0, p.x1 = x1, p.y1 = y1, p.color = c, p.size = w, p.cls = std::move(cls);
     f.prims.push_back(std::move(p));
   }
+  // The outline of a rectangle, `w` wide, centred on its edges.
+  void frame(float x0, float y0, float x1, float y1, Color c, float w, std::string cls = "frame") {
+    Prim p;
+    p.kind = Prim::Kind::Frame;
+    p.x0 = x0, p.y0 = y0, p.x1 = x1, p.y1 = y1, p.color = c, p.size = w, p.cls = std::move(cls);
+    f.prims.push_back(std::move(p));
+    grow(x1 + w * 0.5f, y1 + w * 0.5f);
+  }
+  void hit(std::string id, float x0, float y0, float x1, float y1) { f.hits.push_back({std::move(id), x0, y0, x1, y1}); }
   // Text with its baseline start at (x, y); align 0 left, 1 centre, 2 right.
   float text(float x, float y, const std::string& s, float size, Color c, int align = 0, std::string cls = "label",
              bool vertical = false, bool mono = false) {
@@ -143,13 +153,15 @@ inline void caption(Builder& B, const Options& o, const std::vector<std::string>
   float y = B.bottom + 14.0f;
   B.f.caption_y0 = y;
   for (const auto& l : lines) {
-    y += line_h(kSmall);
-    B.text(kMargin, y - 4.0f, l, kSmall, B.th.dim, 0, "caption");
+    y += line_h(B.ty.small);
+    B.text(kMargin, y - 4.0f, l, B.ty.small, B.th.dim, 0, "caption");
   }
   B.f.caption_y1 = y + 2.0f;
   B.grow(0, y);
 }
 
+// The figure's size: what was placed plus the margin (never more than needed: a capture
+// holds the picture, not the empty part of the canvas).
 inline Figure finish(Builder& B) {
   B.f.width = static_cast<int>(std::ceil(B.right + kMargin));
   B.f.height = static_cast<int>(std::ceil(B.bottom + kMargin));
@@ -159,7 +171,7 @@ inline Figure finish(Builder& B) {
   return std::move(B.f);
 }
 
-// A step of the walkthrough (step_figure.cpp).
-Figure step_figure(const Trace& tr, const std::vector<std::string>& tokens, const Options& o);
+// The lesson's grid of heads or one head (lesson_figure.cpp).
+Figure lesson_figure(const Trace& tr, const std::vector<std::string>& tokens, const Options& o);
 
 }  // namespace mhaviz::figure::detail

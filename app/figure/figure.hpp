@@ -1,11 +1,17 @@
-// Teaching figures drawn on the CPU: no display, no GL context. `mhaviz render` and the
-// app's Capture menu both go through here, so a slide made from a script and one captured
-// in class look the same.
+// Teaching figures as display lists: the one layout of every picture mhaviz shows. The app
+// draws a figure on screen (app/gui/canvas.cpp: ImGui draw lists, GL textures for heatmap
+// cells), `mhaviz render` and the app's captures draw the same list on the CPU (rasterize)
+// or as SVG (to_svg), so a slide and the screen cannot disagree: they are one object.
 //
-// build_figure() lays a figure out once in logical pixels (a display list); rasterize()
-// draws it at an integer scale (output size = scale x logical size exactly) and to_svg()
-// writes the same list as SVG. Cell positions are whole logical pixels, so every cell of
-// a heatmap covers the same number of output pixels at every scale.
+// A view is built once, here, by code free of ImGui types: plain floats in logical pixels,
+// text measured with the embedded DejaVu fonts' metrics (text.hpp), which are the fonts the
+// app draws with. Cell positions are whole logical pixels where cells are at least a pixel,
+// so every cell of a heatmap covers the same number of output pixels at every scale.
+//
+// Adding a view: a builder here returning a Figure for an Options (its canvas and
+// typography included), with `hits` naming what the screen makes interactive; the app's
+// panel draws it with draw_figure and adds only its widgets around it; a capture builds the
+// same figure with the capture's theme and a caption.
 #pragma once
 
 #include <cmath>
@@ -25,11 +31,30 @@ enum class View { Grid, Head, Step };
 // weights average 1/T): render and the app start on a logarithmic scale there.
 inline constexpr int kLogScaleFromTokens = 64;
 
+// Text sizes of a figure in logical pixels. `mhaviz render` uses the defaults; the app
+// derives them from its UI font (for_font), so a figure reads like the window around it.
+struct Typography {
+  float title = 17.0f;  // figure title
+  float tile = 14.0f;   // "Head 0", pane titles
+  float label = 13.0f;  // token labels
+  float small = 12.0f;  // ticks, legend, caption, values in cells
+  static Typography for_font(float px);
+  bool operator==(const Typography&) const = default;
+};
+
+// The space a figure fills, in logical pixels: the app's canvas on screen, render's --size.
+struct Canvas {
+  float width = 1280.0f;
+  float height = 720.0f;
+  bool operator==(const Canvas&) const = default;
+};
+
 struct Options {
   View view = View::Grid;
-  int head = 0;        // View::Head
+  int head = 0;        // View::Head: the head shown; View::Grid: the selected head (framed)
   int step = 0;        // View::Step: index into layout::steps_for(variant, mistaken)
   bool mistaken = false;  // View::Step: the seeds' merge without the transpose back
+  int pane = 3;           // View::Step: which of Q | K | V the projection steps show (0, 1, 2; 3 all)
   // View::Step with the mistake: the model whose out_proj turns the scrambled merge into the
   // wrong output shown (without it the output step shows the trace's correct output).
   const Model* model = nullptr;
@@ -38,29 +63,38 @@ struct Options {
   Colormap colormap = Colormap::Viridis;  // sequential stages (weights, dropped)
   bool diverging_for_signed = true;       // signed score stages use the diverging map
   bool shared_scale = true;               // one value range for all heads
+  // One range for stages 1-3 (raw, masked, scaled scores): the 1/√hd of stage 3 then shows
+  // as paler colours instead of being undone by a new range.
+  bool scores_one_scale = false;
   bool log_scale = false;                 // weights on a logarithmic scale (long sequences)
   bool values = true;                     // numbers in cells when they fit
+  bool dropout_marks = true;              // a cross on each cell dropout zeroed, when cells are large enough
   bool dark = false;
   bool transparent = false;
   bool caption = true;
+  bool frame_selected = false;  // View::Grid: frame the selected head (the app does)
+  Canvas canvas;
+  Typography type;
   // A trained GPT's layer shown through the chapter-3 module (gpt_layer.hpp): heads are
   // titled "Head L.H" and the caption's model line is model_caption instead of the
   // module's variant and seed.
   int layer = -1;
   std::string model_caption;
+  bool operator==(const Options&) const = default;
 };
 
 struct Color {
   std::uint8_t r = 0, g = 0, b = 0, a = 255;
+  bool operator==(const Color&) const = default;
 };
 
 // One drawing primitive, in logical pixels.
 struct Prim {
-  enum class Kind { Rect, Hatch, Text, Line, Gradient, Cells };
+  enum class Kind { Rect, Hatch, Text, Line, Gradient, Cells, Frame };
   Kind kind = Kind::Rect;
   float x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // rect corners; line ends; text anchor (x0, baseline y0)
   Color color, color2;                   // hatch: stripes color2 over color
-  float size = 0;                        // text: font pixel height; line: width
+  float size = 0;                        // text: font pixel height; line, frame: width
   int align = 0;                         // text: 0 left, 1 centre, 2 right (of the reading direction)
   bool vertical = false;                 // text reads bottom to top, anchor = start of the baseline
   bool mono = false;                     // text in DejaVu Sans Mono
@@ -68,20 +102,35 @@ struct Prim {
   int heatmap = -1;                      // cells: index into Figure::heatmaps (one class "cell" rect per cell)
   std::string text;
   std::string cls;                       // SVG class: "cell", "cell masked", "label", "caption", ...
+  bool operator==(const Prim&) const = default;
 };
 
-// A heatmap as drawn: where its cells are and what they hold (sidecars and tests).
+// Why a heatmap hides a cell; each kind is drawn and named differently.
+enum class CellMask : std::uint8_t {
+  Visible = 0,
+  Causal = 1,  // the key comes after the query: hatched
+};
+
+// A heatmap as drawn: where its cells are and what they hold (drawing, sidecars, hit tests).
 struct HeatmapInfo {
-  int head = 0;
+  int head = 0;                    // what the heatmap shows: a head, or layer * n_head + head
   float x0 = 0, y0 = 0, cell = 1;  // logical pixels; cell (i, j) at (x0 + j*cell, y0 + i*cell)
   int rows = 0, cols = 0;
-  float vmin = 0, vmax = 1;
-  Colormap cmap = Colormap::Viridis;
-  bool log = false;
-  std::vector<float> values;  // row-major; masked cells -inf
-  std::vector<Color> colors;  // row-major fill of each cell (masked cells: hatched instead)
-  float gap = 0;              // background left between cells (right and bottom of each cell)
-  std::vector<std::string> row_names, col_names;  // queries, keys (SVG cell titles)
+  ColorScale scale;
+  std::vector<float> values;          // row-major; hidden cells -inf
+  std::vector<CellMask> mask;         // row-major why a cell is hidden; empty: by values alone
+  float gap = 0;                      // background left between cells (right and bottom of each cell)
+  std::vector<std::string> row_names, col_names;  // queries, keys (SVG cell titles, tooltips)
+  bool hidden(std::size_t k) const { return std::isinf(values[k]) && values[k] < 0; }
+};
+// The colour of a visible cell, as the rasteriser, the SVG and the screen's shader map it.
+Color cell_color(const ColorScale& s, float v);
+
+// A named region the screen makes interactive and tests find ("head_1", "thumb_2_1").
+struct Hit {
+  std::string id;
+  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  bool operator==(const Hit&) const = default;
 };
 
 struct Figure {
@@ -89,13 +138,20 @@ struct Figure {
   Color background;           // a = 0 when transparent
   std::vector<Prim> prims;    // in drawing order
   std::vector<HeatmapInfo> heatmaps;
+  std::vector<Hit> hits;
   int cells = 0;              // prims with class "cell ..." (one per matrix element drawn)
   Color masked_a, masked_b;   // the hatch of masked cells
   float caption_y0 = 0, caption_y1 = 0;  // the caption band (0, 0 without a caption)
+  const Hit* hit(const std::string& id) const;
 };
 
 // Throws std::invalid_argument("FIELD: problem VALUE") for a head, batch or step out of range.
 Figure build_figure(const Trace& trace, const std::vector<std::string>& tokens, const Options& o);
+
+// Head o.head's attention weights in two traces side by side (the wrapper's and the weight
+// split's in the comparison tab), on one colour scale, within o.canvas.
+Figure compare_figure(const Trace& a, const Trace& b, const std::string& title_a, const std::string& title_b,
+                      const std::vector<std::string>& tokens, const Options& o);
 
 // The model view of a trained GPT: every layer x head as a thumbnail of its attention
 // weights (rows: layers from 0 at the top; columns: heads), on one shared colour scale.
@@ -140,6 +196,10 @@ std::string to_svg(const Figure& f);
 // Where each heatmap's cells are in the output image at `scale`, their values, the colormap
 // tables and the masked colours, as JSON (the GUI's --screenshot sidecar, for an image file).
 std::string sidecar_json(const Figure& f, int scale, const std::string& image);
+// Every primitive, heatmap and hit of a figure as JSON, for tests that compare two lists
+// (the screen's and a capture's): geometry, text, classes and colours; the heatmaps' values
+// when asked (a 12-head lesson of 256 tokens has 786,432).
+std::string prims_json(const Figure& f, bool values);
 
 // A colorbar tick with enough decimals to tell ticks `step` apart (two significant digits on
 // a log scale). Values in cells: format_value (walk_values.hpp), which the app prints through too.

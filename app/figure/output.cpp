@@ -22,7 +22,7 @@ namespace mhaviz::figure {
 namespace {
 
 // [SECTION] Raster canvas (straight RGBA8, "over" compositing so transparent stays exact)
-struct Canvas {
+struct Raster {
   int w = 0, h = 0;
   std::vector<std::uint8_t> px;
 
@@ -51,14 +51,14 @@ struct Canvas {
 // share an edge in logical pixels share it exactly in the image.
 int edge(float v, int scale) { return static_cast<int>(std::lround(v * static_cast<float>(scale))); }
 
-void fill_rect(Canvas& c, const Prim& p, int scale) {
+void fill_rect(Raster& c, const Prim& p, int scale) {
   const int x0 = std::max(0, edge(p.x0, scale)), x1 = std::min(c.w, edge(p.x1, scale));
   const int y0 = std::max(0, edge(p.y0, scale)), y1 = std::min(c.h, edge(p.y1, scale));
   for (int y = y0; y < y1; ++y)
     for (int x = x0; x < x1; ++x) c.blend(x, y, p.color, 1.0f);
 }
 
-void fill_hatch(Canvas& c, const Prim& p, int scale) {
+void fill_hatch(Raster& c, const Prim& p, int scale) {
   const int x0 = std::max(0, edge(p.x0, scale)), x1 = std::min(c.w, edge(p.x1, scale));
   const int y0 = std::max(0, edge(p.y0, scale)), y1 = std::min(c.h, edge(p.y1, scale));
   const int period = 6 * scale;  // stripes as in the app: 45 degrees, the same in every cell
@@ -66,7 +66,7 @@ void fill_hatch(Canvas& c, const Prim& p, int scale) {
     for (int x = x0; x < x1; ++x) c.blend(x, y, ((x + y) % period) < period / 2 ? p.color2 : p.color, 1.0f);
 }
 
-void fill_cells(Canvas& c, const Prim& p, const HeatmapInfo& h, int scale) {
+void fill_cells(Raster& c, const Prim& p, const HeatmapInfo& h, int scale) {
   const int period = 6 * scale;
   for (int i = 0; i < h.rows; ++i) {
     const int y0 = std::max(0, edge(h.y0 + static_cast<float>(i) * h.cell, scale));
@@ -75,12 +75,12 @@ void fill_cells(Canvas& c, const Prim& p, const HeatmapInfo& h, int scale) {
       const std::size_t k = static_cast<std::size_t>(i) * static_cast<std::size_t>(h.cols) + static_cast<std::size_t>(j);
       const int x0 = std::max(0, edge(h.x0 + static_cast<float>(j) * h.cell, scale));
       const int x1 = std::min(c.w, edge(h.x0 + static_cast<float>(j + 1) * h.cell - h.gap, scale));
-      const float v = h.values[k];
-      const bool masked = std::isinf(v) && v < 0;
+      const bool masked = h.hidden(k);
+      const Color fill = masked ? p.color : cell_color(h.scale, h.values[k]);
       for (int y = y0; y < y1; ++y) {
         std::uint8_t* d = &c.px[(static_cast<std::size_t>(y) * static_cast<std::size_t>(c.w) + static_cast<std::size_t>(x0)) * 4];
         for (int x = x0; x < x1; ++x, d += 4) {
-          const Color col = masked ? (((x + y) % period) < period / 2 ? p.color2 : p.color) : h.colors[k];
+          const Color col = masked ? (((x + y) % period) < period / 2 ? p.color2 : p.color) : fill;
           d[0] = col.r, d[1] = col.g, d[2] = col.b, d[3] = 255;
         }
       }
@@ -88,7 +88,7 @@ void fill_cells(Canvas& c, const Prim& p, const HeatmapInfo& h, int scale) {
   }
 }
 
-void fill_gradient(Canvas& c, const Prim& p, int scale) {
+void fill_gradient(Raster& c, const Prim& p, int scale) {
   const int x0 = std::max(0, edge(p.x0, scale)), x1 = std::min(c.w, edge(p.x1, scale));
   const int y0 = std::max(0, edge(p.y0, scale)), y1 = std::min(c.h, edge(p.y1, scale));
   for (int y = y0; y < y1; ++y) {
@@ -99,7 +99,7 @@ void fill_gradient(Canvas& c, const Prim& p, int scale) {
   }
 }
 
-void draw_line(Canvas& c, const Prim& p, int scale) {
+void draw_line(Raster& c, const Prim& p, int scale) {
   const float s = static_cast<float>(scale);
   const float ax = p.x0 * s, ay = p.y0 * s, bx = p.x1 * s, by = p.y1 * s;
   const float r = std::max(0.5f, p.size * s * 0.5f);
@@ -116,7 +116,16 @@ void draw_line(Canvas& c, const Prim& p, int scale) {
     }
 }
 
-void draw_text(Canvas& c, const Prim& p, int scale) {
+void draw_frame(Raster& c, const Prim& p, int scale) {
+  Prim l = p;
+  const float xs[5] = {p.x0, p.x1, p.x1, p.x0, p.x0}, ys[5] = {p.y0, p.y0, p.y1, p.y1, p.y0};
+  for (int k = 0; k < 4; ++k) {
+    l.x0 = xs[k], l.y0 = ys[k], l.x1 = xs[k + 1], l.y1 = ys[k + 1];
+    draw_line(c, l, scale);
+  }
+}
+
+void draw_text(Raster& c, const Prim& p, int scale) {
   if (p.text.empty()) return;
   const float s = static_cast<float>(scale);
   const float size = p.size * s;
@@ -185,7 +194,7 @@ std::string fill_attr(Color c) {
 }  // namespace
 
 std::vector<std::uint8_t> rasterize(const Figure& f, int scale) {
-  Canvas c;
+  Raster c;
   c.w = f.width * scale;
   c.h = f.height * scale;
   c.px.assign(static_cast<std::size_t>(c.w) * static_cast<std::size_t>(c.h) * 4, 0);
@@ -198,6 +207,7 @@ std::vector<std::uint8_t> rasterize(const Figure& f, int scale) {
       case Prim::Kind::Hatch: fill_hatch(c, p, scale); break;
       case Prim::Kind::Gradient: fill_gradient(c, p, scale); break;
       case Prim::Kind::Line: draw_line(c, p, scale); break;
+      case Prim::Kind::Frame: draw_frame(c, p, scale); break;
       case Prim::Kind::Text: draw_text(c, p, scale); break;
       case Prim::Kind::Cells: fill_cells(c, p, f.heatmaps[static_cast<std::size_t>(p.heatmap)], scale); break;
     }
@@ -255,6 +265,9 @@ std::string to_svg(const Figure& f) {
       case Prim::Kind::Gradient:
         o += "<rect" + cls + " " + geom + " fill=\"url(#cmap-" + std::string(colormap_name(p.cmap)) + ")\"/>\n";
         break;
+      case Prim::Kind::Frame:
+        o += "<rect" + cls + " " + geom + " fill=\"none\" stroke=\"" + rgb(p.color) + "\" stroke-width=\"" + num(p.size) + "\"/>\n";
+        break;
       case Prim::Kind::Line:
         o += "<line" + cls + " x1=\"" + num(p.x0) + "\" y1=\"" + num(p.y0) + "\" x2=\"" + num(p.x1) + "\" y2=\"" +
              num(p.y1) + "\" stroke=\"" + rgb(p.color) + "\" stroke-width=\"" + num(p.size) + "\"/>\n";
@@ -266,11 +279,11 @@ std::string to_svg(const Figure& f) {
           for (int j = 0; j < h.cols; ++j) {
             const std::size_t k = static_cast<std::size_t>(i) * static_cast<std::size_t>(h.cols) + static_cast<std::size_t>(j);
             const float v = h.values[k];
-            const bool masked = std::isinf(v) && v < 0;
+            const bool masked = h.hidden(k);
             o += masked ? "<rect class=\"cell masked\" x=\"" : "<rect class=\"cell\" x=\"";
             o += num(h.x0 + static_cast<float>(j) * h.cell) + "\" y=\"" + num(h.y0 + static_cast<float>(i) * h.cell) + "\" width=\"" +
                  num(w) + "\" height=\"" + num(w) + "\" ";
-            o += masked ? std::string("fill=\"url(#hatch)\"") : "fill=\"" + rgb(h.colors[k]) + "\"";
+            o += masked ? std::string("fill=\"url(#hatch)\"") : "fill=\"" + rgb(cell_color(h.scale, v)) + "\"";
             if (!h.row_names.empty()) {
               o += "><title>" + esc(h.row_names[static_cast<std::size_t>(i)]) + " \xE2\x86\x92 " +
                    esc(h.col_names[static_cast<std::size_t>(j)]) + ": " + (masked ? std::string("masked") : num(v)) + "</title></rect>\n";
@@ -309,8 +322,8 @@ std::string sidecar_json(const Figure& f, int scale, const std::string& image) {
     json values = json::array();
     for (float v : h.values) values.push_back(std::isfinite(v) ? json(v) : json(nullptr));
     json hj = placement_json({h.head, h.x0 * s, h.y0 * s, (h.x0 + h.cell * static_cast<float>(h.cols)) * s,
-                              (h.y0 + h.cell * static_cast<float>(h.rows)) * s, h.rows, h.cols, h.vmin, h.vmax, h.cmap,
-                              h.log});
+                              (h.y0 + h.cell * static_cast<float>(h.rows)) * s, h.rows, h.cols, h.scale.vmin, h.scale.vmax,
+                              h.scale.cmap, h.scale.log});
     hj["cell"] = h.cell * s;
     hj["values"] = values;
     heads.push_back(std::move(hj));
@@ -336,6 +349,36 @@ std::string sidecar_json(const Figure& f, int scale, const std::string& image) {
                   {"caption", {{"y0", f.caption_y0 * s}, {"y1", f.caption_y1 * s}}},
                   {"colormaps", maps}};
   return j.dump(1) + "\n";
+}
+
+std::string prims_json(const Figure& f, bool with_values) {
+  using nlohmann::json;
+  static constexpr const char* kKinds[] = {"rect", "hatch", "text", "line", "gradient", "cells", "frame"};
+  const auto color = [](Color c) { return json{c.r, c.g, c.b, c.a}; };
+  json prims = json::array();
+  for (const Prim& p : f.prims) {
+    json j = {{"kind", kKinds[static_cast<int>(p.kind)]}, {"x0", p.x0}, {"y0", p.y0}, {"x1", p.x1}, {"y1", p.y1},
+              {"color", color(p.color)}, {"class", p.cls}};
+    if (p.kind == Prim::Kind::Text)
+      j.update({{"text", p.text}, {"size", p.size}, {"align", p.align}, {"vertical", p.vertical}, {"mono", p.mono}});
+    if (p.kind == Prim::Kind::Line || p.kind == Prim::Kind::Frame) j["width"] = p.size;
+    if (p.kind == Prim::Kind::Cells) j["heatmap"] = p.heatmap;
+    if (p.kind == Prim::Kind::Gradient) j["colormap"] = std::string(colormap_name(p.cmap));
+    prims.push_back(std::move(j));
+  }
+  json heatmaps = json::array();
+  for (const HeatmapInfo& h : f.heatmaps) {
+    json values = json::array();
+    if (with_values)
+      for (float v : h.values) values.push_back(std::isfinite(v) ? json(v) : json(nullptr));
+    heatmaps.push_back(placement_json({h.head, h.x0, h.y0, h.x0 + h.cell * static_cast<float>(h.cols),
+                                       h.y0 + h.cell * static_cast<float>(h.rows), h.rows, h.cols, h.scale.vmin,
+                                       h.scale.vmax, h.scale.cmap, h.scale.log}));
+    heatmaps.back()["values"] = std::move(values);
+  }
+  json hits = json::array();
+  for (const Hit& h : f.hits) hits.push_back({{"id", h.id}, {"x0", h.x0}, {"y0", h.y0}, {"x1", h.x1}, {"y1", h.y1}});
+  return json{{"width", f.width}, {"height", f.height}, {"prims", prims}, {"heatmaps", heatmaps}, {"hits", hits}}.dump() + "\n";
 }
 
 // [SECTION] Files that never replace an earlier one

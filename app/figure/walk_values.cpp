@@ -32,8 +32,9 @@ Mistake make_mistake(const Model& model, const Trace& tr) {
   Mistake m;
   m.merged = mistaken_merge(tr);
   if (tr.config.variant == Variant::Wrapper) return m;  // the wrapper concatenates: no mistake to make
-  // out_proj(merged) = merged · Wᵀ + b: the same Linear the forward applies to the correct merge.
-  const Linear& op = model.layer("out_proj");
+  // out_proj(merged) = merged · Wᵀ + b: the same Linear the forward applies to the correct merge
+  // (the fused variant's is linear_layer).
+  const Linear& op = model.layer(tr.config.variant == Variant::FusedQkv ? "linear_layer" : "out_proj");
   if (op.weight.empty() || op.in != tr.heads * tr.head_dim) return m;
   const std::int64_t rows = static_cast<std::int64_t>(tr.batch) * tr.tokens;
   m.output = Tensor({tr.batch, tr.tokens, op.out});

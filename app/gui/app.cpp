@@ -204,6 +204,8 @@ void apply_input(AppState& s, Loop& L) {
 // [SECTION] Frame
 void draw_frame(AppState& s) {
   s.renderer.draws.clear();
+  s.renderer.centre = nullptr;
+  s.renderer.centre_name.clear();
   s.ui.cell_layout.clear();
   s.ui.model_cells.clear();
   s.ui.model_big = CellLayout{};
@@ -574,6 +576,7 @@ bool after_frame(AppState& s, Loop& L) {
   if (L.status != 0) return false;
   // A model given on the command line is waited for: loaded, computed and drawn.
   const bool last_frame = opts.exit_after_frames > 0 && s.frame >= opts.exit_after_frames && !model_busy(s);
+  if (last_frame && opts.capture_on_exit) capture(s, CaptureKind::Shown);
   if (!opts.screenshot.empty() && (last_frame || (opts.exit_after_frames == 0 && s.frame == 10))) {
     std::string err;
     if (!write_screenshot(s, opts.screenshot, err)) {

@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "canvas.hpp"
 #include "colormap.hpp"
 #include "figure/sidecar.hpp"
+#include "figure/walk_figure.hpp"
 #include "gui.hpp"
 #include "file_list.hpp"
 #include "history.hpp"
@@ -33,6 +35,8 @@ struct Settings {
   Colormap colormap = Colormap::Viridis;  // for weights (sequential)
   bool diverging_for_signed = true;       // signed score stages use the diverging map
   bool shared_scale = true;               // one value range for all heads
+  bool scores_one_scale = false;          // one range for score stages 1-3 (shows the 1/sqrt(hd))
+  bool variant_keeps_d_out = false;       // switching the variant keeps d_out (else num_heads and head_dim)
   bool show_values = true;                // print values in cells when they fit
   bool log_weights = false;               // logarithmic colour scale for weights (large T)
   float left_width = 0.0f;  // the controls panel, dragged by its edge (0: from the font size)
@@ -73,15 +77,7 @@ struct Compute {
   double build_ms = 0.0;
 };
 
-// [SECTION] GPU side of the heatmaps
-struct HeadTexture {
-  unsigned int tex = 0;
-  int width = 0, height = 0;    // texture size (T x T for heads)
-  std::vector<float> values;    // uploaded values (masked = -inf)
-  float vmin = 0.0f, vmax = 1.0f;  // finite range of this head
-  float min_positive = 0.0f;        // smallest value > 0 (log scale); 0 when none
-};
-
+// [SECTION] GPU side of the heatmaps (textures: canvas.hpp)
 // One heatmap quad queued for the draw callback of this frame.
 struct HeatmapDraw {
   struct Renderer* renderer = nullptr;
@@ -90,8 +86,10 @@ struct HeatmapDraw {
   float vmin = 0, vmax = 1;
   Colormap colormap = Colormap::Viridis;
   int cols = 1, rows = 1;
-  bool grid = false;
+  float gap = 0;           // background between cells (pixels, right and bottom of each), as the figure has it
   bool log_scale = false;  // vmin > 0: t = log(v / vmin) / log(vmax / vmin)
+  figure::Color hatch_a{41, 41, 41, 255}, hatch_b{77, 77, 77, 255};  // hidden cells' stripes
+  figure::Color gap_color{23, 23, 26, 255};
 };
 
 struct Renderer {
@@ -102,12 +100,16 @@ struct Renderer {
   float proj[16] = {};
   float display_x = 0, display_y = 0, display_w = 0, display_h = 0, fb_scale_x = 1, fb_scale_y = 1;
   bool dark = true;
-  std::vector<HeadTexture> heads;
   HeadTexture colorbar;          // a 1 x 256 ramp
-  std::uint64_t uploaded_generation = ~std::uint64_t{0};
-  Stage uploaded_stage = Stage::Weights;
-  int uploaded_batch = -1;
-  int uploads_last_frame = 0;    // textures re-uploaded in the last sync
+  ScreenFigure lesson;           // the lesson's heatmaps (panel_heatmaps.cpp)
+  ScreenFigure walk;             // the walkthrough's picture (panel_walkthrough.cpp)
+  ScreenFigure compare;          // the wrapper vs weight split patterns (panel_walk_compare.cpp)
+  ScreenFigure shapes;           // the shapes strip (panel_shapes.cpp)
+  // The figure the centre view drew this frame and its name ("lesson", "walk", "compare",
+  // "model"): what F12 captures, and what the tests compare a capture with.
+  const ScreenFigure* centre = nullptr;
+  std::string centre_name;
+  int uploads_last_frame = 0;    // textures re-uploaded this frame
   std::int64_t uploads_total = 0;
   std::deque<HeatmapDraw> draws;  // stable addresses for draw callbacks
   // The model view (sync_model_textures): a texture per thumbnail, and the selected head.
@@ -145,6 +147,7 @@ struct Ui {
   bool focus_tokens = false;     // give the tokens field the keyboard
   double focus_asked_at = 0.0;
   std::string tokens_insert;     // then append this at its end (the run typed so far)
+  double typed_to_tokens_at = -1e9;  // when typing with nothing focused last went to the tokens (said under the field)
   int first_column = 0;          // the embedding table's first value column shown (d_in > 60)
   std::string typing_slider;     // the size slider Ctrl+clicked to type a value (its label)
   int typing_value = 0;
@@ -205,19 +208,14 @@ struct Paths {
 struct Introspection {
   std::map<std::string, std::vector<float>> widgets;  // name -> x0,y0,x1,y1 where it was last drawn
   std::vector<std::string> shown;                     // the names drawn in the last frame (sorted)
-  struct Walk {
+  // What the walkthrough's picture drew (figure::WalkRecord: cells, the diverging legend's
+  // swatches, titles, block and key labels, the first cells of the result and its operands as
+  // printed) and the panel's own state.
+  struct Walk : figure::WalkRecord {
     float pos = 0.0f, target = 0.0f;
     bool playing = false;
-    int cells = 0;                          // cells drawn this frame
-    int legend_swatches = 0;                // the diverging legend of signed scores
-    int plan_builds = 0;                    // times the step plan was built (cached on its inputs)
-    std::vector<std::string> titles;        // pane titles of the step's result
-    std::vector<std::string> block_labels;  // labels above its blocks ("token 0: Your", "head 1")
-    std::vector<std::string> key_labels;    // column labels of an attention grid (the key tokens)
-    std::vector<std::string> values;        // its first cells as printed (pane 0, row-major, at most 16)
-    std::vector<std::string> operand_titles;  // pane titles of the grids the step reads (out_proj: merged)
-    std::vector<std::string> operand_values;  // their first cells as printed (in drawing order, at most 16)
-    std::vector<std::string> inspector;     // the inspector's lines (strings built before drawing)
+    int plan_builds = 0;                 // times the step plan was built (cached on its inputs)
+    std::vector<std::string> inspector;  // the inspector's lines (strings built before drawing)
     bool operator==(const Walk&) const = default;
   } walk;
   std::string refusal;     // the last edit refused, as shown
@@ -312,7 +310,7 @@ void record_frame(AppState& s, const char* name);   // last item's frame (withou
 void draw_refusal(AppState& s, const char* where);  // the refused edit's reason, if it was made there
 void draw_edit_menu(AppState& s);       // panel_menu.cpp: Undo NAME, Redo NAME
 std::string ms_text(double ms);         // panel_model.cpp: "12.3 µs" below 0.1 ms, else ms; < 0: "not timed"
-std::string thousands(std::int64_t v);  // panel_shapes.cpp: 124439808 -> "124,439,808"
+std::string thousands(std::int64_t v);  // figure/shapes_figure.hpp: 124439808 -> "124,439,808"
 
 // [SECTION] The trained model (model_actions.cpp, panel_model.cpp, panel_model_view.cpp)
 void open_model(AppState& s, const std::string& path);  // loads on the worker; the current model stays until it succeeds
@@ -345,7 +343,7 @@ void add_recent_model(AppState& s, const std::string& path);
 bool renderer_init(Renderer& r, std::string& error);
 void renderer_shutdown(Renderer& r);
 void renderer_begin_frame(Renderer& r);  // display size from ImGui draw data
-void sync_textures(AppState& s);         // upload the selected stage/batch when it changed
+void delete_texture(HeadTexture& t);
 // Queues a heatmap quad on the current window's draw list.
 void draw_heatmap_quad(AppState& s, const HeatmapDraw& d);
 
@@ -356,6 +354,11 @@ void write_layout(AppState& s, const std::string& path);
 std::vector<std::uint8_t> read_framebuffer(AppState& s, int& width, int& height);  // RGBA, top row first
 
 // [SECTION] Capture for teaching (panel_capture.cpp)
+// The figure options of what is shown: the view, stage, head, batch, scales and colours of
+// the state, for a canvas of `canvas` screen pixels in the app's typography and theme. A
+// capture takes the options a panel last built its figure with and changes only the theme
+// and the caption, so the picture is the same.
+figure::Options figure_options(const AppState& s, figure::View view, ImVec2 canvas);
 enum class CaptureKind { Shown, Grid, Head, Step, Window };  // Shown: the walkthrough step, enlarged head or grid
 void capture(AppState& s, CaptureKind kind, bool svg = false);  // svg: vector figure instead of PNG
 void capture_window_now(AppState& s);  // after the frame is rendered, before the swap

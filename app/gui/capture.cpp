@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "app_state.hpp"
+#include "figure/figure.hpp"
 #include "figure/sidecar.hpp"
 
 namespace mhaviz::gui {
@@ -98,9 +99,11 @@ bool write_screenshot(AppState& s, const std::string& path, std::string& error) 
   const float sx = s.renderer.fb_scale_x, sy = s.renderer.fb_scale_y;
   nlohmann::json heads = nlohmann::json::array();
   nlohmann::json values = nlohmann::json::array();
-  for (const auto& c : s.ui.cell_layout) {
+  const auto& lesson = s.renderer.lesson.fig.heatmaps;  // cell_layout lists them in this order
+  for (std::size_t k = 0; k < s.ui.cell_layout.size() && k < lesson.size(); ++k) {
+    const auto& c = s.ui.cell_layout[k];
     heads.push_back(layout_json(c, sx, sy));
-    const auto& hv = s.renderer.heads[static_cast<std::size_t>(c.head)].values;
+    const auto& hv = lesson[k].values;
     nlohmann::json v = nlohmann::json::array();
     if (c.rows <= 64) {
       for (float x : hv) v.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
@@ -215,6 +218,18 @@ nlohmann::json model_state_json(const AppState& s) {
 }  // namespace
 
 namespace {
+// The centre view's figure as drawn last frame: its name, where it is on screen, the canvas
+// and text size it was laid out for, and its display list (without the heatmaps' values).
+nlohmann::json centre_figure_json(const AppState& s) {
+  const ScreenFigure* f = s.renderer.centre;
+  if (!f) return nullptr;
+  return {{"name", s.renderer.centre_name},
+          {"origin", {f->origin.x, f->origin.y}},
+          {"canvas", {f->opts.canvas.width, f->opts.canvas.height}},
+          {"font", f->opts.type.title},
+          {"display_list", nlohmann::json::parse(figure::prims_json(f->fig, false))}};
+}
+
 // The session as a save writes it, made again only when the document or the view changed.
 const std::string& session_json(AppState& s) {
   Introspection::Live& live = s.probe.live;
@@ -286,6 +301,7 @@ nlohmann::json state_json(AppState& s) {
         {"polled_at", live.polled_at}}},
       {"session_builds", live.session_builds},  // the session's JSON made again (once per revision and view)
       {"model", model_state_json(s)},
+      {"figure", centre_figure_json(s)},
   });
   return j;
 }

@@ -24,6 +24,8 @@ struct Options {
   std::string config_dir;       // overrides $XDG_CONFIG_HOME/mhaviz
   std::string state_dir;        // overrides $XDG_STATE_HOME/mhaviz
   std::string capture_dir;      // overrides the capture folder (tests)
+  bool capture_sidecars = false;  // each figure capture also writes FILE.json: its display list (tests)
+  bool capture_on_exit = false;   // capture what is shown (as F12) on the last frame (tests)
   std::string stage;            // initial stage: scores|masked|scaled|weights|dropped
   int batch = 0;                // initial batch item shown
   int head = -1;                // >= 0: show this head enlarged

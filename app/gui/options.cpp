@@ -29,6 +29,11 @@ void add_options(CLI::App& sub, Options& opts) {
   sub.add_option("--layout-out", opts.layout_out, "Write widget rectangles as JSON once the UI has settled");
   sub.add_option("--config-dir", opts.config_dir, "Settings directory (default $XDG_CONFIG_HOME/mhaviz)");
   sub.add_option("--state-dir", opts.state_dir, "Autosave directory (default $XDG_STATE_HOME/mhaviz)");
+  sub.add_flag("--capture-sidecars", opts.capture_sidecars,
+               "Each figure captured also writes FILE.json: its primitives, heatmaps and hits (for tests that compare "
+               "a capture with the screen)");
+  sub.add_flag("--capture-on-exit", opts.capture_on_exit,
+               "Capture what is shown, as F12 does, on the last frame (with --exit-after-frames)");
   sub.add_option("--capture-dir", opts.capture_dir,
                  "Folder for captures and exports (default $XDG_PICTURES_DIR/mhaviz, else ~/Pictures/mhaviz)");
   sub.add_option("--stage", opts.stage, "Initial stage")

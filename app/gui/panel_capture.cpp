@@ -18,6 +18,8 @@
 #include "app_state.hpp"
 #include "figure/figure.hpp"
 #include "figure/gpt_figures.hpp"
+#include "figure/walk_figure.hpp"
+#include "walk_frame.hpp"
 #include "mhaviz/export.hpp"
 
 namespace mhaviz::gui {
@@ -26,8 +28,10 @@ namespace fs = std::filesystem;
 namespace {
 
 // [SECTION] Folder and names
-// XDG_PICTURES_DIR from user-dirs.dirs ("$HOME/Pictures" style), else ~/Pictures.
+// XDG_PICTURES_DIR from the environment, else from user-dirs.dirs ("$HOME/Pictures" style),
+// else ~/Pictures.
 std::string pictures_dir() {
+  if (const char* env = std::getenv("XDG_PICTURES_DIR"); env && *env && fs::path(env).is_absolute()) return env;
   const char* home_env = std::getenv("HOME");
   const std::string home = home_env && *home_env ? home_env : ".";
   const char* cfg = std::getenv("XDG_CONFIG_HOME");
@@ -59,7 +63,17 @@ int walkthrough_step(const AppState& s) {
   return std::clamp(static_cast<int>(std::lround(s.walkthrough.pos)), 0, n - 1);
 }
 
-figure::Options figure_options(const AppState& s, figure::View view) {
+// The screen's options made a capture's: the same picture in the capture's theme, with a caption.
+figure::Options for_capture(const AppState& s, figure::Options o) {
+  o.dark = !s.settings.capture_light;
+  o.transparent = s.settings.capture_transparent;
+  o.caption = s.settings.capture_caption;
+  return o;
+}
+
+}  // namespace
+
+figure::Options figure_options(const AppState& s, figure::View view, ImVec2 canvas) {
   figure::Options o;
   o.view = view;
   o.head = s.view.head;  // within the trace: refresh() keeps them there, and a capture refreshes first
@@ -68,11 +82,15 @@ figure::Options figure_options(const AppState& s, figure::View view) {
   o.colormap = s.settings.colormap;
   o.diverging_for_signed = s.settings.diverging_for_signed;
   o.shared_scale = s.settings.shared_scale;
+  o.scores_one_scale = s.settings.scores_one_scale;
   o.log_scale = s.settings.log_weights;
-  o.values = s.settings.show_values;
-  o.dark = !s.settings.capture_light;
-  o.transparent = s.settings.capture_transparent;
-  o.caption = s.settings.capture_caption;
+  o.values = s.settings.show_values && !s.opts.hide_cell_values;
+  o.dropout_marks = !s.opts.hide_cell_values;
+  o.dark = s.settings.dark;
+  o.caption = false;
+  o.frame_selected = true;
+  o.canvas = {std::floor(canvas.x), std::floor(canvas.y)};
+  o.type = screen_type();
   if (view == figure::View::Step) {
     o.mistaken = s.walkthrough.mistaken;
     o.model = &s.compute.model;
@@ -81,9 +99,13 @@ figure::Options figure_options(const AppState& s, figure::View view) {
   return o;
 }
 
-void save(AppState& s, const std::string& stem, const std::string& ext, const std::string& bytes) {
+namespace {
+
+void save(AppState& s, const std::string& stem, const std::string& ext, const std::string& bytes,
+          const figure::Figure* fig = nullptr) {
   try {
     const std::string path = figure::write_new_file(capture_folder(s), stem, ext, bytes);
+    if (fig && s.opts.capture_sidecars) write_file_atomic(path + ".json", figure::prims_json(*fig, true));
     s.ui.last_capture = path;
     notify(s, "Saved " + path);
   } catch (const std::exception& e) {
@@ -118,7 +140,9 @@ void capture_model(AppState& s, CaptureKind kind, bool svg) {
   std::string stem = fs::path(m.path).filename().string();
   if (stem == "model.safetensors") stem = fs::path(m.path).parent_path().filename().string();
   try {
-    figure::Options o = figure_options(s, figure::View::Grid);
+    figure::Options o = for_capture(s, figure_options(s, figure::View::Grid, ImVec2(1280, 720)));
+    o.type = {};
+    o.frame_selected = false;
     o.colormap = m.view->key.cmap;
     o.log_scale = m.view->key.log;
     figure::Figure f;
@@ -136,8 +160,8 @@ void capture_model(AppState& s, CaptureKind kind, bool svg) {
       stem += grid ? "-layer" + std::to_string(model_layer(s)) : "-head" + std::to_string(model_layer(s)) + "." + std::to_string(model_head(s));
     }
     const int scale = std::clamp(s.settings.capture_scale, 1, 4);
-    if (svg) save(s, stem, ".svg", figure::to_svg(f));
-    else save(s, stem, ".png", figure::encode_png(figure::rasterize(f, scale), f.width * scale, f.height * scale));
+    if (svg) save(s, stem, ".svg", figure::to_svg(f), &f);
+    else save(s, stem, ".png", figure::encode_png(figure::rasterize(f, scale), f.width * scale, f.height * scale), &f);
   } catch (const std::exception& e) {
     notify(s, std::string("Capture failed: ") + e.what(), true);
   }
@@ -177,25 +201,53 @@ void capture(AppState& s, CaptureKind kind, bool svg) {
     capture_model(s, kind, svg);
     return;
   }
-  if (kind == CaptureKind::Shown) {
-    kind = walkthrough_active(s) ? CaptureKind::Step : s.view.enlarged ? CaptureKind::Head : CaptureKind::Grid;
-  }
   refresh(s);
   if (!s.compute.have_trace) {
     notify(s, "Nothing to capture: " + s.compute.error, true);
     return;
   }
+  // What is shown: the centre's own figure in the capture's theme, laid out as on screen.
+  const ScreenFigure* shown = s.renderer.centre;
+  if (kind == CaptureKind::Shown && shown && shown->rebuild) {
+    try {
+      const figure::Figure f = shown->rebuild(for_capture(s, shown->opts));
+      const int scale = std::clamp(s.settings.capture_scale, 1, 4);
+      const std::string stem = doc_stem(s) + "-" + shown->stem;
+      if (svg) save(s, stem, ".svg", figure::to_svg(f), &f);
+      else save(s, stem, ".png", figure::encode_png(figure::rasterize(f, scale), f.width * scale, f.height * scale), &f);
+    } catch (const std::exception& e) {
+      notify(s, std::string("Capture failed: ") + e.what(), true);
+    }
+    return;
+  }
+  if (kind == CaptureKind::Shown) {
+    kind = walkthrough_active(s) ? CaptureKind::Step : s.view.enlarged ? CaptureKind::Head : CaptureKind::Grid;
+  }
   const figure::View view = kind == CaptureKind::Head ? figure::View::Head : kind == CaptureKind::Step ? figure::View::Step : figure::View::Grid;
   try {
-    const figure::Options o = figure_options(s, view);
-    const figure::Figure f = figure::build_figure(s.compute.trace, s.compute.tokens, o);
+    // What the screen shows, as the screen laid it out (a view not on screen: the canvas it had).
+    const ScreenFigure& last = view == figure::View::Step ? s.renderer.walk : s.renderer.lesson;
+    const ImVec2 canvas = last.generation > 0 ? ImVec2(last.opts.canvas.width, last.opts.canvas.height) : ImVec2(1280, 720);
+    const figure::Options o = for_capture(s, figure_options(s, view, canvas));
+    figure::Figure f;
+    if (view == figure::View::Step) {
+      // The walkthrough's step at rest: its input (panes, the followed element) and its plan.
+      const Walkthrough& w = s.walkthrough;
+      figure::WalkInput in = w.picture_generation == s.compute.generation ? w.picture_in : walk::walk_input(s);
+      in.pos = static_cast<float>(o.step);
+      figure::WalkPlan plan = w.plan;
+      figure::update_walk_plan(plan, in, o);
+      f = figure::walk_picture(in, plan, o).fig;
+    } else {
+      f = figure::build_figure(s.compute.trace, s.compute.tokens, o);
+    }
     const int scale = std::clamp(s.settings.capture_scale, 1, 4);
     std::string stem = doc_stem(s) + "-";
     if (view == figure::View::Grid) stem += "heads-" + std::string(stage_name(o.stage));
     else if (view == figure::View::Head) stem += "head" + std::to_string(o.head) + "-" + std::string(stage_name(o.stage));
     else stem += "step" + std::to_string(o.step + 1);
-    if (svg) save(s, stem, ".svg", figure::to_svg(f));
-    else save(s, stem, ".png", figure::encode_png(figure::rasterize(f, scale), f.width * scale, f.height * scale));
+    if (svg) save(s, stem, ".svg", figure::to_svg(f), &f);
+    else save(s, stem, ".png", figure::encode_png(figure::rasterize(f, scale), f.width * scale, f.height * scale), &f);
   } catch (const std::exception& e) {
     notify(s, std::string("Capture failed: ") + e.what(), true);
   }

@@ -84,12 +84,23 @@ void draw_controls(AppState& s) {
   if (ImGui::BeginCombo("variant", std::string(variant_name(c.variant)).c_str())) {
     for (Variant v : kVariants) {
       if (ImGui::Selectable(std::string(variant_name(v)).c_str(), v == c.variant) && v != c.variant) {
-        c = with_variant(c, v);
+        c = with_variant(c, v, s.settings.variant_keeps_d_out ? VariantKeeps::DOut : VariantKeeps::HeadDim);
         s.ui.preferred_heads = c.num_heads;
         mark_model_dirty(s, "switch to " + std::string(variant_name(v)), "variant");
       }
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kVariantSwitchNote);
     }
+    // What a switch keeps: the same heads, or the book's comparison at one d_out.
+    ImGui::Separator();
+    ImGui::TextDisabled("switching keeps");
+    if (ImGui::RadioButton("num_heads and head_dim (the same heads)", !s.settings.variant_keeps_d_out))
+      s.settings.variant_keeps_d_out = false;
+    if (ImGui::RadioButton("d_out, as the book compares them", s.settings.variant_keeps_d_out)) s.settings.variant_keeps_d_out = true;
+    record_widget(s, "keep_d_out");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "The wrapper's heads each give d_out columns; weight_split divides d_out among its heads\n"
+          "(MultiHeadAttention(d_out=2, num_heads=2): heads of head_dim 1, as in the book)");
     ImGui::EndCombo();
   }
   record_frame(s, "variant");
@@ -100,6 +111,7 @@ void draw_controls(AppState& s) {
       "(the Transformer tutorial's qkv_layer).\n" + std::string(kVariantSwitchNote);
   help_marker(variant_help.c_str());
   draw_refusal(s, "variant");
+
 
   // [SECTION] Sizes
   int d_in = s.doc.session.d_in();

@@ -254,6 +254,7 @@ void take_typed(AppState& s) {
     ui.tokens_insert = (space_needed ? " " : "") + ui.typed;
     ui.focus_tokens = true;
     ui.focus_asked_at = now;
+    ui.typed_to_tokens_at = now;
     s.view.show_controls = true;  // the field must be there to take it
     forget_typed(ui);
   }

@@ -22,13 +22,14 @@ void frame_rect(ImDrawList* dl, float x0, float y0, float x1, float y1, ImU32 c)
   dl->AddRect(ImVec2(x0 - 2, y0 - 2), ImVec2(x1 + 2, y1 + 2), c, 0.0f, 0, 2.0f);
 }
 
-HeatmapDraw quad(const ColorScale& sc, unsigned tex, float x0, float y0, float side, int n) {
+HeatmapDraw quad(const ColorScale& sc, unsigned tex, float x0, float y0, float side, int n, bool dark) {
   HeatmapDraw d;
+  if (!dark) d.hatch_a = {199, 199, 199, 255}, d.hatch_b = {235, 235, 235, 255}, d.gap_color = {245, 245, 245, 255};
   d.tex = tex;
   d.x0 = x0, d.y0 = y0, d.x1 = x0 + side, d.y1 = y0 + side;
   d.vmin = sc.vmin, d.vmax = sc.vmax, d.colormap = sc.cmap, d.log_scale = sc.log;
   d.cols = d.rows = n;
-  d.grid = side / static_cast<float>(n) >= 12.0f;
+  d.gap = side / static_cast<float>(n) >= 12.0f ? 1.0f : 0.0f;
   return d;
 }
 
@@ -61,7 +62,7 @@ void draw_grid(AppState& s, const ModelViewData& v, ImVec2 origin, ImVec2 size) 
       const int k = l * H + h;
       const float tx = gx + static_cast<float>(h) * (side + gap);
       const auto& tex = s.renderer.model_thumbs[static_cast<std::size_t>(k)];
-      draw_heatmap_quad(s, quad(v.thumbs.scale, tex.tex, tx, ty, side, v.thumbs.n));
+      draw_heatmap_quad(s, quad(v.thumbs.scale, tex.tex, tx, ty, side, v.thumbs.n, s.settings.dark));
       s.ui.model_cells.push_back({k, tx, ty, tx + side, ty + side, v.thumbs.n, v.thumbs.n, v.thumbs.scale.vmin,
                                   v.thumbs.scale.vmax, v.thumbs.scale.cmap, v.thumbs.scale.log});
       ImGui::SetCursorScreenPos(ImVec2(tx, ty));
@@ -145,7 +146,7 @@ void draw_big(AppState& s, const ModelViewData& v, ImVec2 origin, ImVec2 size) {
   const float side = std::floor(std::max(16.0f, std::min(size.x - label_w, origin.y + size.y - y0)));
   const float x0 = origin.x + label_w;
   const ColorScale& sc = v.thumbs.scale;
-  draw_heatmap_quad(s, quad(sc, s.renderer.model_big.tex, x0, y0, side, T));
+  draw_heatmap_quad(s, quad(sc, s.renderer.model_big.tex, x0, y0, side, T, s.settings.dark));
   const int k = m.layer * v.n_head + m.head;
   s.ui.model_big = {k, x0, y0, x0 + side, y0 + side, T, T, sc.vmin, sc.vmax, sc.cmap, sc.log};
   ImDrawList* dl = ImGui::GetWindowDrawList();

@@ -1,5 +1,6 @@
 // Tokens and their embeddings: a text field (split on whitespace) and a T x d_in table
 // edited by dragging or typing (double-click or Ctrl+click a value to type it).
+#include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -13,18 +14,24 @@ namespace mhaviz::gui {
 namespace {
 constexpr int kMaxValueColumns = 60;  // of the 64 an ImGui 1.86 table may have
 
+// Text in at most `width` pixels: cut at a whole UTF-8 character with an ellipsis.
+std::string elide(const std::string& text, float width) {
+  if (ImGui::CalcTextSize(text.c_str()).x <= width) return text;
+  std::size_t n = text.size();
+  std::string out;
+  do {
+    if (n == 0) return "\u2026";
+    --n;
+    while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;  // whole characters
+    out = text.substr(0, n) + "\u2026";
+  } while (ImGui::CalcTextSize(out.c_str()).x > width);
+  return out;
+}
+
 // A token in at most `width` pixels: cut at a whole UTF-8 character with an ellipsis, the
 // full text in a tooltip.
 void token_cell(AppState& s, const std::string& t, float width, int row) {
-  std::string shown = t;
-  if (ImGui::CalcTextSize(t.c_str()).x > width) {
-    std::size_t n = t.size();
-    do {
-      --n;
-      while (n > 0 && (static_cast<unsigned char>(t[n]) & 0xC0) == 0x80) --n;  // whole characters
-      shown = t.substr(0, n) + "\u2026";
-    } while (n > 0 && ImGui::CalcTextSize(shown.c_str()).x > width);
-  }
+  const std::string shown = elide(t, width);
   ImGui::TextUnformatted(shown.c_str());
   if (row < 8) s.probe.token_cells.push_back(shown);
   if (shown != t && ImGui::IsItemHovered()) {
@@ -63,7 +70,6 @@ void draw_tokens(AppState& s) {
     apply_token_text(s, s.ui.token_text);
   }
   record_widget(s, "tokens");
-  draw_refusal(s, "tokens");
   if (!ImGui::IsItemActive() && split_tokens(s.ui.token_text).empty()) s.ui.token_text_stale = true;
 
   const int d_in = ses.d_in();
@@ -79,10 +85,25 @@ void draw_tokens(AppState& s) {
   const int window = std::min(d_in, kMaxValueColumns);
   s.ui.first_column = std::clamp(s.ui.first_column, 0, std::max(0, d_in - window));
   const int first = s.ui.first_column;
-  ImGui::PushTextWrapPos(0.0f);
-  ImGui::TextDisabled("Embeddings (%d x %d): drag, or double-click to type; scroll sideways for every column",
-                      ses.num_tokens(), d_in);
-  ImGui::PopTextWrapPos();
+  // One line under the field, always there: the table's caption, or in its place a refusal of
+  // what was typed in the field or a note that typing went there. A note coming or going never
+  // moves the table below (under the pointer of someone about to drag a value); a long line is
+  // cut with an ellipsis, the whole of it on hover.
+  const bool refused = s.ui.refusal_where == "tokens" && glfwGetTime() < s.ui.refusal_until;
+  const bool typed = !refused && glfwGetTime() - s.ui.typed_to_tokens_at < 8.0;
+  const std::string caption = "Embeddings (" + std::to_string(ses.num_tokens()) + " x " + std::to_string(d_in) +
+                              "): drag, or double-click to type; scroll sideways for every column";
+  const std::string note = refused ? s.ui.refusal
+                           : typed ? "Typed with no field selected: it went into the tokens (Ctrl+Z takes it back)."
+                                   : caption;
+  const ImVec4 colour = refused ? ImVec4(1.0f, 0.45f, 0.35f, 1.0f)
+                        : typed ? ImVec4(1.0f, 0.75f, 0.3f, 1.0f)
+                                : ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled);
+  const std::string shown = elide(note, ImGui::GetContentRegionAvail().x);
+  ImGui::TextColored(colour, "%s", shown.c_str());
+  if (refused) record_widget(s, "refusal");
+  if (typed) record_widget(s, "typed_note");
+  if (shown != note && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", note.c_str());
   if (d_in > window) {
     ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 7.0f);
     const std::string fmt = "x" + std::to_string(first) + " to x" + std::to_string(first + window - 1);

@@ -1,5 +1,6 @@
 // The "Wrapper vs weight split" tab.
 #include <GLFW/glfw3.h>
+
 #include "walk_frame.hpp"
 
 #include <chrono>
@@ -45,40 +46,6 @@ std::string big(std::int64_t v) {
 }
 
 
-// A head's (T, T) weights as a small grid of cells.
-void weights_tile(AppState& s, const Trace& t, int head, const char* title, float side) {
-  ImDrawList* dl = ImGui::GetWindowDrawList();
-  const int T = t.tokens;
-  const int shown = std::min(T, 24);
-  const float cs = std::floor(side / static_cast<float>(shown));
-  ImGui::BeginGroup();
-  ImGui::TextUnformatted(title);
-  const ImVec2 o = ImGui::GetCursorScreenPos();
-  const ImVec4 bg = rgba(ImGui::GetColorU32(ImGuiCol_WindowBg));
-  const ImVec4 hc = head_rgba(head);
-  ImFont* font = ImGui::GetFont();
-  const float sfh = std::round(ImGui::GetFontSize() * 0.8f);
-  const bool txt = cs >= font->CalcTextSizeA(sfh, FLT_MAX, 0.0f, "0.00").x + 4.0f;
-  const int b = std::clamp(s.view.batch, 0, std::max(0, t.batch - 1));
-  for (int i = 0; i < shown; ++i)
-    for (int j = 0; j < shown; ++j) {
-      const float wv = t.weights.at({b, head, i, j});
-      const ImVec4 col =
-          t.masked(i, j) ? ImVec4(0.2f, 0.2f, 0.2f, 1.0f) : mix(bg, hc, 0.15f + 0.85f * std::clamp(wv, 0.0f, 1.0f));
-      const ImVec2 a(o.x + static_cast<float>(j) * cs, o.y + static_cast<float>(i) * cs);
-      dl->AddRectFilled(ImVec2(a.x + 1, a.y + 1), ImVec2(a.x + cs - 1, a.y + cs - 1), u32(col));
-      if (txt && !t.masked(i, j)) {
-        const std::string v = fmt("%.2f", static_cast<double>(wv));
-        dl->AddText(font, sfh, ImVec2(a.x + 3, a.y + (cs - sfh) * 0.5f),
-                    figure::luminance(to_rgb(col)) < 0.5f ? IM_COL32(255, 255, 255, 255) : IM_COL32(0, 0, 0, 255),
-                    v.c_str());
-      }
-    }
-  ImGui::Dummy(ImVec2(cs * static_cast<float>(shown), cs * static_cast<float>(shown)));
-  if (T > shown) ImGui::TextDisabled("first %d of %d tokens", shown, T);
-  ImGui::EndGroup();
-}
-
 void draw_compare_tab(AppState& s) {
   Walkthrough& w = s.walkthrough;
   Comparison& c = w.cmp;
@@ -102,10 +69,22 @@ void draw_compare_tab(AppState& s) {
   ImGui::TextColored(c.max_diff_weights <= 1e-6 ? ImVec4(0.45f, 0.85f, 0.45f, 1.0f) : ImVec4(1.0f, 0.45f, 0.35f, 1.0f),
                      "max |wrapper − weight split| over all heads' weights = %.3g%s,  outputs = %.3g",
                      c.max_diff_weights, exact ? " (identical)" : "", c.max_diff_output);
-  const float side = std::min(fh * 7.5f, (ImGui::GetContentRegionAvail().x - fh * 4.0f) * 0.5f);
-  weights_tile(s, c.wrapper, head, "Wrapper: head's own module", side);
-  ImGui::SameLine(0.0f, fh * 2.0f);
-  weights_tile(s, c.split, head, "Weight split: q.view + transpose", side);
+  // Both patterns as one figure (the one heatmap, one colour scale), a third of the tab high.
+  const ImVec2 canvas(ImGui::GetContentRegionAvail().x, std::max(fh * 12.0f, ImGui::GetContentRegionAvail().y * 0.38f));
+  figure::Options o = figure_options(s, figure::View::Grid, canvas);
+  o.head = head;
+  ScreenFigure& f = s.renderer.compare;
+  AppState* sp = &s;
+  f.ensure(o, c.generation * 1000003u + static_cast<std::uint64_t>(c.heads), [sp](const figure::Options& x) {
+    const Comparison& cc = sp->walkthrough.cmp;
+    return figure::compare_figure(cc.wrapper, cc.split, "Wrapper: head's own module", "Weight split: q.view + transpose",
+                                  sp->compute.tokens, x);
+  });
+  f.stem = "compare-head" + std::to_string(head);
+  s.renderer.centre = &f;
+  s.renderer.centre_name = "compare";
+  draw_figure(s, f, ImGui::GetCursorScreenPos());
+  ImGui::Dummy(ImVec2(static_cast<float>(f.fig.width), static_cast<float>(f.fig.height)));
 
   ImGui::Separator();
   ImGui::Text("Cost of one forward: b = %d, num_tokens = %d, d_in = %d, num_heads = %d, head_dim = %d", c.batch,
@@ -186,8 +165,8 @@ void draw_compare_tab(AppState& s) {
         const float lh = ImGui::GetTextLineHeight();
         const float a = wbar * static_cast<float>(g.wrapper.matmul_calls) / static_cast<float>(max_calls);
         const float b = wbar * static_cast<float>(g.split.matmul_calls) / static_cast<float>(max_calls);
-        dl->AddRectFilled(ImVec2(p.x, p.y + 1), ImVec2(p.x + a, p.y + lh * 0.5f - 1), u32(head_rgba(1)));
-        dl->AddRectFilled(ImVec2(p.x, p.y + lh * 0.5f + 1), ImVec2(p.x + b, p.y + lh - 1), u32(head_rgba(0)));
+        dl->AddRectFilled(ImVec2(p.x, p.y + 1), ImVec2(p.x + a, p.y + lh * 0.5f - 1), u32(figure::head_rgb(1)));
+        dl->AddRectFilled(ImVec2(p.x, p.y + lh * 0.5f + 1), ImVec2(p.x + b, p.y + lh - 1), u32(figure::head_rgb(0)));
         ImGui::Dummy(ImVec2(wbar, lh));
       }
       ImGui::TableNextColumn();

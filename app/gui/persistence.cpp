@@ -70,6 +70,8 @@ void load_settings(AppState& s) {
     st.capture_caption = j.value("capture_caption", st.capture_caption);
     st.capture_transparent = j.value("capture_transparent", st.capture_transparent);
     st.capture_light = j.value("capture_light", st.capture_light);
+    st.variant_keeps_d_out = j.value("variant_keeps_d_out", st.variant_keeps_d_out);
+    st.scores_one_scale = j.value("scores_one_scale", st.scores_one_scale);
     st.capture_dir = j.value("capture_dir", st.capture_dir);
     read_recent(j, "recent", st.recent);
     read_recent(j, "recent_models", st.recent_models);
@@ -96,6 +98,8 @@ void save_settings(AppState& s) {
       {"capture_caption", st.capture_caption},
       {"capture_transparent", st.capture_transparent},
       {"capture_light", st.capture_light},
+      {"variant_keeps_d_out", st.variant_keeps_d_out},
+      {"scores_one_scale", st.scores_one_scale},
       {"capture_dir", st.capture_dir},
       {"recent", st.recent},
       {"recent_models", st.recent_models},

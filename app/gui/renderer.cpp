@@ -57,18 +57,14 @@ void draw_callback(const ImDrawList*, const ImDrawCmd* cmd) {
   glUniform1f(r.loc_vmax, d->vmax);
   glUniform1i(r.loc_lut, 1);
   glUniform1i(r.loc_lut_row, static_cast<GLint>(d->colormap));
-  if (r.dark) {
-    glUniform3f(r.loc_hatch_a, 41.0f / 255.0f, 41.0f / 255.0f, 41.0f / 255.0f);
-    glUniform3f(r.loc_hatch_b, 77.0f / 255.0f, 77.0f / 255.0f, 77.0f / 255.0f);
-    glUniform3f(r.loc_grid_color, 0.10f, 0.10f, 0.10f);
-  } else {
-    glUniform3f(r.loc_hatch_a, 199.0f / 255.0f, 199.0f / 255.0f, 199.0f / 255.0f);
-    glUniform3f(r.loc_hatch_b, 235.0f / 255.0f, 235.0f / 255.0f, 235.0f / 255.0f);
-    glUniform3f(r.loc_grid_color, 1.0f, 1.0f, 1.0f);
-  }
+  // The figure's colours: its masked hatch, and its background between cells.
+  const auto rgb = [](GLint loc, figure::Color c) { glUniform3f(loc, c.r / 255.0f, c.g / 255.0f, c.b / 255.0f); };
+  rgb(r.loc_hatch_a, d->hatch_a);
+  rgb(r.loc_hatch_b, d->hatch_b);
+  rgb(r.loc_grid_color, d->gap_color);
   glUniform2f(r.loc_cells, static_cast<float>(d->cols), static_cast<float>(d->rows));
   glUniform2f(r.loc_size, (d->x1 - d->x0) * r.fb_scale_x, (d->y1 - d->y0) * r.fb_scale_y);
-  glUniform1f(r.loc_grid, d->grid ? 1.0f : 0.0f);
+  glUniform1f(r.loc_grid, d->gap * r.fb_scale_x);
   glUniform1f(r.loc_log, d->log_scale ? 1.0f : 0.0f);
 
   const float v[] = {d->x0, d->y0, 0, 0, d->x1, d->y0, 1, 0, d->x0, d->y1, 0, 1,
@@ -172,11 +168,14 @@ bool renderer_init(Renderer& r, std::string& error) {
   return true;
 }
 
+void delete_texture(HeadTexture& t) {
+  if (t.tex) glDeleteTextures(1, &t.tex);
+  t = HeadTexture{};
+}
+
 void renderer_shutdown(Renderer& r) {
-  for (auto& h : r.heads) {
-    if (h.tex) glDeleteTextures(1, &h.tex);
-  }
-  r.heads.clear();
+  for (ScreenFigure* f : {&r.lesson, &r.walk, &r.compare, &r.shapes})
+    for (HeadTexture& t : f->textures) delete_texture(t);
   for (auto& h : r.model_thumbs) {
     if (h.tex) glDeleteTextures(1, &h.tex);
   }
@@ -204,63 +203,7 @@ void renderer_begin_frame(Renderer& r) {
   std::memcpy(r.proj, m, sizeof m);
 }
 
-// [SECTION] Texture sync: upload only what changed
-void sync_textures(AppState& s) {
-  Renderer& r = s.renderer;
-  r.uploads_last_frame = 0;
-  const Compute& c = s.compute;
-  if (!c.have_trace) return;
-  if (r.uploaded_generation == c.generation && r.uploaded_stage == s.view.stage && r.uploaded_batch == s.view.batch &&
-      static_cast<int>(r.heads.size()) == c.trace.heads) {
-    return;
-  }
-  const Trace& t = c.trace;
-  const int T = t.tokens;
-  const int H = t.heads;
-  const Stage stage = s.view.stage;
-  if (static_cast<int>(r.heads.size()) > H) {
-    for (std::size_t i = static_cast<std::size_t>(H); i < r.heads.size(); ++i) {
-      if (r.heads[i].tex) glDeleteTextures(1, &r.heads[i].tex);
-    }
-  }
-  r.heads.resize(static_cast<std::size_t>(H));
-  std::vector<float> buf(static_cast<std::size_t>(T) * static_cast<std::size_t>(T));
-  const float neg_inf = -std::numeric_limits<float>::infinity();
-  for (int h = 0; h < H; ++h) {
-    HeadTexture& ht = r.heads[static_cast<std::size_t>(h)];
-    t.stage_matrix(stage, s.view.batch, h, buf.data());
-    // Masked cells are hatched from the masking stage on (raw scores are shown unmasked).
-    if (stage != Stage::Scores && t.config.causal) {
-      for (int i = 0; i < T; ++i) {
-        for (int j = i + 1; j < T; ++j) buf[static_cast<std::size_t>(i) * static_cast<std::size_t>(T) + static_cast<std::size_t>(j)] = neg_inf;
-      }
-    }
-    float lo = std::numeric_limits<float>::infinity(), hi = -lo, min_pos = lo;
-    for (float v : buf) {
-      if (std::isfinite(v)) {
-        lo = std::min(lo, v);
-        if (v > 0.0f) min_pos = std::min(min_pos, v);
-        hi = std::max(hi, v);
-      }
-    }
-    if (!(lo <= hi)) lo = hi = 0.0f;
-    ht.vmin = lo;
-    ht.vmax = hi;
-    ht.min_positive = std::isfinite(min_pos) ? min_pos : 0.0f;
-    const bool same = ht.width == T && ht.height == T && ht.values.size() == buf.size() &&
-                      std::memcmp(ht.values.data(), buf.data(), buf.size() * sizeof(float)) == 0;
-    if (!same) {
-      upload_texture(ht, T, T, buf.data());
-      ht.values = buf;
-      ++r.uploads_last_frame;
-    }
-  }
-  r.uploads_total += r.uploads_last_frame;
-  r.uploaded_generation = c.generation;
-  r.uploaded_stage = stage;
-  r.uploaded_batch = s.view.batch;
-}
-
+// [SECTION] Texture sync of the model view
 // The model view's textures: every thumbnail when the derived view changed, the selected
 // head at full size (T x T, masked cells -inf) when the forward or the selection changed.
 void sync_model_textures(AppState& s) {

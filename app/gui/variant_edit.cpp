@@ -1,16 +1,28 @@
 #include "variant_edit.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace mhaviz::gui {
 
-ModelConfig with_variant(const ModelConfig& c, Variant v) {
+ModelConfig with_variant(const ModelConfig& c, Variant v, VariantKeeps keeps) {
   if (c.weights || c.variant == v) return c;
   ModelConfig out = c;
   const int heads = std::max(1, c.num_heads);
-  const int head_dim = c.variant == Variant::Wrapper ? std::max(1, c.d_out) : std::max(1, c.d_out / heads);
   out.variant = v;
   out.num_heads = heads;
+  if (keeps == VariantKeeps::DOut) {
+    out.d_out = std::max(1, c.d_out);
+    // A split variant needs num_heads to divide d_out: the nearest count that does.
+    if (v != Variant::Wrapper && out.d_out % heads != 0) {
+      int best = 1;
+      for (int h = 1; h <= out.d_out; ++h)
+        if (out.d_out % h == 0 && std::abs(h - heads) < std::abs(best - heads)) best = h;
+      out.num_heads = best;
+    }
+    return out;
+  }
+  const int head_dim = c.variant == Variant::Wrapper ? std::max(1, c.d_out) : std::max(1, c.d_out / heads);
   out.d_out = v == Variant::Wrapper ? head_dim : heads * head_dim;
   return out;
 }

@@ -1,6 +1,7 @@
 // The walkthrough's transport controls (buttons, scrub bar, step chips, keys) and its
 // options row (mode, panes, mistake); the moves themselves are walk_transport.cpp.
 #include <GLFW/glfw3.h>
+
 #include "walk_frame.hpp"
 
 namespace mhaviz::gui::walk {
@@ -27,9 +28,9 @@ void handle_keys(AppState& s, Walkthrough& w, int n) {
   if (ImGui::IsKeyPressed(GLFW_KEY_END, false)) go_to(w, static_cast<float>(n - 1), n);
 }
 
-void draw_controls_row(AppState& s, Frame& f) {
-  Walkthrough& w = f.w;
-  const int n = step_count(f);
+void draw_controls_row(AppState& s, const Steps& st) {
+  Walkthrough& w = s.walkthrough;
+  const int n = st.count();
   const float fh = ImGui::GetFontSize();
   if (ImGui::Button("|<")) go_to(w, 0.0f, n);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("First step (Home)");
@@ -66,15 +67,15 @@ void draw_controls_row(AppState& s, Frame& f) {
   capture_button(s);
 }
 
-void draw_step_chips(AppState& s, Frame& f) {
+void draw_step_chips(AppState& s, const Steps& st) {
   ImGui::SetWindowFontScale(0.85f);
   ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, ImVec2(4.0f, 2.0f));
-  Walkthrough& w = f.w;
-  const int n = step_count(f);
+  Walkthrough& w = s.walkthrough;
+  const int n = st.count();
   const int cur = static_cast<int>(std::lround(w.target));
   for (int i = 0; i < n; ++i) {
     if (i > 0) ImGui::SameLine(0.0f, 4.0f);
-    const lay::Step sti = f.steps[static_cast<std::size_t>(i)];
+    const lay::Step sti = st.list[static_cast<std::size_t>(i)];
     const std::string shortname = sti == lay::Step::Input           ? "X"
                                   : sti == lay::Step::Project       ? "QKV"
                                   : sti == lay::Step::TransposeBack ? "back"
@@ -90,15 +91,15 @@ void draw_step_chips(AppState& s, Frame& f) {
     if (on) ImGui::PopStyleColor();
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip(
-          "%s", std::string(lay::step_title(f.steps[static_cast<std::size_t>(i)], f.tr.config.variant)).c_str());
+          "%s", std::string(lay::step_title(st.list[static_cast<std::size_t>(i)], st.tr.config.variant)).c_str());
   }
   ImGui::PopStyleVar();
   ImGui::SetWindowFontScale(1.0f);
 }
 
-void draw_options_row(AppState& s, Frame& f) {
-  Walkthrough& w = f.w;
-  const Variant v = f.tr.config.variant;
+void draw_options_row(AppState& s, const Steps& st) {
+  Walkthrough& w = s.walkthrough;
+  const Variant v = st.tr.config.variant;
   ImGui::AlignTextToFramePadding();
   ImGui::TextDisabled("mode:");
   ImGui::SameLine();
@@ -107,13 +108,13 @@ void draw_options_row(AppState& s, Frame& f) {
     ImGui::SameLine();
     if (ImGui::RadioButton(std::string(variant_name(x)).c_str(), v == x) && v != x) {
       ModelConfig& c = s.doc.session.model;
-      c = with_variant(c, x);  // the Model panel's edit: keeps num_heads and head_dim
+      c = with_variant(c, x, s.settings.variant_keeps_d_out ? VariantKeeps::DOut : VariantKeeps::HeadDim);  // the Model panel's edit
       s.ui.preferred_heads = c.num_heads;
       mark_model_dirty(s, "switch to " + std::string(variant_name(x)), "variant");
     }
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kVariantSwitchNote);
   }
-  if (!f.steps.empty()) {
+  if (!st.list.empty()) {
     ImGui::SameLine();
     ImGui::TextDisabled("  show:");
     const char* names[4] = {"Q", "K", "V", "all"};
@@ -128,15 +129,15 @@ void draw_options_row(AppState& s, Frame& f) {
           "Draw the weight matrix (transposed) in the projection step: X · Wᵀ = Q\n(when it fits without hiding "
           "columns)");
   }
-  if (f.tr.batch > 1) {
+  if (st.tr.batch > 1) {
     // A narrow drag field (drag, or double-click to type) kept on this line: with +/- buttons
     // the row did not fit a 1280-pixel window, and a second line would take height from the cells.
     const float bw = ImGui::GetFontSize() * 2.5f;
     ImGui::SameLine();
     ImGui::SetNextItemWidth(bw);
     int b = s.view.batch;
-    if (ImGui::DragInt("batch", &b, 0.05f, 0, f.tr.batch - 1, "%d", ImGuiSliderFlags_AlwaysClamp))
-      s.view.batch = std::clamp(b, 0, f.tr.batch - 1);
+    if (ImGui::DragInt("batch", &b, 0.05f, 0, st.tr.batch - 1, "%d", ImGuiSliderFlags_AlwaysClamp))
+      s.view.batch = std::clamp(b, 0, st.tr.batch - 1);
   }
   if (v != Variant::Wrapper) {
     const char* mistake_label = "mistake: merge w/o transpose back";
@@ -165,22 +166,34 @@ void draw_options_row(AppState& s, Frame& f) {
   }
 }
 
-// Signed scores: the diverging map's swatches from -vmax through 0 to +vmax (figure/walk_values.hpp).
-void draw_diverging_legend(Frame& f, float vmax) {
-  const float fh = ImGui::GetFontSize();
-  ImGui::TextDisabled("score colour:");
-  int i = 0;
-  for (const figure::Swatch& sw : figure::diverging_legend(vmax)) {
-    ImGui::SameLine();
-    const ImVec2 p = ImGui::GetCursorScreenPos();
-    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + fh * 0.15f), ImVec2(p.x + fh * 0.9f, p.y + fh * 1.05f),
-                                              u32(to_vec(sw.color)));
-    ImGui::Dummy(ImVec2(fh * 0.9f, fh));
-    ImGui::SameLine(0.0f, fh * 0.25f);
-    ImGui::TextUnformatted(sw.text.c_str());
-    ++i;
+// The inspector's lines and its softmax table, as figure::inspect wrote them.
+void draw_inspection(const figure::Inspection& in) {
+  for (const figure::Inspection::Item& it : in.items) {
+    if (it.table.header.empty()) {
+      if (it.line.dim)
+        ImGui::TextDisabled("%s", it.line.text.c_str());
+      else
+        ImGui::TextWrapped("%s", it.line.text.c_str());
+      continue;
+    }
+    const figure::Inspection::Table& t = it.table;
+    if (!ImGui::BeginTable("inspect_table", static_cast<int>(t.header.size()),
+                           ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit))
+      continue;
+    for (const auto& h : t.header) ImGui::TableSetupColumn(h.c_str());
+    ImGui::TableHeadersRow();
+    for (const auto& row : t.rows) {
+      ImGui::TableNextRow();
+      for (const auto& cell : row) {
+        ImGui::TableNextColumn();
+        if (cell.dim)
+          ImGui::TextDisabled("%s", cell.text.c_str());
+        else
+          ImGui::TextUnformatted(cell.text.c_str());
+      }
+    }
+    ImGui::EndTable();
   }
-  f.legend_swatches = i;
 }
 
 }  // namespace mhaviz::gui::walk

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "figure/walk_figure.hpp"
 #include "figure/walk_values.hpp"
 #include "mhaviz/layout.hpp"
 #include "mhaviz/model.hpp"
@@ -31,23 +32,6 @@ struct Comparison {
     int samples = 0, per_sample = 0;                          // of the wrapper's timing (the others alike)
   };
   std::vector<Row> rows;  // the current size first, then growing num_heads
-};
-
-// Cell size, blocks side by side and window of every step for one canvas and font: built
-// only when one of its inputs changes (choose_scale), not every frame.
-struct WalkPlan {
-  struct Key {
-    float width = 0, height = 0, font = 0, small_font = 0, value_w = 0, token_w = 0, key_w = 0;
-    int variant = -1, tokens = 0, d_in = 0, heads = 0, head_dim = 0, pane = 0, steps = 0;
-    bool weights = false, mistaken = false;
-    bool operator==(const Key&) const = default;
-  } key;
-  bool valid = false;
-  std::vector<float> cs;                          // cell size of each step (pixels)
-  std::vector<int> bcols;                         // blocks side by side
-  std::vector<std::array<std::int64_t, 3>> lims;  // window (blocks, rows, cols) of each step
-  bool weights_fit = true;                        // Wᵀ drawn in the projection step
-  int builds = 0;                                 // times built (tests: cached, not per frame)
 };
 
 struct Walkthrough {
@@ -81,7 +65,12 @@ struct Walkthrough {
   std::uint64_t mistaken_generation = ~std::uint64_t{0};
   figure::Mistake mistake;
 
-  WalkPlan plan;
+  figure::WalkPlan plan;  // every step's size on the canvas (rebuilt when the canvas or the sizes change)
+  // The picture on screen and what it was built from (rebuilt while moving, else on change).
+  figure::WalkPicture picture;
+  figure::WalkInput picture_in;
+  figure::Options picture_opts;
+  std::uint64_t picture_generation = ~std::uint64_t{0};
   Comparison cmp;
   std::future<Comparison> cmp_job;  // computing off the UI thread (walk_compare.hpp)
   std::uint64_t cmp_job_generation = ~std::uint64_t{0};

@@ -170,11 +170,11 @@ TEST(ColorScale, FiguresShareOneScaleOrGiveEachHeadItsOwn) {
     ASSERT_EQ(each.heatmaps.size(), own.size());
     for (std::size_t h = 0; h < own.size(); ++h) {
       // The masked stage holds -inf above the diagonal: ignored, the range stays finite.
-      EXPECT_FLOAT_EQ(shared.heatmaps[h].vmax, all) << stage_name(st) << " head " << h;
-      EXPECT_FLOAT_EQ(shared.heatmaps[h].vmin, -all) << stage_name(st) << " head " << h;
-      EXPECT_FLOAT_EQ(each.heatmaps[h].vmax, own[h]) << stage_name(st) << " head " << h;
-      EXPECT_FLOAT_EQ(each.heatmaps[h].vmin, -own[h]) << stage_name(st) << " head " << h;
-      EXPECT_EQ(each.heatmaps[h].cmap, Colormap::Diverging);
+      EXPECT_FLOAT_EQ(shared.heatmaps[h].scale.vmax, all) << stage_name(st) << " head " << h;
+      EXPECT_FLOAT_EQ(shared.heatmaps[h].scale.vmin, -all) << stage_name(st) << " head " << h;
+      EXPECT_FLOAT_EQ(each.heatmaps[h].scale.vmax, own[h]) << stage_name(st) << " head " << h;
+      EXPECT_FLOAT_EQ(each.heatmaps[h].scale.vmin, -own[h]) << stage_name(st) << " head " << h;
+      EXPECT_EQ(each.heatmaps[h].scale.cmap, Colormap::Diverging);
     }
   }
 }
@@ -190,15 +190,16 @@ TEST(ColorScale, FigureColoursOnTheLogScale) {
   ASSERT_FALSE(f.heatmaps.empty());
   int top = 0, bottom = 0;
   for (const figure::HeatmapInfo& hm : f.heatmaps) {
-    ASSERT_TRUE(hm.log);
+    ASSERT_TRUE(hm.scale.log);
     for (std::size_t i = 0; i < hm.values.size(); ++i) {
       const float v = hm.values[i];
-      if (!std::isfinite(v) || (v < hm.vmax && v > hm.vmin)) continue;
-      (v >= hm.vmax ? top : bottom) += 1;
-      const auto want = figure::colormap_lut(Colormap::Viridis, v >= hm.vmax ? 255 : 0);
-      EXPECT_EQ(hm.colors[i].r, want[0]) << "head " << hm.head << " cell " << i << " = " << v;
-      EXPECT_EQ(hm.colors[i].g, want[1]) << "head " << hm.head << " cell " << i << " = " << v;
-      EXPECT_EQ(hm.colors[i].b, want[2]) << "head " << hm.head << " cell " << i << " = " << v;
+      if (!std::isfinite(v) || (v < hm.scale.vmax && v > hm.scale.vmin)) continue;
+      (v >= hm.scale.vmax ? top : bottom) += 1;
+      const auto want = figure::colormap_lut(Colormap::Viridis, v >= hm.scale.vmax ? 255 : 0);
+      const figure::Color got = figure::cell_color(hm.scale, v);  // the colour every drawing gives the cell
+      EXPECT_EQ(got.r, want[0]) << "head " << hm.head << " cell " << i << " = " << v;
+      EXPECT_EQ(got.g, want[1]) << "head " << hm.head << " cell " << i << " = " << v;
+      EXPECT_EQ(got.b, want[2]) << "head " << hm.head << " cell " << i << " = " << v;
     }
   }
   EXPECT_GE(top, 1);

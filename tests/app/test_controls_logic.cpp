@@ -9,10 +9,11 @@
 #include "file_list.hpp"
 #include "mhaviz/session.hpp"
 #include "slider_steps.hpp"
-#include "stage_note.hpp"
+#include "figure/stage_note.hpp"
 
 namespace mhaviz::gui {
 namespace {
+using figure::unchanged_stage_note;
 
 TEST(SizeSteps, SensibleSizesUpToTheDocumentedLimit) {
   const std::vector<int> s = size_steps(2, 8192);

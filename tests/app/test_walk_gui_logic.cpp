@@ -108,15 +108,36 @@ TEST(VariantEdit, KeepsHeadsAndHeadDimBothWays) {
   c.variant = Variant::Wrapper;
   c.d_out = 2;
   c.num_heads = 2;
-  const ModelConfig split = with_variant(c, Variant::WeightSplit);
+  const ModelConfig split = with_variant(c, Variant::WeightSplit, VariantKeeps::HeadDim);
   EXPECT_EQ(split.d_out, 4);
   EXPECT_EQ(split.num_heads, 2);
-  const ModelConfig back = with_variant(split, Variant::Wrapper);
+  const ModelConfig back = with_variant(split, Variant::Wrapper, VariantKeeps::HeadDim);
   EXPECT_EQ(back.d_out, 2);
   EXPECT_EQ(back.num_heads, 2);
-  const ModelConfig fused = with_variant(split, Variant::FusedQkv);
+  const ModelConfig fused = with_variant(split, Variant::FusedQkv, VariantKeeps::HeadDim);
   EXPECT_EQ(fused.d_out, 4);
   EXPECT_EQ(fused.num_heads, 2);
+}
+
+// The book's comparison: MultiHeadAttentionWrapper(d_out=2, num_heads=2) against
+// MultiHeadAttention(d_out=2, num_heads=2), whose heads are 1 wide.
+TEST(VariantEdit, KeepsDOutAsTheBookCompares) {
+  ModelConfig c;
+  c.variant = Variant::Wrapper;
+  c.d_out = 2;
+  c.num_heads = 2;
+  const ModelConfig split = with_variant(c, Variant::WeightSplit, VariantKeeps::DOut);
+  EXPECT_EQ(split.d_out, 2);
+  EXPECT_EQ(split.num_heads, 2);
+  EXPECT_EQ(head_dim(split), 1);
+  EXPECT_EQ(with_variant(split, Variant::Wrapper, VariantKeeps::DOut).d_out, 2);
+  // Heads that do not divide d_out: the nearest count that does.
+  c.num_heads = 4;
+  c.d_out = 6;
+  const ModelConfig six = with_variant(c, Variant::FusedQkv, VariantKeeps::DOut);
+  EXPECT_EQ(six.d_out, 6);
+  EXPECT_EQ(six.num_heads, 3);
+  EXPECT_EQ(six.d_out % six.num_heads, 0);
 }
 
 // [SECTION] Wrapper vs weight split (bug 5: another model, unsaid; times that were noise)

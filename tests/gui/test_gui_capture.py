@@ -1,7 +1,8 @@
 """In-app capture (issue 5), driven by real keys and clicks under Xvfb:
 
 - F12 saves what is shown (the grid of heads; the enlarged head; the walkthrough step) as a
-  PNG of exactly the size `mhaviz render` gives for the same view at the capture scale (2);
+  PNG of the figure on screen at the capture scale (2): exactly twice its logical size (that it
+  is the screen's figure, and render's, is test_gui_figures.py's);
 - a second F12 never replaces the first file (name-2.png), nor does the Capture button (-3);
 - Shift+F12 saves the whole window at the window's size;
 - Capture > Grid of heads (SVG) writes an SVG with one rect per cell;
@@ -30,12 +31,10 @@ def png_size(path):
     return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
 
-def render_size(args):
-    out = os.path.join(tmp, "ref.png")
-    r = subprocess.run([g.MHAVIZ, "render", "seed003-wrapper", "-o", out, "--scale", "2"] + args,
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    return png_size(out)
+def logical_size(path):
+    """Twice the logical size the capture's sidecar (--capture-sidecars) gives."""
+    side = g.read_json(path + ".json")
+    return side["width"] * 2, side["height"] * 2
 
 
 def digest(path):
@@ -63,7 +62,7 @@ def shown(what, predicate):
 
 proc = g.start(["gui", "seed003-wrapper", "--no-restore", "--check-gl", "--width", "1280", "--height", "800",
                 "--config-dir", os.path.join(tmp, "cfg"), "--state-dir", os.path.join(tmp, "st"),
-                "--capture-dir", caps, "--layout-out", layout, "--state-out", state])
+                "--capture-dir", caps, "--capture-sidecars", "--layout-out", layout, "--state-out", state])
 try:
     w = g.wait_for_layout(layout, ["capture_button", "menu_capture"], proc=proc)
     g.focus_window()
@@ -71,8 +70,8 @@ try:
     g.key("F12")
     first = expect("seed003-wrapper-heads-weights.png", proc)
     if first:
-        want = render_size([])
-        g.check(png_size(first) == want, "F12 on the grid: %s = mhaviz render --scale 2 %s" % (png_size(first), want))
+        want = logical_size(first)
+        g.check(png_size(first) == want, "F12 on the grid: %s = 2 x its logical size %s" % (png_size(first), want))
         before = digest(first)
         g.key("F12")
         second = expect("seed003-wrapper-heads-weights-2.png", proc)
@@ -93,8 +92,8 @@ try:
     g.key("F12")
     head = expect("seed003-wrapper-head0-weights.png", proc)
     if head:
-        want = render_size(["--view", "head", "0"])
-        g.check(png_size(head) == want, "F12 on the enlarged head: %s = render --view head 0 %s" % (png_size(head), want))
+        want = logical_size(head)
+        g.check(png_size(head) == want, "F12 on the enlarged head: %s = 2 x its logical size %s" % (png_size(head), want))
     g.key("e")
     shown("E again: the grid", lambda j: not j["enlarged"])
 
@@ -103,8 +102,8 @@ try:
     g.key("F12")
     step = expect("seed003-wrapper-step1.png", proc)
     if step:
-        want = render_size(["--view", "step", "0"])
-        g.check(png_size(step) == want, "F12 in the walkthrough: %s = render --view step 0 %s" % (png_size(step), want))
+        want = logical_size(step)
+        g.check(png_size(step) == want, "F12 in the walkthrough: %s = 2 x its logical size %s" % (png_size(step), want))
     g.key("w")
     shown("W again: the grid", lambda j: not j["walkthrough"])
 
@@ -130,7 +129,7 @@ finally:
 g.check(rc == 0, "app exits 0 (got %d; stderr: %s)" % (rc, err.strip()))
 st = g.read_json(state)
 g.check(st["status"].startswith("Saved " + caps), "the notice names the saved path (%r)" % st["status"])
-left = sorted(os.listdir(caps)) if os.path.isdir(caps) else []
+left = sorted(n for n in os.listdir(caps) if not n.endswith(".json")) if os.path.isdir(caps) else []
 g.check(not [n for n in left if n.startswith(".")], "no temporary files left in the capture folder (%s)" % left)
 print("  captures: " + ", ".join(left))
 g.finish()

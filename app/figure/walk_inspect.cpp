@@ -1,19 +1,25 @@
-// The walkthrough's inspector: the hovered or pinned element's index path and how it is
-// computed (dot products, softmax row, mask, dropout).
-#include "walk_frame.hpp"
+// The walkthrough's inspector: the followed element's index path and how it is computed
+// (dot products, softmax row, mask, dropout), as text the app's panel prints.
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
 
-namespace mhaviz::gui::walk {
+#include "figure/walk_frame.hpp"
 
-// [SECTION] Selection (hover or pin) followed across steps
-std::int64_t selected_in(const Frame& f, int k) {
-  const Walkthrough& w = f.w;
-  const int st = w.hover_step >= 0 ? w.hover_step : w.pin_step;
-  const std::int64_t fl = w.hover_step >= 0 ? w.hover_flat : w.pin_flat;
-  if (st < 0 || st >= static_cast<int>(f.steps.size()) || fl < 0) return -1;
-  const lay::Layout l = lay::step_layout(f.steps[static_cast<std::size_t>(st)], f.dims);
-  if (fl >= l.numel()) return -1;
-  return lay::follow(f.steps, f.dims, w.mistaken, st, fl)[static_cast<std::size_t>(k)];
+namespace mhaviz::figure {
+namespace walk {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
 }
+
+// Values as the seeds print them (4 decimals).
+std::string num(float v, int decimals = 4) { return format_number(v, decimals); }
+
+}  // namespace
 
 // "[b, t, j]" of an element of a step's layout, for the selected batch item.
 std::string index_text(const Frame& f, const lay::Layout& l, const lay::Cell& c) {
@@ -23,7 +29,7 @@ std::string index_text(const Frame& f, const lay::Layout& l, const lay::Cell& c)
 }
 
 std::string tensor_label(const Frame& f, lay::Step st, int pane) {
-  return figure::pane_name(f.tr.config.variant, st, pane, f.w.mistaken);
+  return pane_name(f.tr.config.variant, st, pane, f.in.mistaken);
 }
 
 // [SECTION] Inspector: index paths, dot products, softmax rows, mask, dropout
@@ -48,7 +54,11 @@ std::vector<float> row_of(const std::vector<float>& w, std::int64_t row, std::in
 
 void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, float value, Inspection& out) {
   const Variant v = f.tr.config.variant;
-  const Model& m = f.s.compute.model;
+  if (!f.in.model) {
+    out.text("(weights of this trace are not available)");
+    return;
+  }
+  const Model& m = *f.in.model;
   static constexpr const char* kW[3] = {"W_query", "W_key", "W_value"};
   std::string wname;
   std::int64_t t = 0, row = 0;
@@ -104,7 +114,7 @@ void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, f
 
 void inspect_path(const Frame& f, int k, std::int64_t flat, Inspection& out) {
   // The element's index in every layout of its chain.
-  const auto path = lay::follow(f.steps, f.dims, f.w.mistaken, k, flat);
+  const auto path = lay::follow(f.steps, f.dims, f.in.mistaken, k, flat);
   std::string s;
   for (std::size_t i = 0; i < f.steps.size(); ++i) {
     if (path[i] < 0) continue;
@@ -138,7 +148,7 @@ void inspect_path(const Frame& f, int k, std::int64_t flat, Inspection& out) {
                std::to_string(hi.head) + "'s block.");
     }
   }
-  if ((st == lay::Step::Merge && f.w.mistaken) && f.tr.config.variant != Variant::Wrapper) {
+  if ((st == lay::Step::Merge && f.in.mistaken) && f.tr.config.variant != Variant::Wrapper) {
     const lay::HeadIndex bad = lay::mistaken_source(f.b, c.row, c.col, f.tr.tokens, f.tr.heads, hd);
     const lay::HeadIndex ok = lay::split_column(f.b, c.row, c.col, hd);
     out.text("The plain reshape puts context" + lay::index_string({bad.b, bad.head, bad.t, bad.d}) + " (token " +
@@ -193,7 +203,7 @@ void inspect_softmax_row(const Frame& f, int head, int i, Inspection& out) {
   if (T > shown) out.dim("(first " + std::to_string(shown - 1) + " keys and the last of " + std::to_string(T) + ")");
 }
 
-Inspection inspect(const Frame& f, int k, std::int64_t flat) {
+Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_head) {
   Inspection out;
   const lay::Step st = f.steps[static_cast<std::size_t>(k)];
   const lay::Layout l = lay::step_layout(st, f.dims);
@@ -227,7 +237,7 @@ Inspection inspect(const Frame& f, int k, std::int64_t flat) {
       }
       break;
     case lay::Step::Merge:
-      if (f.w.mistaken) {
+      if (f.in.mistaken) {
         out.text(
             "Common mistake: reshape (b, h, T, hd) → (b, T, h·hd) without the transpose back. Row 0 then holds head 0 "
             "of tokens 0, 1, …: tokens are scrambled across heads. Red outlines: cells that differ from the correct "
@@ -245,13 +255,13 @@ Inspection inspect(const Frame& f, int k, std::int64_t flat) {
   }
   if (flat < 0) {
     if (st == lay::Step::Softmax && T > 0)
-      inspect_softmax_row(f, std::clamp(f.s.view.head, 0, tr.heads - 1), T - 1, out);
+      inspect_softmax_row(f, std::clamp(softmax_head, 0, tr.heads - 1), T - 1, out);
     else
       out.dim("Hover a cell to follow its element and see how it is computed; click to pin it.");
     return out;
   }
   const lay::Cell c = lay::cell_of(l, flat);
-  const float value = figure::step_value(f.src, st, flat);
+  const float value = step_value(f.src, st, flat);
   if (st != lay::Step::Project)  // the projection's first line already names the element
     out.text(tensor_label(f, st, c.pane) + index_text(f, l, c) + " = " + num(value));
   switch (st) {
@@ -291,10 +301,11 @@ Inspection inspect(const Frame& f, int k, std::int64_t flat) {
     case lay::Step::OutProj: {
       const char* name = tr.config.variant == Variant::FusedQkv ? "linear_layer" : "out_proj";
       try {
-        const Linear& lin = f.s.compute.model.layer(name);
+        if (!f.in.model) throw std::out_of_range(name);
+        const Linear& lin = f.in.model->layer(name);
         std::vector<float> x(static_cast<std::size_t>(lin.in));
         // With the mistake on, out_proj reads the scrambled merge (and gives the wrong output shown).
-        const Tensor& merged = f.src.wrong() ? f.w.mistake.merged : tr.context_merged;
+        const Tensor& merged = f.src.wrong() ? f.src.mistake->merged : tr.context_merged;
         for (int i = 0; i < lin.in; ++i) x[static_cast<std::size_t>(i)] = merged.at({f.b, c.row, i});
         double sum = 0;
         const std::string terms = dot_terms(x, row_of(lin.weight, c.col, lin.in), sum);
@@ -332,33 +343,13 @@ Inspection inspect(const Frame& f, int k, std::int64_t flat) {
   return out;
 }
 
-void draw_inspection(const Inspection& in) {
-  for (const Inspection::Item& it : in.items) {
-    if (it.table.header.empty()) {
-      if (it.line.dim)
-        ImGui::TextDisabled("%s", it.line.text.c_str());
-      else
-        ImGui::TextWrapped("%s", it.line.text.c_str());
-      continue;
-    }
-    const Inspection::Table& t = it.table;
-    if (!ImGui::BeginTable("inspect_table", static_cast<int>(t.header.size()),
-                           ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit))
-      continue;
-    for (const auto& h : t.header) ImGui::TableSetupColumn(h.c_str());
-    ImGui::TableHeadersRow();
-    for (const auto& row : t.rows) {
-      ImGui::TableNextRow();
-      for (const auto& cell : row) {
-        ImGui::TableNextColumn();
-        if (cell.dim)
-          ImGui::TextDisabled("%s", cell.text.c_str());
-        else
-          ImGui::TextUnformatted(cell.text.c_str());
-      }
-    }
-    ImGui::EndTable();
-  }
+
+}  // namespace walk
+
+Inspection inspect(const WalkInput& in, int k, std::int64_t flat, int softmax_head) {
+  const Options o;
+  const walk::Frame f(in, o);
+  return walk::inspect_step(f, k, flat, softmax_head);
 }
 
-}  // namespace mhaviz::gui::walk
+}  // namespace mhaviz::figure

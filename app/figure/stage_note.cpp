@@ -1,6 +1,6 @@
-#include "stage_note.hpp"
+#include "figure/stage_note.hpp"
 
-namespace mhaviz::gui {
+namespace mhaviz::figure {
 
 std::string unchanged_stage_note(Stage st, const ModelConfig& c) {
   if (st == Stage::Masked && !c.causal)
@@ -12,4 +12,4 @@ std::string unchanged_stage_note(Stage st, const ModelConfig& c) {
   return {};
 }
 
-}  // namespace mhaviz::gui
+}  // namespace mhaviz::figure

@@ -1,0 +1,469 @@
+// The walkthrough's scenes: what each step draws (grids, operands, titles) and where, and
+// the plan of cell sizes and windows for a canvas.
+#include <cstdio>
+
+#include "figure/text.hpp"
+#include "figure/walk_frame.hpp"
+
+namespace mhaviz::figure::walk {
+
+Frame::Frame(const WalkInput& input, const Options& options)
+    : in(input), o(options), tr(*input.trace), th(detail::theme(options)) {
+  b = std::clamp(in.batch, 0, std::max(0, tr.batch - 1));
+  src = {&tr, b, in.mistaken, in.mistake};
+  dims = src.dims();
+  steps = walk_steps(in);
+  sfh = o.type.label;
+  op_size = o.type.title;
+  gap_px = std::ceil(sfh + 6.0f);
+  pane_px = std::ceil(sfh * 1.5f);
+  const float cap = text_width("abcdefgh", sfh);
+  for (const auto& t : *in.tokens) {
+    token_w = std::max(token_w, std::min(cap, text_width(t, sfh)));
+    key_w = std::max(key_w, text_width(t, sfh));
+  }
+}
+
+float text_w(const Frame& f, const std::string& s, float size) { return text_width(s, size > 0.0f ? size : f.sfh); }
+
+// Numbers grow with the cells and shrink (to 10 pixels at the least) until the widest fits.
+float number_size(const Frame& f, float cs, int decimals) {
+  const float size = std::clamp(std::round(cs * 0.3f), 10.0f, std::round(f.sfh * 1.4f));
+  const float w = text_w(f, decimals < 0 ? "-0.00" : format_number(-0.5f, decimals), size);
+  return w + 4.0f <= cs ? size : std::floor(size * (cs - 4.0f) / w);
+}
+
+bool numbers_fit(const Frame& f, float cs, int decimals) {
+  const float size = number_size(f, cs, decimals);
+  return size >= 10.0f && cs >= size + 2.0f;
+}
+
+lay::Layout windowed(const Frame& f, lay::Layout l) {
+  l.max_blocks = f.lim_blocks;
+  l.max_rows = f.lim_rows;
+  l.max_cols = f.lim_cols;
+  l.block_gap = f.gap_px / f.cs;
+  l.pane_gap = f.pane_px / f.cs;
+  l.block_cols = f.block_cols;
+  l.block_gap_x = f.pane_px / f.cs;
+  return l;
+}
+
+// [SECTION] Scenes: what each step draws
+std::string shape_of(const Frame& f, const lay::Layout& l) {
+  Shape sh = l.shape();
+  sh[0] = f.tr.batch;
+  return shape_string(sh);
+}
+
+namespace {
+
+// The element of the correct merge a cell of a merged grid holds, or (mistake) the one the
+// plain reshape puts there.
+std::function<lay::HeadIndex(std::int64_t)> merge_source(const Frame& f, bool mistaken) {
+  const Frame* fp = &f;
+  return [fp, mistaken](std::int64_t i) {
+    const lay::Cell c = lay::cell_of(lay::step_layout(lay::Step::Merge, fp->dims), i);
+    return mistaken ? lay::mistaken_source(fp->b, c.row, c.col, fp->tr.tokens, fp->tr.heads, fp->tr.head_dim)
+                    : lay::split_column(fp->b, c.row, c.col, fp->tr.head_dim);
+  };
+}
+
+// Cells of the mistaken merge that differ from the correct one.
+std::function<bool(std::int64_t)> merge_wrong(const Frame& f) {
+  const Frame* fp = &f;
+  return [fp](std::int64_t flat) {
+    const std::int64_t off = static_cast<std::int64_t>(fp->b) * lay::step_layout(lay::Step::Merge, fp->dims).pane_numel() + flat;
+    return at(fp->src.mistake->merged, off) != at(fp->tr.context_merged, off);
+  };
+}
+
+}  // namespace
+
+Grid result_grid(const Frame& f, lay::Step st) {
+  Grid g;
+  g.l = windowed(f, lay::step_layout(st, f.dims));
+  const Variant v = f.tr.config.variant;
+  const Frame* fp = &f;
+  g.value = [fp, st](std::int64_t i) { return step_value(fp->src, st, i); };
+  if (st == lay::Step::Mask || st == lay::Step::Dropout)
+    g.state = [fp, st](std::int64_t i) { return step_state(fp->src, st, i); };
+  if (g.l.panes == 3) {
+    const int p = f.in.pane;
+    g.pane_first = p == 3 ? 0 : p;
+    g.pane_last = p == 3 ? 2 : p;
+  }
+  const std::string shp = shape_of(f, g.l);
+  g.tint = step_tint(st);
+  for (int p = 0; p < g.l.panes; ++p) g.pane_titles.push_back(pane_name(v, st, p, f.in.mistaken) + "  " + shp);
+  switch (st) {
+    case lay::Step::Input: break;
+    case lay::Step::Project:
+      if (v == Variant::Wrapper) {
+        g.blocks = BlockLabels::Modules;
+        for (int p = 0; p < 3; ++p)
+          g.pane_titles[static_cast<std::size_t>(p)] = pane_name(v, st, p, false) + "  " + std::to_string(f.tr.heads) + " x (" +
+                                                       std::to_string(f.tr.batch) + ", " + std::to_string(f.tr.tokens) +
+                                                       ", " + std::to_string(f.tr.head_dim) + ")";
+      } else {
+        g.col_heads = true;
+      }
+      break;
+    case lay::Step::View:
+    case lay::Step::TransposeBack:
+      g.rows = RowLabels::Heads;
+      g.blocks = BlockLabels::Tokens;
+      break;
+    case lay::Step::Transpose:
+    case lay::Step::Chunk:
+    case lay::Step::Context: g.blocks = BlockLabels::Heads; break;
+    case lay::Step::Scores:
+    case lay::Step::Mask:
+    case lay::Step::Softmax:
+    case lay::Step::Dropout:
+      g.blocks = BlockLabels::Heads;
+      g.col_tokens = true;
+      break;
+    case lay::Step::Merge:
+      g.col_heads = true;
+      g.source = merge_source(f, f.src.wrong());
+      if (f.src.wrong()) g.wrong = merge_wrong(f);
+      break;
+    case lay::Step::Concat:
+      g.col_heads = true;
+      g.decimals = 4;  // the wrapper's output: the numbers the book prints
+      break;
+    case lay::Step::OutProj: g.decimals = 4; break;
+  }
+  return g;
+}
+
+Grid tensor_grid(const Frame& f, lay::Step layout_of, const Tensor* t, std::string title, Tint tint) {
+  Grid g;
+  g.l = windowed(f, lay::step_layout(layout_of, f.dims));
+  g.l.panes = 1;
+  const std::int64_t per = g.l.pane_numel();
+  const std::int64_t off = static_cast<std::int64_t>(f.b) * per;
+  g.value = [t, off](std::int64_t i) { return at(*t, off + i); };
+  g.tint = tint;
+  g.pane_titles = {std::move(title)};
+  if (g.l.kind == lay::Kind::HeadBlocks) g.blocks = BlockLabels::Heads;
+  return g;
+}
+
+// Wᵀ of the projection shown (the pane's W, the fused qkv_layer, or each head's own W in the
+// wrapper) or of the output projection, drawn as (in, out) so that output column j is the
+// input times column j. A projection's columns are coloured by head: the weight split's W is
+// the heads' matrices side by side; out_proj mixes every head into every column.
+bool weight_grid(const Frame& f, Grid& g, bool out_proj) {
+  const Trace& tr = f.tr;
+  const Variant v = tr.config.variant;
+  if (!f.in.model) return false;
+  static constexpr const char* kW[3] = {"W_query", "W_key", "W_value"};
+  const int pane = std::clamp(f.in.pane, 0, 2);
+  const Model& m = *f.in.model;
+  const int hd = tr.head_dim, H = tr.heads;
+  std::vector<const Linear*> ls;
+  std::string name;
+  try {
+    if (out_proj) {
+      if (v == Variant::Wrapper) return false;
+      name = v == Variant::FusedQkv ? "linear_layer" : "out_proj";
+      ls.push_back(&m.layer(name));
+    } else if (v == Variant::Wrapper) {
+      for (int h = 0; h < H; ++h) ls.push_back(&m.layer("heads." + std::to_string(h) + "." + kW[pane]));
+    } else {
+      name = v == Variant::FusedQkv ? "qkv_layer" : kW[pane];
+      ls.push_back(&m.layer(name));
+    }
+  } catch (const std::exception&) {
+    return false;
+  }
+  const int in = out_proj ? H * hd : tr.d_in;
+  for (const Linear* l : ls)
+    if (l->in != in || l->weight.empty()) return false;  // the model is ahead of the trace
+  if (v == Variant::Wrapper && !out_proj) {
+    g.l.kind = lay::Kind::HeadBlocks;
+    g.l.dims = {1, H, in, hd};
+    g.blocks = BlockLabels::Modules;
+    g.pane_titles = {std::string(kW[pane]) + "ᵀ of each head  (" + std::to_string(in) + ", " + std::to_string(hd) + ")"};
+    g.tint = Tint::Head;
+  } else {
+    const int out = ls[0]->out;
+    g.l.dims = {1, 1, in, out};
+    g.l.head_cols = out_proj ? 0 : v == Variant::FusedQkv ? 3 * hd : hd;
+    g.l.part_cols = !out_proj && v == Variant::FusedQkv ? hd : 0;
+    g.col_heads = !out_proj;
+    g.tint = out_proj ? Tint::Neutral : Tint::Head;
+    g.pane_titles = {name + ".weightᵀ  (" + std::to_string(in) + ", " + std::to_string(out) + ")"};
+  }
+  g.l.heads = H;
+  g.l = windowed(f, g.l);
+  g.rows = RowLabels::None;
+  const lay::Layout l = g.l;
+  g.value = [ls, l](std::int64_t flat) {
+    const lay::Cell c = lay::cell_of(l, flat);
+    const Linear* lin = ls[static_cast<std::size_t>(l.kind == lay::Kind::HeadBlocks ? c.block % l.dims[1] : 0)];
+    // Wᵀ[i, j] = weight[j, i]
+    return lin->weight[static_cast<std::size_t>(c.col * lin->in + c.row)];
+  };
+  return true;
+}
+
+Scene build_scene(const Frame& f, int k) {
+  Scene sc;
+  const lay::Step st = f.steps[static_cast<std::size_t>(k)];
+  const Trace& tr = f.tr;
+  const Variant v = tr.config.variant;
+  Grid res = result_grid(f, st);
+  const bool weights = f.in.weights && f.weights_fit;
+  switch (st) {
+    case lay::Step::Project: {
+      Grid x = tensor_grid(f, lay::Step::Input, &tr.input,
+                           pane_name(v, lay::Step::Input, 0, false) + "  " + shape_string(tr.input.shape), Tint::Neutral);
+      x.op_after = "→";
+      sc.grids.push_back(std::move(x));
+      Grid wt;
+      if (weights && (f.in.pane != 3 || v == Variant::FusedQkv) && weight_grid(f, wt, false)) {
+        sc.grids.back().op_after = "·";
+        wt.op_after = "=";
+        sc.grids.push_back(std::move(wt));
+      }
+      break;
+    }
+    case lay::Step::Scores: {
+      Grid q = tensor_grid(f, lay::Step::Context, &tr.q, "q  " + shape_string(tr.q.shape), Tint::Head);
+      q.op_after = "·";
+      Grid kk = tensor_grid(f, lay::Step::Context, &tr.k, "k (kᵀ's columns)", Tint::Head);
+      kk.op_after = "=";
+      sc.grids.push_back(std::move(q));
+      sc.grids.push_back(std::move(kk));
+      break;
+    }
+    case lay::Step::Context: {
+      Grid wg = tensor_grid(f, lay::Step::Softmax, &tr.weights_after_dropout(), pane_name(v, lay::Step::Dropout, 0, false),
+                            Tint::Weights);
+      wg.col_tokens = true;
+      wg.op_after = "·";
+      Grid vg = tensor_grid(f, lay::Step::Context, &tr.v, "v  " + shape_string(tr.v.shape), Tint::Head);
+      vg.op_after = "=";
+      sc.grids.push_back(std::move(wg));
+      sc.grids.push_back(std::move(vg));
+      break;
+    }
+    case lay::Step::OutProj: {
+      // With the mistake on, out_proj reads the scrambled merge: show that input, outlined and
+      // tinted by the head each element really came from, so the wrong output has its cause beside it.
+      const bool wrong = f.src.wrong();
+      const Tensor* in = wrong ? &f.src.mistake->merged : &tr.context_merged;
+      Grid m = tensor_grid(f, v == Variant::Wrapper ? lay::Step::Concat : lay::Step::Merge, in,
+                           std::string(wrong ? "merged (the mistake)  " : "merged  ") + shape_string(in->shape), Tint::Head);
+      m.col_heads = true;
+      if (wrong) {
+        m.source = merge_source(f, true);
+        m.wrong = merge_wrong(f);
+      } else {
+        m.source = merge_source(f, false);
+      }
+      m.op_after = "→";
+      sc.grids.push_back(std::move(m));
+      Grid wt;
+      if (weights && weight_grid(f, wt, true)) {
+        sc.grids.back().op_after = "·";
+        wt.op_after = "=";
+        sc.grids.push_back(std::move(wt));
+      }
+      break;
+    }
+    default: break;
+  }
+  sc.result = static_cast<int>(sc.grids.size());
+  sc.grids.push_back(std::move(res));
+  if (st == lay::Step::Merge && f.src.wrong()) {
+    sc.grids.back().op_after = "vs";
+    Grid ok = tensor_grid(f, lay::Step::Merge, &tr.context_merged, "correct: transpose(1, 2), then view", Tint::Head);
+    ok.col_heads = true;
+    ok.source = merge_source(f, false);
+    sc.grids.push_back(std::move(ok));
+  }
+  return sc;
+}
+
+// [SECTION] Geometry
+Point grid_size(const Frame& f, const Grid& g) {
+  lay::Layout t = g.l;
+  t.panes = panes_drawn(g);
+  const lay::Point e = lay::extent(t);
+  return {e.x * f.cs, e.y * f.cs};
+}
+
+namespace {
+
+// A grid right of one with the same token rows (same count, same blocks side by side) reads
+// its row labels from its neighbour: drawing them again would only take width from the cells.
+bool shares_rows(const Grid* prev, const Grid& g) {
+  return prev && prev->rows == RowLabels::Tokens && g.rows == RowLabels::Tokens && prev->l.dims[2] == g.l.dims[2] &&
+         prev->l.kind == g.l.kind && prev->l.block_cols == g.l.block_cols && prev->l.max_rows == g.l.max_rows;
+}
+
+// Which grids of a scene leave their row labels to the grid on their left.
+std::vector<char> shared_rows(const Scene& sc) {
+  std::vector<char> out(sc.grids.size(), 0);
+  for (std::size_t i = 1; i < sc.grids.size(); ++i) out[i] = shares_rows(&sc.grids[i - 1], sc.grids[i]) ? 1 : 0;
+  return out;
+}
+
+float left_margin(const Frame& f, const Grid& g, bool shared) {
+  if (g.rows == RowLabels::None || shared) return 6.0f;
+  const float w = g.rows == RowLabels::Heads ? text_w(f, "head 00") : f.token_w;
+  return std::ceil(w + 8.0f);
+}
+
+float top_margin(const Frame& f, const Grid& g) {
+  float lines = 1.0f;  // pane titles
+  if (g.col_heads || g.l.part_cols > 0) lines += 1.0f;
+  if (g.blocks != BlockLabels::None) lines += 1.0f;  // the first block's label
+  if (g.col_tokens) {  // key tokens, on staggered lines when they are wide (the shared rule)
+    const int kl = key_label_lines(f.key_w, f.cs);
+    lines += static_cast<float>(kl <= kMaxKeyLines ? kl : 1);
+  }
+  return std::ceil(lines * (f.sfh + 3.0f));
+}
+
+// The width a grid takes: its cells, or its last pane title when that is wider.
+float grid_width(const Frame& f, const Grid& g) {
+  float w = grid_size(f, g).x;
+  for (int pane = g.pane_first; pane <= g.pane_last; ++pane) {
+    const std::string& t =
+        pane < static_cast<int>(g.pane_titles.size()) ? g.pane_titles[static_cast<std::size_t>(pane)] : g.pane_titles.front();
+    const float x = (lay::slot_point(g.l, pane, 0, 0, 0).x - pane_shift(g)) * f.cs;
+    w = std::max(w, x + text_w(f, t) + 8.0f);
+  }
+  return w;
+}
+
+}  // namespace
+
+// Width and height of a scene at the frame's cell size.
+Point scene_size(const Frame& f, const Scene& sc) {
+  float w = 0, top = 0, h = 0;
+  const std::vector<char> shared = shared_rows(sc);
+  for (std::size_t i = 0; i < sc.grids.size(); ++i) {
+    const Grid& g = sc.grids[i];
+    w += left_margin(f, g, shared[i] != 0) + grid_width(f, g);
+    if (i + 1 < sc.grids.size()) w += f.op_size * kOpWidthFactor;
+    top = std::max(top, top_margin(f, g));
+    h = std::max(h, grid_size(f, g).y);
+  }
+  return {w, top + h};
+}
+
+void place_scene(const Frame& f, Scene& sc, Point at) {
+  // Every grid's cells start at one height, so the rows of A · B = C line up.
+  float x = at.x, top = 0;
+  for (const Grid& g : sc.grids) top = std::max(top, top_margin(f, g));
+  const std::vector<char> shared = shared_rows(sc);
+  for (std::size_t i = 0; i < sc.grids.size(); ++i) {
+    Grid& g = sc.grids[i];
+    g.left = left_margin(f, g, shared[i] != 0);
+    g.top = top_margin(f, g);  // its own labels: drawn just above its cells
+    if (shared[i]) g.rows = RowLabels::None;
+    g.ox = std::floor(x + g.left);
+    g.oy = std::floor(at.y + top);
+    x += g.left + grid_width(f, g) + f.op_size * kOpWidthFactor;
+  }
+}
+
+// Top-left of a point (cell units) of a grid.
+Point to_px(const Frame& f, const Grid& g, lay::Point p) { return {g.ox + (p.x - pane_shift(g)) * f.cs, g.oy + p.y * f.cs}; }
+
+// [SECTION] The plan
+// Cell size of every step (the largest that fits the canvas), and one window of blocks,
+// rows and columns for all steps when a step would get cells too small to read.
+void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canvas_of) {
+  const int n = step_count(f);
+  float aw = f.o.canvas.width, ah = f.o.canvas.height;
+  // Large enough for the back of a room; cells grow to fill a 1920 x 1080 screen.
+  const float max_cs = std::floor(f.sfh * 7.0f);
+  auto fit_one = [&](int k) {
+    // A scene's size is linear in the cell size: measure it at two.
+    f.cs = 10.0f;
+    const Point a = scene_size(f, build_scene(f, k));
+    f.cs = 20.0f;
+    const Point b = scene_size(f, build_scene(f, k));
+    const float cw = (b.x - a.x) / 10.0f, ch = (b.y - a.y) / 10.0f;
+    const float fw = a.x - cw * 10.0f, fhh = a.y - ch * 10.0f;
+    float best = max_cs;
+    if (cw > 0) best = std::min(best, (aw - fw) / cw);
+    if (ch > 0) best = std::min(best, (ah - fhh) / ch);
+    best = std::floor(best);
+    // Titles wider than their cells make the size not quite linear: shrink until it fits.
+    for (int it = 0; it < 24 && best > 4.0f; ++it) {
+      f.cs = best;
+      const Point e = scene_size(f, build_scene(f, k));
+      if (e.x <= aw && e.y <= ah) break;
+      best = std::max(4.0f, std::min(best - 1.0f, std::floor(best * std::min(aw / e.x, ah / e.y))));
+    }
+    return best;
+  };
+  const float want = std::max(10.0f, f.sfh * 0.75f);  // below this, cells are too small to point at
+  // Large sizes: a window of blocks, rows and columns with ellipses (per step: small steps
+  // keep every cell; a transition fades out what the next window hides).
+  const std::int64_t windows[4][3] = {{0, 0, 0}, {4, 10, 12}, {3, 8, 8}, {2, 6, 6}};
+  plan.cs.assign(static_cast<std::size_t>(n), 4.0f);
+  plan.bcols.assign(static_cast<std::size_t>(n), 1);
+  plan.lims.assign(static_cast<std::size_t>(n), {0, 0, 0});
+  // Wᵀ beside a projection only when the step still fits without a window.
+  plan.weights.assign(static_cast<std::size_t>(n), 0);
+  for (int k = 0; k < n && f.in.weights; ++k) {
+    const lay::Step st = f.steps[static_cast<std::size_t>(k)];
+    if (st != lay::Step::Project && st != lay::Step::OutProj) continue;
+    aw = canvas_of(k).width, ah = canvas_of(k).height;
+    f.weights_fit = true;
+    float best = -1.0f;
+    for (int c = 1; c <= 4; ++c) {
+      f.block_cols = c;
+      best = std::max(best, fit_one(k));
+    }
+    plan.weights[static_cast<std::size_t>(k)] = best >= want ? 1 : 0;
+  }
+  for (int k = 0; k < n; ++k) {
+    aw = canvas_of(k).width, ah = canvas_of(k).height;
+    f.weights_fit = plan.weights[static_cast<std::size_t>(k)] != 0;
+    for (const auto& win : windows) {
+      f.lim_blocks = win[0];
+      f.lim_rows = win[1];
+      f.lim_cols = win[2];
+      // Blocks side by side when that gives larger cells (wide canvas, many short blocks).
+      float best = -1.0f;
+      int best_c = 1;
+      for (int c = 1; c <= 4; ++c) {
+        f.block_cols = c;
+        const float v = fit_one(k);
+        if (v > best + 0.5f) {
+          best = v;
+          best_c = c;
+        }
+      }
+      plan.cs[static_cast<std::size_t>(k)] = std::clamp(best, 4.0f, max_cs);
+      plan.bcols[static_cast<std::size_t>(k)] = best_c;
+      plan.lims[static_cast<std::size_t>(k)] = {win[0], win[1], win[2]};
+      if (best >= want) break;
+    }
+  }
+  f.block_cols = 1;
+  f.lim_blocks = f.lim_rows = f.lim_cols = 0;
+}
+
+// Cell size, block columns and window of step k.
+void use_step(Frame& f, const WalkPlan& p, int k) {
+  const std::size_t i = static_cast<std::size_t>(k);
+  f.cs = p.cs[i];
+  f.block_cols = p.bcols[i];
+  f.lim_blocks = p.lims[i][0];
+  f.lim_rows = p.lims[i][1];
+  f.lim_cols = p.lims[i][2];
+  f.weights_fit = p.weights[i] != 0;
+}
+
+}  // namespace mhaviz::figure::walk

@@ -1,0 +1,170 @@
+// One picture for screen and slide, in-process: every view of the figure library built the
+// way the screen builds it (dark, no caption) and the way a capture does (light, a caption,
+// transparent) at the same canvas and typography has the same display list but for its
+// colours and the caption appended; and a figure never spills out of its canvas.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "figure/figure.hpp"
+#include "figure/shapes_figure.hpp"
+#include "figure/walk_figure.hpp"
+#include "mhaviz/layout.hpp"
+#include "mhaviz/session.hpp"
+
+namespace mhaviz {
+namespace {
+
+namespace lay = mhaviz::layout;
+
+struct FigureRun {
+  Session s;
+  Model model;
+  Trace trace;
+};
+
+FigureRun run(const std::string& name) {
+  FigureRun r{lesson(name), {}, {}};
+  r.model = build_model(r.s.model, r.s.d_in());
+  r.trace = forward(r.model, r.s.input_tensor());
+  return r;
+}
+
+figure::Options screen(figure::Canvas c) {
+  figure::Options o;
+  o.dark = true;
+  o.caption = false;
+  o.canvas = c;
+  o.type = figure::Typography::for_font(18.0f);
+  return o;
+}
+
+figure::Options capture_of(figure::Options o) {
+  o.dark = false;
+  o.transparent = true;
+  o.caption = true;
+  return o;
+}
+
+// Everything but colours, and without the caption (a capture's addition).
+std::vector<std::string> layout_of(const figure::Figure& f) {
+  std::vector<std::string> out;
+  for (const figure::Prim& p : f.prims) {
+    if (p.cls == "caption") continue;
+    figure::Prim q = p;
+    q.color = q.color2 = {};
+    out.push_back(std::to_string(static_cast<int>(q.kind)) + "|" + std::to_string(q.x0) + "," + std::to_string(q.y0) + "," +
+                  std::to_string(q.x1) + "," + std::to_string(q.y1) + "|" + q.text + "|" + q.cls + "|" + std::to_string(q.size) +
+                  "|" + std::to_string(q.align) + std::to_string(q.vertical) + std::to_string(q.mono) + "|" +
+                  std::to_string(q.heatmap));
+  }
+  return out;
+}
+
+void expect_same_picture(const figure::Figure& a, const figure::Figure& b, const std::string& what) {
+  EXPECT_EQ(layout_of(a), layout_of(b)) << what;
+  ASSERT_EQ(a.heatmaps.size(), b.heatmaps.size()) << what;
+  for (std::size_t k = 0; k < a.heatmaps.size(); ++k) {
+    EXPECT_EQ(a.heatmaps[k].x0, b.heatmaps[k].x0) << what;
+    EXPECT_EQ(a.heatmaps[k].y0, b.heatmaps[k].y0) << what;
+    EXPECT_EQ(a.heatmaps[k].cell, b.heatmaps[k].cell) << what;
+    EXPECT_EQ(a.heatmaps[k].values, b.heatmaps[k].values) << what;
+  }
+  EXPECT_EQ(a.hits, b.hits) << what;
+  EXPECT_GE(b.width, a.width) << what << ": the caption may be wider";
+  EXPECT_GE(b.height, a.height) << what << ": the caption goes below";
+}
+
+const std::vector<figure::Canvas> kCanvases = {{835, 385}, {1500, 900}, {640, 360}};
+
+TEST(Figures, LessonViewsAreOnePictureForScreenAndCapture) {
+  for (const char* name : {"seed003-wrapper", "journey-dropout-half", "seed002-fused-qkv-encoder"}) {
+    const FigureRun r = run(name);
+    for (const figure::Canvas& c : kCanvases)
+      for (int st = 0; st < kStageCount; ++st)
+        for (figure::View v : {figure::View::Grid, figure::View::Head}) {
+          figure::Options o = screen(c);
+          o.view = v;
+          o.stage = static_cast<Stage>(st);
+          o.frame_selected = true;
+          const std::string what = std::string(name) + " stage " + std::string(stage_name(o.stage)) +
+                                   (v == figure::View::Head ? " head" : " grid") + " on " + std::to_string(c.width);
+          const figure::Figure a = figure::build_figure(r.trace, r.s.tokens, o);
+          expect_same_picture(a, figure::build_figure(r.trace, r.s.tokens, capture_of(o)), what);
+          EXPECT_LE(a.width, c.width + 1) << what;
+          EXPECT_LE(a.height, c.height + 1) << what;
+        }
+  }
+}
+
+// Every step of every variant, with and without the mistake, still and halfway to the next.
+TEST(Figures, WalkthroughStepsAreOnePictureAndFitTheirCanvas) {
+  for (const char* name : {"seed003-wrapper", "seed003-weight-split-6d", "seed002-fused-qkv-encoder", "journey-dropout-half"}) {
+    const FigureRun r = run(name);
+    for (bool mistaken : {false, true}) {
+      const figure::Mistake m = figure::make_mistake(r.model, r.trace);
+      figure::WalkInput in;
+      in.trace = &r.trace;
+      in.model = &r.model;
+      in.tokens = &r.s.tokens;
+      in.mistake = &m;
+      in.mistaken = mistaken && r.trace.config.variant != Variant::Wrapper;
+      const int n = static_cast<int>(figure::walk_steps(in).size());
+      for (const figure::Canvas& c : kCanvases) {
+        const figure::Options o = screen(c);
+        figure::WalkPlan plan;
+        ASSERT_TRUE(figure::update_walk_plan(plan, in, o));
+        EXPECT_FALSE(figure::update_walk_plan(plan, in, o)) << "the plan is kept while its inputs stay";
+        for (float pos = 0.0f; pos <= static_cast<float>(n - 1); pos += 0.5f) {
+          in.pos = pos;
+          const std::string what = std::string(name) + (in.mistaken ? " mistaken" : "") + " at " + std::to_string(pos) +
+                                   " on " + std::to_string(static_cast<int>(c.width));
+          const figure::Figure a = figure::walk_picture(in, plan, o).fig;
+          expect_same_picture(a, figure::walk_picture(in, plan, capture_of(o)).fig, what);
+          // A canvas of 640 at an 18-pixel font is less than the titles and labels of the wider
+          // steps: those are cut at the canvas's edge on screen. From 800 on, everything fits.
+          if (c.width >= 800.0f) {
+            EXPECT_LE(a.width, c.width + 1) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Each step is its own picture: `render --view step K` gives a distinct figure for every K.
+TEST(Figures, EveryStepIsADistinctPicture) {
+  const FigureRun r = run("seed003-weight-split-6d");
+  for (bool mistaken : {false, true}) {
+    std::set<std::vector<std::string>> seen;
+    figure::Options o = screen({1280, 720});
+    o.view = figure::View::Step;
+    o.model = &r.model;
+    o.mistaken = mistaken;
+    const int n = figure::step_count(r.trace, mistaken);
+    for (int k = 0; k < n; ++k) {
+      o.step = k;
+      EXPECT_TRUE(seen.insert(layout_of(figure::build_figure(r.trace, r.s.tokens, o))).second) << "step " << k;
+    }
+  }
+}
+
+TEST(Figures, ShapesStripAndComparisonAreOnePicture) {
+  const FigureRun r = run("seed003-wrapper");
+  const figure::ShapesStrip strip = figure::lesson_shapes(r.trace, r.model.parameter_count(), 0.02, false);
+  for (const figure::Canvas& c : kCanvases) {
+    const figure::Options o = screen(c);
+    const figure::Figure a = figure::shapes_figure(strip, o);
+    expect_same_picture(a, figure::shapes_figure(strip, capture_of(o)), "shapes strip");
+    EXPECT_NE(a.hit("shape_output"), nullptr);
+    EXPECT_NE(a.hit("parameters"), nullptr);
+    const figure::Figure cmp = figure::compare_figure(r.trace, r.trace, "a", "b", r.s.tokens, o);
+    expect_same_picture(cmp, figure::compare_figure(r.trace, r.trace, "a", "b", r.s.tokens, capture_of(o)), "comparison");
+    EXPECT_EQ(cmp.heatmaps.size(), 2u);
+  }
+}
+
+}  // namespace
+}  // namespace mhaviz

@@ -1,0 +1,155 @@
+"""One picture for screen and slide: every view the app draws in its centre is a display list
+built once (app/figure); the screen draws it and a capture draws the same list. Checked here
+as the app runs, under Xvfb, for the lesson's grid and enlarged head, walkthrough steps (the
+matmul steps with their operands, the mistake with the correct merge beside it, out_proj with
+its W and the output, the middle of an animation) and the comparison tab:
+
+- the capture's display list (--capture-sidecars) is the screen's (the state's "figure"),
+  primitive by primitive: kind, geometry, text, class, size (colours follow the theme);
+- a dark capture at scale 1 without a caption has the screen's pixels where cells are
+  (the window screenshot cropped at the figure's place);
+- `mhaviz render` with the canvas and font the app used writes the very same bytes.
+
+usage (under xvfb-run): test_gui_figures.py PATH/TO/mhaviz TESTS_DATA_DIR
+"""
+import json
+import os
+import sys
+
+import guitest as g
+
+tmp = g.setup(sys.argv)
+W, H = 1280, 800
+
+
+def capture_run(name, args):
+    """Runs the app on args, captures what is shown on the last frame, screenshots the window."""
+    d = os.path.join(tmp, name)
+    os.makedirs(os.path.join(d, "cfg"), exist_ok=True)
+    with open(os.path.join(d, "cfg", "settings.json"), "w") as f:
+        # A capture comparable pixel for pixel with the screen: dark, 1x, no caption.
+        json.dump({"capture_scale": 1, "capture_light": False, "capture_caption": False}, f)
+    win = os.path.join(d, "window.png")
+    state = os.path.join(d, "state.json")
+    caps = os.path.join(d, "captures")
+    r = g.run(["gui"] + args + ["--no-restore", "--ignore-mouse", "--width", str(W), "--height", str(H),
+                                "--config-dir", os.path.join(d, "cfg"), "--state-dir", os.path.join(d, "st"),
+                                "--exit-after-frames", "12", "--capture-on-exit", "--capture-sidecars",
+                                "--capture-dir", caps, "--screenshot", win, "--state-out", state])
+    if not g.check(r.returncode == 0, "%s: exit 0 (%s)" % (name, r.stderr.strip()[-300:])):
+        return None
+    pngs = sorted(n for n in os.listdir(caps) if n.endswith(".png")) if os.path.isdir(caps) else []
+    if not g.check(len(pngs) == 1, "%s: one capture written (%s)" % (name, pngs)):
+        return None
+    cap = os.path.join(caps, pngs[0])
+    return {"state": g.read_json(state), "capture": cap, "sidecar": g.read_json(cap + ".json"), "window": win}
+
+
+def comparable(p):
+    """What must agree between the screen and a capture: everything but the colours."""
+    keep = {k: v for k, v in p.items() if k != "color"}
+    return json.dumps(keep, sort_keys=True)
+
+
+def check_lists(name, run):
+    screen = run["state"]["figure"]["display_list"]
+    cap = run["sidecar"]
+    a = [comparable(p) for p in screen["prims"]]
+    b = [comparable(p) for p in cap["prims"] if p["class"] != "caption"]
+    first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
+    g.check(a == b and len(a) > 0,
+            "%s: the capture's %d primitives are the screen's %d (first difference at %s: %s / %s)" %
+            (name, len(b), len(a), first, a[first][:160] if first is not None else "", b[first][:160] if first is not None else ""))
+    ga = [{k: v for k, v in h.items() if k != "values"} for h in screen["heatmaps"]]
+    gb = [{k: v for k, v in h.items() if k != "values"} for h in cap["heatmaps"]]
+    g.check(ga == gb, "%s: the same %d heatmaps in the same places" % (name, len(ga)))
+    g.check(screen["hits"] == cap["hits"], "%s: the same %d named regions" % (name, len(screen["hits"])))
+    g.check((screen["width"], screen["height"]) == (cap["width"], cap["height"]),
+            "%s: the same size %sx%s" % (name, screen["width"], screen["height"]))
+
+
+def check_pixels(name, run):
+    """Where the figure has solid cells (heatmap cells, walkthrough cells) the dark 1x capture
+    and the window show the same colour."""
+    fig = run["state"]["figure"]
+    ox, oy = int(round(fig["origin"][0])), int(round(fig["origin"][1]))
+    cw, chh, cap = g.read_png(run["capture"])
+    _, _, win = g.read_png(run["window"])
+    points = []
+    for h in run["sidecar"]["heatmaps"]:
+        cell = (h["x1"] - h["x0"]) / max(1, h["cols"])
+        if cell < 6:
+            continue
+        for i in range(min(h["rows"], 8)):
+            for j in range(min(h["cols"], 8)):
+                v = h["values"][i * h["cols"] + j]
+                if v is not None:  # near the cell's corner: its number is in the middle
+                    points.append((int(h["x0"] + (j + 0.2) * cell), int(h["y0"] + (i + 0.2) * cell)))
+    for p in run["sidecar"]["prims"]:
+        # Cells at rest (whole pixels, opaque): a moving cell's sub-pixel edges are anti-aliased
+        # on screen and rounded in a capture.
+        whole = all(float(p[k]).is_integer() for k in ("x0", "y0", "x1", "y1"))
+        if p["kind"] == "rect" and p["class"].startswith("cell") and p["x1"] - p["x0"] >= 8 and p["color"][3] == 255 and whole:
+            points.append((int(p["x0"] + 3), int(p["y1"] - 3)))
+    bad = []
+    ww, wh, _ = g.read_png(run["window"])
+    for x, y in points[:400]:
+        if x >= cw or y >= chh or ox + x >= ww or oy + y >= wh:
+            bad.append(((x, y), "outside the window or the capture"))
+            continue
+        a, b = cap(x, y), win(ox + x, oy + y)
+        if max(abs(u - v) for u, v in zip(a, b)) > 3:
+            bad.append(((x, y), a, b))
+    g.check(points and not bad, "%s: %d cell colours of the capture are the window's (bad: %s)" % (name, len(points), bad[:3]))
+
+
+def check_render(name, run, render_args):
+    """`mhaviz render` at the app's canvas and font gives the capture's bytes."""
+    fig = run["state"]["figure"]
+    out = run["capture"] + ".render.png"
+    size = "%dx%d" % (int(fig["canvas"][0]), int(fig["canvas"][1]))
+    r = g.run(["render"] + render_args + ["-o", out, "--size", size, "--font", "%g" % fig["font"], "--theme", "dark",
+                                          "--no-caption", "--scale", "1"])
+    if not g.check(r.returncode == 0, "%s: render exit 0 (%s)" % (name, r.stderr.strip())):
+        return
+    with open(out, "rb") as a, open(run["capture"], "rb") as b:
+        g.check(a.read() == b.read(), "%s: render --size %s --font %g writes the capture's bytes" % (name, size, fig["font"]))
+
+
+VIEWS = [
+    # name, app arguments, the same figure from `mhaviz render` (None: no render view of it)
+    ("lesson-grid", ["seed003-wrapper"], ["seed003-wrapper", "--head", "0"]),
+    ("lesson-head", ["seed003-wrapper", "--head", "1", "--stage", "scores"],
+     ["seed003-wrapper", "--view", "head", "1", "--stage", "scores"]),
+    ("walk-scores", ["seed003-weight-split-6d", "--walkthrough", "scores"],
+     ["seed003-weight-split-6d", "--view", "step", "scores", "--pane", "q"]),
+    ("walk-context", ["seed003-weight-split-6d", "--walkthrough", "context"],
+     ["seed003-weight-split-6d", "--view", "step", "context", "--pane", "q"]),
+    ("walk-merge-mistake", ["seed003-weight-split-6d", "--walkthrough", "merge,mistake"],
+     ["seed003-weight-split-6d", "--view", "step", "merge", "--mistake", "--pane", "q"]),
+    ("walk-out-proj", ["seed003-weight-split-6d", "--walkthrough", "out_proj"],
+     ["seed003-weight-split-6d", "--view", "step", "out_proj", "--pane", "q"]),
+    ("walk-project-wrapper", ["seed003-wrapper", "--walkthrough", "project"],
+     ["seed003-wrapper", "--view", "step", "project", "--pane", "q"]),
+    ("walk-moving", ["seed003-weight-split-6d", "--walkthrough", "view+0.5"], None),
+    ("compare", ["seed003-wrapper", "--walkthrough", "1,compare"], None),
+]
+
+for name, args, render_args in VIEWS:
+    run = capture_run(name, args)
+    if run is None:
+        continue
+    fig = run["state"]["figure"]
+    if not g.check(fig is not None and fig["display_list"]["prims"], "%s: the state names the centre's figure" % name):
+        continue
+    dl = fig["display_list"]
+    print("  %s: %s figure %dx%d on a %dx%d canvas" % (name, fig["name"], dl["width"], dl["height"], fig["canvas"][0],
+                                                     fig["canvas"][1]))
+    g.check(dl["width"] <= fig["canvas"][0] + 1, "%s: the figure is no wider than its canvas (%d <= %d)" %
+            (name, dl["width"], fig["canvas"][0]))
+    check_lists(name, run)
+    check_pixels(name, run)
+    if render_args:
+        check_render(name, run, render_args)
+
+g.finish()
