@@ -54,6 +54,7 @@ GptWorker::Status GptWorker::status() const {
   std::lock_guard lock(mu_);
   Status s = status_;
   if (s.computing) s.computing_ms = ms_since(compute_start_);
+  s.idle = !busy_ && !pending_open_ && !pending_;
   return s;
 }
 
@@ -135,6 +136,7 @@ void GptWorker::do_open(const std::filesystem::path& path) {
 void GptWorker::do_forward(const Request& r) {
   std::optional<Loaded> model;
   std::shared_ptr<GptTrace> work;
+  std::shared_ptr<const GptTrace> base;  // copied into work when work is not the spare
   std::vector<int> ids = r.ids;
   {
     std::lock_guard lock(mu_);
@@ -161,12 +163,19 @@ void GptWorker::do_forward(const Request& r) {
       }
     }
     // The older of the two traces, unless a reader still holds it.
-    work = spare_ && spare_.use_count() == 1 ? spare_ : std::make_shared<GptTrace>();
+    if (spare_ && spare_.use_count() == 1)
+      work = spare_;
+    else if (current_ && !current_->ids.empty() && current_->ids.front() == ids.front())
+      base = current_;
     spare_.reset();
     status_.computing = true;
     compute_start_ = Clock::now();
   }
   const auto t0 = Clock::now();
+  // Else a copy of the newest trace when the new ids start as its ids do (made here, outside
+  // the lock): copying rows costs less than computing them again, and typing faster than the
+  // forward while the app still shows the trace before would otherwise recompute every row.
+  if (!work) work = base ? std::make_shared<GptTrace>(*base) : std::make_shared<GptTrace>();
   std::string error;
   try {
     gpt_forward(*model->model, ids, *work);
