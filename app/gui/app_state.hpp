@@ -100,15 +100,10 @@ struct Renderer {
   bool dark = true;
   HeadTexture colorbar;          // a 1 x 256 ramp
   ScreenFigure lesson;           // the lesson's heatmaps (panel_heatmaps.cpp)
+  ScreenFigure model;            // the model view of a trained GPT (panel_model_view.cpp; set by poll_model)
   int uploads_last_frame = 0;    // textures re-uploaded this frame
   std::int64_t uploads_total = 0;
   std::deque<HeatmapDraw> draws;  // stable addresses for draw callbacks
-  // The model view (sync_model_textures): a texture per thumbnail, and the selected head.
-  std::vector<HeadTexture> model_thumbs;
-  std::shared_ptr<const ModelViewData> model_thumbs_of;  // the view they hold
-  HeadTexture model_big;
-  std::uint64_t model_big_generation = ~std::uint64_t{0};
-  int model_big_k = -1;
 };
 
 // [SECTION] View state
@@ -299,7 +294,6 @@ void draw_model_panel(AppState& s);                      // panel_model.cpp: ope
 void draw_model_open_dialog(AppState& s);                // panel_model.cpp: File → Open model…
 void draw_model_view(AppState& s);                       // panel_model_view.cpp
 void draw_model_shapes(AppState& s);                     // panel_model_view.cpp: the strip below it
-void sync_model_textures(AppState& s);                   // renderer.cpp
 void upload_texture(HeadTexture& t, int w, int h, const float* data);  // renderer.cpp
 
 // [SECTION] Files (persistence.cpp)

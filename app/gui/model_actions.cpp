@@ -33,6 +33,8 @@ void set_model_text(AppState& s, std::string text) {
   ModelUi& m = s.model;
   m.text = std::move(text);
   m.probe = false;
+  m.edit_at = std::chrono::steady_clock::now();
+  m.edit_pending = true;
   if (m.worker) {
     m.worker->set_text(m.text, m.prepend_eot);
     m.requested = true;
@@ -55,7 +57,7 @@ void run_induction_probe(AppState& s) {
 bool model_busy(const AppState& s) {
   if (!s.model.worker) return false;
   const GptWorker::Status st = s.model.worker->status();
-  return st.loading || st.computing || s.model.deriving.valid() || st.generation != s.model.seen_generation;
+  return !st.idle || s.model.deriving.valid() || st.generation != s.model.seen_generation;
 }
 
 bool model_view_active(const AppState& s) { return s.model.show && !s.model.path.empty(); }
@@ -64,15 +66,42 @@ bool model_view_active(const AppState& s) { return s.model.show && !s.model.path
 namespace {
 
 ModelViewKey wanted_key(const AppState& s, const GptWorker::Result& r) {
+  const ModelUi& m = s.model;
   ModelViewKey k;
   k.generation = r.generation;
-  const int T = r.trace->tokens();
-  k.f = figure::thumbnail_factor(T, static_cast<float>(std::max(8, s.model.thumb_side_px)));
-  k.pattern = s.model.pattern;
-  k.position = s.model.position;
-  k.cmap = s.settings.colormap == Colormap::Diverging ? Colormap::Viridis : s.settings.colormap;
-  k.log = s.settings.log_weights || T >= 64;  // as `mhaviz render --view model` chooses
+  k.pattern = m.pattern;
+  k.position = m.position;
+  k.layer = m.layer;
+  k.head = m.head;
+  k.fig = m.fig;
+  // With many tokens most weights are near 1/T: a log scale, as `mhaviz render` chooses.
+  k.fig.log_scale = s.settings.log_weights || r.trace->tokens() >= figure::kLogScaleFromTokens;
   return k;
+}
+
+// The text box's edit is on screen when the view shows its tokens: the time it took.
+void note_update(ModelUi& m, const ModelViewData& v) {
+  if (!m.edit_pending || m.probe || m.tokens_text != m.text || v.token_strings != m.tokens.tokens) return;
+  m.edit_pending = false;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - m.edit_at).count();
+  m.updates.push_back({ms, v.result->forward_ms, v.result->recomputed_from, v.tokens});
+  if (m.updates.size() > 64) m.updates.erase(m.updates.begin());
+}
+
+// A derived view that is ready replaces the one shown; the screen draws its figure.
+void take_view(AppState& s) {
+  ModelUi& m = s.model;
+  try {
+    m.view = m.deriving.get();
+    m.result = m.view->result;
+    s.renderer.model.set(m.view->figure);
+    s.renderer.model.opts = m.view->key.fig;
+    note_update(m, *m.view);
+    m.derive_failed = false;
+  } catch (const std::exception& e) {
+    notify(s, e.what(), true);
+    m.derive_failed = true;
+  }
 }
 
 }  // namespace
@@ -100,26 +129,24 @@ void poll_model(AppState& s) {
     m.show = true;
     notify(s, "Opened model " + m.path);
   }
-  // A derived view that is ready replaces the one shown.
-  if (m.deriving.valid() && m.deriving.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-    try {
-      m.view = m.deriving.get();
-      m.result = m.deriving_result;
-    } catch (const std::exception& e) {
-      m.error = e.what();
-    }
-    m.deriving_result.reset();
-  }
+  if (m.deriving.valid() && m.deriving.wait_for(std::chrono::seconds(0)) == std::future_status::ready) take_view(s);
   const auto r = m.worker->result();
   m.seen_generation = st.generation;
-  if (!r || m.deriving.valid()) return;
+  // The figure needs the canvas the view is drawn in (known once it was drawn).
+  if (!r || m.deriving.valid() || !m.fig_known) return;
   const ModelViewKey key = wanted_key(s, *r);
   if (m.view && m.view->key == key) return;
-  // Pooling 144 heads of 1024² weights and scoring them takes tens of milliseconds at
+  if (m.derive_failed && m.deriving_key == key) return;  // it failed for these inputs: said once
+  // Scoring, pooling and laying out 144 heads of 1024² weights take tens of milliseconds at
   // GPT-2-small size: on a thread of its own, the last view shown meanwhile.
-  m.deriving_result = r;
-  m.deriving = std::async(std::launch::async,
-                          [r, key] { return std::make_shared<const ModelViewData>(derive_model_view(*r, key)); });
+  m.deriving_key = key;
+  // The view shown goes along only for the same forward (what it computed is reused): an
+  // older forward's trace held here would keep the worker from writing its next forward there.
+  auto prev = m.view && m.view->result == r ? m.view : nullptr;
+  m.deriving = std::async(std::launch::async, [r, key, prev] { return derive_model_view(r, key, prev); });
+  // A small view is ready within a few milliseconds: shown in this frame rather than the
+  // next (a frame of llvmpipe under load takes tens of milliseconds).
+  if (m.deriving.wait_for(std::chrono::milliseconds(8)) == std::future_status::ready) take_view(s);
 }
 
 // [SECTION] A layer in the walkthrough
@@ -152,8 +179,7 @@ void open_layer_walkthrough(AppState& s, int layer) {
   if (layer >= gm.config.n_layer) return;
   try {
     const GptTrace& tr = *m.result->trace;
-    std::vector<std::string> tokens;
-    for (const int id : tr.ids) tokens.push_back(m.result->loaded.tokenizer->display_token(id));
+    const std::vector<std::string> tokens = figure::display_tokens(*m.result->loaded.tokenizer, tr.ids);
     Session ses = gpt_layer_session(gm, layer, tokens, tr.layers[static_cast<std::size_t>(layer)].x.data);
     const Model mod = weight_split_from_gpt_layer(gm, layer);
     auto params = std::make_shared<ParameterFile>();
