@@ -21,12 +21,8 @@ void open_model(AppState& s, const std::string& path) {
   if (!m.worker) m.worker = std::make_unique<GptWorker>();
   m.error.clear();
   m.worker->open(path);
-  // The first open sends the text box (the worker reruns its last request on every later
-  // model). Not decided by loaded(): a small model may already be loaded by now.
-  if (!m.requested && !m.text.empty()) {
-    m.worker->set_text(m.text, m.prepend_eot);
-    m.requested = true;
-  }
+  // The text box goes to the worker once a model has loaded (poll_model): a forward asked
+  // before would fail for want of a model and hide why the load failed.
 }
 
 void set_model_text(AppState& s, std::string text) {
@@ -57,10 +53,14 @@ void run_induction_probe(AppState& s) {
 bool model_busy(const AppState& s) {
   if (!s.model.worker) return false;
   const GptWorker::Status st = s.model.worker->status();
-  return !st.idle || s.model.deriving.valid() || st.generation != s.model.seen_generation;
+  // A text sent to a model still loading waits in poll_model until it has loaded.
+  const bool text_waits = !s.model.requested && !s.model.text.empty() && s.model.path.empty() && st.error.empty();
+  return !st.idle || text_waits || s.model.deriving.valid() || st.generation != s.model.seen_generation;
 }
 
-bool model_view_active(const AppState& s) { return s.model.show && !s.model.path.empty(); }
+// From the first open (the command line's --model included) the model view is shown, while
+// the model loads too: its progress and errors are in the centre, not under the lesson.
+bool model_view_active(const AppState& s) { return s.model.show && s.model.worker != nullptr; }
 
 // [SECTION] Poll: once a frame, never waits
 namespace {
@@ -128,6 +128,11 @@ void poll_model(AppState& s) {
     add_recent_model(s, m.path);
     m.show = true;
     notify(s, "Opened model " + m.path);
+    // The first model runs the text box; the worker reruns its last request on later ones.
+    if (!m.requested && !m.text.empty()) {
+      m.worker->set_text(m.text, m.prepend_eot);
+      m.requested = true;
+    }
   }
   if (m.deriving.valid() && m.deriving.wait_for(std::chrono::seconds(0)) == std::future_status::ready) take_view(s);
   const auto r = m.worker->result();
@@ -181,6 +186,15 @@ void open_layer_walkthrough(AppState& s, int layer) {
     const GptTrace& tr = *m.result->trace;
     const std::vector<std::string> tokens = figure::display_tokens(*m.result->loaded.tokenizer, tr.ids);
     Session ses = gpt_layer_session(gm, layer, tokens, tr.layers[static_cast<std::size_t>(layer)].x.data);
+    // It opens clean, whatever the walkthrough showed before: its first step, the correct
+    // merge, the walkthrough tab, the head chosen in the model view selected.
+    SessionView view;
+    view.walkthrough = true;
+    view.head = std::clamp(m.head, 0, gm.config.n_head - 1);
+    view.log_scale = static_cast<int>(tokens.size()) >= figure::kLogScaleFromTokens;
+    view.shared_scale = s.settings.shared_scale;
+    view.colormap = std::string(colormap_name(s.settings.colormap));
+    ses.view = view;
     const Model mod = weight_split_from_gpt_layer(gm, layer);
     auto params = std::make_shared<ParameterFile>();
     for (const Linear& l : mod.layers) {
@@ -196,7 +210,7 @@ void open_layer_walkthrough(AppState& s, int layer) {
     set_document(s, std::move(ses), "", origin);
     // A layer of a model is not an edit to save: the autosave keeps the last lesson.
     s.autosaved_revision = s.doc.revision;
-    s.walkthrough.open = true;
+    s.autosaved_view = current_view(s);
     m.show = false;
     notify(s, "Walkthrough of " + origin +
                   ": its LayerNorm output is X, its weights are W_query, W_key, W_value, out_proj");

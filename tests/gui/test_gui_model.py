@@ -11,7 +11,10 @@
   the app's state dump gives) lay out the same figure: the same thumbnails and large head at
   the same places.
 - Next-token probabilities print with enough digits to differ, their log on hover.
-- A click on the large head, or Esc, closes it.
+- A click on the large head, or Esc, closes it; "Open layer in the walkthrough" starts clean
+  (step 1, the correct merge, the chosen head) whatever the walkthrough showed before.
+- `gui --model` opens on the model view: over a walkthrough the autosave had open, and with
+  a model that fails to load (its error in the centre, the model's panel on the left).
 - F12 and the Capture menu save the model view (the screen's figure, head selected or not),
   a layer and a head as the very files `mhaviz render --model` writes for the app's canvas
   and font; typing in the text box retokenizes; the induction button runs a random sequence
@@ -289,6 +292,34 @@ def test_interaction():
             "the saved layer holds the weight-split module's parameters (%s)" % names)
 
 
+def test_walkthrough_starts_clean():
+    """The autosave holds a walkthrough at step 6 with the common mistake: `gui --model` opens on
+    the model view all the same, and a layer opened from it starts clean."""
+    lay = os.path.join(tmp, "clean.layout.json")
+    state = os.path.join(tmp, "clean.state.json")
+    dirs = ["--config-dir", tmp + "/c7", "--state-dir", tmp + "/s7"]
+    r = g.run(["gui", "seed003-wrapper", "--walkthrough", "6,mistake", "--exit-after-frames", "5"] + dirs + SIZE)
+    g.check(r.returncode == 0, "a lesson left in the walkthrough at step 6 with the mistake (autosaved)")
+    args = ["gui", "--model", MODEL, "--text", TEXT, "--check-gl", "--layout-out", lay, "--state-out", state] + dirs + SIZE
+
+    def walk(ox, oy, p):
+        click_widget(lay, "thumb_2_1", p, ox, oy)
+        click_widget(lay, "model_walk", p, ox, oy)
+        time.sleep(1.0)
+
+    try:
+        st = drive(args, lay, state, ["thumb_2_1"], walk)
+    except RuntimeError:
+        g.check(False, "gui --model over an autosaved walkthrough opens on the model view (no thumbnail drawn)")
+        return
+    g.check(True, "gui --model over an autosaved walkthrough opens on the model view")
+    view = st["session"].get("view", {})
+    g.check(view.get("walkthrough") and view.get("walk_step") == 0 and not view.get("walk_mistake") and
+            st["walk"]["pos"] == 0 and st["head"] == 1,
+            "Open layer in the walkthrough: step 1, no mistake, head 1 selected (step %s, mistake %s, head %s)" %
+            (view.get("walk_step"), view.get("walk_mistake"), st["head"]))
+
+
 def test_bad_model():
     lay = os.path.join(tmp, "bad.layout.json")
     state = os.path.join(tmp, "bad.state.json")
@@ -310,6 +341,14 @@ def test_bad_model():
             "a broken checkpoint: its one-line error in the app (%s)" % st["error"])
     g.check(st["path"] == MODEL and st["n_layer"] == 3, "the current model stays (%s)" % st["path"])
     g.check(st["recent"] == [MODEL, bad], "recent models: the one opened first, then the earlier one")
+    # A model that fails to load on the command line: the model view all the same, its error
+    # in the centre and the model's panel (Open model..., the text) on the left.
+    state = os.path.join(tmp, "bad2.state.json")
+    r = g.run(["gui", "--model", bad, "--text", TEXT, "--exit-after-frames", "8", "--no-restore", "--config-dir",
+               tmp + "/c8", "--state-dir", tmp + "/s8", "--state-out", state] + SIZE)
+    st = g.read_json(state) if r.returncode == 0 else {"model": {}, "widgets": {}}
+    g.check(st["model"].get("shown") and "is missing" in st["model"].get("error", "") and "model_text" in st["widgets"],
+            "gui --model BROKEN opens on the model view with its error (%s)" % st["model"].get("error"))
     r = g.run(["gui", "--model", os.path.join(tmp, "no-such-model"), "--exit-after-frames", "2"])
     g.check(r.returncode == 2 and r.stderr.count("\n") == 1 and "--model" in r.stderr,
             "a missing --model: exit 2, one line naming --model (%s)" % r.stderr.strip())
@@ -495,6 +534,7 @@ def test_typing():
 
 test_pixels()
 test_interaction()
+test_walkthrough_starts_clean()
 test_bad_model()
 test_captures_typing_probe()
 test_responsive()
