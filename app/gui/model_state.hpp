@@ -1,6 +1,6 @@
 // A trained GPT in the app: kept apart from the lesson document (opening a model or typing
-// its text is not a session edit; nothing here is autosaved or undone). Its textures are
-// the Renderer's (app_state.hpp).
+// its text is not a session edit; nothing here is autosaved or undone). Its figure is drawn
+// as the Renderer's `model` ScreenFigure (app_state.hpp).
 #pragma once
 
 #include <chrono>
