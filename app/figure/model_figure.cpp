@@ -326,12 +326,10 @@ void legend(Builder& B, const std::vector<LegendItem>& items, float y0) {
   if (!items.empty()) B.grow(0, y0 + items.back().y + B.ty.small + 2.0f);
 }
 
-ModelThumbnails pooled_for(const ModelView& m, const Grid& g, const Options& o) {
-  const ModelThumbnails* t = m.thumbs;
-  if (t && t->f == g.f && t->n == g.n && t->cmap == o.colormap && t->log_scale == o.log_scale &&
-      t->pooled.size() == m.weights.size())
-    return *t;
-  return model_thumbnails(m, g.f, o.colormap, o.log_scale);
+// The thumbnails pooled beforehand when they are the ones this figure needs.
+bool usable(const ModelThumbnails* t, const ModelView& m, const Grid& g, const Options& o) {
+  return t && t->f == g.f && t->n == g.n && t->cmap == o.colormap && t->log_scale == o.log_scale &&
+         t->pooled.size() == m.weights.size();
 }
 
 Figure model_figure(const ModelView& m, const Options& o) {
@@ -339,7 +337,9 @@ Figure model_figure(const ModelView& m, const Options& o) {
   const Layout lo = plan(m, o);
   const Grid& g = lo.grid;
   header(B, lo);
-  const ModelThumbnails th = pooled_for(m, g, o);
+  ModelThumbnails pooled;
+  const ModelThumbnails& th =
+      usable(m.thumbs, m, g, o) ? *m.thumbs : (pooled = model_thumbnails(m, g.f, o.colormap, o.log_scale));
   const float gx = kMargin + g.label_w, gy = lo.top + g.head_h;
   grid(B, m, g, th, gx, gy);
   float right = kMargin + g.width(m.n_head), bottom = lo.top + g.height(m.n_layer);
