@@ -62,10 +62,11 @@ void add_render(CLI::App& app, RenderOptions& o) {
                   "With --model --view model: score every head for previous-token, first-token, duplicate-token or "
                   "induction (measured on a random sequence repeated twice) and frame the top five");
   sub->add_option("-o,--output", o.output, "OUT.png or OUT.svg (format by extension; written atomically)")->required();
-  sub->add_option("--view", o.view,
-                  "grid (every head), head [N] (one head, also --head N), step [K] (walkthrough step K: "
-                  "number from 0 or name, also --step K); put SESSION before --view. With --model: model (every layer "
-                  "x head), layer L (every head of layer L), head L.H")
+  sub->add_option(
+         "--view", o.view,
+         "grid (every head), head [N] (one head, also --head N), step [K] (walkthrough step K: "
+         "number from 0 or name, also --step K); put SESSION before --view. With --model: model [L.H] (every layer "
+         "x head, head L.H large beside them), layer L (every head of layer L), head L.H")
       ->expected(1, 2)
       ->capture_default_str();
   sub->add_option("--head", o.head, "Head of --view head (default 0); with --view grid, the head framed as selected");

@@ -1,5 +1,7 @@
 // `mhaviz render --model`: a trained GPT's attention as slides. --view model draws every
-// layer × head (with a head detector's scores), --view layer L every head of one layer and
+// layer × head (with a head detector's scores; --view model L.H with that head large, as the
+// app's model view with a head selected, the same figure for the same --size and --font),
+// --view layer L every head of one layer and
 // --view head L.H one head, the last two through the chapter-3 module (gpt_layer.hpp), so
 // they are the same figures as for a lesson, with that layer's numbers.
 #include <optional>
@@ -13,6 +15,20 @@
 #include "mhaviz/heads.hpp"
 
 namespace mhaviz::cli {
+namespace {
+
+// --view's layer and head within the model (one-line errors naming --view).
+void check_head(const GptConfig& c, int layer, int head) {
+  if (layer >= c.n_layer)
+    throw std::invalid_argument("--view: layer " + std::to_string(layer) + " is out of range [0, " +
+                                std::to_string(c.n_layer - 1) + "]");
+  if (head >= c.n_head)
+    throw std::invalid_argument("--view: head " + std::to_string(layer) + "." + std::to_string(head) +
+                                " is out of range (heads 0 to " + std::to_string(c.n_head - 1) + ")");
+}
+
+}  // namespace
+
 figure::Figure build_model_render(const RenderOptions& o, figure::Options fo) {
   ModelInput in = load_model_input(o.model);
   const GptConfig& c = in.model.config;
@@ -20,18 +36,26 @@ figure::Figure build_model_render(const RenderOptions& o, figure::Options fo) {
   if (kind != "model" && o.view.size() < 2)
     throw std::invalid_argument("--view: " + kind + " needs " + (kind == "layer" ? "a layer (--view layer 5)" : "a head L.H (--view head 5.1)"));
   if (kind == "model") {
-    if (o.view.size() > 1) throw std::invalid_argument("--view: model takes no number, got '" + o.view[1] + "'");
     HeadPattern pattern{};
     const bool detect = !o.detector.empty();
     if (detect && !parse_head_pattern(o.detector, pattern))
       throw std::invalid_argument("--detector: '" + o.detector + "' is not one of previous-token, first-token, duplicate-token, induction");
+    // --view model L.H: that head large beside the grid, as the app shows a selected head.
+    int sel_layer = -1, sel_head = -1;
+    if (o.view.size() > 1) {
+      if (!figure::parse_layer_head(o.view[1], sel_layer, sel_head))
+        throw std::invalid_argument("--view: model takes a head L.H (e.g. 5.1), got '" + o.view[1] + "'");
+      check_head(c, sel_layer, sel_head);
+    }
     // Induction is measured where every row qualifies: on the repeated random probe.
     if (detect && pattern == HeadPattern::Induction) in.ids = figure::induction_probe(in.model, in.tokenizer);
     const GptTrace tr = gpt_forward(in.model, in.ids);
     const int T = tr.tokens();
-    const figure::ModelView mv =
-        figure::gpt_model_view(in.model, tr, in.tokenizer, o.model.path, detect ? std::optional(pattern) : std::nullopt);
-    fo.log_scale = o.log_scale || (!o.linear_scale && T >= 64);
+    figure::ModelView mv = figure::gpt_model_view(in.model, tr, in.tokenizer, o.model.path,
+                                                  detect ? std::optional(pattern) : std::nullopt);
+    mv.selected_layer = sel_layer;
+    mv.selected_head = sel_head;
+    fo.log_scale = o.log_scale || (!o.linear_scale && T >= figure::kLogScaleFromTokens);
     return figure::build_model_figure(mv, fo);
   }
   int layer = 0, head = 0;
@@ -46,11 +70,7 @@ figure::Figure build_model_render(const RenderOptions& o, figure::Options fo) {
   } else if (!figure::parse_layer_head(o.view[1], layer, head)) {
     throw std::invalid_argument("--view: head '" + o.view[1] + "' is not LAYER.HEAD (e.g. 5.1)");
   }
-  if (layer >= c.n_layer)
-    throw std::invalid_argument("--view: layer " + std::to_string(layer) + " is out of range [0, " + std::to_string(c.n_layer - 1) + "]");
-  if (head >= c.n_head)
-    throw std::invalid_argument("--view: head " + std::to_string(layer) + "." + std::to_string(head) + " is out of range (heads 0 to " +
-                                std::to_string(c.n_head - 1) + ")");
+  check_head(c, layer, head);
   if (!o.detector.empty()) throw std::invalid_argument("--detector: only with --view model");
   // That layer as the chapter-3 module, its LayerNorm output as X.
   const GptTrace tr = gpt_forward(in.model, in.ids);

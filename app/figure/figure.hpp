@@ -153,24 +153,34 @@ Figure build_figure(const Trace& trace, const std::vector<std::string>& tokens, 
 Figure compare_figure(const Trace& a, const Trace& b, const std::string& title_a, const std::string& title_b,
                       const std::vector<std::string>& tokens, const Options& o);
 
-// The model view of a trained GPT: every layer x head as a thumbnail of its attention
-// weights (rows: layers from 0 at the top; columns: heads), on one shared colour scale.
-// A thumbnail smaller than the sequence shows each of its pixels as the largest weight of
-// the block of cells it covers, so a sharp diagonal stays visible at GPT-2 size.
+// The model view of a trained GPT (model_figure.cpp): every layer x head as a thumbnail of
+// its attention weights (rows: layers from 0 at the top; columns: heads), on one shared
+// colour scale, and with a head selected that head large beside the grid with its tokens,
+// its weights in the cells when they fit and the colour bar. A thumbnail smaller than the
+// sequence shows each of its pixels as the largest weight of the block of cells it covers,
+// so a sharp diagonal stays visible at GPT-2 size.
+struct ModelThumbnails;
 struct ModelView {
   int n_layer = 0, n_head = 0, tokens = 0;
   // n_layer * n_head pointers, layer-major, each to a (tokens, tokens) row-major matrix.
   std::vector<const float*> weights;
-  std::string title;    // what is shown, e.g. the model's name and the text
-  std::string caption;  // the model line (layers, heads, width, tokens)
+  std::vector<std::string> token_names;  // tokens display strings (the large head's labels); empty: none
+  std::string title;                     // what is shown, e.g. the model's name and the text
+  std::string caption;                   // the model line (layers, heads, width, tokens)
   // Optional head-detector overlay: pattern name and scores[layer * n_head + head] (NaN: no
   // score). Every score is printed under its thumbnail and the top five are framed.
   std::string pattern;
   std::vector<float> scores;
-  int selected_layer = -1, selected_head = -1;  // framed in the accent colour
+  int selected_layer = -1, selected_head = -1;  // framed, and drawn large beside the grid
+  // Thumbnails pooled already (the app pools them off its drawing thread); used when they
+  // are the pooling, colormap and scale this figure chooses, else pooled again.
+  const ModelThumbnails* thumbs = nullptr;
+  bool selected() const {
+    return selected_layer >= 0 && selected_layer < n_layer && selected_head >= 0 && selected_head < n_head;
+  }
 };
 // The block size of a model-view thumbnail of `side` pixels for T tokens (1: one pixel or more
-// per cell), as build_model_figure and the app's thumbnails both choose it.
+// per cell).
 inline int thumbnail_factor(int T, float side) {
   return static_cast<float>(T) <= side ? 1 : static_cast<int>(std::ceil(static_cast<float>(T) / side));
 }
@@ -181,12 +191,23 @@ std::vector<float> pool_max(const float* w, int T, int f, int n);
 // they share (from 0 to the largest pooled weight; log_scale: at most four decades).
 struct ModelThumbnails {
   int f = 1, n = 0;
+  Colormap cmap = Colormap::Viridis;       // as asked
+  bool log_scale = false;                  // as asked (scale.log may be off: one value everywhere)
   std::vector<std::vector<float>> pooled;  // n_layer * n_head of (n, n), layer-major
   ColorScale scale;
 };
 ModelThumbnails model_thumbnails(const ModelView& m, int f, Colormap cmap, bool log_scale);
-// Throws std::invalid_argument when the pointers do not match n_layer * n_head.
-// Uses o.dark, o.transparent, o.caption, o.colormap and o.log_scale.
+// The pooling build_model_figure chooses for m on o's canvas and typography (the app pools
+// with it before building).
+int model_pool_factor(const ModelView& m, const Options& o);
+// A detector's five highest scores as layer * n_head + head, highest first (ties: lower
+// layer, then head, as top_heads orders them); empty without scores.
+std::vector<int> model_top_heads(const ModelView& m);
+// The figure filling o.canvas: header, grid, the selected head large, colour bar, legend;
+// caption when o.caption. Hits "thumb_L_H" for every thumbnail, "model_big" for the large
+// head; heatmaps: the thumbnails layer-major, then the large head. Uses o.canvas, o.type,
+// o.dark, o.transparent, o.caption, o.colormap, o.log_scale and o.values. Throws
+// std::invalid_argument when the pointers, scores or token names do not match the sizes.
 Figure build_model_figure(const ModelView& m, const Options& o);
 
 // RGBA8, (scale*width) x (scale*height), row-major top-down.

@@ -16,6 +16,14 @@ std::string gpt_caption(const GptModel& m, const std::string& path, int T) {
          std::to_string(c.n_embd) + " wide \xC2\xB7 T = " + std::to_string(T);
 }
 
+std::vector<std::string> display_tokens(const Tokenizer& tok, const std::vector<int>& ids) {
+  std::vector<std::string> out;
+  out.reserve(ids.size());
+  for (const int id : ids)
+    out.push_back(id >= 0 && id < tok.vocab_size() ? tok.display_token(id) : "#" + std::to_string(id));
+  return out;
+}
+
 bool parse_layer_head(const std::string& text, int& layer, int& head) {
   const auto dot = text.find('.');
   if (dot == std::string::npos || dot == 0 || dot + 1 >= text.size()) return false;
@@ -59,10 +67,16 @@ ModelView gpt_model_view(const GptModel& m, const GptTrace& tr, const Tokenizer&
     for (int h = 0; h < c.n_head; ++h)
       mv.weights.push_back(tr.layers[static_cast<std::size_t>(l)].weights.data.data() +
                            static_cast<std::size_t>(h) * TT);
-  mv.title = pattern && *pattern == HeadPattern::Induction
-                 ? "Every head on a random sequence repeated twice (" + std::to_string(T) + " tokens)"
-                 : "Every layer \xC3\x97 head on \xE2\x80\x9C" + tok.decode(tr.ids).substr(0, 80) + "\xE2\x80\x9D";
+  // The induction probe is named as such (its decoded ids mean nothing); any other ids by their text.
+  bool probe = false;
+  try {
+    probe = tr.ids == induction_probe(m, tok);
+  } catch (const std::invalid_argument&) {
+  }
+  mv.title = probe ? "Every head on a random sequence repeated twice (" + std::to_string(T) + " tokens)"
+                   : "Every layer \xC3\x97 head on \xE2\x80\x9C" + tok.decode(tr.ids).substr(0, 80) + "\xE2\x80\x9D";
   mv.caption = gpt_caption(m, path, T);
+  mv.token_names = display_tokens(tok, tr.ids);
   if (pattern) {
     mv.pattern = std::string(head_pattern_name(*pattern));
     mv.scores = detector_scores(m, tr, *pattern);
@@ -78,8 +92,7 @@ Figure gpt_layer_figure(const GptModel& m, const GptTrace& tr, const Tokenizer& 
   if (head < 0 || head >= m.config.n_head)
     throw std::out_of_range("head " + std::to_string(layer) + "." + std::to_string(head) +
                             " is out of range (heads 0 to " + std::to_string(m.config.n_head - 1) + ")");
-  std::vector<std::string> tokens;
-  for (const int id : tr.ids) tokens.push_back(tok.display_token(id));
+  const std::vector<std::string> tokens = display_tokens(tok, tr.ids);
   const Session s = gpt_layer_session(m, layer, tokens, tr.layers[static_cast<std::size_t>(layer)].x.data);
   const Model mod = weight_split_from_gpt_layer(m, layer);
   const Trace t = forward(mod, s.input_tensor());

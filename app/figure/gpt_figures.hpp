@@ -18,6 +18,10 @@ namespace mhaviz::figure {
 // "PATH · GPT-2 layout, 2 layers × 4 heads, 32 wide · T = 10": the caption's model line.
 std::string gpt_caption(const GptModel& m, const std::string& path, int T);
 
+// The display strings of ids ("␣world"; an id the tokenizer does not know, in a model whose
+// vocabulary is larger than its tokenizer's, by number: "#50300").
+std::vector<std::string> display_tokens(const Tokenizer& tok, const std::vector<int>& ids);
+
 // "5.1" -> layer 5, head 1 (both >= 0, nothing else in the text); false otherwise.
 bool parse_layer_head(const std::string& text, int& layer, int& head);
 
@@ -31,7 +35,7 @@ std::vector<int> induction_probe(const GptModel& m, const Tokenizer& tok);
 std::vector<float> detector_scores(const GptModel& m, const GptTrace& tr, HeadPattern p);
 
 // The model view of a forward: tr's attention weights (n_layer, n_head, T, T) as thumbnails,
-// with the scores of `pattern` when given. The view points into tr: keep tr alive.
+// its tokens, the scores of `pattern` when given. The view points into tr: keep tr alive.
 ModelView gpt_model_view(const GptModel& m, const GptTrace& tr, const Tokenizer& tok, const std::string& path,
                          std::optional<HeadPattern> pattern);
 

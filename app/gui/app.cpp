@@ -383,6 +383,10 @@ int init_model(AppState& s) {
     return 2;
   }
   open_model(s, o.model);
+  // The app opens on the model view, while it loads too (a walkthrough the autosave had open
+  // stays closed unless --walkthrough asks for it).
+  m.show = true;
+  if (o.walkthrough.empty()) s.walkthrough.open = false;
   return 0;
 }
 

@@ -105,6 +105,7 @@ struct Renderer {
   ScreenFigure walk;             // the walkthrough's picture (panel_walkthrough.cpp)
   ScreenFigure compare;          // the wrapper vs weight split patterns (panel_walk_compare.cpp)
   ScreenFigure shapes;           // the shapes strip (panel_shapes.cpp)
+  ScreenFigure model;            // the model view of a trained GPT (panel_model_view.cpp; set by poll_model)
   // The figure the centre view drew this frame and its name ("lesson", "walk", "compare",
   // "model"): what F12 captures, and what the tests compare a capture with.
   const ScreenFigure* centre = nullptr;
@@ -112,12 +113,6 @@ struct Renderer {
   int uploads_last_frame = 0;    // textures re-uploaded this frame
   std::int64_t uploads_total = 0;
   std::deque<HeatmapDraw> draws;  // stable addresses for draw callbacks
-  // The model view (sync_model_textures): a texture per thumbnail, and the selected head.
-  std::vector<HeadTexture> model_thumbs;
-  std::shared_ptr<const ModelViewData> model_thumbs_of;  // the view they hold
-  HeadTexture model_big;
-  std::uint64_t model_big_generation = ~std::uint64_t{0};
-  int model_big_k = -1;
 };
 
 // [SECTION] View state
@@ -324,7 +319,6 @@ void draw_model_panel(AppState& s);                      // panel_model.cpp: ope
 void draw_model_open_dialog(AppState& s);                // panel_model.cpp: File → Open model…
 void draw_model_view(AppState& s);                       // panel_model_view.cpp
 void draw_model_shapes(AppState& s);                     // panel_model_view.cpp: the strip below it
-void sync_model_textures(AppState& s);                   // renderer.cpp
 void upload_texture(HeadTexture& t, int w, int h, const float* data);  // renderer.cpp
 
 // [SECTION] Files (persistence.cpp)

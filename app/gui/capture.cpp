@@ -33,29 +33,33 @@ nlohmann::json colormap_table(Colormap c) {
 }
 
 // The model view as drawn: every thumbnail's placement and pooled values (masked: null), the
-// selected head's placement and values. Null when the model view was not drawn.
+// selected head's placement and values, all from the figure on screen. Null when the model
+// view was not drawn.
 nlohmann::json model_sidecar(const AppState& s, float sx, float sy) {
   const ModelUi& m = s.model;
   if (s.ui.model_cells.empty() || !m.view) return nullptr;
-  const auto values = [](const std::vector<float>& v) {
+  const auto& maps = s.renderer.model.fig.heatmaps;  // model_cells and model_big list them in this order
+  const auto values = [&](std::size_t k) {
     nlohmann::json out = nlohmann::json::array();
-    for (float x : v) out.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
+    for (float x : maps[k].values) out.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
     return out;
   };
+  const int H = m.view->n_head;
   nlohmann::json thumbs = nlohmann::json::array();
-  for (const auto& c : s.ui.model_cells) {
+  for (std::size_t k = 0; k < s.ui.model_cells.size() && k < maps.size(); ++k) {
+    const CellLayout& c = s.ui.model_cells[k];
     nlohmann::json t = layout_json(c, sx, sy);
-    t["layer"] = c.head / m.view->n_head;
-    t["head"] = c.head % m.view->n_head;
-    t["values"] = values(m.view->thumbs.pooled[static_cast<std::size_t>(c.head)]);
+    t["layer"] = c.head / H;
+    t["head"] = c.head % H;
+    t["values"] = values(k);
     thumbs.push_back(std::move(t));
   }
   nlohmann::json big = nullptr;
-  if (s.ui.model_big.rows > 0) {
+  if (s.ui.model_big.rows > 0 && maps.size() > s.ui.model_cells.size()) {
     big = layout_json(s.ui.model_big, sx, sy);
-    big["layer"] = m.layer;
-    big["head"] = m.head;
-    big["values"] = values(s.renderer.model_big.values);
+    big["layer"] = s.ui.model_big.head / H;
+    big["head"] = s.ui.model_big.head % H;
+    big["values"] = values(s.ui.model_cells.size());
   }
   return {{"tokens", m.view->token_strings}, {"ids", m.view->ids}, {"pool", m.view->thumbs.f},
           {"thumbnails", thumbs}, {"big", big}};
@@ -173,13 +177,16 @@ nlohmann::json probe_json(const Introspection& p) {
 
 namespace {
 // What the model view showed last: the model, the tokens, the selection, the detector's
-// scores and top five, the next tokens.
+// scores and top five, the next tokens as printed, the canvas and font its figure was laid
+// out for (`mhaviz render --view model --size W x H --font PX` draws the same figure), and
+// how long edits of the text took to show.
 nlohmann::json model_state_json(const AppState& s) {
   const ModelUi& m = s.model;
+  const figure::Options& fo = s.renderer.model.opts;
   nlohmann::json j = {{"path", m.path},
                       {"text", m.text},
                       {"probe", m.probe},
-                      {"shown", model_view_active(s)},
+                      {"shown", m.drawn_frame >= 0 && m.drawn_frame + 1 >= s.frame},
                       {"error", m.error},
                       {"layer", m.layer},
                       {"head", m.head},
@@ -187,23 +194,32 @@ nlohmann::json model_state_json(const AppState& s) {
                       {"text_error", m.tokens.error},
                       {"recent", s.settings.recent_models},
                       {"hover", m.hover_k >= 0 && m.view ? head_label(m.hover_k, m.view->n_head) : ""},
+                      {"hover_big", m.hover_big},
                       {"busy_frames", m.busy_frames},
                       {"busy_max_gap_ms", m.busy_max_gap_ms},
                       {"busy", model_busy(s)},  // a load, forward or derived view under way
                       {"open_dialog", m.open_dialog},
                       {"open_edit", m.open_edit}};  // File → Open model…'s field
+  nlohmann::json updates = nlohmann::json::array();
+  for (const ModelUi::Update& u : m.updates)
+    updates.push_back({{"ms", u.ms}, {"forward_ms", u.forward_ms}, {"from", u.from}, {"tokens", u.tokens}});
+  j["updates"] = updates;
   if (m.result) {
     j["generation"] = m.result->generation;
     j["forward_ms"] = m.result->forward_ms;
+    j["recomputed_from"] = m.result->recomputed_from;
   }
   if (!m.view) return j;
   const ModelViewData& v = *m.view;
   nlohmann::json scores = nlohmann::json::array();
-  for (float x : v.scores) scores.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
+  for (float x : v.view.scores) scores.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
   nlohmann::json top = nlohmann::json::array();
   for (int k : v.top) top.push_back(head_label(k, v.n_head));
   nlohmann::json next = nlohmann::json::array();
-  for (const NextRow& r : v.next) next.push_back({{"id", r.id}, {"token", r.token}, {"p", r.p}});
+  for (std::size_t i = 0; i < v.next.size(); ++i) {
+    const NextRow& r = v.next[i];
+    next.push_back({{"id", r.id}, {"token", r.token}, {"p", r.p}, {"logp", r.logp}, {"shown", v.next_shown[i]}});
+  }
   j["n_layer"] = v.n_layer;
   j["n_head"] = v.n_head;
   j["tokens"] = v.token_strings;
@@ -213,6 +229,10 @@ nlohmann::json model_state_json(const AppState& s) {
   j["top"] = top;
   j["position"] = v.position;
   j["next"] = next;
+  j["big"] = v.view.selected() ? head_label(v.view.selected_layer * v.n_head + v.view.selected_head, v.n_head) : "";
+  j["canvas"] = {fo.canvas.width, fo.canvas.height};
+  j["font"] = fo.type.title;
+  j["pool"] = v.thumbs.f;
   return j;
 }
 }  // namespace

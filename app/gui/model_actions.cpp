@@ -21,18 +21,16 @@ void open_model(AppState& s, const std::string& path) {
   if (!m.worker) m.worker = std::make_unique<GptWorker>();
   m.error.clear();
   m.worker->open(path);
-  // The first open sends the text box (the worker reruns its last request on every later
-  // model). Not decided by loaded(): a small model may already be loaded by now.
-  if (!m.requested && !m.text.empty()) {
-    m.worker->set_text(m.text, {m.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None});
-    m.requested = true;
-  }
+  // The text box goes to the worker once a model has loaded (poll_model): a forward asked
+  // before would fail for want of a model and hide why the load failed.
 }
 
 void set_model_text(AppState& s, std::string text) {
   ModelUi& m = s.model;
   m.text = std::move(text);
   m.probe = false;
+  m.edit_at = std::chrono::steady_clock::now();
+  m.edit_pending = true;
   if (m.worker) {
     m.worker->set_text(m.text, {m.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None});
     m.requested = true;
@@ -55,25 +53,55 @@ void run_induction_probe(AppState& s) {
 bool model_busy(const AppState& s) {
   if (!s.model.worker) return false;
   const GptWorker::Status st = s.model.worker->status();
-  return st.loading || st.tokenizing || st.computing || s.model.deriving.valid() ||
-         st.generation != s.model.seen_generation;
+  // A text sent to a model still loading waits in poll_model until it has loaded.
+  const bool text_waits = !s.model.requested && !s.model.text.empty() && s.model.path.empty() && st.error.empty();
+  return !st.idle || text_waits || s.model.deriving.valid() || st.generation != s.model.seen_generation;
 }
 
-bool model_view_active(const AppState& s) { return s.model.show && !s.model.path.empty(); }
+// From the first open (the command line's --model included) the model view is shown, while
+// the model loads too: its progress and errors are in the centre, not under the lesson.
+bool model_view_active(const AppState& s) { return s.model.show && s.model.worker != nullptr; }
 
 // [SECTION] Poll: once a frame, never waits
 namespace {
 
 ModelViewKey wanted_key(const AppState& s, const GptWorker::Result& r) {
+  const ModelUi& m = s.model;
   ModelViewKey k;
   k.generation = r.generation;
-  const int T = r.trace->tokens();
-  k.f = figure::thumbnail_factor(T, static_cast<float>(std::max(8, s.model.thumb_side_px)));
-  k.pattern = s.model.pattern;
-  k.position = s.model.position;
-  k.cmap = s.settings.colormap == Colormap::Diverging ? Colormap::Viridis : s.settings.colormap;
-  k.log = s.settings.log_weights || T >= 64;  // as `mhaviz render --view model` chooses
+  k.pattern = m.pattern;
+  k.position = m.position;
+  k.layer = m.layer;
+  k.head = m.head;
+  k.fig = m.fig;
+  // With many tokens most weights are near 1/T: a log scale, as `mhaviz render` chooses.
+  k.fig.log_scale = s.settings.log_weights || r.trace->tokens() >= figure::kLogScaleFromTokens;
   return k;
+}
+
+// The text box's edit is on screen when the view shows its tokens: the time it took.
+void note_update(ModelUi& m, const ModelViewData& v) {
+  if (!m.edit_pending || m.probe || m.tokens_text != m.text || v.token_strings != m.tokens.tokens) return;
+  m.edit_pending = false;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - m.edit_at).count();
+  m.updates.push_back({ms, v.result->forward_ms, v.result->recomputed_from, v.tokens});
+  if (m.updates.size() > 64) m.updates.erase(m.updates.begin());
+}
+
+// A derived view that is ready replaces the one shown; the screen draws its figure.
+void take_view(AppState& s) {
+  ModelUi& m = s.model;
+  try {
+    m.view = m.deriving.get();
+    m.result = m.view->result;
+    s.renderer.model.set(m.view->figure);
+    s.renderer.model.opts = m.view->key.fig;
+    note_update(m, *m.view);
+    m.derive_failed = false;
+  } catch (const std::exception& e) {
+    notify(s, e.what(), true);
+    m.derive_failed = true;
+  }
 }
 
 }  // namespace
@@ -100,27 +128,30 @@ void poll_model(AppState& s) {
     add_recent_model(s, m.path);
     m.show = true;
     notify(s, "Opened model " + m.path);
-  }
-  // A derived view that is ready replaces the one shown.
-  if (m.deriving.valid() && m.deriving.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-    try {
-      m.view = m.deriving.get();
-      m.result = m.deriving_result;
-    } catch (const std::exception& e) {
-      m.error = e.what();
+    // The first model runs the text box; the worker reruns its last request on later ones.
+    if (!m.requested && !m.text.empty()) {
+      m.worker->set_text(m.text, m.prepend_eot);
+      m.requested = true;
     }
-    m.deriving_result.reset();
   }
+  if (m.deriving.valid() && m.deriving.wait_for(std::chrono::seconds(0)) == std::future_status::ready) take_view(s);
   const auto r = m.worker->result();
   m.seen_generation = st.generation;
-  if (!r || m.deriving.valid()) return;
+  // The figure needs the canvas the view is drawn in (known once it was drawn).
+  if (!r || m.deriving.valid() || !m.fig_known) return;
   const ModelViewKey key = wanted_key(s, *r);
   if (m.view && m.view->key == key) return;
-  // Pooling 144 heads of 1024² weights and scoring them takes tens of milliseconds at
+  if (m.derive_failed && m.deriving_key == key) return;  // it failed for these inputs: said once
+  // Scoring, pooling and laying out 144 heads of 1024² weights take tens of milliseconds at
   // GPT-2-small size: on a thread of its own, the last view shown meanwhile.
-  m.deriving_result = r;
-  m.deriving = std::async(std::launch::async,
-                          [r, key] { return std::make_shared<const ModelViewData>(derive_model_view(*r, key)); });
+  m.deriving_key = key;
+  // The view shown goes along only for the same forward (what it computed is reused): an
+  // older forward's trace held here would keep the worker from writing its next forward there.
+  auto prev = m.view && m.view->result == r ? m.view : nullptr;
+  m.deriving = std::async(std::launch::async, [r, key, prev] { return derive_model_view(r, key, prev); });
+  // A small view is ready within a few milliseconds: shown in this frame rather than the
+  // next (a frame of llvmpipe under load takes tens of milliseconds).
+  if (m.deriving.wait_for(std::chrono::milliseconds(8)) == std::future_status::ready) take_view(s);
 }
 
 // [SECTION] A layer in the walkthrough
@@ -153,9 +184,17 @@ void open_layer_walkthrough(AppState& s, int layer) {
   if (layer >= gm.config.n_layer) return;
   try {
     const GptTrace& tr = *m.result->trace;
-    std::vector<std::string> tokens;
-    for (const int id : tr.ids) tokens.push_back(m.result->loaded.tokenizer->display_token(id));
+    const std::vector<std::string> tokens = figure::display_tokens(*m.result->loaded.tokenizer, tr.ids);
     Session ses = gpt_layer_session(gm, layer, tokens, tr.layers[static_cast<std::size_t>(layer)].x.data);
+    // It opens clean, whatever the walkthrough showed before: its first step, the correct
+    // merge, the walkthrough tab, the head chosen in the model view selected.
+    SessionView view;
+    view.walkthrough = true;
+    view.head = std::clamp(m.head, 0, gm.config.n_head - 1);
+    view.log_scale = static_cast<int>(tokens.size()) >= figure::kLogScaleFromTokens;
+    view.shared_scale = s.settings.shared_scale;
+    view.colormap = std::string(colormap_name(s.settings.colormap));
+    ses.view = view;
     const Model mod = weight_split_from_gpt_layer(gm, layer);
     auto params = std::make_shared<ParameterFile>();
     for (const Linear& l : mod.layers) {
@@ -171,7 +210,7 @@ void open_layer_walkthrough(AppState& s, int layer) {
     set_document(s, std::move(ses), "", origin);
     // A layer of a model is not an edit to save: the autosave keeps the last lesson.
     s.autosaved_revision = s.doc.revision;
-    s.walkthrough.open = true;
+    s.autosaved_view = current_view(s);
     m.show = false;
     notify(s, "Walkthrough of " + origin +
                   ": its LayerNorm output is X, its weights are W_query, W_key, W_value, out_proj");

@@ -1,6 +1,6 @@
 // A trained GPT in the app: kept apart from the lesson document (opening a model or typing
-// its text is not a session edit; nothing here is autosaved or undone). Its textures are
-// the Renderer's (app_state.hpp).
+// its text is not a session edit; nothing here is autosaved or undone). Its figure is drawn
+// as the Renderer's `model` ScreenFigure (app_state.hpp).
 #pragma once
 
 #include <chrono>
@@ -27,6 +27,7 @@ struct ModelUi {
   int pattern = -1;                   // detector (index into kHeadPatterns); -1: none
   int position = -1;                  // next-token position; -1: the last token
   int hover_k = -1;                   // thumbnail under the pointer this frame
+  std::string hover_big;              // the large head's cell under the pointer ("query 3 -> key 1"), this frame
   // File → Open model…
   bool open_dialog = false, open_dialog_just_opened = false;
   std::string open_edit;
@@ -38,17 +39,30 @@ struct ModelUi {
   // The last load or forward error the app was told of (shown until the next success).
   std::string error;
   std::uint64_t seen_generation = 0;
-  // Derived view (model_view.hpp), computed on a std::async thread from the published result.
+  // Derived view (model_view.hpp): the figure and what the panels print, computed on a
+  // std::async thread from the published result and the figure's options of last frame.
   std::shared_ptr<const GptWorker::Result> result;  // the result `view` was derived from
   std::shared_ptr<const ModelViewData> view;
   std::future<std::shared_ptr<const ModelViewData>> deriving;
-  std::shared_ptr<const GptWorker::Result> deriving_result;
-  int thumb_side_px = 64;
+  ModelViewKey deriving_key;   // the last key derived (or being derived)
+  bool derive_failed = false;  // for deriving_key (its error was shown)
+  figure::Options fig;         // the screen figure's options (canvas, typography, theme) last frame
+  bool fig_known = false;
+  std::int64_t drawn_frame = -1;  // the frame that last drew the model view
   // Responsiveness while the worker loads or computes (state dump): frames drawn meanwhile
   // and the longest gap between two of them.
   std::int64_t busy_frames = 0;
   double busy_max_gap_ms = 0;
-  std::chrono::steady_clock::time_point last_poll{};  // the thumbnails' side on screen last frame (picks the pooling)
+  std::chrono::steady_clock::time_point last_poll{};
+  // From an edit of the text box to the first frame showing its tokens' view (state dump).
+  std::chrono::steady_clock::time_point edit_at{};
+  bool edit_pending = false;
+  struct Update {
+    double ms = 0;             // from the edit to the frame that shows it
+    double forward_ms = 0;     // the worker's forward for it
+    int from = 0, tokens = 0;  // rows recomputed: from .. tokens - 1
+  };
+  std::vector<Update> updates;  // the last 64
 };
 
 }  // namespace mhaviz::gui

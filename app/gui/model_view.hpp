@@ -1,10 +1,12 @@
 // What the app's model view shows of a trained GPT's forward, computed away from the drawing
-// code (no GL, GLFW or ImGui; tested in-process): the text box's tokens, every head's
-// thumbnail pooled as `mhaviz render --view model` pools it, a head detector's scores and top
-// five, and the next-token predictions at a position.
+// code (no GL, GLFW or ImGui; tested in-process) and off the drawing thread: the text box's
+// tokens, the model view's figure (figure/model_figure.cpp, the one `mhaviz render --view
+// model` draws) with its pooled thumbnails, a head detector's scores and top five, and the
+// next-token predictions at a position.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,36 +31,53 @@ struct NextRow {
   int id = 0;
   std::string token;  // display form
   float p = 0;
+  double logp = 0;  // natural log of p
 };
 
-// What derive_model_view depends on: a new forward, another thumbnail size, detector,
-// position or colour scale gives a new view.
+// Next-token probabilities as percentages with enough digits to tell them apart: two
+// significant digits at least ("45.3%", "3.14%", "0.030%", "3.1e-07%"), more where two
+// different probabilities of the list would otherwise print alike.
+std::vector<std::string> percent_texts(const std::vector<float>& p);
+
+// What derive_model_view depends on: a new forward, detector, position, selected head or
+// figure (canvas, typography, theme, colours) gives a new view.
 struct ModelViewKey {
   std::uint64_t generation = 0;  // GptWorker::Result::generation
-  int f = 1;                     // thumbnail block size (figure::thumbnail_factor)
   int pattern = -1;              // index into kHeadPatterns, -1: no detector
   int position = -1;             // next token after this position (-1: the last)
-  figure::Colormap cmap = figure::Colormap::Viridis;
-  bool log = false;
+  int layer = -1, head = -1;     // the head shown large (-1: none)
+  figure::Options fig;           // the figure's options: canvas, typography, theme, colours
   bool operator==(const ModelViewKey&) const = default;
 };
 
 struct ModelViewData {
   ModelViewKey key;
+  std::shared_ptr<const GptWorker::Result> result;  // the forward shown (view points into its trace)
   int n_layer = 0, n_head = 0, tokens = 0;
   std::vector<int> ids;                    // T token ids
   std::vector<std::string> token_strings;  // T display strings
-  figure::ModelThumbnails thumbs;          // n_layer * n_head thumbnails, layer-major
-  std::vector<float> scores;               // per head (layer-major), NaN: no score; empty: no detector
-  std::vector<int> top;                    // the top five heads (layer * n_head + head), highest first
-  int position = 0;                        // the position predicted from (0..T-1)
-  std::vector<NextRow> next;               // the top five next tokens there
+  // The model view figure::build_model_figure draws: weights, tokens, title, caption, the
+  // detector's scores (layer-major, NaN: no score; empty: no detector), the selected head.
+  // Its thumbs pointer is left null: it would point into this object.
+  figure::ModelView view;
+  figure::ModelThumbnails thumbs;       // n_layer * n_head thumbnails, layer-major, pooled as the figure chooses
+  figure::Figure figure;                // the model view on key.fig's canvas
+  std::vector<int> top;                 // the top five heads (layer * n_head + head), highest first
+  int position = 0;                     // the position predicted from (0..T-1)
+  std::vector<NextRow> next;            // the top five next tokens there
+  std::vector<std::string> next_shown;  // their probabilities as printed (percent_texts)
 };
 
-// r: a published forward. Thumbnails pooled by key.f, coloured on one scale; the detector's
-// scores when key.pattern >= 0 (ties in the top five: lower layer, then head, as
-// top_heads); next tokens after key.position clamped to [0, T) (-1: T - 1).
-ModelViewData derive_model_view(const GptWorker::Result& r, const ModelViewKey& key);
+// r: a published forward. The figure for key (its thumbnails pooled as it chooses for the
+// canvas); the detector's scores when key.pattern >= 0; next tokens after key.position
+// clamped to [0, T) (-1: T - 1). What `prev` (the view shown, or null) computed for the same
+// forward is reused: a new selection or canvas does not score or pool again.
+std::shared_ptr<const ModelViewData> derive_model_view(std::shared_ptr<const GptWorker::Result> r,
+                                                       const ModelViewKey& key,
+                                                       std::shared_ptr<const ModelViewData> prev);
+// The figure of d on another canvas or theme (a capture: o is the screen's options made a
+// capture's), from d's thumbnails when the pooling is the same.
+figure::Figure model_figure_for(const ModelViewData& d, const figure::Options& o);
 
 // "2.3" for head k of a model with n_head heads.
 std::string head_label(int k, int n_head);

@@ -140,21 +140,19 @@ void capture_model(AppState& s, CaptureKind kind, bool svg) {
   std::string stem = fs::path(m.path).filename().string();
   if (stem == "model.safetensors") stem = fs::path(m.path).parent_path().filename().string();
   try {
-    figure::Options o = for_capture(s, figure_options(s, figure::View::Grid, ImVec2(1280, 720)));
-    o.type = {};
-    o.frame_selected = false;
-    o.colormap = m.view->key.cmap;
-    o.log_scale = m.view->key.log;
     figure::Figure f;
     if (kind == CaptureKind::Shown) {
-      std::optional<HeadPattern> pattern;
-      if (m.view->key.pattern >= 0) pattern = kHeadPatterns[m.view->key.pattern];
-      figure::ModelView mv = figure::gpt_model_view(gm, tr, tok, m.path, pattern);
-      mv.selected_layer = m.layer;
-      mv.selected_head = m.head;
-      f = figure::build_model_figure(mv, o);
+      // The figure on screen (its canvas, typography and selection) in the capture's theme,
+      // with a caption: `mhaviz render --view model --size --font` draws the same.
+      f = model_figure_for(*m.view, for_capture(s, m.view->key.fig));
       stem += "-model-view";
     } else {
+      // A layer or head through the chapter-3 module, as `mhaviz render --view layer|head` draws it.
+      figure::Options o = for_capture(s, figure_options(s, figure::View::Grid, ImVec2(1280, 720)));
+      o.type = {};
+      o.frame_selected = false;
+      o.colormap = m.view->key.fig.colormap;
+      o.log_scale = m.view->key.fig.log_scale;
       const bool grid = kind != CaptureKind::Head;
       f = figure::gpt_layer_figure(gm, tr, tok, m.path, model_layer(s), model_head(s), grid, o);
       stem += grid ? "-layer" + std::to_string(model_layer(s)) : "-head" + std::to_string(model_layer(s)) + "." + std::to_string(model_head(s));

@@ -151,7 +151,7 @@ void draw_detector(AppState& s) {
     for (const int k : m.view->top) {
       char buf[48];
       std::snprintf(buf, sizeof buf, "%s  %.2f", head_label(k, m.view->n_head).c_str(),
-                    static_cast<double>(m.view->scores[static_cast<std::size_t>(k)]));
+                    static_cast<double>(m.view->view.scores[static_cast<std::size_t>(k)]));
       chips.push_back(buf);
     }
     // A chip selects its head.
@@ -177,14 +177,17 @@ void draw_next_token(AppState& s) {
   if (ImGui::BeginTable("next", 2)) {
     ImGui::TableSetupColumn("token", ImGuiTableColumnFlags_WidthFixed, ImGui::GetFontSize() * 6.0f);
     ImGui::TableSetupColumn("p", ImGuiTableColumnFlags_WidthStretch);
-    for (const NextRow& r : v.next) {
+    for (std::size_t i = 0; i < v.next.size(); ++i) {
+      const NextRow& r = v.next[i];
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(r.token.c_str());
       ImGui::TableNextColumn();
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.1f%%", static_cast<double>(r.p) * 100.0);
-      ImGui::ProgressBar(r.p, ImVec2(-1.0f, 0.0f), buf);
+      ImGui::ProgressBar(r.p, ImVec2(-1.0f, 0.0f), v.next_shown[i].c_str());
+      record_widget(s, ("model_next_" + std::to_string(i)).c_str());
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("p = %.6g  (softmax of the logits at position %d)\nlog p = %.4f  (natural log)",
+                          static_cast<double>(r.p), v.position, r.logp);
     }
     ImGui::EndTable();
   }

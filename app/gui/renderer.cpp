@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <string>
 
 #include "app_state.hpp"
@@ -174,12 +173,8 @@ void delete_texture(HeadTexture& t) {
 }
 
 void renderer_shutdown(Renderer& r) {
-  for (ScreenFigure* f : {&r.lesson, &r.walk, &r.compare, &r.shapes})
+  for (ScreenFigure* f : {&r.lesson, &r.walk, &r.compare, &r.shapes, &r.model})
     for (HeadTexture& t : f->textures) delete_texture(t);
-  for (auto& h : r.model_thumbs) {
-    if (h.tex) glDeleteTextures(1, &h.tex);
-  }
-  if (r.model_big.tex) glDeleteTextures(1, &r.model_big.tex);
   if (r.colorbar.tex) glDeleteTextures(1, &r.colorbar.tex);
   if (r.lut) glDeleteTextures(1, &r.lut);
   if (r.vbo) glDeleteBuffers(1, &r.vbo);
@@ -201,43 +196,6 @@ void renderer_begin_frame(Renderer& r) {
   const float m[16] = {2.0f / (R - L), 0, 0, 0, 0, 2.0f / (T - B), 0, 0, 0, 0, -1, 0,
                        (R + L) / (L - R), (T + B) / (B - T), 0, 1};
   std::memcpy(r.proj, m, sizeof m);
-}
-
-// [SECTION] Texture sync of the model view
-// The model view's textures: every thumbnail when the derived view changed, the selected
-// head at full size (T x T, masked cells -inf) when the forward or the selection changed.
-void sync_model_textures(AppState& s) {
-  Renderer& r = s.renderer;
-  const ModelUi& m = s.model;
-  if (!m.view) return;
-  const ModelViewData& v = *m.view;
-  if (r.model_thumbs_of != m.view) {
-    const std::size_t heads = v.thumbs.pooled.size();
-    for (std::size_t k = heads; k < r.model_thumbs.size(); ++k) {
-      if (r.model_thumbs[k].tex) glDeleteTextures(1, &r.model_thumbs[k].tex);
-    }
-    r.model_thumbs.resize(heads);
-    for (std::size_t k = 0; k < heads; ++k) {
-      upload_texture(r.model_thumbs[k], v.thumbs.n, v.thumbs.n, v.thumbs.pooled[k].data());
-      ++r.uploads_total;
-    }
-    r.model_thumbs_of = m.view;
-  }
-  if (m.layer < 0 || m.head < 0 || m.layer >= v.n_layer || m.head >= v.n_head || !m.result) return;
-  const int k = m.layer * v.n_head + m.head;
-  if (r.model_big_generation == m.result->generation && r.model_big_k == k) return;
-  const GptTrace& tr = *m.result->trace;
-  const int T = tr.tokens();
-  const auto TT = static_cast<std::size_t>(T) * static_cast<std::size_t>(T);
-  const float* w = tr.layers[static_cast<std::size_t>(m.layer)].weights.data.data() + static_cast<std::size_t>(m.head) * TT;
-  std::vector<float> buf(w, w + TT);
-  for (int i = 0; i < T; ++i)
-    for (int j = i + 1; j < T; ++j) buf[static_cast<std::size_t>(i) * static_cast<std::size_t>(T) + static_cast<std::size_t>(j)] = -std::numeric_limits<float>::infinity();
-  upload_texture(r.model_big, T, T, buf.data());
-  r.model_big.values = std::move(buf);
-  ++r.uploads_total;
-  r.model_big_generation = m.result->generation;
-  r.model_big_k = k;
 }
 
 void draw_heatmap_quad(AppState& s, const HeatmapDraw& d) {

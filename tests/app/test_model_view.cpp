@@ -1,12 +1,21 @@
-// The model view's text box as the app shows it (app/gui/model_view.hpp), no window: GPT-2's
-// tokens with the leading space visible, <|endoftext|> first on request, and the errors the
-// worker gives for the same text (empty; longer than the context, naming both lengths).
+// The model view as the app shows it (app/gui/model_view.hpp, figure/model_figure.cpp), no
+// window: the text box's tokens (GPT-2's, the leading space visible, <|endoftext|> first on
+// request, the worker's errors for the same text); the figure laid out to fill its canvas
+// with every column and row labelled, a readable score under every thumbnail and the selected
+// head large from the trace's own weights; the view derived off the drawing thread, which is
+// the figure `mhaviz render --view model` and the captures draw; next-token percentages.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "../core/gpt_test_util.hpp"
+#include "figure/gpt_figures.hpp"
 #include "model_view.hpp"
 
 namespace mhaviz::gui {
@@ -74,6 +83,230 @@ TEST(ModelViewText, HeadLabelsAreLayerDotHead) {
   EXPECT_EQ(head_label(0, 12), "0.0");
   EXPECT_EQ(head_label(61, 12), "5.1");
   EXPECT_EQ(head_label(143, 12), "11.11");
+}
+
+// [SECTION] Next-token percentages
+TEST(ModelViewNext, PercentagesKeepTwoSignificantDigits) {
+  EXPECT_EQ(percent_texts({0.5f, 0.0314f, 0.0003f, 3e-9f, 0.0f}),
+            (std::vector<std::string>{"50.0%", "3.14%", "0.030%", "3.0e-07%", "0%"}));
+  // Two that would print alike get the digits that tell them apart.
+  const std::vector<std::string> t = percent_texts({0.000312f, 0.000314f});
+  EXPECT_NE(t[0], t[1]);
+  EXPECT_EQ(t[0], "0.0312%");
+}
+
+// [SECTION] The figure
+// A model view of L x H heads over T tokens: weights from a fixed generator (each row a
+// softmax, masked cells 0), scores when asked.
+struct SyntheticView {
+  std::vector<std::vector<float>> w;
+  figure::ModelView mv;
+  SyntheticView(int L, int H, int T, bool scored) {
+    std::mt19937 gen(7);
+    std::uniform_real_distribution<float> u(0.0f, 4.0f);
+    for (int k = 0; k < L * H; ++k) {
+      std::vector<float> m(static_cast<std::size_t>(T) * static_cast<std::size_t>(T), 0.0f);
+      for (int i = 0; i < T; ++i) {
+        float sum = 0;
+        for (int j = 0; j <= i; ++j) sum += m[static_cast<std::size_t>(i * T + j)] = std::exp(u(gen));
+        for (int j = 0; j <= i; ++j) m[static_cast<std::size_t>(i * T + j)] /= sum;
+      }
+      w.push_back(std::move(m));
+    }
+    mv.n_layer = L, mv.n_head = H, mv.tokens = T;
+    for (const auto& m : w) mv.weights.push_back(m.data());
+    for (int i = 0; i < T; ++i) mv.token_names.push_back("tok" + std::to_string(i));
+    mv.title = "Every layer x head";
+    if (scored) {
+      mv.pattern = "previous-token";
+      for (int k = 0; k < L * H; ++k) mv.scores.push_back(static_cast<float>(k % 97) / 97.0f);
+    }
+  }
+};
+
+figure::Options screen(float w, float h) {
+  figure::Options o;
+  o.canvas = {w, h};
+  o.type = figure::Typography::for_font(18.0f);
+  o.dark = true;
+  o.caption = false;
+  return o;
+}
+
+std::vector<const figure::Prim*> texts(const figure::Figure& f, const std::string& cls) {
+  std::vector<const figure::Prim*> out;
+  for (const figure::Prim& p : f.prims)
+    if (p.kind == figure::Prim::Kind::Text && p.cls == cls) out.push_back(&p);
+  return out;
+}
+
+// GPT-2 small's 12 x 12 heads with a detector and a head selected, on the canvases the app
+// has at 1920 x 1080 and 1280 x 800 and render's default: every column and row labelled,
+// every score printed at the figure's small size (never shrunk to fit), the top five and the
+// selection framed, every thumbnail and the large head a hit, all within the canvas.
+TEST(ModelFigure, LabelsEveryHeadAndScoresEveryThumbnailOnEveryCanvas) {
+  SyntheticView v(12, 12, 44, true);
+  v.mv.selected_layer = 5, v.mv.selected_head = 1;
+  for (const auto& [w, h] : {std::pair{1475.0f, 870.0f}, {835.0f, 590.0f}, {1280.0f, 720.0f}}) {
+    const figure::Options o = screen(w, h);
+    const figure::Figure f = figure::build_model_figure(v.mv, o);
+    SCOPED_TRACE(std::to_string(static_cast<int>(w)) + "x" + std::to_string(static_cast<int>(h)));
+    std::set<std::string> labels;
+    for (const figure::Prim* p : texts(f, "label")) labels.insert(p->text);
+    for (int k = 0; k < 12; ++k) {
+      EXPECT_TRUE(labels.count("H" + std::to_string(k)) || labels.count(std::to_string(k))) << "column " << k;
+      EXPECT_TRUE(labels.count("L" + std::to_string(k))) << "row " << k;
+    }
+    const auto scores = texts(f, "score");
+    ASSERT_EQ(scores.size(), 144u);
+    for (const figure::Prim* p : scores) EXPECT_EQ(p->size, o.type.small) << p->text;
+    int top = 0, selected = 0;
+    for (const figure::Prim& p : f.prims) top += p.cls == "top", selected += p.cls == "selected";
+    EXPECT_EQ(selected, 1);
+    EXPECT_GE(top, 4);  // the top five, one of them perhaps the selected head
+    for (int l = 0; l < 12; ++l)
+      for (int hd = 0; hd < 12; ++hd)
+        EXPECT_NE(f.hit("thumb_" + std::to_string(l) + "_" + std::to_string(hd)), nullptr);
+    const figure::Hit* big = f.hit("model_big");
+    ASSERT_NE(big, nullptr);
+    EXPECT_GT(big->x0, f.hit("thumb_0_11")->x1);  // beside the grid
+    EXPECT_LE(f.width, static_cast<int>(w));
+    EXPECT_LE(f.height, static_cast<int>(h));
+  }
+}
+
+// Whatever the model, selection and detector, the figure stays within the app's canvases
+// (24 layers with a detector's score lines need 720 pixels of height: below, the last rows
+// are beyond the canvas).
+TEST(ModelFigure, StaysWithinItsCanvas) {
+  for (const auto& [L, H, T] : {std::tuple{3, 4, 14}, {12, 12, 44}, {12, 12, 300}, {2, 4, 6}, {24, 16, 64}})
+    for (const bool scored : {false, true}) {
+      SyntheticView v(L, H, T, scored);
+      for (const bool selected : {false, true}) {
+        v.mv.selected_layer = selected ? L - 1 : -1, v.mv.selected_head = selected ? H - 1 : -1;
+        for (const auto& [w, h] :
+             {std::pair{1475.0f, 870.0f}, {835.0f, 590.0f}, {1280.0f, 720.0f}, {1860.0f, 930.0f}}) {
+          if (L > 12 && scored && h < 720.0f) continue;
+          const figure::Figure f = figure::build_model_figure(v.mv, screen(w, h));
+          EXPECT_LE(f.width, static_cast<int>(w)) << L << "x" << H << " T " << T << " at " << w << "x" << h;
+          EXPECT_LE(f.height, static_cast<int>(h)) << L << "x" << H << " T " << T << " at " << w << "x" << h;
+        }
+      }
+    }
+}
+
+// Without a head selected the grid fills the canvas (its larger side within a few per cent).
+TEST(ModelFigure, TheGridFillsItsCanvas) {
+  SyntheticView v(3, 4, 14, false);
+  const figure::Options o = screen(1475.0f, 870.0f);
+  const figure::Figure f = figure::build_model_figure(v.mv, o);
+  EXPECT_TRUE(f.width >= 0.9f * o.canvas.width || f.height >= 0.9f * o.canvas.height) << f.width << "x" << f.height;
+  EXPECT_LE(f.width, 1475);
+  EXPECT_LE(f.height, 870);
+  EXPECT_EQ(f.heatmaps.size(), 12u);
+  EXPECT_EQ(f.hit("model_big"), nullptr);
+}
+
+// The large head is the trace's (T, T) weights of that head, masked cells hidden, its token
+// labels, numbers in its cells when they fit; on the thumbnails' colour scale.
+TEST(ModelFigure, TheLargeHeadIsItsOwnWeights) {
+  SyntheticView v(3, 4, 6, false);
+  v.mv.selected_layer = 2, v.mv.selected_head = 3;
+  const figure::Figure f = figure::build_model_figure(v.mv, screen(1475.0f, 870.0f));
+  ASSERT_EQ(f.heatmaps.size(), 13u);
+  const figure::HeatmapInfo& h = f.heatmaps.back();
+  ASSERT_EQ(h.rows, 6);
+  const std::vector<float>& w = v.w[2 * 4 + 3];
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 6; ++j) {
+      const std::size_t k = static_cast<std::size_t>(i * 6 + j);
+      if (j > i)
+        EXPECT_TRUE(h.hidden(k));
+      else
+        EXPECT_EQ(h.values[k], w[k]);
+    }
+  EXPECT_EQ(h.row_names, v.mv.token_names);
+  EXPECT_EQ(h.scale.vmax, f.heatmaps.front().scale.vmax);  // the thumbnails' colour scale
+  EXPECT_EQ(h.scale.vmin, f.heatmaps.front().scale.vmin);
+  EXPECT_EQ(texts(f, "value").size(), 21u);  // the 21 visible cells of 6 tokens, numbered
+}
+
+// Thumbnails pooled beforehand (the app pools off its drawing thread) give the very figure
+// the builder pools itself (render's path), for the pooling the canvas calls for.
+TEST(ModelFigure, PooledBeforehandIsTheSameFigure) {
+  SyntheticView v(12, 12, 300, true);
+  v.mv.selected_layer = 0, v.mv.selected_head = 0;
+  figure::Options o = screen(835.0f, 590.0f);
+  o.log_scale = true;
+  const int f = figure::model_pool_factor(v.mv, o);
+  EXPECT_GT(f, 1);
+  const figure::ModelThumbnails t = figure::model_thumbnails(v.mv, f, o.colormap, o.log_scale);
+  figure::ModelView pooled = v.mv;
+  pooled.thumbs = &t;
+  const figure::Figure a = figure::build_model_figure(v.mv, o), b = figure::build_model_figure(pooled, o);
+  EXPECT_EQ(a.heatmaps.front().rows, (300 + f - 1) / f);
+  EXPECT_EQ(figure::prims_json(a), figure::prims_json(b));
+}
+
+// [SECTION] The view derived from a forward
+struct Forward {
+  std::shared_ptr<const GptWorker::Result> r;
+  explicit Forward(const std::string& text) {
+    auto res = std::make_shared<GptWorker::Result>();
+    auto tok = std::make_shared<Tokenizer>(tiny());
+    GptConfig c;
+    c.n_layer = 2, c.n_head = 3, c.n_embd = 24, c.n_ctx = 32, c.vocab_size = tok->vocab_size();
+    auto m = std::make_shared<GptModel>(test::random_gpt(c, true, 5));
+    prepare_gpt_forward(*m);
+    res->trace = std::make_shared<GptTrace>(gpt_forward(*m, tok->encode(text)));
+    res->loaded = {m, tok, "tiny-model"};
+    res->generation = 1;
+    r = res;
+  }
+};
+
+TEST(ModelViewDerive, TheScreenFigureIsTheCapturesAndRendersFigure) {
+  const Forward fw("ab a ba ab");
+  ModelViewKey key;
+  key.generation = 1;
+  key.pattern = 0;  // previous-token
+  key.layer = 1, key.head = 2;
+  key.fig = screen(1000.0f, 700.0f);
+  const auto d = derive_model_view(fw.r, key, nullptr);
+  const GptTrace& tr = *fw.r->trace;
+  EXPECT_EQ(d->tokens, tr.tokens());
+  ASSERT_NE(d->figure.hit("model_big"), nullptr);
+  EXPECT_EQ(d->top.size(), 5u);
+  // render --view model 1.2 --detector previous-token: the same figure from the same forward.
+  figure::ModelView mv =
+      figure::gpt_model_view(*fw.r->loaded.model, tr, *fw.r->loaded.tokenizer, "tiny-model", kHeadPatterns[0]);
+  mv.selected_layer = 1, mv.selected_head = 2;
+  EXPECT_EQ(figure::prims_json(d->figure), figure::prims_json(figure::build_model_figure(mv, key.fig)));
+  // A capture: the screen's figure in the light theme with a caption.
+  figure::Options cap = key.fig;
+  cap.dark = false, cap.caption = true;
+  EXPECT_EQ(figure::prims_json(model_figure_for(*d, cap)), figure::prims_json(figure::build_model_figure(mv, cap)));
+  // Next tokens: log-probabilities and the percentages printed.
+  ASSERT_EQ(d->next.size(), 5u);
+  for (const NextRow& n : d->next) EXPECT_DOUBLE_EQ(n.logp, std::log(static_cast<double>(n.p)));
+  EXPECT_EQ(d->next_shown.size(), 5u);
+}
+
+// A new selection on the same forward reuses the scores and thumbnails already computed.
+TEST(ModelViewDerive, ANewSelectionReusesTheScoresAndThumbnails) {
+  const Forward fw("ab a ba ab");
+  ModelViewKey key;
+  key.generation = 1;
+  key.pattern = 0;
+  key.fig = screen(1400.0f, 900.0f);
+  const auto a = derive_model_view(fw.r, key, nullptr);
+  EXPECT_EQ(a->figure.hit("model_big"), nullptr);
+  key.layer = 0, key.head = 1;
+  const auto b = derive_model_view(fw.r, key, a);
+  ASSERT_NE(b->figure.hit("model_big"), nullptr);
+  EXPECT_EQ(b->view.scores, a->view.scores);
+  EXPECT_EQ(b->thumbs.pooled, a->thumbs.pooled);
+  EXPECT_EQ(b->next_shown, a->next_shown);
 }
 
 }  // namespace

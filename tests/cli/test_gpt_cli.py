@@ -185,6 +185,13 @@ class Render(unittest.TestCase):
         head = self.render(folder, "head", "1.2")
         self.assertEqual(len(head["heads"]), 1)
         self.expect_head(head["heads"][0], w1[2 * T * T:3 * T * T], T, "head view 1.2")
+        # --view model L.H: the grid, then that head large from the trace's own weights.
+        selected = self.render(folder, "model", "1.2", extra=("--size", "1500x850", "--font", "18", "--no-caption"))
+        self.assertEqual(len(selected["heads"]), 3 * 4 + 1)
+        self.expect_head(selected["heads"][-1], w1[2 * T * T:3 * T * T], T, "model view, head 1.2 large")
+        self.assertGreater(selected["heads"][-1]["x0"], selected["heads"][3]["x1"])  # beside the grid
+        self.assertLessEqual(selected["logical_width"], 1500)
+        self.assertLessEqual(selected["logical_height"], 850)
 
     def test_detectors_and_errors(self):
         folder = os.path.join(MODELS, "hf_f32")
@@ -196,6 +203,8 @@ class Render(unittest.TestCase):
         for view, needle in [(["layer", "2"], "--view: layer 2 is out of range [0, 1]"),
                              (["head", "1.4"], "--view: head 1.4 is out of range (heads 0 to 3)"),
                              (["head", "1"], "is not LAYER.HEAD"),
+                             (["model", "1.4"], "--view: head 1.4 is out of range (heads 0 to 3)"),
+                             (["model", "x"], "--view: model takes a head L.H (e.g. 5.1), got 'x'"),
                              (["layer"], "--view: layer needs a layer"),
                              (["grid"], "--view: 'grid' is not one of model, layer L, head L.H (with --model)")]:
             with tempfile.TemporaryDirectory() as tmp:

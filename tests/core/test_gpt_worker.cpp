@@ -68,6 +68,31 @@ TEST(GptWorker, AnEditReusesTheRowsBeforeItAndNeverTouchesAHeldResult) {
   EXPECT_LT(rb->generation, rc2->generation);
 }
 
+// The app holds the result it shows until the next one is drawn, and a teacher types faster
+// than a GPT-2-small forward: with the spare trace held, the next forward starts from a copy
+// of the newest trace, so an edit at the end still recomputes only its rows.
+TEST(GptWorker, WithTheSpareHeldAnEditStillRecomputesOnlyItsRows) {
+  GptWorker w;
+  w.open(kModels / "hf_f32");
+  std::vector<int> a = kIds, b = kIds, c = kIds;
+  b[7] = 5;
+  c[7] = 5;
+  c[9] = 6;  // c differs from b from position 9 on
+  const auto ra = run_ids(w, a);
+  run_ids(w, b);
+  const std::vector<float> kept = ra->trace->layers[1].weights.data;
+  const auto rc = run_ids(w, c);  // the spare is a's trace, held by ra
+  EXPECT_EQ(rc->recomputed_from, 9);
+  EXPECT_EQ(ra->trace->ids, a);
+  EXPECT_EQ(ra->trace->layers[1].weights.data, kept);
+  GptModel m = load_gpt(kModels / "hf_f32");
+  prepare_gpt_forward(m);
+  const GptTrace direct = gpt_forward(m, c);
+  for (std::size_t l = 0; l < direct.layers.size(); ++l)
+    EXPECT_EQ(rc->trace->layers[l].weights.data, direct.layers[l].weights.data) << l;
+  EXPECT_EQ(rc->trace->logits_last.data, direct.logits_last.data);
+}
+
 TEST(GptWorker, AFailedOpenOrForwardKeepsTheModelAndSaysWhy) {
   GptWorker w;
   w.set_ids(kIds);
@@ -167,6 +192,8 @@ TEST(GptWorker, TheCallerNeverWaitsWhileAForwardRuns) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   w.set_ids(ids);
+  // From the request on, the worker is not idle (waiting or computing) until the result is there.
+  EXPECT_FALSE(w.status().idle);
   double slowest_call_ms = 0;
   bool saw_computing = false;
   // What a frame loop does: ask for the state, draw, repeat.
@@ -177,6 +204,7 @@ TEST(GptWorker, TheCallerNeverWaitsWhileAForwardRuns) {
     slowest_call_ms = std::max(slowest_call_ms, std::chrono::duration<double, std::milli>(Clock::now() - c0).count());
     saw_computing |= s.computing;
     if (r) break;
+    EXPECT_FALSE(s.idle);
     ASSERT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 60.0) << "no result";
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -184,6 +212,8 @@ TEST(GptWorker, TheCallerNeverWaitsWhileAForwardRuns) {
   std::printf("forward %.1f ms (worker's own figure %.1f ms); slowest status()+result() %.3f ms\n", total_ms,
               w.result()->forward_ms, slowest_call_ms);
   EXPECT_TRUE(saw_computing);
+  w.wait_idle();
+  EXPECT_TRUE(w.status().idle);
   EXPECT_LT(slowest_call_ms, 0.25 * w.result()->forward_ms);
   fs::remove_all(dir);
 }

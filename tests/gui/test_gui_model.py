@@ -7,15 +7,27 @@
 - Hovering a thumbnail names its head; clicking one makes it the big heatmap.
 - "Open layer in the walkthrough" shows that layer's numbers (its softmax weights, as dump
   prints them).
-- F12 and the Capture menu save the model view, a layer and a head as the very files
-  `mhaviz render --model` writes; typing in the text box retokenizes; the induction button
-  runs a random sequence repeated, scored as the core's induction detector defines it.
+- The screen and `mhaviz render --view model L.H --size W x H --font PX` (the canvas and font
+  the app's state dump gives) lay out the same figure: the same thumbnails and large head at
+  the same places.
+- Next-token probabilities print with enough digits to differ, their log on hover.
+- A click on the large head, or Esc, closes it; "Open layer in the walkthrough" starts clean
+  (step 1, the correct merge, the chosen head) whatever the walkthrough showed before.
+- `gui --model` opens on the model view: over a walkthrough the autosave had open, and with
+  a model that fails to load (its error in the centre, the model's panel on the left).
+- F12 and the Capture menu save the model view (the screen's figure, head selected or not),
+  a layer and a head as the very files `mhaviz render --model` writes for the app's canvas
+  and font; typing in the text box retokenizes; the induction button runs a random sequence
+  repeated, scored as the core's induction detector defines it.
 - A broken checkpoint opened with File -> Open model... shows its one-line error in the
   app and the current model stays; a missing --model is bad input (exit 2).
 - Loading a 500 MB model shows a progress bar with Cancel.
 - The UI stays responsive (frames keep coming) while a GPT-2-small-sized forward runs on
   the worker, and the progress line shows; in an optimised build without sanitizers
-  (MHAVIZ_JUDGE_SPEED=1) no gap between two frames is as long as half the forward.
+  (MHAVIZ_JUDGE_SPEED=1) no gap between two frames is as long as half the forward; typing at
+  the end of a 56-token text updates the view (the time from each edit to the frame showing
+  it is printed, from the app's own timing), an edit at the start shows the recompute's
+  progress in the model view.
 
 usage (under xvfb-run): test_gui_model.py PATH/TO/mhaviz MODELS_DIR [GPT2_SMALL_DIR]
 MODELS_DIR is what tests/models/make_checkpoints.py OUT --bad wrote; GPT2_SMALL_DIR is made
@@ -133,6 +145,43 @@ def test_pixels():
     g.check([n["id"] for n in st["next"]] == [n["id"] for n in nxt] and
             all(abs(a["p"] - b["p"]) < 1e-6 for a, b in zip(st["next"], nxt)),
             "next-token top five at the last position equal dump's %s" % [n["token"] for n in nxt])
+    check_percentages(st["next"])
+    check_same_layout(side, st)
+
+
+def check_percentages(rows):
+    """Each probability printed with two significant digits at least, different ones differently."""
+    shown = [r.get("shown", "") for r in rows]
+    ok = all(s.endswith("%") and abs(float(s[:-1]) - r["p"] * 100) <= 0.05 * r["p"] * 100 for s, r in zip(shown, rows))
+    g.check(ok and len(rows) == 5, "next-token percentages to two significant digits at least: %s" % shown)
+    distinct = all(a == b or sa != sb for (a, sa) in zip([r["p"] for r in rows], shown)
+                   for (b, sb) in zip([r["p"] for r in rows], shown))
+    g.check(distinct, "different probabilities print differently")
+    g.check(all(abs(r.get("logp", 0.0) - math.log(r["p"])) < 1e-6 for r in rows), "log-probabilities (hover) are log p")
+
+
+def check_same_layout(side, st):
+    """The screen's figure and render's for the app's canvas and font: thumbnails and the large
+    head at the same places relative to the first thumbnail, the same cells."""
+    m = side["model"]
+    canvas, font = st.get("canvas"), st.get("font")
+    if not g.check(canvas is not None and font, "the state gives the canvas and font of the figure (%s, %s)" % (canvas, font)):
+        return
+    out = os.path.join(tmp, "same-layout.png")
+    cells = out + ".json"
+    r = g.run(["render", "--model", MODEL, "--text", TEXT, "--view", "model", st["big"], "--detector", st["pattern"],
+               "--size", "%dx%d" % tuple(canvas), "--font", str(font), "--theme", "dark", "--no-caption", "--scale", "1",
+               "-o", out, "--cells-json", cells])
+    if not g.check(r.returncode == 0, "render --view model %s --size --font (%s)" % (st["big"], r.stderr.strip())):
+        return
+    drawn = g.read_json(cells)["heads"]
+    screen = m["thumbnails"] + [m["big"]]
+    x0, y0 = screen[0]["x0"] - drawn[0]["x0"], screen[0]["y0"] - drawn[0]["y0"]
+    same = len(drawn) == len(screen) and all(
+        abs(a["x0"] - x0 - b["x0"]) < 0.5 and abs(a["y0"] - y0 - b["y0"]) < 0.5 and abs(a["x1"] - x0 - b["x1"]) < 0.5 and
+        abs(a["y1"] - y0 - b["y1"]) < 0.5 and a["rows"] == b["rows"] for a, b in zip(screen, drawn))
+    g.check(same, "screen and render --view model %s --size %dx%d --font %g: %d heatmaps at the same places" %
+            (st["big"], canvas[0], canvas[1], font, len(drawn)))
 
 
 # [SECTION] Hover, click, walkthrough, bad model
@@ -198,6 +247,25 @@ def test_interaction():
     st = drive(args, lay, state, ["thumb_0_3"], hover)
     g.check(st["model"]["hover"] == "0.3", "hovering thumbnail 0.3 names head 0.3")
 
+    # The large head closes with a click on it, or with Esc.
+    def click_big(ox, oy, p):
+        click_widget(lay, state, "thumb_2_1", p, ox, oy)
+        model_state(state, "head 2.1 large", lambda m: m["big"] == "2.1", p)
+        click_widget(lay, state, "model_big", p, ox, oy)
+        model_state(state, "the large head closed", lambda m: m["big"] == "", p)
+
+    st = drive(args, lay, state, ["thumb_2_1"], click_big)["model"]
+    g.check((st["layer"], st["head"], st.get("big")) == (-1, -1, ""), "a click on the large head closes it (%s)" % st.get("big"))
+
+    def escape(ox, oy, p):
+        click_widget(lay, state, "thumb_2_1", p, ox, oy)
+        model_state(state, "head 2.1 large", lambda m: m["big"] == "2.1", p)
+        g.key("Escape")
+        model_state(state, "the large head closed", lambda m: m["big"] == "", p)
+
+    st = drive(args, lay, state, ["thumb_2_1"], escape)["model"]
+    g.check((st["layer"], st["head"], st.get("big")) == (-1, -1, ""), "Esc closes the large head (%s)" % st.get("big"))
+
     def click_and_walk(ox, oy, p):
         click_widget(lay, state, "thumb_2_1", p, ox, oy)
         w = g.wait_for_layout(lay, ["model_big", "model_walk"], p)
@@ -231,6 +299,34 @@ def test_interaction():
             "the saved layer holds the weight-split module's parameters (%s)" % names)
 
 
+def test_walkthrough_starts_clean():
+    """The autosave holds a walkthrough at step 6 with the common mistake: `gui --model` opens on
+    the model view all the same, and a layer opened from it starts clean."""
+    lay = os.path.join(tmp, "clean.layout.json")
+    state = os.path.join(tmp, "clean.state.json")
+    dirs = ["--config-dir", tmp + "/c7", "--state-dir", tmp + "/s7"]
+    r = g.run(["gui", "seed003-wrapper", "--walkthrough", "6,mistake", "--exit-after-frames", "5"] + dirs + SIZE)
+    g.check(r.returncode == 0, "a lesson left in the walkthrough at step 6 with the mistake (autosaved)")
+    args = ["gui", "--model", MODEL, "--text", TEXT, "--check-gl", "--layout-out", lay, "--state-out", state] + dirs + SIZE
+
+    def walk(ox, oy, p):
+        click_widget(lay, state, "thumb_2_1", p, ox, oy)
+        click_widget(lay, state, "model_walk", p, ox, oy)
+        g.wait_state(state, "the layer opened in the walkthrough", lambda j: j["session"].get("view", {}).get("walkthrough")
+                     and j["origin"].startswith("layer 2"), p)
+
+    try:
+        st = drive(args, lay, state, ["thumb_2_1"], walk)
+    except g.WaitTimeout:
+        return  # the wait printed what it did not see
+    g.check(True, "gui --model over an autosaved walkthrough opens on the model view")
+    view = st["session"].get("view", {})
+    g.check(view.get("walkthrough") and view.get("walk_step") == 0 and not view.get("walk_mistake") and
+            st["walk"]["pos"] == 0 and st["head"] == 1,
+            "Open layer in the walkthrough: step 1, no mistake, head 1 selected (step %s, mistake %s, head %s)" %
+            (view.get("walk_step"), view.get("walk_mistake"), st["head"]))
+
+
 def test_bad_model():
     lay = os.path.join(tmp, "bad.layout.json")
     state = os.path.join(tmp, "bad.state.json")
@@ -250,6 +346,14 @@ def test_bad_model():
             "a broken checkpoint: its one-line error in the app (%s)" % st["error"])
     g.check(st["path"] == MODEL and st["n_layer"] == 3, "the current model stays (%s)" % st["path"])
     g.check(st["recent"] == [MODEL, bad], "recent models: the one opened first, then the earlier one")
+    # A model that fails to load on the command line: the model view all the same, its error
+    # in the centre and the model's panel (Open model..., the text) on the left.
+    state = os.path.join(tmp, "bad2.state.json")
+    r = g.run(["gui", "--model", bad, "--text", TEXT, "--exit-after-frames", "8", "--no-restore", "--config-dir",
+               tmp + "/c8", "--state-dir", tmp + "/s8", "--state-out", state] + SIZE)
+    st = g.read_json(state) if r.returncode == 0 else {"model": {}, "widgets": {}}
+    g.check(st["model"].get("shown") and "is missing" in st["model"].get("error", "") and "model_text" in st["widgets"],
+            "gui --model BROKEN opens on the model view with its error (%s)" % st["model"].get("error"))
     r = g.run(["gui", "--model", os.path.join(tmp, "no-such-model"), "--exit-after-frames", "2"])
     g.check(r.returncode == 2 and r.stderr.count("\n") == 1 and "--model" in r.stderr,
             "a missing --model: exit 2, one line naming --model (%s)" % r.stderr.strip())
@@ -262,7 +366,7 @@ def digest(path):
 
 
 def rendered(view, extra=()):
-    out = os.path.join(tmp, "render-%s.png" % "-".join(view))
+    out = os.path.join(tmp, "render-%s.png" % "-".join(view + list(extra)).replace("/", "_"))
     r = g.run(["render", "--model", MODEL, "--text", TEXT, "-o", out, "--view"] + list(view) + list(extra))
     assert r.returncode == 0, r.stderr
     return out
@@ -276,15 +380,17 @@ def test_captures_typing_probe():
             "--config-dir", tmp + "/c5", "--state-dir", tmp + "/s5", "--capture-dir", caps, "--layout-out", lay,
             "--state-out", state] + SIZE
 
+    shots = [os.path.join(caps, "hf_untied-model-view.png"), os.path.join(caps, "hf_untied-model-view-2.png")]
+
     def actions(ox, oy, p):
         model_state(state, "the model view drawn", lambda m: m["n_layer"] == 3 and not m["busy"], p)
         g.key("F12")
-        shot = os.path.join(caps, "hf_untied-model-view.png")
-        if g.check(g.wait_for_file(shot, proc=p), "F12 on the model view saves hf_untied-model-view.png"):
-            g.check(digest(shot) == digest(rendered(["model"], ["--detector", "previous-token"])),
-                    "F12: the same file as render --model --view model --detector previous-token")
+        g.check(g.wait_for_file(shots[0], proc=p), "F12 on the model view saves hf_untied-model-view.png")
         click_widget(lay, state, "thumb_1_2", p, ox, oy)
-        model_state(state, "head 1.2 selected", lambda m: (m["layer"], m["head"]) == (1, 2), p)
+        model_state(state, "head 1.2 selected", lambda m: (m["layer"], m["head"]) == (1, 2) and m["big"] == "1.2", p)
+        g.wait_frames(state, 2, p)
+        g.key("F12")
+        g.check(g.wait_for_file(shots[1], proc=p), "F12 with head 1.2 large saves hf_untied-model-view-2.png")
         # The menu's rectangle while closed (while open the hook records its popup's).
         menu = g.center(g.read_json(lay)["widgets"]["menu_capture"])
         for item, name, view in (("capture_model_layer", "hf_untied-layer1.png", ["layer", "1"]),
@@ -307,6 +413,15 @@ def test_captures_typing_probe():
     typed_ids = dump(MODEL, TEXT + " the")["token_ids"]
 
     st = drive(args, lay, state, ["thumb_1_2", "model_text", "model_probe", "menu_capture"], actions)["model"]
+    # The app's figure is laid out for its canvas and font (the state gives them): render
+    # draws the same bytes for them.
+    size = ["--size", "%dx%d" % tuple(st.get("canvas", (0, 0))), "--font", str(st.get("font"))]
+    for shot, view in zip(shots, (["model"], ["model", "1.2"])):
+        if os.path.exists(shot):
+            g.check(digest(shot) == digest(rendered(view, ["--detector", "previous-token"] + size)),
+                    "F12: the same file as render --view %s --detector previous-token %s" % (" ".join(view), " ".join(size)))
+    g.check(len(st.get("updates", [])) >= 1, "the typed edits reached the screen, timed (%s ms)" %
+            [round(u["ms"]) for u in st.get("updates", [])])
     typed = dump(MODEL, TEXT + " the")
     g.check(st["text"] == TEXT + " the" and st["text_tokens"] == typed["tokens"],
             "typed ' the': the tokens shown are dump's for the new text %s" % typed["tokens"][-3:])
@@ -393,10 +508,53 @@ def test_responsive():
     g.check("model_computing" in st["widgets"], "the forward's progress line was shown (over 100 ms)")
 
 
+# [SECTION] Typing at GPT-2 small: the end recomputed, an early edit in progress
+def test_typing():
+    if not GPT2_SMALL or not os.path.exists(os.path.join(GPT2_SMALL, "model.safetensors")):
+        print("skip typing: no GPT2_SMALL_DIR")
+        return
+    lay = os.path.join(tmp, "typing.layout.json")
+    state = os.path.join(tmp, "typing.state.json")
+    text = "the heat in the heater " * 4  # 56 tokens of the test tokenizer
+    args = ["gui", "--model", GPT2_SMALL, "--text", text, "--no-restore", "--check-gl", "--config-dir", tmp + "/c9",
+            "--state-dir", tmp + "/s9", "--layout-out", lay, "--state-out", state] + SIZE
+
+    def actions(ox, oy, p):
+        model_state(state, "the text run", lambda m: m.get("n_layer") == 12 and not m["busy"], p)
+        click_widget(lay, state, "model_text", p, ox, oy)
+        g.key("ctrl+End")
+        typed = text
+        for ch in "hot and":
+            # A teacher's typing: each key's view shown before the next.
+            g.type_text(ch)
+            typed += ch
+            model_state(state, "%r typed and shown" % typed, lambda m, t=typed: m["text"] == t and not m["busy"], p)
+        g.key("ctrl+Home")
+        g.type_text("x")
+        g.wait_for_layout(lay, ["model_view_computing"], p)
+        model_state(state, "the edit at the start run", lambda m: m["text"] == "x" + typed and not m["busy"], p)
+
+    st = drive(args, lay, state, ["thumb_0_0", "model_text"], actions)
+    m = st["model"]
+    ends = [u for u in m.get("updates", []) if u["from"] > 0]  # the edits at the end, recomputed from there
+    ups = sorted(u["ms"] for u in ends)
+    fwd = sorted(u["forward_ms"] for u in ends)
+    print("  typing at the end of %d tokens: %d edits shown, edit to frame %s ms (median %.0f; the worker's forward "
+          "median %.0f ms, rows %s)" % (len(m["ids"]), len(ups), [round(u) for u in ups], ups[len(ups) // 2] if ups else -1,
+                                       fwd[len(fwd) // 2] if fwd else -1, sorted({(u["from"], u["tokens"]) for u in ends})))
+    g.check(len(ups) >= 5, "edits at the end of the text reach the screen recomputed from there, each timed (%d)" % len(ups))
+    g.check(m["text"] == "x" + text + "hot and", "the text typed at both ends")
+    g.check("model_view_computing" in st["widgets"], "an edit at the start shows the recompute's progress in the model view")
+    if g.judge_speed("longest gap between frames while typing %.0f ms" % m["busy_max_gap_ms"]):
+        g.check(m["busy_max_gap_ms"] < 1000.0, "frames keep coming meanwhile (longest gap %.0f ms)" % m["busy_max_gap_ms"])
+
+
 test_pixels()
 test_interaction()
+test_walkthrough_starts_clean()
 test_bad_model()
 test_captures_typing_probe()
 test_responsive()
+test_typing()
 test_load_progress()
 g.finish()

@@ -54,6 +54,7 @@ class GptWorker {
     double computing_ms = 0;  // how long the forward under way has run
     std::string error;        // the last failed open or forward (one line); cleared by the next success
     std::uint64_t generation = 0;
+    bool idle = true;  // no load or forward under way or waiting (what wait_idle waits for)
   };
 
   GptWorker();

@@ -272,7 +272,11 @@ std::vector<float> gpt_logits(const GptModel& m, const GptTrace& tr, int pos) {
 }
 
 NextToken next_token(const GptModel& m, const GptTrace& tr, int pos, int k) {
-  const std::vector<float> logits = gpt_logits(m, tr, pos);
+  // The last position's logits are the trace's (the same function made them): the LM head
+  // reads as many weights as half of GPT-2 small's layers.
+  const bool last =
+      pos == tr.tokens() - 1 && tr.logits_last.data.size() == static_cast<std::size_t>(m.config.vocab_size);
+  const std::vector<float> logits = last ? tr.logits_last.data : gpt_logits(m, tr, pos);
   NextToken out;
   out.probs.resize(logits.size());
   const float mx = *std::max_element(logits.begin(), logits.end());
