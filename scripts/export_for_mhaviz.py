@@ -75,6 +75,23 @@ def save_safetensors(tensors, path, metadata=None):
     _atomic_write(path, write)
 
 
+def load_safetensors(path):
+    """{name: torch.Tensor} of a safetensors file of F32, F16 or BF16 tensors, in file order (the
+    reader of save_safetensors)."""
+    dtypes = {v: k for k, v in _DTYPE_NAMES.items()}
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = t["data_offsets"]
+        out[name] = torch.frombuffer(bytearray(data[b:e]), dtype=dtypes[t["dtype"]]).reshape(t["shape"])
+    return out
+
+
 def _write_config(config, out_dir):
     text = json.dumps(config, indent=2) + "\n"
     _atomic_write(os.path.join(out_dir, "config.json"), lambda f: f.write(text.encode()))
