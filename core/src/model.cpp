@@ -150,7 +150,8 @@ std::vector<LayerPlan> layer_plan(const ModelConfig& config, int d_in) {
     }
     case Variant::WeightSplit:
       return {{"W_query", d_in, d, b}, {"W_key", d_in, d, b}, {"W_value", d_in, d, b}, {"out_proj", d, d, true}};
-    case Variant::FusedQkv: return {{"qkv_layer", d_in, 3 * d, b}, {"linear_layer", d, d, true}};
+    case Variant::FusedQkv:
+      return {{"qkv_layer", d_in, 3 * d, b}, {"linear_layer", d, d, true}};
   }
   return {};
 }
@@ -239,8 +240,7 @@ Model weight_split_from_fused(const Model& fused) {
     for (int h = 0; h < H; ++h)
       for (int d = 0; d < hd; ++d) {
         const std::size_t row = static_cast<std::size_t>(h * 3 * hd + part * hd + d);
-        l.weight.insert(l.weight.end(),
-                        qkv.weight.begin() + static_cast<std::ptrdiff_t>(row * static_cast<std::size_t>(din)),
+        l.weight.insert(l.weight.end(), qkv.weight.begin() + static_cast<std::ptrdiff_t>(row * static_cast<std::size_t>(din)),
                         qkv.weight.begin() + static_cast<std::ptrdiff_t>((row + 1) * static_cast<std::size_t>(din)));
         if (!qkv.bias.empty()) l.bias.push_back(qkv.bias[row]);
       }

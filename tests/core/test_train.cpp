@@ -3,10 +3,12 @@
 // parameter table's names and order.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 
 #include "mhaviz/train.hpp"
+#include "softmax.hpp"
 #include "test_util.hpp"
 #include "train/reference.hpp"
 
@@ -156,6 +158,16 @@ void expect_matches_oracle(const GptTrainConfig& c, int B, unsigned seed, const 
   for (const auto& t : m.layout)
     EXPECT_LT(gradient_error(grads.data() + t.offset, ref.data() + t.offset, t.numel(), g_max), 2e-5)
         << label << " " << t.name;
+  // The step as the trainer takes it, the batch in two shards: the same numbers to rounding.
+  train::StepWorkspace ws;
+  std::vector<float> sharded(m.params.size());
+  EXPECT_NEAR(train::loss_and_gradients(m, tokens, B, ws, sharded), ref_loss, 2e-6 * ref_loss) << label;
+  for (const auto& t : m.layout)
+    EXPECT_LT(gradient_error(sharded.data() + t.offset, ref.data() + t.offset, t.numel(), g_max), 2e-5)
+        << label << " sharded " << t.name;
+  ASSERT_EQ(ws.losses.size(), acts.losses.size()) << label;
+  for (std::size_t i = 0; i < ws.losses.size(); ++i)
+    EXPECT_NEAR(ws.losses[i], acts.losses[i], 1e-6f * acts.losses[i]) << label;
 }
 
 class TrainOracle : public test::OnBackend {};
@@ -211,6 +223,49 @@ TEST(TrainOracle, LoopsMatchFiniteDifferences) {
             << t.name << " [" << i - t.offset << "]";
       }
   }
+}
+
+// [SECTION] the attention's softmax over a head's block
+
+TEST(TrainSoftmax, CausalBlockHasTheBitsOfSoftmaxRowRowByRow) {
+  std::mt19937 gen(5);
+  std::normal_distribution<float> n(0.0f, 3.0f);
+  for (const int T : {1, 2, 5, 8, 9, 16, 31, 32, 33, 70})
+    for (const float divisor : {4.0f, 5.0f, 1.0f}) {
+      std::vector<float> s(static_cast<std::size_t>(T * T)), block, row(static_cast<std::size_t>(T)),
+          scratch(static_cast<std::size_t>(detail::softmax_scratch(T)));
+      for (float& x : s) x = n(gen);
+      block = s;
+      detail::softmax_causal(block.data(), T, divisor);
+      for (int i = 0; i < T; ++i) {
+        detail::softmax_row(s.data() + i * T, i + 1, divisor, scratch.data(), row.data());
+        for (int j = 0; j < T; ++j) {
+          const float want = j <= i ? row[static_cast<std::size_t>(j)] : 0.0f;
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(block[static_cast<std::size_t>(i * T + j)]),
+                    std::bit_cast<std::uint32_t>(want))
+              << "T " << T << " divisor " << divisor << " [" << i << ", " << j << "]";
+        }
+      }
+      // The backward against att ⊙ (d − rowsum(att ⊙ d)) / divisor in double.
+      std::vector<float> d(s.size());
+      for (float& x : d) x = n(gen);
+      std::vector<float> g = d;
+      detail::softmax_causal_backward(g.data(), block.data(), T, divisor);
+      for (int i = 0; i < T; ++i) {
+        double dot = 0;
+        for (int j = 0; j <= i; ++j)
+          dot +=
+              static_cast<double>(block[static_cast<std::size_t>(i * T + j)]) * d[static_cast<std::size_t>(i * T + j)];
+        for (int j = 0; j < T; ++j) {
+          const std::size_t k = static_cast<std::size_t>(i * T + j);
+          const double want = j <= i ? block[k] * (d[k] - dot) / divisor : 0.0;
+          ASSERT_NEAR(g[k], want, 1e-5 * (1 + std::fabs(want))) << "T " << T << " [" << i << ", " << j << "]";
+          if (j > i) {
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(g[k]), 0u) << "an exact +0 above the diagonal";
+          }
+        }
+      }
+    }
 }
 
 // [SECTION] AdamW

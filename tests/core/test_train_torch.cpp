@@ -166,15 +166,14 @@ TEST_P(TrainTorch, GradientsAtStepOneAndTheFirstFiftyLosses) {
     train::AdamW opt;
     opt.lr = c["lr"];
     opt.weight_decay = c["weight_decay"];
-    train::Activations acts;
+    train::StepWorkspace ws;
     std::vector<float> grads(m.params.size());
     const std::size_t per_step = static_cast<std::size_t>(B * (cfg.context_length + 1));
     double worst_loss = 0, worst_grad = 0;
     for (std::size_t s = 0; s < losses.size(); ++s) {
       const std::vector<std::int32_t> tokens(batches.values.begin() + static_cast<std::ptrdiff_t>(s * per_step),
                                              batches.values.begin() + static_cast<std::ptrdiff_t>((s + 1) * per_step));
-      const double loss = train::forward(m, tokens, B, acts);
-      train::backward(m, acts, grads);
+      const double loss = train::loss_and_gradients(m, tokens, B, ws, grads);
       const double rel = std::fabs(loss - losses[s]) / std::fabs(losses[s]);
       worst_loss = std::max(worst_loss, rel);
       EXPECT_LE(rel, 1e-4) << label << " step " << s + 1 << ": " << loss << " vs torch " << losses[s];

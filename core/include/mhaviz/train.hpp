@@ -112,9 +112,24 @@ struct Activations {
 // activation. Products run on backend() (the project's kernels, or Eigen on OpenBLAS).
 double forward(const GptTrainModel& m, std::span<const std::int32_t> tokens, int B, Activations& acts);
 
-// After forward on the same model: grads (parameter_count()) = ∂ mean loss / ∂ params,
-// overwritten, in layout order.
-void backward(const GptTrainModel& m, Activations& acts, std::span<float> grads);
+// After forward on the same model: grads (parameter_count()) = ∂loss/∂params, overwritten, in
+// layout order, where the loss is the sum of this batch's position losses divided by
+// `positions` (0: this batch's B·T, its mean; a shard of a larger batch passes the batch's).
+void backward(const GptTrainModel& m, Activations& acts, std::span<float> grads, std::int64_t positions = 0);
+
+// A training step's workspace: the batch in two shards, the first ⌈B/2⌉ sequences and the rest,
+// each run end to end (forward and backward) on its own thread of the pool, so a step waits
+// for the other thread once, not at every operation (on a machine shared with other work, a
+// thread that is not running held up every one of some thirty joins). The shards' gradients
+// are added in shard order: a step has the same bits on one core or many.
+struct StepWorkspace {
+  Activations shards[2];
+  std::vector<float> shard_grads;  // the second shard's gradients
+  std::vector<float> losses;       // (B·T) every position's loss, in batch order
+};
+// tokens (B, T + 1) -> the mean cross-entropy over the B·T positions; grads = ∂loss/∂params.
+double loss_and_gradients(const GptTrainModel& m, std::span<const std::int32_t> tokens, int B, StepWorkspace& ws,
+                          std::span<float> grads);
 
 // The oracle: the same loss and gradients as plain loops accumulating in double, slow on
 // purpose (tests). grads, when not null, is resized to parameter_count().

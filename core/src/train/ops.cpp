@@ -35,10 +35,18 @@ Map mat(float* p, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
   return Map(p, rows, cols, Eigen::OuterStride<>(ld));
 }
 
-// a (rows, cols; row stride lda) -> out (cols, rows) row-major.
-void transpose(const float* a, std::int64_t rows, std::int64_t cols, std::int64_t lda, float* out) {
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t c = 0; c < cols; ++c) out[c * rows + r] = a[r * lda + c];
+// a (rows, cols; row stride lda) -> out (cols, rows; row stride ldo), in 16 x 16 blocks: element
+// by element, the writes of a large matrix stride through memory a cache line each. The
+// pointers are restrict, or GCC reloads every index from memory after each store.
+void transpose(const float* __restrict a, std::int64_t rows, std::int64_t cols, std::int64_t lda, float* __restrict out,
+               std::int64_t ldo) {
+  constexpr std::int64_t kBlock = 16;
+  for (std::int64_t r0 = 0; r0 < rows; r0 += kBlock)
+    for (std::int64_t c0 = 0; c0 < cols; c0 += kBlock) {
+      const std::int64_t r1 = std::min(rows, r0 + kBlock), c1 = std::min(cols, c0 + kBlock);
+      for (std::int64_t c = c0; c < c1; ++c)
+        for (std::int64_t r = r0; r < r1; ++r) out[c * ldo + r] = a[r * lda + c];
+    }
 }
 
 // Work units for parallel_for: one per multiply-add, as parallel.hpp's threshold counts them
@@ -161,20 +169,29 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
   }
   // dinp = dout · weight: weight (OC, IC) is the row-major B operand as it is.
   if (dinp)
-    detail::parallel_for(N, row_work(static_cast<std::int64_t>(IC) * OC), [&](std::int64_t r0, std::int64_t r1) {
+    detail::parallel_for(N, row_work(static_cast<std::int64_t>(IC) * OC / 64), [&](std::int64_t r0, std::int64_t r1) {
       detail::gemm_rowmajor(static_cast<int>(r1 - r0), IC, OC, dout + r0 * OC, OC, weight, IC, dinp + r0 * IC, IC,
                             false);
     });
-  // dweight = doutᵀ · inp, with doutᵀ (OC, N) made row-major first.
-  trans.resize(static_cast<std::size_t>(N * OC));
-  detail::parallel_for(OC, row_work(N), [&](std::int64_t o0, std::int64_t o1) {
-    for (std::int64_t n = 0; n < N; ++n)
-      for (std::int64_t o = o0; o < o1; ++o) trans[static_cast<std::size_t>(o * N + n)] = dout[n * OC + o];
+  // dweight = doutᵀ · inp, or its transpose inpᵀ · dout: the kernel's A operand must be
+  // row-major along N, so the narrower of dout and inp is transposed first (qkv's dout is
+  // three times inp's width).
+  const bool by_rows = OC <= IC;
+  const int rows = by_rows ? OC : IC, cols = by_rows ? IC : OC;
+  const float* a = by_rows ? dout : inp;
+  const float* b = by_rows ? inp : dout;
+  trans.resize(static_cast<std::size_t>(N * rows + (by_rows ? 0 : static_cast<std::int64_t>(IC) * OC)));
+  float* at = trans.data();
+  float* c = by_rows ? dweight : trans.data() + N * rows;
+  detail::parallel_for(N / 16 + 1, row_work(16 * rows / 2), [&](std::int64_t b0, std::int64_t b1) {
+    const std::int64_t n0 = b0 * 16, n1 = std::min(N, b1 * 16);
+    if (n1 > n0) transpose(a + n0 * rows, n1 - n0, rows, rows, at + n0, N);
   });
-  detail::parallel_for(OC, row_work(N * IC), [&](std::int64_t o0, std::int64_t o1) {
-    detail::gemm_rowmajor(static_cast<int>(o1 - o0), IC, static_cast<int>(N), trans.data() + o0 * N, N, inp, IC,
-                          dweight + o0 * IC, IC, false);
+  detail::parallel_for(rows, row_work(N * cols / 64), [&](std::int64_t r0, std::int64_t r1) {
+    detail::gemm_rowmajor(static_cast<int>(r1 - r0), cols, static_cast<int>(N), at + r0 * N, N, b, cols, c + r0 * cols,
+                          cols, false);
   });
+  if (!by_rows) transpose(c, IC, OC, OC, dweight, IC);
 }
 
 // [SECTION] attention
@@ -195,29 +212,6 @@ HeadView head_view(const float* qkv, std::int64_t pair, int T, int C, int H) {
   return {q, q + C, q + 2 * C, b * T * C + h * hd};
 }
 
-// Rows of one head's scores (T, T) -> softmax(s / divisor) over keys j <= i, zeros after.
-void causal_softmax(float* s, int T, float divisor, float* scratch) {
-  for (int i = 0; i < T; ++i) {
-    float* row = s + static_cast<std::int64_t>(i) * T;
-    detail::softmax_row(row, i + 1, divisor, scratch, row);
-    std::fill(row + i + 1, row + T, 0.0f);
-  }
-}
-
-// att (T, T), datt (T, T) in place -> the gradient of the scores q·kᵀ: softmax's backward
-// att ⊙ (datt − rowsum(att ⊙ datt)), then ÷ divisor; zero where the mask hid the key.
-void causal_softmax_backward(float* datt, const float* att, int T, float divisor) {
-  for (int i = 0; i < T; ++i) {
-    const float* a = att + static_cast<std::int64_t>(i) * T;
-    float* d = datt + static_cast<std::int64_t>(i) * T;
-    double dot = 0;
-    for (int j = 0; j <= i; ++j) dot += static_cast<double>(a[j]) * d[j];
-    const float s = static_cast<float>(dot);
-    for (int j = 0; j <= i; ++j) d[j] = a[j] * (d[j] - s) / divisor;
-    std::fill(d + i + 1, d + T, 0.0f);
-  }
-}
-
 float score_divisor(int hd) { return static_cast<float>(std::sqrt(static_cast<double>(hd))); }
 
 }  // namespace
@@ -233,12 +227,12 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
       const HeadView h = head_view(qkv, p, T, C, H);
       float* a = att + p * TT;
       if (kernel) {
-        transpose(h.k, T, hd, ld, kt.data());
+        transpose(h.k, T, hd, ld, kt.data(), T);
         detail::gemm_rowmajor(T, T, hd, h.q, ld, kt.data(), T, a, T, false);
       } else {
         mat(a, T, T, T).noalias() = cmat(h.q, T, hd, ld) * cmat(h.k, T, hd, ld).transpose();
       }
-      causal_softmax(a, T, divisor, scratch.data());
+      detail::softmax_causal(a, T, divisor);
       if (kernel)
         detail::gemm_rowmajor(T, hd, T, a, T, h.v, ld, out + h.merged, C, true);
       else
@@ -265,21 +259,21 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       float* dv = dq + 2 * C;
       if (kernel) {
         // datt = dctx · vᵀ; dv = attᵀ · dctx.
-        transpose(h.v, T, hd, ld, vt.data());
+        transpose(h.v, T, hd, ld, vt.data(), T);
         detail::gemm_rowmajor(T, T, hd, dctx, C, vt.data(), T, datt.data(), T, false);
-        transpose(a, T, T, T, tr.data());
+        transpose(a, T, T, T, tr.data(), T);
         detail::gemm_rowmajor(T, hd, T, tr.data(), T, dctx, C, dv, ld, false);
-        causal_softmax_backward(datt.data(), a, T, divisor);
+        detail::softmax_causal_backward(datt.data(), a, T, divisor);
         // dq = dscores · k (lower-triangular); dk = dscoresᵀ · q.
         detail::gemm_rowmajor(T, hd, T, datt.data(), T, h.k, ld, dq, ld, true);
-        transpose(datt.data(), T, T, T, tr.data());
+        transpose(datt.data(), T, T, T, tr.data(), T);
         detail::gemm_rowmajor(T, hd, T, tr.data(), T, h.q, ld, dk, ld, false);
       } else {
         const CMap A = cmat(a, T, T, T), Dc = cmat(dctx, T, hd, C);
         Map D = mat(datt.data(), T, T, T);
         D.noalias() = Dc * cmat(h.v, T, hd, ld).transpose();
         mat(dv, T, hd, ld).noalias() = A.transpose() * Dc;
-        causal_softmax_backward(datt.data(), a, T, divisor);
+        detail::softmax_causal_backward(datt.data(), a, T, divisor);
         mat(dq, T, hd, ld).noalias() = D * cmat(h.k, T, hd, ld);
         mat(dk, T, hd, ld).noalias() = D.transpose() * cmat(h.q, T, hd, ld);
       }

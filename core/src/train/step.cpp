@@ -6,6 +6,7 @@
 
 #include "mhaviz/backend.hpp"
 #include "mhaviz/train.hpp"
+#include "parallel.hpp"
 #include "train/ops.hpp"
 
 namespace mhaviz::train {
@@ -171,7 +172,7 @@ double forward(const GptTrainModel& m, std::span<const std::int32_t> tokens, int
 }
 
 // The forward's steps in reverse; a.dresid carries ∂loss/∂(residual stream) down the blocks.
-void backward(const GptTrainModel& m, Activations& a, std::span<float> grads) {
+void backward(const GptTrainModel& m, Activations& a, std::span<float> grads, std::int64_t positions) {
   const GptTrainConfig& c = m.config;
   const int B = a.B, T = a.T, C = c.emb_dim, H = c.n_heads, V = c.vocab_size;
   if (grads.size() != m.params.size()) throw std::invalid_argument("backward: grads do not match the parameters");
@@ -186,7 +187,8 @@ void backward(const GptTrainModel& m, Activations& a, std::span<float> grads) {
 
   // 4-3. Cross-entropy of the mean (each position weighs 1/N), out_head, final norm.
   float* dlogits = a.logits.data();
-  ops::crossentropy_backward(dlogits, a.probs.data(), a.targets.data(), 1.0f / static_cast<float>(N), N, V);
+  ops::crossentropy_backward(dlogits, a.probs.data(), a.targets.data(),
+                             1.0f / static_cast<float>(positions > 0 ? positions : N), N, V);
   const std::int64_t head = m.tensor("out_head.weight").offset;
   if (c.attn_only) {
     ops::matmul_backward(a.dresid.data(), G + head, nullptr, dlogits, a.resid.back().data(), P + head, N, C, V, a.trans,
@@ -238,6 +240,37 @@ void backward(const GptTrainModel& m, Activations& a, std::span<float> grads) {
   // 1. Embeddings.
   ops::encoder_backward(G + m.tensor("tok_emb.weight").offset, G + m.tensor("pos_emb.weight").offset, a.dresid.data(),
                         a.inputs.data(), N, T, C, V);
+}
+
+double loss_and_gradients(const GptTrainModel& m, std::span<const std::int32_t> tokens, int B, StepWorkspace& ws,
+                          std::span<float> grads) {
+  const int T = m.config.context_length;
+  const int first = (B + 1) / 2, shards = B > 1 ? 2 : 1;
+  const std::int64_t positions = static_cast<std::int64_t>(B) * T;
+  const std::size_t per_sequence = static_cast<std::size_t>(T + 1);
+  if (tokens.size() != static_cast<std::size_t>(B) * per_sequence)
+    throw std::invalid_argument("loss_and_gradients: tokens do not hold B sequences of context + 1 ids");
+  ws.shard_grads.resize(m.params.size());
+  // One item per shard, each about a whole step's work: the pool gives the second its thread.
+  detail::parallel_for(shards, std::int64_t{1} << 40, [&](std::int64_t s0, std::int64_t s1) {
+    for (std::int64_t s = s0; s < s1; ++s) {
+      const int b0 = s == 0 ? 0 : first, b1 = s == 0 ? (shards == 1 ? B : first) : B;
+      Activations& a = ws.shards[s];
+      forward(m, tokens.subspan(b0 * per_sequence, (b1 - b0) * per_sequence), b1 - b0, a);
+      backward(m, a, s == 0 ? grads : std::span<float>(ws.shard_grads), positions);
+    }
+  });
+  ws.losses.resize(static_cast<std::size_t>(positions));
+  std::copy(ws.shards[0].losses.begin(), ws.shards[0].losses.end(), ws.losses.begin());
+  if (shards == 2) {
+    std::copy(ws.shards[1].losses.begin(), ws.shards[1].losses.end(), ws.losses.begin() + first * T);
+    for (std::size_t i = 0; i < grads.size(); ++i) grads[i] += ws.shard_grads[i];
+  }
+  // The mean of every position's loss in batch order (as forward sums them), not of the
+  // shards' means: the same number whatever the split.
+  double sum = 0;
+  for (float x : ws.losses) sum += x;
+  return sum / static_cast<double>(positions);
 }
 
 }  // namespace mhaviz::train
