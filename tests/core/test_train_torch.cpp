@@ -70,7 +70,8 @@ std::uint32_t bits(float f) {
 }
 
 TEST(TrainTorch, InitialParametersAreTorchsBitForBit) {
-  for (const json& c : read_json(kRef / "manifest.json")["configs"]) {
+  const json manifest = read_json(kRef / "manifest.json");  // a local: a range-for over a temporary's member dangles
+  for (const json& c : manifest["configs"]) {
     const std::string name = c["name"];
     const train::GptTrainModel m = train::init_model(config_of(c), c["seed"].get<std::uint64_t>());
     const SafetensorsFile f = SafetensorsFile::open(kRef / name / "init.safetensors");
@@ -91,7 +92,8 @@ TEST(TrainTorch, InitialParametersAreTorchsBitForBit) {
 
 TEST(TrainTorch, NormalDrawsAreTorchsBitForBit) {
   const SafetensorsFile f = SafetensorsFile::open(kRef / "normal.safetensors");
-  for (const json& d : read_json(kRef / "manifest.json")["normal"]) {
+  const json manifest = read_json(kRef / "manifest.json");
+  for (const json& d : manifest["normal"]) {
     const std::uint64_t seed = d["seed"];
     train::TorchGenerator gen(seed);
     int i = 0;
