@@ -75,6 +75,23 @@ def save_safetensors(tensors, path, metadata=None):
     _atomic_write(path, write)
 
 
+def load_safetensors(path):
+    """{name: torch.Tensor} of a safetensors file of F32, F16 or BF16 tensors, in the order of their
+    bytes in the file (a writer's header may list them in another order: JSON objects are
+    unordered); the reader of save_safetensors."""
+    dtypes = {v: k for k, v in _DTYPE_NAMES.items()}
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    tensors = [(name, t) for name, t in header.items() if name != "__metadata__"]
+    for name, t in sorted(tensors, key=lambda item: item[1]["data_offsets"][0]):
+        b, e = t["data_offsets"]
+        out[name] = torch.frombuffer(bytearray(data[b:e]), dtype=dtypes[t["dtype"]]).reshape(t["shape"])
+    return out
+
+
 def _write_config(config, out_dir):
     text = json.dumps(config, indent=2) + "\n"
     _atomic_write(os.path.join(out_dir, "config.json"), lambda f: f.write(text.encode()))

@@ -84,7 +84,7 @@ with tempfile.TemporaryDirectory() as dest:
         with gzip.open(man, "rt", encoding="utf-8") as f:
             texts[man] = f.read()
         check(".TH MHAVIZ 1" in texts[man], "the man page is troff with a .TH MHAVIZ 1 header")
-        for sub in ("dump", "export", "render", "bench", "lessons", "gui"):
+        for sub in ("dump", "export", "render", "bench", "train", "lessons", "gui"):
             check(f".B mhaviz {sub}" in texts[man], f"the man page documents `mhaviz {sub}`")
     for path, text in texts.items():
         check("@" not in text.replace("@users", ""), f"no unfilled @VARIABLE@ in {os.path.basename(path)}")

@@ -82,6 +82,9 @@ struct Model {
 
 // torch.nn.init-compatible uniform draw: one 32-bit draw per value.
 float torch_uniform(std::mt19937& gen, float from, float to);
+// nn.Linear(in, out).reset_parameters() continuing gen: the weight (out, in) row-major by
+// kaiming_uniform_(a=√5), then, when bias is not null, the bias (out) by uniform_(±1/√in).
+void torch_linear_init(std::mt19937& gen, int in, int out, float* weight, float* bias);
 // torch.bernoulli-compatible dropout draw in [0, 1): two 32-bit draws, 53 bits.
 double torch_uniform53(std::mt19937& gen);
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace mhaviz::detail {
 namespace {
@@ -172,6 +173,87 @@ void softmax_scalar(const float* s, std::int64_t n, ScoreScale by, float* x, flo
   for (std::int64_t j = 0; j < n; ++j) w[j] = x[j] / sum;
 }
 
+// [SECTION] causal blocks: a head's rows in one pass
+
+// Lanes of chunk c (keys 8c … 8c + 7) that row i may see: j <= i (so j < T too).
+__attribute__((target("avx2"))) __m256 causal_lanes(std::int64_t c, std::int64_t i) {
+  const __m256i j =
+      _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(8 * c)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(i + 1)), j));
+}
+
+// Chunk c of a row of T: a load that never reads past the row's end.
+__attribute__((target("avx2"))) __m256 load_chunk(const float* row, std::int64_t c, std::int64_t T) {
+  if (8 * c + 8 <= T) return _mm256_loadu_ps(row + 8 * c);
+  const __m256i lanes =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(T - 8 * c)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return _mm256_maskload_ps(row + 8 * c, lanes);
+}
+__attribute__((target("avx2"))) void store_chunk(float* row, std::int64_t c, std::int64_t T, __m256 v) {
+  if (8 * c + 8 <= T) return _mm256_storeu_ps(row + 8 * c, v);
+  const __m256i lanes =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(T - 8 * c)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  _mm256_maskstore_ps(row + 8 * c, lanes, v);
+}
+
+// softmax_avx2's steps on row i over the chunks holding keys 0 … i (the later ones are
+// stored as zeros): the same bits. A hidden lane's exp is taken of 0 and masked after, not of
+// −inf: e^kExpLo rounds to a subnormal, and every product making one costs a microcode
+// assist (three times the whole row's time). The row itself is the scratch.
+__attribute__((target("avx2"))) void softmax_causal_avx2(float* s, std::int64_t T, float divisor) {
+  const Scale scale(ScoreScale::divide(divisor));
+  const std::int64_t chunks = (T + 7) / 8;
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (std::int64_t i = 0; i < T; ++i) {
+    float* row = s + i * T;
+    const std::int64_t seen = i / 8 + 1;
+    __m256 mx = neg_inf;
+    for (std::int64_t c = 0; c < seen; ++c) {
+      const __m256 x = scale(load_chunk(row, c, T));
+      store_chunk(row, c, T, x);
+      mx = _mm256_max_ps(mx, _mm256_blendv_ps(neg_inf, x, causal_lanes(c, i)));
+    }
+    float m8[8];
+    _mm256_storeu_ps(m8, mx);
+    const __m256 m = _mm256_set1_ps(*std::max_element(m8, m8 + 8));
+    __m256 acc = _mm256_setzero_ps();
+    for (std::int64_t c = 0; c < seen; ++c) {
+      const __m256 keep = causal_lanes(c, i);
+      const __m256 a = _mm256_and_ps(exp8(_mm256_sub_ps(_mm256_blendv_ps(m, load_chunk(row, c, T), keep), m)), keep);
+      store_chunk(row, c, T, a);
+      acc = _mm256_add_ps(acc, a);
+    }
+    float lanes[8];
+    _mm256_storeu_ps(lanes, acc);
+    const __m256 t = _mm256_set1_ps(lane_total(lanes));
+    for (std::int64_t c = 0; c < seen; ++c) store_chunk(row, c, T, _mm256_div_ps(load_chunk(row, c, T), t));
+    for (std::int64_t c = seen; c < chunks; ++c) store_chunk(row, c, T, _mm256_setzero_ps());
+  }
+}
+
+__attribute__((target("avx2"))) void softmax_causal_backward_avx2(float* d, const float* att, std::int64_t T,
+                                                                  float divisor) {
+  const Scale scale(ScoreScale::divide(divisor));
+  const std::int64_t chunks = (T + 7) / 8;
+  for (std::int64_t i = 0; i < T; ++i) {
+    float* dr = d + i * T;
+    const float* ar = att + i * T;
+    const std::int64_t seen = i / 8 + 1;
+    __m256 acc = _mm256_setzero_ps();
+    for (std::int64_t c = 0; c < seen; ++c)
+      acc = _mm256_add_ps(acc,
+                          _mm256_mul_ps(load_chunk(ar, c, T), _mm256_and_ps(load_chunk(dr, c, T), causal_lanes(c, i))));
+    float lanes[8];
+    _mm256_storeu_ps(lanes, acc);
+    const __m256 dot = _mm256_set1_ps(lane_total(lanes));
+    for (std::int64_t c = 0; c < seen; ++c) {
+      const __m256 g = _mm256_mul_ps(load_chunk(ar, c, T), _mm256_sub_ps(load_chunk(dr, c, T), dot));
+      store_chunk(dr, c, T, _mm256_and_ps(scale(g), causal_lanes(c, i)));
+    }
+    for (std::int64_t c = seen; c < chunks; ++c) store_chunk(dr, c, T, _mm256_setzero_ps());
+  }
+}
+
 // Rows shorter than kVectorFrom (the teaching sizes) go one element at a time, rows from
 // kWideFrom on in AVX2 where the CPU has it: the widest path gained nothing measurable
 // below these lengths here. All three give the same bits.
@@ -188,6 +270,28 @@ void softmax_row_path(SoftmaxPath path, const float* s, std::int64_t n, ScoreSca
   (path == SoftmaxPath::Avx2  ? softmax_avx2
    : path == SoftmaxPath::Sse ? softmax_sse
                               : softmax_scalar)(s, n, scale, scratch, w);
+}
+
+void softmax_causal(float* s, std::int64_t T, float divisor) {
+  if (softmax_wide_available()) return softmax_causal_avx2(s, T, divisor);
+  std::vector<float> scratch(static_cast<std::size_t>(softmax_scratch(T)));
+  for (std::int64_t i = 0; i < T; ++i) {
+    softmax_row(s + i * T, i + 1, divisor, scratch.data(), s + i * T);
+    std::fill(s + i * T + i + 1, s + (i + 1) * T, 0.0f);
+  }
+}
+
+void softmax_causal_backward(float* d, const float* att, std::int64_t T, float divisor) {
+  if (softmax_wide_available()) return softmax_causal_backward_avx2(d, att, T, divisor);
+  const Scale scale(ScoreScale::divide(divisor));
+  for (std::int64_t i = 0; i < T; ++i) {
+    float* dr = d + i * T;
+    const float* ar = att + i * T;
+    float dot = 0;
+    for (std::int64_t j = 0; j <= i; ++j) dot += ar[j] * dr[j];
+    for (std::int64_t j = 0; j <= i; ++j) dr[j] = scale(ar[j] * (dr[j] - dot));
+    std::fill(dr + i + 1, dr + T, 0.0f);
+  }
 }
 
 void softmax_row(const float* s, std::int64_t n, ScoreScale scale, float* scratch, float* w) {

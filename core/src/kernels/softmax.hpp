@@ -35,6 +35,16 @@ inline void softmax_row(const float* s, std::int64_t n, float divisor, float* sc
   softmax_row(s, n, ScoreScale::divide(divisor), scratch, w);
 }
 
+// s: one head's (T, T) scores, row-major -> in place, row i = softmax(s_i / divisor) over keys
+// j <= i and exact zeros after: the bits of softmax_row(s_i, i + 1, …) row by row, in AVX2
+// where the CPU has it with no loop whose length depends on the row (a training step's many
+// short rows of varying length cost softmax_row more in branches than in arithmetic).
+void softmax_causal(float* s, std::int64_t T, float divisor);
+// att: (T, T) softmax_causal weights, d: (T, T) ∂loss/∂weights -> in place, ∂loss/∂scores:
+// att ⊙ (d − rowsum(att ⊙ d)) / divisor, exact zeros above the diagonal. The row sums in float
+// (eight lanes in AVX2, else in order).
+void softmax_causal_backward(float* d, const float* att, std::int64_t T, float divisor);
+
 // The same, forcing one path (for the tests); Avx2 needs softmax_wide_available().
 enum class SoftmaxPath { Scalar, Sse, Avx2 };
 void softmax_row_path(SoftmaxPath path, const float* s, std::int64_t n, ScoreScale scale, float* scratch, float* w);

@@ -95,28 +95,33 @@ double torch_uniform53(std::mt19937& gen) {
   return static_cast<double>(r) * (1.0 / 9007199254740992.0);
 }
 
-namespace {
-
 // nn.Linear.reset_parameters(): kaiming_uniform_(a=sqrt(5)) on the weight, then
 // uniform_(-1/sqrt(fan_in), 1/sqrt(fan_in)) on the bias; bounds computed in double
 // exactly as torch.nn.init does in Python.
+void torch_linear_init(std::mt19937& gen, int in, int out, float* weight, float* bias) {
+  const double gain = std::sqrt(2.0 / (1.0 + 5.0));
+  const double std_dev = gain / std::sqrt(static_cast<double>(in));
+  const double bound = std::sqrt(3.0) * std_dev;
+  const float lo = static_cast<float>(-bound), hi = static_cast<float>(bound);
+  const std::size_t n = static_cast<std::size_t>(in) * static_cast<std::size_t>(out);
+  for (std::size_t i = 0; i < n; ++i) weight[i] = torch_uniform(gen, lo, hi);
+  if (bias) {
+    const double bb = 1.0 / std::sqrt(static_cast<double>(in));
+    const float blo = static_cast<float>(-bb), bhi = static_cast<float>(bb);
+    for (int i = 0; i < out; ++i) bias[i] = torch_uniform(gen, blo, bhi);
+  }
+}
+
+namespace {
+
 Linear make_linear(std::mt19937& gen, std::string name, int in, int out, bool bias) {
   Linear l;
   l.name = std::move(name);
   l.in = in;
   l.out = out;
-  const double gain = std::sqrt(2.0 / (1.0 + 5.0));
-  const double std_dev = gain / std::sqrt(static_cast<double>(in));
-  const double bound = std::sqrt(3.0) * std_dev;
-  const float lo = static_cast<float>(-bound), hi = static_cast<float>(bound);
   l.weight.resize(static_cast<std::size_t>(in) * static_cast<std::size_t>(out));
-  for (auto& w : l.weight) w = torch_uniform(gen, lo, hi);
-  if (bias) {
-    const double bb = 1.0 / std::sqrt(static_cast<double>(in));
-    const float blo = static_cast<float>(-bb), bhi = static_cast<float>(bb);
-    l.bias.resize(static_cast<std::size_t>(out));
-    for (auto& b : l.bias) b = torch_uniform(gen, blo, bhi);
-  }
+  if (bias) l.bias.resize(static_cast<std::size_t>(out));
+  torch_linear_init(gen, in, out, l.weight.data(), bias ? l.bias.data() : nullptr);
   return l;
 }
 
