@@ -130,7 +130,7 @@ void poll_model(AppState& s) {
     notify(s, "Opened model " + m.path);
     // The first model runs the text box; the worker reruns its last request on later ones.
     if (!m.requested && !m.text.empty()) {
-      m.worker->set_text(m.text, m.prepend_eot);
+      m.worker->set_text(m.text, {m.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None});
       m.requested = true;
     }
   }

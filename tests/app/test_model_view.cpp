@@ -245,7 +245,7 @@ TEST(ModelFigure, PooledBeforehandIsTheSameFigure) {
   pooled.thumbs = &t;
   const figure::Figure a = figure::build_model_figure(v.mv, o), b = figure::build_model_figure(pooled, o);
   EXPECT_EQ(a.heatmaps.front().rows, (300 + f - 1) / f);
-  EXPECT_EQ(figure::prims_json(a), figure::prims_json(b));
+  EXPECT_EQ(figure::prims_json(a, true), figure::prims_json(b, true));
 }
 
 // [SECTION] The view derived from a forward
@@ -281,11 +281,11 @@ TEST(ModelViewDerive, TheScreenFigureIsTheCapturesAndRendersFigure) {
   figure::ModelView mv =
       figure::gpt_model_view(*fw.r->loaded.model, tr, *fw.r->loaded.tokenizer, "tiny-model", kHeadPatterns[0]);
   mv.selected_layer = 1, mv.selected_head = 2;
-  EXPECT_EQ(figure::prims_json(d->figure), figure::prims_json(figure::build_model_figure(mv, key.fig)));
+  EXPECT_EQ(figure::prims_json(d->figure, true), figure::prims_json(figure::build_model_figure(mv, key.fig), true));
   // A capture: the screen's figure in the light theme with a caption.
   figure::Options cap = key.fig;
   cap.dark = false, cap.caption = true;
-  EXPECT_EQ(figure::prims_json(model_figure_for(*d, cap)), figure::prims_json(figure::build_model_figure(mv, cap)));
+  EXPECT_EQ(figure::prims_json(model_figure_for(*d, cap), true), figure::prims_json(figure::build_model_figure(mv, cap), true));
   // Next tokens: log-probabilities and the percentages printed.
   ASSERT_EQ(d->next.size(), 5u);
   for (const NextRow& n : d->next) EXPECT_DOUBLE_EQ(n.logp, std::log(static_cast<double>(n.p)));
