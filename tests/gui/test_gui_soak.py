@@ -320,8 +320,11 @@ try:
 
         def answer():
             if alive() and "quit_discard" in (g.read_json(layout).get("shown") or []):
+                first = g.read_json(state)["frames"]
                 click_at(*g.center(g.settled_widget(layout, state, "quit_discard", proc)))
-                g.wait_frames(state, 3, proc)
+                # The answer acts: the app exits (the wait's success), or draws on (the question moved).
+                g.wait_until("the app exits or draws 3 more frames", lambda: (proc.poll(), g.read_json(state)),
+                             lambda v: v[0] is not None or v[1]["frames"] >= first + 3)
             return proc.poll()
 
         try:
