@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
-#include "cli_train.hpp"
+#include "cli/cli.hpp"
+#include "cli/cli_train.hpp"
 #include "mhaviz/session.hpp"
 #ifdef MHAVIZ_WITH_GUI
 #include "gui/gui.hpp"

@@ -65,14 +65,14 @@ void build_fonts(AppState& s, bool recreate_texture) {
   const std::string_view mono = embedded_font("DejaVuSansMono.ttf");
   void* sans_p = const_cast<char*>(sans.data());
   void* mono_p = const_cast<char*>(mono.data());
-  s.ui.font_ui = io.Fonts->AddFontFromMemoryTTF(sans_p, static_cast<int>(sans.size()), px, &cfg, kGlyphRanges);
-  s.ui.font_mono = io.Fonts->AddFontFromMemoryTTF(mono_p, static_cast<int>(mono.size()), px, &cfg, kGlyphRanges);
+  s.ui.window.font_ui = io.Fonts->AddFontFromMemoryTTF(sans_p, static_cast<int>(sans.size()), px, &cfg, kGlyphRanges);
+  s.ui.window.font_mono = io.Fonts->AddFontFromMemoryTTF(mono_p, static_cast<int>(mono.size()), px, &cfg, kGlyphRanges);
   io.Fonts->Build();
   if (recreate_texture) {
     ImGui_ImplOpenGL3_DestroyFontsTexture();
     ImGui_ImplOpenGL3_CreateFontsTexture();
   }
-  s.ui.fonts_dirty = false;
+  s.ui.window.fonts_dirty = false;
 }
 
 void apply_style(AppState& s) {
@@ -99,7 +99,7 @@ void apply_style(AppState& s) {
   style.ScaleAllSizes(s.settings.ui_scale);
   ImGui::GetStyle() = style;
   s.renderer.dark = s.settings.dark;
-  s.ui.style_dirty = false;
+  s.ui.window.style_dirty = false;
 }
 
 // [SECTION] The main loop's state
@@ -187,7 +187,7 @@ void apply_input(AppState& s, Loop& L) {
   const double t = std::max(at, L.imgui_time + 1e-5);  // ImGui's time must move on
   io.DeltaTime = static_cast<float>(t - L.imgui_time);
   L.imgui_time = t;
-  Introspection::Live& live = s.probe.live;
+  Introspection::Live& live = s.hooks.live;
   live.input_received = L.input.received();
   live.input_applied = L.input.applied();
   live.input_pending = static_cast<std::int64_t>(L.input.pending());
@@ -206,9 +206,9 @@ void draw_frame(AppState& s) {
   s.renderer.draws.clear();
   s.renderer.centre = nullptr;
   s.renderer.centre_name.clear();
-  s.ui.cell_layout.clear();
-  s.ui.model_cells.clear();
-  s.ui.model_big = CellLayout{};
+  s.ui.drawn.cell_layout.clear();
+  s.ui.drawn.model_cells.clear();
+  s.ui.drawn.model_big = CellLayout{};
   const ImGuiViewport* vp = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(vp->WorkPos);
   ImGui::SetNextWindowSize(vp->WorkSize);
@@ -225,17 +225,18 @@ void draw_frame(AppState& s) {
   const float wanted = s.settings.left_width > 0.0f ? s.settings.left_width : fh * 22.5f;
   const float left_w = std::clamp(wanted, std::min(240.0f, avail.x * 0.3f), std::max(240.0f, avail.x * 0.75f));
   poll_model(s);
-  const bool walk = walkthrough_active(s);
-  const bool model_view = !walk && model_view_active(s);
+  const Centre centre = centre_view(s);
+  const CentreInfo& shown = centre_info(centre);
+  const bool model_view = centre == Centre::Model;
   if (s.view.show_controls) {
     ImGui::BeginChild("left", ImVec2(left_w, avail.y - status_h), true);
     // The model view's panel replaces the lesson's controls, which do not act on it.
-    if (!model_view) {
+    if (shown.lesson_panel) {
       if (ImGui::CollapsingHeader("Model", ImGuiTreeNodeFlags_DefaultOpen)) draw_controls(s);
       if (ImGui::CollapsingHeader("Tokens and embeddings", ImGuiTreeNodeFlags_DefaultOpen)) draw_tokens(s);
     }
     // Once a model is opened (File → Open model…, --model) its panel follows the lesson's.
-    if (s.model.worker) {
+    if (s.gpt.worker) {
       if (model_view) ImGui::SetNextItemOpen(true, ImGuiCond_Always);
       if (ImGui::CollapsingHeader("Trained model (GPT-2)")) draw_model_panel(s);
       record_widget(s, "model_header");
@@ -251,40 +252,39 @@ void draw_frame(AppState& s) {
   }
   ImGui::BeginGroup();
   // Shapes strip: as tall as its content was last frame (at least three lines).
-  const float shapes_h = std::max(ImGui::GetTextLineHeightWithSpacing() * 3.0f, s.ui.shapes_content_h) +
+  const float shapes_h = std::max(ImGui::GetTextLineHeightWithSpacing() * 3.0f, s.ui.drawn.shapes_content_h) +
                          ImGui::GetStyle().WindowPadding.y * 2.0f;
   ImGui::BeginChild("right", ImVec2(0.0f, avail.y - status_h - shapes_h - ImGui::GetStyle().ItemSpacing.y), true,
                     ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
-  if (walk) {
-    draw_walkthrough(s);
-  } else if (model_view) {
-    draw_model_view(s);
-  } else if (s.opts.no_heatmaps) {
-    refresh(s);
-    ImGui::TextDisabled("Heatmaps hidden (--no-heatmaps).");
-  } else {
-    draw_heatmaps(s);
+  switch (centre) {
+    case Centre::Walkthrough: draw_walkthrough(s); break;
+    case Centre::Model: draw_model_view(s); break;
+    case Centre::Lesson:
+      if (s.opts.no_heatmaps) {
+        refresh(s);
+        ImGui::TextDisabled("Heatmaps hidden (--no-heatmaps).");
+      } else {
+        draw_heatmaps(s);
+      }
+      break;
   }
   ImGui::EndChild();
   ImGui::BeginChild("shapes", ImVec2(0.0f, shapes_h), true, ImGuiWindowFlags_NoScrollbar);
-  if (model_view) draw_model_shapes(s);
+  if (shown.model_shapes) draw_model_shapes(s);
   else draw_shapes(s);
-  s.ui.shapes_content_h = ImGui::GetCursorPosY() - ImGui::GetStyle().WindowPadding.y - ImGui::GetStyle().ItemSpacing.y;
+  s.ui.drawn.shapes_content_h = ImGui::GetCursorPosY() - ImGui::GetStyle().WindowPadding.y - ImGui::GetStyle().ItemSpacing.y;
   ImGui::EndChild();
   ImGui::EndGroup();
 
   // Status bar.
   const double now = glfwGetTime();
-  if (!s.ui.status.empty() && now < s.ui.status_until) {
-    if (s.ui.status_is_error)
-      ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.35f, 1.0f), "%s", s.ui.status.c_str());
+  if (!s.ui.status.text.empty() && now < s.ui.status.until) {
+    if (s.ui.status.is_error)
+      ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.35f, 1.0f), "%s", s.ui.status.text.c_str());
     else
-      ImGui::TextUnformatted(s.ui.status.c_str());
-  } else if (model_view) {
-    ImGui::TextDisabled("Hover a head for its score, click it to show it large.  M: model view / lesson   F12 capture");
+      ImGui::TextUnformatted(s.ui.status.text.c_str());
   } else {
-    ImGui::TextDisabled(
-        "Hover a cell for details.  Keys: 1-5 stage   [ ] head   E enlarge   C controls   Ctrl+Z undo   Ctrl+S save");
+    ImGui::TextDisabled("%s", shown.hint);
   }
   ImGui::End();
   draw_capture_settings(s);
@@ -293,18 +293,18 @@ void draw_frame(AppState& s) {
   // A drag or a field's typing is one undo step: the step closes when nothing is held.
   if (!ImGui::IsAnyItemActive()) s.doc.history.seal();
   // A text field has the keyboard in this frame (io.WantTextInput says so from the next one).
-  s.probe.text_input = ImGui::GetCurrentContext()->WantTextInputNextFrame == 1;
+  s.hooks.text_input = ImGui::GetCurrentContext()->WantTextInputNextFrame == 1;
 }
 
 // The frame, noting which named widgets it drew (a closed menu's items keep their last
 // rectangles in the hooks, and are not shown).
 void draw_widgets_recorded(AppState& s) {
-  std::map<std::string, std::vector<float>> before = std::move(s.probe.widgets);
-  s.probe.widgets.clear();
+  std::map<std::string, std::vector<float>> before = std::move(s.hooks.widgets);
+  s.hooks.widgets.clear();
   draw_frame(s);
-  s.probe.shown.clear();
-  for (const auto& w : s.probe.widgets) s.probe.shown.push_back(w.first);
-  s.probe.widgets.merge(before);  // keeps this frame's rectangle where both have one
+  s.hooks.shown.clear();
+  for (const auto& w : s.hooks.widgets) s.hooks.shown.push_back(w.first);
+  s.hooks.widgets.merge(before);  // keeps this frame's rectangle where both have one
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -366,7 +366,7 @@ int init_model(AppState& s) {
     std::fprintf(stderr, "mhaviz: --model: no such file or folder '%s'\n", o.model.c_str());
     return 2;
   }
-  ModelUi& m = s.model;
+  ModelUi& m = s.gpt;
   m.text = o.text;
   m.prepend_eot = o.prepend_eot;
   if (!o.detector.empty()) {
@@ -385,8 +385,7 @@ int init_model(AppState& s) {
   open_model(s, o.model);
   // The app opens on the model view, while it loads too (a walkthrough the autosave had open
   // stays closed unless --walkthrough asks for it).
-  m.show = true;
-  if (o.walkthrough.empty()) s.walkthrough.open = false;
+  s.centre = Centre::Model;
   return 0;
 }
 
@@ -497,13 +496,13 @@ bool handle_events(AppState& s, Loop& L) {
                     s.compute.model_dirty || s.compute.input_dirty || s.frame < 5 || model_busy(s) ||
                     L.input.pending() > 0;
   if (busy) {
-    s.probe.live.polled_at = wall_clock();
+    s.hooks.live.polled_at = wall_clock();
     glfwPollEvents();
   } else {
     if (L.swap_pending) glfwSwapBuffers(s.window);
     L.swap_pending = false;
     write_state_live(s, L);
-    s.probe.live.polled_at = wall_clock();
+    s.hooks.live.polled_at = wall_clock();
     glfwWaitEventsTimeout(0.5);
   }
   if (g_terminate) return false;
@@ -511,10 +510,10 @@ bool handle_events(AppState& s, Loop& L) {
     glfwSetWindowShouldClose(s.window, GLFW_FALSE);
     s.quit_requested = true;
   }
-  if (s.quit_requested && s.ui.dialog == Dialog::None) {
+  if (s.quit_requested && s.ui.dialog.kind == Dialog::None) {
     if (!s.doc.modified) return false;
-    s.ui.dialog = Dialog::ConfirmQuit;
-    s.ui.dialog_just_opened = true;
+    s.ui.dialog.kind = Dialog::ConfirmQuit;
+    s.ui.dialog.just_opened = true;
   }
   if (s.opts.perturb && s.doc.session.num_tokens() > 0) {
     // One input value changes every frame: forces a forward and a texture upload.
@@ -538,12 +537,12 @@ void present_and_refresh(AppState& s, Loop& L) {
   }
   L.swap_pending = false;
   refresh(s);
-  if (s.ui.fonts_dirty) build_fonts(s, true);
-  if (s.ui.style_dirty) apply_style(s);
+  if (s.ui.window.fonts_dirty) build_fonts(s, true);
+  if (s.ui.window.style_dirty) apply_style(s);
   const std::string title = "mhaviz - " + s.doc.origin + (s.doc.modified ? " *" : "");
-  if (title != s.ui.window_title) {
+  if (title != s.ui.window.title) {
     glfwSetWindowTitle(s.window, title.c_str());
-    s.ui.window_title = title;
+    s.ui.window.title = title;
   }
 }
 
@@ -588,10 +587,10 @@ bool after_frame(AppState& s, Loop& L) {
       L.status = 1;
     }
   }
-  if (s.ui.capture_window_pending) capture_window_now(s);  // the frame just drawn, before the swap
-  if (!opts.layout_out.empty() && s.frame >= 3 && !(L.written == s.probe)) {
+  if (s.ui.capture.window_pending) capture_window_now(s);  // the frame just drawn, before the swap
+  if (!opts.layout_out.empty() && s.frame >= 3 && !(L.written == s.hooks)) {
     write_layout(s, opts.layout_out);
-    L.written = s.probe;
+    L.written = s.hooks;
   }
   if (glfwGetTime() - L.state_at >= kStateEvery) write_state_live(s, L);
   L.swap_pending = true;
@@ -626,8 +625,8 @@ int shutdown(AppState& s, Loop& L) {
   if (L.swap_pending) glfwSwapBuffers(s.window);
   if (!opts.state_out.empty()) {
     // Always written, the session made afresh (--perturb changes it without an edit).
-    s.probe.live.state_written.clear();
-    s.probe.live.session_revision = ~std::uint64_t{0};
+    s.hooks.live.state_written.clear();
+    s.hooks.live.session_revision = ~std::uint64_t{0};
     write_state_dump(s, opts.state_out);
   }
   if (!L.measuring) autosave(s);

@@ -131,10 +131,10 @@ using CellLayout = figure::HeatmapPlacement;
 // [SECTION] Transient UI state
 enum class Dialog { None, Open, SaveAs, ConfirmQuit, ConfirmOpen, Recover };
 
-struct Ui {
-  // Printable keys while no text field is active (handle_shortcuts): a lone key is a
-  // shortcut (1-5 [ ] E C W Space), a run of them is someone typing, which goes to the
-  // tokens field instead of firing shortcuts.
+// Printable keys while no text field is active (handle_shortcuts): a lone key is a shortcut
+// (1-5 [ ] E C W Space), a run of them is someone typing, which goes to the tokens field
+// instead of firing shortcuts.
+struct KeyboardUi {
   std::string typed;             // characters not yet decided (UTF-8)
   double typed_at = 0.0;         // when the last one came
   int typed_count = 0;
@@ -143,53 +143,90 @@ struct Ui {
   double focus_asked_at = 0.0;
   std::string tokens_insert;     // then append this at its end (the run typed so far)
   double typed_to_tokens_at = -1e9;  // when typing with nothing focused last went to the tokens (said under the field)
+};
+
+// The lesson's editors (left panel): the tokens field, the embedding table, the size
+// sliders typed into, and the edit the session format refused.
+struct EditorUi {
   int first_column = 0;          // the embedding table's first value column shown (d_in > 60)
   std::string typing_slider;     // the size slider Ctrl+clicked to type a value (its label)
   int typing_value = 0;
   bool typing_focus = false;
-  std::string token_text;       // the tokens field (applied on every edit)
-  bool token_text_stale = true; // rebuild from the session
-  Dialog dialog = Dialog::None;
-  bool dialog_just_opened = false;
-  std::string dialog_path;
-  std::string dialog_error;
-  bool dialog_refocus = false;          // give the path field the keyboard again next frame
-  std::string browse_dir;               // the folder the Open / Save dialog shows
-  std::string browse_listed;            // the folder browse_rows were listed from
-  std::vector<FileRow> browse_rows;     // its rows (file_list.hpp)
-  std::string browse_error;
-  int browse_sel = -1;                  // row chosen with Up / Down or a click (recent files first)
-  bool browse_scroll = false;
-  std::string pending_open;     // lesson or file to open after confirming
-  int preferred_heads = 0;      // the head count the user chose; d_out changes stay near it
+  std::string token_text;        // the tokens field (applied on every edit)
+  bool token_text_stale = true;  // rebuild from the session
+  int preferred_heads = 0;       // the head count the user chose; d_out changes stay near it
   std::vector<std::vector<float>> d_in_stash;  // embeddings before a d_in drag (columns come back)
   // An edit the session format refused, shown under the field it was made in ("tokens",
   // "table", "d_in", "context_length", "batch", "model") until refusal_until.
   std::string refusal;
   std::string refusal_where;
   double refusal_until = 0.0;
-  // A restore that failed: the autosave moved aside, and what could be recovered from it.
-  std::string restore_error;     // one line: why the autosave was refused
-  std::string restore_kept_at;   // where the refused file now is
-  std::vector<std::string> restore_repairs;
+};
+
+// The modal dialogs (dialogs.cpp): which one, its path field, the folder it browses.
+struct DialogUi {
+  Dialog kind = Dialog::None;
+  bool just_opened = false;
+  std::string path;
+  std::string error;
+  bool refocus = false;                 // give the path field the keyboard again next frame
+  std::string browse_dir;               // the folder the Open / Save dialog shows
+  std::string browse_listed;            // the folder browse_rows were listed from
+  std::vector<FileRow> browse_rows;     // its rows (file_list.hpp)
+  std::string browse_error;
+  int browse_sel = -1;                  // row chosen with Up / Down or a click (recent files first)
+  bool browse_scroll = false;
+  std::string pending_open;             // lesson or file to open after confirming
+};
+
+// A restore that failed: the autosave moved aside, and what could be recovered from it.
+struct RestoreUi {
+  std::string error;     // one line: why the autosave was refused
+  std::string kept_at;   // where the refused file now is
+  std::vector<std::string> repairs;
   std::optional<DocState> recovered;
-  std::string status;           // one-line notice in the status bar
-  bool status_is_error = false;
-  double status_until = 0.0;
-  std::vector<CellLayout> cell_layout;                     // this frame's heatmaps
-  std::vector<CellLayout> model_cells;  // this frame's model-view thumbnails (head = layer * n_head + head)
+};
+
+struct StatusUi {
+  std::string text;      // one-line notice in the status bar
+  bool is_error = false;
+  double until = 0.0;
+};
+
+// Where this frame drew its heatmaps (framebuffer pixels), for captures' sidecars and tests.
+struct DrawnUi {
+  std::vector<CellLayout> cell_layout;  // the lesson's heatmaps
+  std::vector<CellLayout> model_cells;  // the model view's thumbnails (head = layer * n_head + head)
   CellLayout model_big;                 // the selected head's big heatmap (rows 0: not drawn)
   CellLayout colorbar_layout;
-  float shapes_content_h = 0.0f;  // height of the shapes strip's content last frame
-  std::string window_title;       // as last set on the OS window
+  float shapes_content_h = 0.0f;        // height of the shapes strip's content last frame
+};
+
+struct WindowUi {
+  std::string title;       // as last set on the OS window
   bool fonts_dirty = true;
   bool style_dirty = true;
   ImFont* font_ui = nullptr;
   ImFont* font_mono = nullptr;
-  bool capture_settings_open = false;
-  bool capture_window_pending = false;  // read the framebuffer after this frame is drawn
-  std::string capture_dir_edit;
-  std::string last_capture;  // path of the last file saved by a capture or export
+};
+
+struct CaptureUi {
+  bool settings_open = false;
+  bool window_pending = false;  // read the framebuffer after this frame is drawn
+  std::string dir_edit;
+  std::string last;             // path of the last file saved by a capture or export
+};
+
+// What the window remembers between frames and no document holds, by the part it serves.
+struct Ui {
+  KeyboardUi keys;
+  EditorUi edit;
+  DialogUi dialog;
+  RestoreUi restore;
+  StatusUi status;
+  DrawnUi drawn;
+  WindowUi window;
+  CaptureUi capture;
 };
 
 struct Paths {
@@ -240,6 +277,19 @@ struct Introspection {
   bool operator==(const Introspection&) const = default;
 };
 
+// [SECTION] The centre view
+// What fills the window's centre: one value (AppState::centre), and what each shows around it
+// in one table (centre_info). The train view joins here.
+enum class Centre { Lesson, Walkthrough, Model };
+
+struct CentreInfo {
+  const char* name;          // as captures and the state dump name it
+  bool lesson_panel;         // the lesson's controls and tokens on the left
+  bool model_shapes;         // the strip under the centre shows the model's shapes, not the lesson's
+  const char* hint;          // the status bar's hint while nothing is notified
+};
+const CentreInfo& centre_info(Centre c);
+
 struct AppState {
   Options opts;
   Settings settings;
@@ -249,9 +299,10 @@ struct AppState {
   View view;
   Ui ui;
   Renderer renderer;
+  Centre centre = Centre::Lesson;  // the view asked for; centre_view() is the one shown
   Walkthrough walkthrough;  // panel_walkthrough.cpp
-  ModelUi model;            // a trained GPT (model_state.hpp)
-  Introspection probe;      // test hooks (written to --layout-out / --state-out)
+  ModelUi gpt;              // the trained GPT of the model view (model_state.hpp)
+  Introspection hooks;      // test hooks (written to --layout-out / --state-out)
   GLFWwindow* window = nullptr;
   bool quit = false;              // leave the main loop
   bool quit_requested = false;    // window close / Ctrl+Q: may ask first
@@ -296,7 +347,12 @@ void draw_controls(AppState& s);        // panel_controls.cpp
 void draw_shapes(AppState& s);          // panel_shapes.cpp
 void draw_tokens(AppState& s);          // panel_tokens.cpp
 void draw_heatmaps(AppState& s);        // panel_heatmaps.cpp
-bool walkthrough_active(AppState& s);   // panel_walkthrough.cpp: shown instead of the heatmaps (View menu, W)
+// The view shown in the centre: the one asked for, but the lesson while the model view has
+// no model opened. Applies --walkthrough on its first call (panel_walkthrough.cpp).
+Centre centre_view(AppState& s);
+// Shows c, or the lesson when c is shown already (the View menu's items, W, M).
+void toggle_centre(AppState& s, Centre c);
+bool walkthrough_active(AppState& s);   // centre_view(s) == Centre::Walkthrough
 void draw_walkthrough(AppState& s);     // panel_walkthrough.cpp
 void draw_dialogs(AppState& s);         // dialogs.cpp
 void handle_shortcuts(AppState& s);     // panel_menu.cpp
@@ -313,7 +369,7 @@ void set_model_text(AppState& s, std::string text);     // the text box changed
 void run_induction_probe(AppState& s);                  // random tokens repeated, instead of the text
 void poll_model(AppState& s);                            // once a frame: errors, new results, derived view
 bool model_busy(const AppState& s);                      // a load or forward is under way or waiting
-bool model_view_active(const AppState& s);               // shown instead of the heatmaps
+bool model_view_active(AppState& s);                     // centre_view(s) == Centre::Model
 void open_layer_walkthrough(AppState& s, int layer);     // that layer as the chapter-3 module, in the walkthrough
 void draw_model_panel(AppState& s);                      // panel_model.cpp: open, text, detector, next token
 void draw_model_open_dialog(AppState& s);                // panel_model.cpp: File → Open model…

@@ -18,7 +18,7 @@ ImU32 col(figure::Color c) { return IM_COL32(c.r, c.g, c.b, c.a); }
 // Text with its baseline start at the anchor, as the CPU figures place it: the top of the
 // line is the baseline minus the font's ascent at that size (the same DejaVu metrics).
 void draw_text(AppState& s, ImDrawList* dl, const figure::Prim& p, ImVec2 o) {
-  ImFont* font = p.mono && s.ui.font_mono ? s.ui.font_mono : ImGui::GetFont();
+  ImFont* font = p.mono && s.ui.window.font_mono ? s.ui.window.font_mono : ImGui::GetFont();
   const float w = figure::text_width(p.text, p.size, p.mono);
   const float shift = p.align == 1 ? w * 0.5f : p.align == 2 ? w : 0.0f;
   const float asc = figure::text_ascent(p.size, p.mono);
@@ -121,7 +121,7 @@ void draw_figure(AppState& s, ScreenFigure& f, ImVec2 origin) {
     }
   }
   for (const figure::Hit& h : g.hits)
-    s.probe.widgets[h.id] = {origin.x + h.x0, origin.y + h.y0, origin.x + h.x1, origin.y + h.y1};
+    s.hooks.widgets[h.id] = {origin.x + h.x0, origin.y + h.y0, origin.x + h.x1, origin.y + h.y1};
 }
 
 CellUnder cell_under(const ScreenFigure& f, ImVec2 p) {

@@ -36,8 +36,8 @@ nlohmann::json colormap_table(Colormap c) {
 // selected head's placement and values, all from the figure on screen. Null when the model
 // view was not drawn.
 nlohmann::json model_sidecar(const AppState& s, float sx, float sy) {
-  const ModelUi& m = s.model;
-  if (s.ui.model_cells.empty() || !m.view) return nullptr;
+  const ModelUi& m = s.gpt;
+  if (s.ui.drawn.model_cells.empty() || !m.view) return nullptr;
   const auto& maps = s.renderer.model.fig.heatmaps;  // model_cells and model_big list them in this order
   const auto values = [&](std::size_t k) {
     nlohmann::json out = nlohmann::json::array();
@@ -46,8 +46,8 @@ nlohmann::json model_sidecar(const AppState& s, float sx, float sy) {
   };
   const int H = m.view->n_head;
   nlohmann::json thumbs = nlohmann::json::array();
-  for (std::size_t k = 0; k < s.ui.model_cells.size() && k < maps.size(); ++k) {
-    const CellLayout& c = s.ui.model_cells[k];
+  for (std::size_t k = 0; k < s.ui.drawn.model_cells.size() && k < maps.size(); ++k) {
+    const CellLayout& c = s.ui.drawn.model_cells[k];
     nlohmann::json t = layout_json(c, sx, sy);
     t["layer"] = c.head / H;
     t["head"] = c.head % H;
@@ -55,11 +55,11 @@ nlohmann::json model_sidecar(const AppState& s, float sx, float sy) {
     thumbs.push_back(std::move(t));
   }
   nlohmann::json big = nullptr;
-  if (s.ui.model_big.rows > 0 && maps.size() > s.ui.model_cells.size()) {
-    big = layout_json(s.ui.model_big, sx, sy);
-    big["layer"] = s.ui.model_big.head / H;
-    big["head"] = s.ui.model_big.head % H;
-    big["values"] = values(s.ui.model_cells.size());
+  if (s.ui.drawn.model_big.rows > 0 && maps.size() > s.ui.drawn.model_cells.size()) {
+    big = layout_json(s.ui.drawn.model_big, sx, sy);
+    big["layer"] = s.ui.drawn.model_big.head / H;
+    big["head"] = s.ui.drawn.model_big.head % H;
+    big["values"] = values(s.ui.drawn.model_cells.size());
   }
   return {{"tokens", m.view->token_strings}, {"ids", m.view->ids}, {"pool", m.view->thumbs.f},
           {"thumbnails", thumbs}, {"big", big}};
@@ -104,8 +104,8 @@ bool write_screenshot(AppState& s, const std::string& path, std::string& error) 
   nlohmann::json heads = nlohmann::json::array();
   nlohmann::json values = nlohmann::json::array();
   const auto& lesson = s.renderer.lesson.fig.heatmaps;  // cell_layout lists them in this order
-  for (std::size_t k = 0; k < s.ui.cell_layout.size() && k < lesson.size(); ++k) {
-    const auto& c = s.ui.cell_layout[k];
+  for (std::size_t k = 0; k < s.ui.drawn.cell_layout.size() && k < lesson.size(); ++k) {
+    const auto& c = s.ui.drawn.cell_layout[k];
     heads.push_back(layout_json(c, sx, sy));
     const auto& hv = lesson[k].values;
     nlohmann::json v = nlohmann::json::array();
@@ -131,7 +131,7 @@ bool write_screenshot(AppState& s, const std::string& path, std::string& error) 
       {"causal", s.compute.trace.config.causal},
       {"heads", heads},
       {"values", values},  // masked = null; row-major, per entry of heads
-      {"colorbar", layout_json(s.ui.colorbar_layout, sx, sy)},
+      {"colorbar", layout_json(s.ui.drawn.colorbar_layout, sx, sy)},
       {"masked_colors", hatch},
       {"colormaps", maps},
       {"model", model},  // the model view's thumbnails and big head, when shown
@@ -181,11 +181,11 @@ namespace {
 // out for (`mhaviz render --view model --size W x H --font PX` draws the same figure), and
 // how long edits of the text took to show.
 nlohmann::json model_state_json(const AppState& s) {
-  const ModelUi& m = s.model;
+  const ModelUi& m = s.gpt;
   const figure::Options& fo = s.renderer.model.opts;
   nlohmann::json j = {{"path", m.path},
                       {"text", m.text},
-                      {"probe", m.probe},
+                      {"probe", m.induction_probe},
                       {"shown", m.drawn_frame >= 0 && m.drawn_frame + 1 >= s.frame},
                       {"error", m.error},
                       {"layer", m.layer},
@@ -252,7 +252,7 @@ nlohmann::json centre_figure_json(const AppState& s) {
 
 // The session as a save writes it, made again only when the document or the view changed.
 const std::string& session_json(AppState& s) {
-  Introspection::Live& live = s.probe.live;
+  Introspection::Live& live = s.hooks.live;
   const SessionView view = current_view(s);
   if (live.session_revision != s.doc.revision || live.session_view != view) {
     live.session_json = session_to_json(with_view(s));
@@ -266,14 +266,14 @@ const std::string& session_json(AppState& s) {
 // Everything a test waits on or checks, but the session: the test hooks and the app's state.
 nlohmann::json state_json(AppState& s) {
   const Trace& t = s.compute.trace;
-  const Introspection::Live& live = s.probe.live;
+  const Introspection::Live& live = s.hooks.live;
   nlohmann::json shapes;
   if (s.compute.have_trace) {
     shapes = {{"input", t.input.shape}, {"queries", t.queries.shape}, {"q", t.q.shape},
               {"scores", t.scores.shape}, {"weights", t.weights.shape}, {"context", t.context.shape},
               {"context_merged", t.context_merged.shape}, {"output", t.output.shape}};
   }
-  nlohmann::json j = probe_json(s.probe);
+  nlohmann::json j = probe_json(s.hooks);
   j.update({
       {"path", s.doc.path},
       {"origin", s.doc.origin},
@@ -291,21 +291,22 @@ nlohmann::json state_json(AppState& s) {
       {"head", s.view.head},
       {"enlarged", s.view.enlarged},
       {"show_controls", s.view.show_controls},
-      {"walkthrough", s.walkthrough.open},
+      {"walkthrough", s.centre == Centre::Walkthrough},
+      {"centre", centre_info(s.centre).name},
       {"frames", s.frame},
       {"gl_errors", s.gl_errors},
       {"forwards", s.compute.generation},
       {"texture_uploads", s.renderer.uploads_total},
-      {"status", s.ui.status},
-      {"dialog", static_cast<int>(s.ui.dialog)},
-      {"refusal", s.ui.refusal},
+      {"status", s.ui.status.text},
+      {"dialog", static_cast<int>(s.ui.dialog.kind)},
+      {"refusal", s.ui.edit.refusal},
       {"undo", s.doc.history.can_undo() ? s.doc.history.undo_label() : ""},
       {"redo", s.doc.history.can_redo() ? s.doc.history.redo_label() : ""},
       {"undo_steps", s.doc.history.undo_steps()},
       {"autosaved_revision", s.autosaved_revision},
-      {"last_capture", s.ui.last_capture},
+      {"last_capture", s.ui.capture.last},
       {"restore",
-       {{"error", s.ui.restore_error}, {"kept_at", s.ui.restore_kept_at}, {"repairs", s.ui.restore_repairs}}},
+       {{"error", s.ui.restore.error}, {"kept_at", s.ui.restore.kept_at}, {"repairs", s.ui.restore.repairs}}},
       {"settings",
        {{"font_size", s.settings.font_size},
         {"theme", s.settings.dark ? "dark" : "light"},
@@ -330,7 +331,7 @@ nlohmann::json state_json(AppState& s) {
 // The state, when it changed since it was last written: its session is spliced in as text
 // (made once per revision and view), the rest dumped anew, which is cheap.
 void write_state_dump(AppState& s, const std::string& path) {
-  Introspection::Live& live = s.probe.live;
+  Introspection::Live& live = s.hooks.live;
   const std::string& session = session_json(s);
   std::string rest = state_json(s).dump(1);
   if (rest == live.state_written && live.state_session == live.session_builds) return;
@@ -347,7 +348,7 @@ void write_state_dump(AppState& s, const std::string& path) {
 void write_layout(AppState& s, const std::string& path) {
   int wx = 0, wy = 0;
   glfwGetWindowPos(s.window, &wx, &wy);
-  nlohmann::json j = probe_json(s.probe);
+  nlohmann::json j = probe_json(s.hooks);
   j.update({{"window_x", wx}, {"window_y", wy}, {"frame", s.frame}});
   try {
     write_file_atomic(path, j.dump(1) + "\n");

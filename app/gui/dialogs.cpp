@@ -27,7 +27,7 @@ const char* popup_name(Dialog d) {
 }
 
 void close_dialog(AppState& s) {
-  s.ui.dialog = Dialog::None;
+  s.ui.dialog.kind = Dialog::None;
   ImGui::CloseCurrentPopup();
 }
 
@@ -39,25 +39,25 @@ namespace fs = std::filesystem;
 
 std::vector<FileRow> browser_rows(AppState& s, bool open) {
   Ui& ui = s.ui;
-  if (ui.browse_listed != ui.browse_dir) {
-    ui.browse_rows = list_folder(ui.browse_dir, ui.browse_error);
-    ui.browse_listed = ui.browse_dir;
-    ui.browse_sel = -1;
+  if (ui.dialog.browse_listed != ui.dialog.browse_dir) {
+    ui.dialog.browse_rows = list_folder(ui.dialog.browse_dir, ui.dialog.browse_error);
+    ui.dialog.browse_listed = ui.dialog.browse_dir;
+    ui.dialog.browse_sel = -1;
   }
   std::vector<FileRow> rows;
   if (open)
     for (const auto& p : s.settings.recent) rows.push_back({p, p, false});
-  rows.insert(rows.end(), ui.browse_rows.begin(), ui.browse_rows.end());
+  rows.insert(rows.end(), ui.dialog.browse_rows.begin(), ui.dialog.browse_rows.end());
   return rows;
 }
 
 // Up / Down in the path field: the selected row's path replaces the field's text.
 int browse_keys(ImGuiInputTextCallbackData* data) {
   auto& s = *static_cast<AppState*>(data->UserData);
-  const std::vector<FileRow> rows = browser_rows(s, s.ui.dialog == Dialog::Open);
+  const std::vector<FileRow> rows = browser_rows(s, s.ui.dialog.kind == Dialog::Open);
   if (rows.empty()) return 0;
   const int n = static_cast<int>(rows.size());
-  int& sel = s.ui.browse_sel;
+  int& sel = s.ui.dialog.browse_sel;
   sel = data->EventKey == ImGuiKey_UpArrow ? (sel <= 0 ? n - 1 : sel - 1) : (sel + 1) % n;
   const std::string& p = rows[static_cast<std::size_t>(sel)].path;
   data->DeleteChars(0, data->BufTextLen);
@@ -69,7 +69,7 @@ int browse_keys(ImGuiInputTextCallbackData* data) {
 std::string resolve_path(const AppState& s, const std::string& typed, bool open) {
   std::error_code ec;
   if (typed.empty() || fs::path(typed).is_absolute()) return typed;
-  const fs::path in_folder = fs::path(s.ui.browse_dir) / typed;
+  const fs::path in_folder = fs::path(s.ui.dialog.browse_dir) / typed;
   if (open && is_lesson(typed) && !fs::exists(in_folder, ec)) return typed;
   return in_folder.lexically_normal().string();
 }
@@ -78,63 +78,63 @@ void start_browsing(AppState& s) {
   std::error_code ec;
   const std::string from = !s.doc.path.empty() ? s.doc.path : !s.settings.recent.empty() ? s.settings.recent.front() : "";
   const fs::path dir = from.empty() ? fs::current_path(ec) : fs::absolute(from, ec).parent_path();
-  s.ui.browse_dir = dir.string();
-  s.ui.browse_listed.clear();
+  s.ui.dialog.browse_dir = dir.string();
+  s.ui.dialog.browse_listed.clear();
 }
 
 void path_dialog(AppState& s, bool open) {
   Ui& ui = s.ui;
-  if (ui.dialog_just_opened) start_browsing(s);
+  if (ui.dialog.just_opened) start_browsing(s);
   const float fh = ImGui::GetFontSize();
   ImGui::TextUnformatted(open ? "Session file (.json) or a built-in lesson name:" : "Save the session to (.json):");
   ImGui::SetNextItemWidth(fh * 34.0f);
-  if (ui.dialog_just_opened || ui.dialog_refocus) ImGui::SetKeyboardFocusHere();
-  ui.dialog_refocus = false;
-  const bool enter = ImGui::InputText("##path", &ui.dialog_path,
+  if (ui.dialog.just_opened || ui.dialog.refocus) ImGui::SetKeyboardFocusHere();
+  ui.dialog.refocus = false;
+  const bool enter = ImGui::InputText("##path", &ui.dialog.path,
                                       ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CallbackHistory,
                                       browse_keys, &s);
   record_widget(s, "dialog_path");
-  if (!ui.dialog_error.empty()) {
+  if (!ui.dialog.error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
     ImGui::PushTextWrapPos(fh * 34.0f);
-    ImGui::TextUnformatted(ui.dialog_error.c_str());
+    ImGui::TextUnformatted(ui.dialog.error.c_str());
     ImGui::PopTextWrapPos();
     ImGui::PopStyleColor();
   }
-  ImGui::TextDisabled("%s  (Up/Down choose, Enter opens, .. goes up)", ui.browse_dir.c_str());
+  ImGui::TextDisabled("%s  (Up/Down choose, Enter opens, .. goes up)", ui.dialog.browse_dir.c_str());
   const std::vector<FileRow> rows = browser_rows(s, open);
   std::string chosen;  // a row double-clicked
-  s.probe.browse_rows.clear();
+  s.hooks.browse_rows.clear();
   ImGui::BeginChild("files", ImVec2(fh * 34.0f, fh * 14.0f), true);
   const std::size_t recent = open ? s.settings.recent.size() : 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (i == 0 && recent > 0) ImGui::TextDisabled("Recent");
-    if (i == recent) ImGui::TextDisabled("In this folder%s", ui.browse_error.empty() ? "" : (": " + ui.browse_error).c_str());
-    const bool selected = static_cast<int>(i) == ui.browse_sel;
-    if (selected && ui.browse_scroll) ImGui::SetScrollHereY();
+    if (i == recent) ImGui::TextDisabled("In this folder%s", ui.dialog.browse_error.empty() ? "" : (": " + ui.dialog.browse_error).c_str());
+    const bool selected = static_cast<int>(i) == ui.dialog.browse_sel;
+    if (selected && ui.dialog.browse_scroll) ImGui::SetScrollHereY();
     ImGui::PushID(static_cast<int>(i));
     if (ImGui::Selectable(rows[i].label.c_str(), selected, ImGuiSelectableFlags_AllowDoubleClick)) {
-      ui.browse_sel = static_cast<int>(i);
-      ui.dialog_path = rows[i].path;
+      ui.dialog.browse_sel = static_cast<int>(i);
+      ui.dialog.path = rows[i].path;
       if (ImGui::IsMouseDoubleClicked(0)) chosen = rows[i].path;
     }
     ImGui::PopID();
-    s.probe.browse_rows.push_back(rows[i].label);
+    s.hooks.browse_rows.push_back(rows[i].label);
   }
-  ui.browse_scroll = ImGui::IsKeyDown(ImGui::GetKeyIndex(ImGuiKey_UpArrow)) || ImGui::IsKeyDown(ImGui::GetKeyIndex(ImGuiKey_DownArrow));
+  ui.dialog.browse_scroll = ImGui::IsKeyDown(ImGui::GetKeyIndex(ImGuiKey_UpArrow)) || ImGui::IsKeyDown(ImGui::GetKeyIndex(ImGuiKey_DownArrow));
   ImGui::EndChild();
   const bool ok = ImGui::Button(open ? "Open" : "Save") || enter || !chosen.empty();
   record_widget(s, "dialog_ok");
   ImGui::SameLine();
   const bool cancel = ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false);
-  if (ok && !ui.dialog_path.empty()) {
-    const std::string path = resolve_path(s, chosen.empty() ? ui.dialog_path : chosen, open);
+  if (ok && !ui.dialog.path.empty()) {
+    const std::string path = resolve_path(s, chosen.empty() ? ui.dialog.path : chosen, open);
     std::error_code ec;
     if (fs::is_directory(path, ec)) {  // a folder: show it, and keep typing in the field
-      ui.browse_dir = fs::path(path).lexically_normal().string();
-      ui.dialog_path = (fs::path(ui.browse_dir) / "").string();
-      ui.dialog_error.clear();
-      ui.dialog_refocus = true;
+      ui.dialog.browse_dir = fs::path(path).lexically_normal().string();
+      ui.dialog.path = (fs::path(ui.dialog.browse_dir) / "").string();
+      ui.dialog.error.clear();
+      ui.dialog.refocus = true;
       return;
     }
     const bool done = open ? open_document(s, path) : save_document(s, path);
@@ -143,8 +143,8 @@ void path_dialog(AppState& s, bool open) {
       if (!open && s.quit_requested) s.quit = true;
       return;
     }
-    ui.dialog_error = s.ui.status;  // the one-line error; the document is unchanged
-    ui.dialog_refocus = true;
+    ui.dialog.error = s.ui.status.text;  // the one-line error; the document is unchanged
+    ui.dialog.refocus = true;
   }
   if (cancel) {
     s.quit_requested = false;
@@ -158,21 +158,21 @@ void recover_dialog(AppState& s) {
   ImGui::PushTextWrapPos(wrap);
   ImGui::TextUnformatted("Your last session was autosaved, but the file is not a valid session:");
   ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
-  ImGui::TextUnformatted(s.ui.restore_error.c_str());
+  ImGui::TextUnformatted(s.ui.restore.error.c_str());
   ImGui::PopStyleColor();
   ImGui::TextUnformatted("Nothing was deleted. The file is kept, unchanged, at:");
-  ImGui::TextUnformatted(s.ui.restore_kept_at.c_str());
-  if (s.ui.recovered) {
-    ImGui::Text("Opening what can be recovered keeps every other value and changes %zu:", s.ui.restore_repairs.size());
+  ImGui::TextUnformatted(s.ui.restore.kept_at.c_str());
+  if (s.ui.restore.recovered) {
+    ImGui::Text("Opening what can be recovered keeps every other value and changes %zu:", s.ui.restore.repairs.size());
   }
   ImGui::PopTextWrapPos();
   const float line = ImGui::GetTextLineHeightWithSpacing();
-  const float h = std::min(static_cast<float>(s.ui.restore_repairs.size()) + 0.5f, 8.0f) * line;
+  const float h = std::min(static_cast<float>(s.ui.restore.repairs.size()) + 0.5f, 8.0f) * line;
   ImGui::BeginChild("repairs", ImVec2(wrap, h), true);
-  for (const auto& r : s.ui.restore_repairs) ImGui::TextUnformatted(r.c_str());
+  for (const auto& r : s.ui.restore.repairs) ImGui::TextUnformatted(r.c_str());
   ImGui::EndChild();
-  if (s.ui.recovered) {
-    if (s.ui.dialog_just_opened) ImGui::SetKeyboardFocusHere();
+  if (s.ui.restore.recovered) {
+    if (s.ui.dialog.just_opened) ImGui::SetKeyboardFocusHere();
     if (ImGui::Button("Open what can be recovered")) {
       open_recovered(s);
       close_dialog(s);
@@ -181,7 +181,7 @@ void recover_dialog(AppState& s) {
     record_widget(s, "recover_open");
     ImGui::SameLine();
   }
-  if (ImGui::Button(s.ui.recovered ? "Keep the lesson" : "OK") ||
+  if (ImGui::Button(s.ui.restore.recovered ? "Keep the lesson" : "OK") ||
       ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) {
     close_dialog(s);
   }
@@ -191,18 +191,18 @@ void recover_dialog(AppState& s) {
 }  // namespace
 
 void draw_dialogs(AppState& s) {
-  if (s.ui.dialog == Dialog::None) return;
-  const char* name = popup_name(s.ui.dialog);
-  if (s.ui.dialog_just_opened) ImGui::OpenPopup(name);
+  if (s.ui.dialog.kind == Dialog::None) return;
+  const char* name = popup_name(s.ui.dialog.kind);
+  if (s.ui.dialog.just_opened) ImGui::OpenPopup(name);
   const ImVec2 center = ImGui::GetMainViewport()->GetCenter();
   ImGui::SetNextWindowPos(center, ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
   if (!ImGui::BeginPopupModal(name, nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
     // The popup was closed from outside (e.g. it failed to open): forget it.
-    if (!s.ui.dialog_just_opened) s.ui.dialog = Dialog::None;
-    s.ui.dialog_just_opened = false;
+    if (!s.ui.dialog.just_opened) s.ui.dialog.kind = Dialog::None;
+    s.ui.dialog.just_opened = false;
     return;
   }
-  const Dialog d = s.ui.dialog;
+  const Dialog d = s.ui.dialog.kind;
   switch (d) {
     case Dialog::Open:
       path_dialog(s, true);
@@ -215,9 +215,9 @@ void draw_dialogs(AppState& s) {
       ImGui::TextDisabled("(It is autosaved and restored next time either way.)");
       if (ImGui::Button("Save")) {
         if (s.doc.path.empty()) {
-          s.ui.dialog = Dialog::SaveAs;
-          s.ui.dialog_just_opened = true;
-          s.ui.dialog_path.clear();
+          s.ui.dialog.kind = Dialog::SaveAs;
+          s.ui.dialog.just_opened = true;
+          s.ui.dialog.path.clear();
           ImGui::CloseCurrentPopup();
         } else if (save_document(s, s.doc.path)) {
           s.quit = true;
@@ -239,9 +239,9 @@ void draw_dialogs(AppState& s) {
       break;
     }
     case Dialog::ConfirmOpen: {
-      ImGui::Text("Open %s and discard the unsaved changes?", s.ui.pending_open.c_str());
+      ImGui::Text("Open %s and discard the unsaved changes?", s.ui.dialog.pending_open.c_str());
       if (ImGui::Button("Discard and open")) {
-        open_document(s, s.ui.pending_open);
+        open_document(s, s.ui.dialog.pending_open);
         close_dialog(s);
       }
       record_widget(s, "open_discard");
@@ -255,7 +255,7 @@ void draw_dialogs(AppState& s) {
     case Dialog::None:
       break;
   }
-  if (s.ui.dialog == d) s.ui.dialog_just_opened = false;
+  if (s.ui.dialog.kind == d) s.ui.dialog.just_opened = false;
   ImGui::EndPopup();
 }
 

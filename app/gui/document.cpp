@@ -35,14 +35,14 @@ bool commit_edit(AppState& s, const std::string& label, const char* where, bool 
       s.doc.modified = s.doc.history.current_id() != s.doc.saved_id;
     }
     s.doc.session = s.doc.history.current().session;
-    s.ui.refusal_where = where;
-    s.ui.refusal = std::string(e.what()) + " (not applied)";
-    s.ui.refusal_until = glfwGetTime() + 10.0;
-    s.ui.token_text_stale = true;  // the field shows the session again once it is left
-    s.probe.refusal = s.ui.refusal;
+    s.ui.edit.refusal_where = where;
+    s.ui.edit.refusal = std::string(e.what()) + " (not applied)";
+    s.ui.edit.refusal_until = glfwGetTime() + 10.0;
+    s.ui.edit.token_text_stale = true;  // the field shows the session again once it is left
+    s.hooks.refusal = s.ui.edit.refusal;
     return false;
   }
-  if (s.ui.refusal_where == where) s.ui.refusal_until = 0.0;  // fixed where it was refused
+  if (s.ui.edit.refusal_where == where) s.ui.edit.refusal_until = 0.0;  // fixed where it was refused
   s.doc.history.record(doc_state(s), label);
   if (model) s.compute.model_dirty = true;
   s.compute.input_dirty = true;
@@ -63,10 +63,10 @@ void put_back(AppState& s, DocState d, const std::string& what) {
   s.last_edit_time = glfwGetTime();
   s.compute.model_dirty = true;
   s.compute.input_dirty = true;
-  s.ui.token_text_stale = true;
-  s.ui.d_in_stash.clear();
-  s.ui.preferred_heads = s.doc.session.model.num_heads;
-  s.ui.refusal_until = 0.0;
+  s.ui.edit.token_text_stale = true;
+  s.ui.edit.d_in_stash.clear();
+  s.ui.edit.preferred_heads = s.doc.session.model.num_heads;
+  s.ui.edit.refusal_until = 0.0;
   notify(s, what);
 }
 }  // namespace
@@ -92,9 +92,9 @@ void redo(AppState& s) {
 }
 
 void notify(AppState& s, std::string message, bool error) {
-  s.ui.status = std::move(message);
-  s.ui.status_is_error = error;
-  s.ui.status_until = glfwGetTime() + (error ? 8.0 : 4.0);
+  s.ui.status.text = std::move(message);
+  s.ui.status.is_error = error;
+  s.ui.status.until = glfwGetTime() + (error ? 8.0 : 4.0);
 }
 
 // [SECTION] Recompute
@@ -148,7 +148,7 @@ SessionView current_view(const AppState& s) {
   v.log_scale = s.settings.log_weights;
   v.shared_scale = s.settings.shared_scale;
   v.colormap = std::string(colormap_name(s.settings.colormap));
-  v.walkthrough = s.walkthrough.open;
+  v.walkthrough = s.centre == Centre::Walkthrough;
   v.walk_step = std::clamp(static_cast<int>(std::lround(s.walkthrough.target)), 0, kMaxWalkSteps - 1);
   v.walk_mistake = s.walkthrough.mistaken;
   v.walk_compare = s.walkthrough.tab == 1;
@@ -173,7 +173,8 @@ void apply_view(AppState& s, const std::optional<SessionView>& saved) {
   Colormap c;
   if (parse_colormap(v.colormap, c)) s.settings.colormap = c;
   Walkthrough& w = s.walkthrough;
-  w.open = v.walkthrough;
+  if (v.walkthrough) s.centre = Centre::Walkthrough;
+  else if (s.centre == Centre::Walkthrough) s.centre = Centre::Lesson;
   w.pos = w.target = static_cast<float>(v.walk_step);  // the panel clamps it to the variant's steps
   w.playing = false;
   w.mistaken = v.walk_mistake;
@@ -199,9 +200,9 @@ void set_document(AppState& s, Session session, std::string path, std::string or
   s.compute.model_dirty = true;
   s.compute.input_dirty = true;
   s.compute.have_trace = false;
-  s.ui.token_text_stale = true;
-  s.ui.preferred_heads = s.doc.session.model.num_heads;
-  s.ui.refusal_until = 0.0;
+  s.ui.edit.token_text_stale = true;
+  s.ui.edit.preferred_heads = s.doc.session.model.num_heads;
+  s.ui.edit.refusal_until = 0.0;
   apply_view(s, saved_view);
 }
 
@@ -220,8 +221,8 @@ void sync_token_text(AppState& s) {
     if (!text.empty()) text += ' ';
     text += t;
   }
-  s.ui.token_text = text;
-  s.ui.token_text_stale = false;
+  s.ui.edit.token_text = text;
+  s.ui.edit.token_text_stale = false;
 }
 
 void apply_token_text(AppState& s, const std::string& text) {
@@ -269,7 +270,7 @@ void set_d_in(AppState& s, int d_in) {
   if (d_in == old || d_in < 1) return;
   // Columns past the old width come from the token's deterministic vector. During one
   // drag of the slider, columns dropped on the way come back as they were (d_in_stash).
-  auto& stash = s.ui.d_in_stash;
+  auto& stash = s.ui.edit.d_in_stash;
   if (stash.size() != ses.embeddings.size()) stash = ses.embeddings;
   for (std::size_t i = 0; i < ses.tokens.size(); ++i) {
     auto& row = ses.embeddings[i];
@@ -292,7 +293,7 @@ void move_token(AppState& s, int from, int to) {
   if (from < 0 || from >= n || to < 0 || to >= n || from == to) return;
   std::swap(ses.tokens[static_cast<std::size_t>(from)], ses.tokens[static_cast<std::size_t>(to)]);
   std::swap(ses.embeddings[static_cast<std::size_t>(from)], ses.embeddings[static_cast<std::size_t>(to)]);
-  s.ui.token_text_stale = true;
+  s.ui.edit.token_text_stale = true;
   mark_input_dirty(s, "move '" + short_token(ses.tokens[static_cast<std::size_t>(to)]) + (to < from ? "' up" : "' down"), "table");
 }
 
@@ -302,7 +303,7 @@ void remove_token(AppState& s, int index) {
   const std::string label = "delete '" + short_token(ses.tokens[static_cast<std::size_t>(index)]) + "'";
   ses.tokens.erase(ses.tokens.begin() + index);
   ses.embeddings.erase(ses.embeddings.begin() + index);
-  s.ui.token_text_stale = true;
+  s.ui.edit.token_text_stale = true;
   mark_input_dirty(s, label, "table");
 }
 

@@ -106,7 +106,7 @@ void save(AppState& s, const std::string& stem, const std::string& ext, const st
   try {
     const std::string path = figure::write_new_file(capture_folder(s), stem, ext, bytes);
     if (fig && s.opts.capture_sidecars) write_file_atomic(path + ".json", figure::prims_json(*fig, true));
-    s.ui.last_capture = path;
+    s.ui.capture.last = path;
     notify(s, "Saved " + path);
   } catch (const std::exception& e) {
     notify(s, std::string("Capture failed: ") + e.what(), true);
@@ -128,11 +128,11 @@ std::string matrix_stem(const AppState& s) {
 }
 
 // [SECTION] The model view's captures: the figures `mhaviz render --model` draws
-int model_layer(const AppState& s) { return std::max(0, s.model.layer); }
-int model_head(const AppState& s) { return std::max(0, s.model.head); }
+int model_layer(const AppState& s) { return std::max(0, s.gpt.layer); }
+int model_head(const AppState& s) { return std::max(0, s.gpt.head); }
 
 void capture_model(AppState& s, CaptureKind kind, bool svg) {
-  const ModelUi& m = s.model;
+  const ModelUi& m = s.gpt;
   if (!m.result || !m.view) return;
   const GptModel& gm = *m.result->loaded.model;
   const GptTrace& tr = *m.result->trace;
@@ -178,7 +178,7 @@ void draw_model_capture_items(AppState& s) {
   if (ImGui::MenuItem("Model view (SVG)")) capture_model(s, CaptureKind::Shown, true);
   if (ImGui::MenuItem("Whole window (PNG)", "Shift+F12")) capture(s, CaptureKind::Window);
   ImGui::Separator();
-  if (ImGui::MenuItem("Capture settings...")) s.ui.capture_settings_open = true;
+  if (ImGui::MenuItem("Capture settings...")) s.ui.capture.settings_open = true;
 }
 
 }  // namespace
@@ -192,10 +192,10 @@ std::string capture_folder(const AppState& s) {
 
 void capture(AppState& s, CaptureKind kind, bool svg) {
   if (kind == CaptureKind::Window) {
-    s.ui.capture_window_pending = true;  // read after this frame is drawn (app.cpp)
+    s.ui.capture.window_pending = true;  // read after this frame is drawn (app.cpp)
     return;
   }
-  if (model_view_active(s) && !s.walkthrough.open) {
+  if (model_view_active(s)) {
     capture_model(s, kind, svg);
     return;
   }
@@ -252,7 +252,7 @@ void capture(AppState& s, CaptureKind kind, bool svg) {
 }
 
 void capture_window_now(AppState& s) {
-  s.ui.capture_window_pending = false;
+  s.ui.capture.window_pending = false;
   int w = 0, h = 0;
   std::vector<std::uint8_t> rgba = read_framebuffer(s, w, h);
   try {
@@ -286,7 +286,7 @@ void draw_capture_menu(AppState& s) {
   const bool open = ImGui::BeginMenu("Capture");
   record_widget(s, "menu_capture");
   if (!open) return;
-  if (model_view_active(s) && !s.walkthrough.open) {
+  if (model_view_active(s)) {
     draw_model_capture_items(s);
     ImGui::EndMenu();
     return;
@@ -316,7 +316,7 @@ void draw_capture_menu(AppState& s) {
   if (ImGui::MenuItem("Copy LaTeX")) export_matrix(s, "latex", true);
   if (ImGui::MenuItem("Copy CSV")) export_matrix(s, "csv", true);
   ImGui::Separator();
-  if (ImGui::MenuItem("Capture settings...")) s.ui.capture_settings_open = true;
+  if (ImGui::MenuItem("Capture settings...")) s.ui.capture.settings_open = true;
   ImGui::EndMenu();
 }
 
@@ -330,9 +330,9 @@ void capture_button(AppState& s) {
 }
 
 void draw_capture_settings(AppState& s) {
-  if (!s.ui.capture_settings_open) return;
+  if (!s.ui.capture.settings_open) return;
   ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 26.0f, 0), ImGuiCond_Appearing);
-  if (ImGui::Begin("Capture settings", &s.ui.capture_settings_open, ImGuiWindowFlags_NoCollapse)) {
+  if (ImGui::Begin("Capture settings", &s.ui.capture.settings_open, ImGuiWindowFlags_NoCollapse)) {
     Settings& st = s.settings;
     ImGui::SliderInt("scale", &st.capture_scale, 1, 4, "%dx");
     ImGui::Checkbox("caption (variant, shapes, stage, seed)", &st.capture_caption);
@@ -340,16 +340,16 @@ void draw_capture_settings(AppState& s) {
     ImGui::Checkbox("light theme (for print)", &st.capture_light);
     ImGui::TextUnformatted("Folder");
     // Edited in a buffer: an empty field means the default (pictures folder / mhaviz).
-    if (s.ui.capture_dir_edit.empty() && !st.capture_dir.empty()) s.ui.capture_dir_edit = st.capture_dir;
+    if (s.ui.capture.dir_edit.empty() && !st.capture_dir.empty()) s.ui.capture.dir_edit = st.capture_dir;
     char buf[1024];
-    std::snprintf(buf, sizeof buf, "%s", s.ui.capture_dir_edit.c_str());
+    std::snprintf(buf, sizeof buf, "%s", s.ui.capture.dir_edit.c_str());
     ImGui::SetNextItemWidth(-1);
     if (ImGui::InputTextWithHint("##capdir", capture_folder(s).c_str(), buf, sizeof buf)) {
-      s.ui.capture_dir_edit = buf;
+      s.ui.capture.dir_edit = buf;
       st.capture_dir = buf;
     }
     ImGui::TextDisabled("Files are never overwritten: name-2.png, name-3.png ...");
-    if (!s.ui.last_capture.empty()) ImGui::TextDisabled("Last: %s", s.ui.last_capture.c_str());
+    if (!s.ui.capture.last.empty()) ImGui::TextDisabled("Last: %s", s.ui.capture.last.c_str());
   }
   ImGui::End();
 }

@@ -13,26 +13,23 @@ namespace {
 
 void open_lesson(AppState& s, const std::string& name) {
   if (s.doc.modified) {
-    s.ui.pending_open = name;
-    s.ui.dialog = Dialog::ConfirmOpen;
-    s.ui.dialog_just_opened = true;
+    s.ui.dialog.pending_open = name;
+    s.ui.dialog.kind = Dialog::ConfirmOpen;
+    s.ui.dialog.just_opened = true;
   } else {
     open_document(s, name);
   }
 }
 
 void start_dialog(AppState& s, Dialog d) {
-  s.ui.dialog = d;
-  s.ui.dialog_just_opened = true;
-  s.ui.dialog_error.clear();
-  s.ui.dialog_path = s.doc.path;
+  s.ui.dialog.kind = d;
+  s.ui.dialog.just_opened = true;
+  s.ui.dialog.error.clear();
+  s.ui.dialog.path = s.doc.path;
 }
 
 // The model view, or back to the lesson (the walkthrough closes: the model view replaces it).
-void toggle_model_view(AppState& s) {
-  s.model.show = !model_view_active(s) || s.walkthrough.open;
-  if (s.model.show) s.walkthrough.open = false;
-}
+void toggle_model_view(AppState& s) { toggle_centre(s, Centre::Model); }
 
 void do_save(AppState& s) {
   if (s.doc.path.empty()) start_dialog(s, Dialog::SaveAs);
@@ -43,19 +40,19 @@ void do_save(AppState& s) {
 
 void record_widget(AppState& s, const char* name) {
   const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
-  s.probe.widgets[name] = {a.x, a.y, b.x, b.y};
+  s.hooks.widgets[name] = {a.x, a.y, b.x, b.y};
 }
 
 void record_frame(AppState& s, const char* name) {
   const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
-  s.probe.widgets[name] = {a.x, a.y, a.x + ImGui::CalcItemWidth(), b.y};
+  s.hooks.widgets[name] = {a.x, a.y, a.x + ImGui::CalcItemWidth(), b.y};
 }
 
 void draw_refusal(AppState& s, const char* where) {
-  if (s.ui.refusal_where != where || glfwGetTime() >= s.ui.refusal_until) return;
+  if (s.ui.edit.refusal_where != where || glfwGetTime() >= s.ui.edit.refusal_until) return;
   ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
   ImGui::PushTextWrapPos(0.0f);
-  ImGui::TextUnformatted(s.ui.refusal.c_str());
+  ImGui::TextUnformatted(s.ui.edit.refusal.c_str());
   ImGui::PopTextWrapPos();
   ImGui::PopStyleColor();
   record_widget(s, "refusal");
@@ -66,7 +63,7 @@ void draw_edit_menu(AppState& s) {
   const History& h = s.doc.history;
   const std::string undo_item = h.can_undo() ? "Undo " + h.undo_label() : std::string("Undo");
   const std::string redo_item = h.can_redo() ? "Redo " + h.redo_label() : std::string("Redo");
-  s.probe.edit_menu = undo_item + "|" + redo_item;
+  s.hooks.edit_menu = undo_item + "|" + redo_item;
   const bool open = ImGui::BeginMenu("Edit");
   record_widget(s, "menu_edit");
   if (!open) return;
@@ -88,9 +85,9 @@ void draw_menu_bar(AppState& s) {
       for (const auto& p : s.settings.recent) {
         if (ImGui::MenuItem(p.c_str())) {
           if (s.doc.modified) {
-            s.ui.pending_open = p;
-            s.ui.dialog = Dialog::ConfirmOpen;
-            s.ui.dialog_just_opened = true;
+            s.ui.dialog.pending_open = p;
+            s.ui.dialog.kind = Dialog::ConfirmOpen;
+            s.ui.dialog.just_opened = true;
           } else {
             open_document(s, p);
           }
@@ -100,8 +97,8 @@ void draw_menu_bar(AppState& s) {
     }
     ImGui::Separator();
     if (ImGui::MenuItem("Open model...")) {
-      s.model.open_dialog = s.model.open_dialog_just_opened = true;
-      s.model.open_edit = s.model.path;
+      s.gpt.open_dialog = s.gpt.open_dialog_just_opened = true;
+      s.gpt.open_edit = s.gpt.path;
     }
     if (ImGui::BeginMenu("Open recent model", !s.settings.recent_models.empty())) {
       for (const auto& p : s.settings.recent_models) {
@@ -138,8 +135,8 @@ void draw_menu_bar(AppState& s) {
     if (ImGui::MenuItem("Previous head", "[")) s.view.head = std::max(0, s.view.head - 1);
     if (ImGui::MenuItem("Next head", "]")) s.view.head = std::min(std::max(0, s.compute.trace.heads - 1), s.view.head + 1);
     if (ImGui::MenuItem("Enlarge selected head", "E", s.view.enlarged)) s.view.enlarged = !s.view.enlarged;
-    ImGui::MenuItem("Walkthrough of the pipeline", "W", &s.walkthrough.open);
-    if (ImGui::MenuItem("Model view (trained GPT)", "M", model_view_active(s), !s.model.path.empty())) toggle_model_view(s);
+    if (ImGui::MenuItem("Walkthrough of the pipeline", "W", walkthrough_active(s))) toggle_centre(s, Centre::Walkthrough);
+    if (ImGui::MenuItem("Model view (trained GPT)", "M", model_view_active(s), !s.gpt.path.empty())) toggle_model_view(s);
     if (ImGui::MenuItem("Controls panel", "C", s.view.show_controls)) s.view.show_controls = !s.view.show_controls;
     ImGui::Separator();
     ImGui::MenuItem("Shared colour scale", nullptr, &s.settings.shared_scale);
@@ -157,20 +154,20 @@ void draw_menu_bar(AppState& s) {
     ImGui::Separator();
     if (ImGui::MenuItem("Dark theme", nullptr, s.settings.dark)) {
       s.settings.dark = true;
-      s.ui.style_dirty = true;
+      s.ui.window.style_dirty = true;
     }
     if (ImGui::MenuItem("Light theme", nullptr, !s.settings.dark)) {
       s.settings.dark = false;
-      s.ui.style_dirty = true;
+      s.ui.window.style_dirty = true;
     }
     ImGui::Separator();
     if (ImGui::MenuItem("Larger text", "Ctrl+=")) {
       s.settings.font_size = std::min(48.0f, s.settings.font_size + 2.0f);
-      s.ui.fonts_dirty = true;
+      s.ui.window.fonts_dirty = true;
     }
     if (ImGui::MenuItem("Smaller text", "Ctrl+-")) {
       s.settings.font_size = std::max(10.0f, s.settings.font_size - 2.0f);
-      s.ui.fonts_dirty = true;
+      s.ui.window.fonts_dirty = true;
     }
     float scale = s.settings.ui_scale;
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
@@ -178,8 +175,8 @@ void draw_menu_bar(AppState& s) {
       s.settings.ui_scale = scale;
     }
     if (ImGui::IsItemDeactivatedAfterEdit()) {
-      s.ui.fonts_dirty = true;
-      s.ui.style_dirty = true;
+      s.ui.window.fonts_dirty = true;
+      s.ui.window.style_dirty = true;
     }
     ImGui::EndMenu();
   }
@@ -209,8 +206,8 @@ namespace {
 constexpr double kTypingGap = 0.3;
 
 void forget_typed(Ui& ui) {
-  ui.typed.clear();
-  ui.typed_count = 0;
+  ui.keys.typed.clear();
+  ui.keys.typed_count = 0;
 }
 
 void append_utf8(std::string& out, unsigned c) {
@@ -219,7 +216,7 @@ void append_utf8(std::string& out, unsigned c) {
 }
 
 // Printable characters typed while no text field has the keyboard. A lone one becomes
-// s.ui.shortcut once no other follows within kTypingGap (so it fires a moment after the
+// s.ui.keys.shortcut once no other follows within kTypingGap (so it fires a moment after the
 // key, never in the middle of a word); a run of them goes to the tokens field, which takes
 // the keyboard from then on, and fires nothing.
 void take_typed(AppState& s) {
@@ -228,33 +225,33 @@ void take_typed(AppState& s) {
   // ImGui's clock, which follows queued input (app.cpp): when the keys were typed, not when a
   // slow frame saw them.
   const double now = ImGui::GetTime();
-  ui.shortcut = 0;
-  if (ui.focus_tokens && now - ui.focus_asked_at > 1.0) {
+  ui.keys.shortcut = 0;
+  if (ui.keys.focus_tokens && now - ui.keys.focus_asked_at > 1.0) {
     // The field was not drawn (its section folded): give up rather than swallow every key.
-    ui.focus_tokens = false;
-    ui.tokens_insert.clear();
+    ui.keys.focus_tokens = false;
+    ui.keys.tokens_insert.clear();
   }
-  if (!ui.typed.empty() && now - ui.typed_at > kTypingGap) {
-    unsigned first = static_cast<unsigned char>(ui.typed[0]);
-    if (ui.typed_count == 1 && first < 0x80) ui.shortcut = first;
+  if (!ui.keys.typed.empty() && now - ui.keys.typed_at > kTypingGap) {
+    unsigned first = static_cast<unsigned char>(ui.keys.typed[0]);
+    if (ui.keys.typed_count == 1 && first < 0x80) ui.keys.shortcut = first;
     forget_typed(ui);
   }
   for (const ImWchar c : io.InputQueueCharacters) {
     if (c < 0x20 || c == 0x7F || io.KeyCtrl || io.KeyAlt) continue;
-    if (ui.focus_tokens) {  // the field is about to take the keyboard: it gets these too
-      append_utf8(ui.tokens_insert, c);
+    if (ui.keys.focus_tokens) {  // the field is about to take the keyboard: it gets these too
+      append_utf8(ui.keys.tokens_insert, c);
       continue;
     }
-    append_utf8(ui.typed, c);
-    ++ui.typed_count;
-    ui.typed_at = now;
+    append_utf8(ui.keys.typed, c);
+    ++ui.keys.typed_count;
+    ui.keys.typed_at = now;
   }
-  if (ui.typed_count >= 2 && !ui.focus_tokens) {
-    const bool space_needed = !ui.token_text.empty() && ui.token_text.back() != ' ' && ui.typed[0] != ' ';
-    ui.tokens_insert = (space_needed ? " " : "") + ui.typed;
-    ui.focus_tokens = true;
-    ui.focus_asked_at = now;
-    ui.typed_to_tokens_at = now;
+  if (ui.keys.typed_count >= 2 && !ui.keys.focus_tokens) {
+    const bool space_needed = !ui.edit.token_text.empty() && ui.edit.token_text.back() != ' ' && ui.keys.typed[0] != ' ';
+    ui.keys.tokens_insert = (space_needed ? " " : "") + ui.keys.typed;
+    ui.keys.focus_tokens = true;
+    ui.keys.focus_asked_at = now;
+    ui.keys.typed_to_tokens_at = now;
     s.view.show_controls = true;  // the field must be there to take it
     forget_typed(ui);
   }
@@ -264,8 +261,8 @@ void take_typed(AppState& s) {
 
 void handle_shortcuts(AppState& s) {
   ImGuiIO& io = ImGui::GetIO();
-  s.ui.shortcut = 0;
-  if (s.ui.dialog != Dialog::None) {
+  s.ui.keys.shortcut = 0;
+  if (s.ui.dialog.kind != Dialog::None) {
     forget_typed(s.ui);
     return;
   }
@@ -288,11 +285,11 @@ void handle_shortcuts(AppState& s) {
     if (ImGui::IsKeyPressed(GLFW_KEY_Q, false)) s.quit_requested = true;
     if (ImGui::IsKeyPressed(GLFW_KEY_EQUAL, false) || ImGui::IsKeyPressed(GLFW_KEY_KP_ADD, false)) {
       s.settings.font_size = std::min(48.0f, s.settings.font_size + 2.0f);
-      s.ui.fonts_dirty = true;
+      s.ui.window.fonts_dirty = true;
     }
     if (ImGui::IsKeyPressed(GLFW_KEY_MINUS, false) || ImGui::IsKeyPressed(GLFW_KEY_KP_SUBTRACT, false)) {
       s.settings.font_size = std::max(10.0f, s.settings.font_size - 2.0f);
-      s.ui.fonts_dirty = true;
+      s.ui.window.fonts_dirty = true;
     }
     return;
   }
@@ -301,16 +298,16 @@ void handle_shortcuts(AppState& s) {
     return;
   }
   take_typed(s);
-  const unsigned k = s.ui.shortcut;
+  const unsigned k = s.ui.keys.shortcut;
   if (k >= '1' && k < '1' + static_cast<unsigned>(kStageCount)) s.view.stage = static_cast<Stage>(k - '1');
   const int heads = std::max(1, s.compute.trace.heads);
   if (k == '[') s.view.head = std::max(0, s.view.head - 1);
   if (k == ']') s.view.head = std::min(heads - 1, s.view.head + 1);
   if (k == 'e' || k == 'E') s.view.enlarged = !s.view.enlarged;
   if (k == 'c' || k == 'C') s.view.show_controls = !s.view.show_controls;
-  if ((k == 'm' || k == 'M') && !s.model.path.empty()) toggle_model_view(s);
+  if ((k == 'm' || k == 'M') && !s.gpt.path.empty()) toggle_model_view(s);
   // Here, once a frame, not in walkthrough_active(), which several panels ask.
-  if (k == 'w' || k == 'W') s.walkthrough.open = !s.walkthrough.open;
+  if (k == 'w' || k == 'W') toggle_centre(s, Centre::Walkthrough);
 }
 
 }  // namespace mhaviz::gui

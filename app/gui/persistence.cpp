@@ -153,24 +153,24 @@ void keep_refused_autosave(AppState& s, const std::string& text, const std::stri
   if (ec) {
     // It cannot move: leave it where it is and stop autosaving over it.
     s.paths.autosave_off = true;
-    s.ui.restore_kept_at = (dir / "autosave.json").string() + " (left in place: " + ec.message() + "; autosave is off)";
+    s.ui.restore.kept_at = (dir / "autosave.json").string() + " (left in place: " + ec.message() + "; autosave is off)";
   } else {
-    s.ui.restore_kept_at = kept.string();
+    s.ui.restore.kept_at = kept.string();
   }
-  s.ui.restore_error = why;
-  s.ui.restore_repairs.clear();
-  s.ui.recovered.reset();
+  s.ui.restore.error = why;
+  s.ui.restore.repairs.clear();
+  s.ui.restore.recovered.reset();
   try {
     Recovered r = recover_session(text);
     from.session = std::move(r.session);
-    s.ui.recovered = std::move(from);
-    s.ui.restore_repairs = std::move(r.repairs);
+    s.ui.restore.recovered = std::move(from);
+    s.ui.restore.repairs = std::move(r.repairs);
   } catch (const std::exception& e) {
-    s.ui.restore_repairs = {std::string("Nothing could be recovered: ") + e.what()};
+    s.ui.restore.repairs = {std::string("Nothing could be recovered: ") + e.what()};
   }
-  s.ui.dialog = Dialog::Recover;
-  s.ui.dialog_just_opened = true;
-  notify(s, "Could not restore the autosave: " + why + "; it is kept at " + s.ui.restore_kept_at, true);
+  s.ui.dialog.kind = Dialog::Recover;
+  s.ui.dialog.just_opened = true;
+  notify(s, "Could not restore the autosave: " + why + "; it is kept at " + s.ui.restore.kept_at, true);
 }
 
 }  // namespace
@@ -209,13 +209,13 @@ bool restore_autosave(AppState& s) {
 }
 
 void open_recovered(AppState& s) {
-  if (!s.ui.recovered) return;
-  DocState d = std::move(*s.ui.recovered);
-  s.ui.recovered.reset();
+  if (!s.ui.restore.recovered) return;
+  DocState d = std::move(*s.ui.restore.recovered);
+  s.ui.restore.recovered.reset();
   set_document(s, std::move(d.session), d.path, d.origin);
   s.doc.saved_id = 0;  // not what any file holds
   s.doc.modified = true;
-  notify(s, "Opened what could be recovered (" + std::to_string(s.ui.restore_repairs.size()) + " values changed); the refused file is kept at " + s.ui.restore_kept_at);
+  notify(s, "Opened what could be recovered (" + std::to_string(s.ui.restore.repairs.size()) + " values changed); the refused file is kept at " + s.ui.restore.kept_at);
 }
 
 // The document with what is shown: files are written as version 2 with a "view".

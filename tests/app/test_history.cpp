@@ -1,4 +1,4 @@
-// Undo and redo of the document (app/gui/history.hpp): steps, names, coalescing of a drag,
+// Undo and redo of the document (app/gui/logic/history.hpp): steps, names, coalescing of a drag,
 // lesson switches, the 200-step floor, and rows shared between steps.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The input queue (app/gui/input_queue.hpp) without a window: sequences of events as GLFW
+// The input queue (app/gui/logic/input_queue.hpp) without a window: sequences of events as GLFW
 // delivers them, and what each frame shows Dear ImGui.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The model view as the app shows it (app/gui/model_view.hpp, figure/model_figure.cpp), no
+// The model view as the app shows it (app/gui/logic/model_view.hpp, figure/model_figure.cpp), no
 // window: the text box's tokens (GPT-2's, the leading space visible, <|endoftext|> first on
 // request, the worker's errors for the same text); the figure laid out to fill its canvas
 // with every column and row labelled, a readable score under every thumbnail and the selected

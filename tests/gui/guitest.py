@@ -228,7 +228,7 @@ def judge_speed(what):
     return False
 
 
-# [SECTION] xdotool. The app queues input (app/gui/input_queue.hpp): a press and its release
+# [SECTION] xdotool. The app queues input (app/gui/logic/input_queue.hpp): a press and its release
 # sent together are seen in frames of their own, so nothing waits between events. xdotool
 # plays the user: where it may (root), it runs ahead of the load a test is given
 # (scripts/slow_machine.sh), so that its keys keep the rhythm asked for (two characters

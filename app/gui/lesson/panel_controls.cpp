@@ -40,18 +40,18 @@ std::string join(const std::vector<int>& v, std::size_t max_items) {
 // was changed; the caller's edit validates it like any other.
 bool step_slider(AppState& s, const char* label, int& value, const std::vector<int>& steps) {
   Ui& ui = s.ui;
-  if (ui.typing_slider == label) {
-    if (ui.typing_focus) ImGui::SetKeyboardFocusHere();
-    ui.typing_focus = false;
+  if (ui.edit.typing_slider == label) {
+    if (ui.edit.typing_focus) ImGui::SetKeyboardFocusHere();
+    ui.edit.typing_focus = false;
     const std::string id = std::string(label) + "##typed";
-    const bool enter = ImGui::InputInt(id.c_str(), &ui.typing_value, 0, 0, ImGuiInputTextFlags_EnterReturnsTrue);
+    const bool enter = ImGui::InputInt(id.c_str(), &ui.edit.typing_value, 0, 0, ImGuiInputTextFlags_EnterReturnsTrue);
     if (ImGui::IsItemHovered() || ImGui::IsItemActive()) ImGui::SetTooltip("Type a value, then Enter (Escape cancels)");
     if (enter) {
-      ui.typing_slider.clear();
-      value = ui.typing_value;
+      ui.edit.typing_slider.clear();
+      value = ui.edit.typing_value;
       return true;
     }
-    if (ImGui::IsItemDeactivated() || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) ui.typing_slider.clear();
+    if (ImGui::IsItemDeactivated() || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) ui.edit.typing_slider.clear();
     return false;
   }
   const bool ctrl_click = ImGui::GetIO().KeyCtrl && ImGui::IsMouseClicked(0);
@@ -61,9 +61,9 @@ bool step_slider(AppState& s, const char* label, int& value, const std::vector<i
                                       ImGuiSliderFlags_AlwaysClamp | ImGuiSliderFlags_NoInput);
   if (ImGui::IsItemHovered() && !ImGui::IsItemActive()) ImGui::SetTooltip("Drag for the next size; Ctrl+click to type one");
   if (ctrl_click && ImGui::IsItemHovered()) {
-    ui.typing_slider = label;
-    ui.typing_value = value;
-    ui.typing_focus = true;
+    ui.edit.typing_slider = label;
+    ui.edit.typing_value = value;
+    ui.edit.typing_focus = true;
     return false;
   }
   if (!moved) return false;
@@ -85,7 +85,7 @@ void draw_controls(AppState& s) {
     for (Variant v : kVariants) {
       if (ImGui::Selectable(std::string(variant_name(v)).c_str(), v == c.variant) && v != c.variant) {
         c = with_variant(c, v, s.settings.variant_keeps_d_out ? VariantKeeps::DOut : VariantKeeps::HeadDim);
-        s.ui.preferred_heads = c.num_heads;
+        s.ui.edit.preferred_heads = c.num_heads;
         mark_model_dirty(s, "switch to " + std::string(variant_name(v)), "variant");
       }
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kVariantSwitchNote);
@@ -116,15 +116,15 @@ void draw_controls(AppState& s) {
   // [SECTION] Sizes
   int d_in = s.doc.session.d_in();
   if (step_slider(s, "d_in", d_in, size_steps(d_in, Limits::kMaxDim))) set_d_in(s, d_in);
-  if (!ImGui::IsItemActive()) s.ui.d_in_stash.clear();
+  if (!ImGui::IsItemActive()) s.ui.edit.d_in_stash.clear();
   record_frame(s, "d_in");
   draw_refusal(s, "d_in");
   int d_out = c.d_out;
   if (step_slider(s, "d_out", d_out, size_steps(c.d_out, Limits::kMaxDim)) && d_out != c.d_out) {
     c.d_out = d_out;
     // Keep a valid head count, nearest to the one the user chose (not drifting while dragging).
-    if (s.ui.preferred_heads <= 0) s.ui.preferred_heads = c.num_heads;
-    c.num_heads = nearest_valid_heads(c, s.ui.preferred_heads);
+    if (s.ui.edit.preferred_heads <= 0) s.ui.edit.preferred_heads = c.num_heads;
+    c.num_heads = nearest_valid_heads(c, s.ui.edit.preferred_heads);
     mark_model_dirty(s, "change d_out", "d_out");
   }
   record_frame(s, "d_out");
@@ -134,7 +134,7 @@ void draw_controls(AppState& s) {
   int heads = c.num_heads;
   if (step_slider(s, "num_heads", heads, choices) && heads != c.num_heads) {
     c.num_heads = heads;
-    if (mark_model_dirty(s, "change num_heads", "num_heads")) s.ui.preferred_heads = heads;
+    if (mark_model_dirty(s, "change num_heads", "num_heads")) s.ui.edit.preferred_heads = heads;
   }
   record_frame(s, "num_heads");
   draw_refusal(s, "num_heads");

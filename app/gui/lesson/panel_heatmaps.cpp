@@ -180,13 +180,13 @@ void draw_heatmaps(AppState& s) {
   s.renderer.centre_name = "lesson";
   draw_figure(s, f, origin);
   for (const figure::HeatmapInfo& h : f.fig.heatmaps)
-    s.ui.cell_layout.push_back({h.head, origin.x + h.x0, origin.y + h.y0, origin.x + h.x0 + h.cell * static_cast<float>(h.cols),
+    s.ui.drawn.cell_layout.push_back({h.head, origin.x + h.x0, origin.y + h.y0, origin.x + h.x0 + h.cell * static_cast<float>(h.cols),
                                 origin.y + h.y0 + h.cell * static_cast<float>(h.rows), h.rows, h.cols, h.scale.vmin,
                                 h.scale.vmax, h.scale.cmap, h.scale.log});
   if (const figure::Hit* bar = f.fig.hit("colorbar")) {
     const figure::HeatmapInfo* any = f.fig.heatmaps.empty() ? nullptr : &f.fig.heatmaps.front();
     const ColorScale sc = any ? any->scale : ColorScale{};
-    s.ui.colorbar_layout = {-1, origin.x + bar->x0, origin.y + bar->y0, origin.x + bar->x1, origin.y + bar->y1, 256, 1,
+    s.ui.drawn.colorbar_layout = {-1, origin.x + bar->x0, origin.y + bar->y0, origin.x + bar->x1, origin.y + bar->y1, 256, 1,
                             sc.vmin, sc.vmax, sc.cmap, sc.log};
   }
   // Interaction: the figure is one invisible button; what is under the pointer says the rest.

@@ -33,7 +33,7 @@ std::string elide(const std::string& text, float width) {
 void token_cell(AppState& s, const std::string& t, float width, int row) {
   const std::string shown = elide(t, width);
   ImGui::TextUnformatted(shown.c_str());
-  if (row < 8) s.probe.token_cells.push_back(shown);
+  if (row < 8) s.hooks.token_cells.push_back(shown);
   if (shown != t && ImGui::IsItemHovered()) {
     ImGui::BeginTooltip();
     ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30.0f);
@@ -47,30 +47,30 @@ void token_cell(AppState& s, const std::string& t, float width, int row) {
 // field once it is active, with the cursor after it (not replacing a selection).
 int take_typed_text(ImGuiInputTextCallbackData* data) {
   auto& s = *static_cast<AppState*>(data->UserData);
-  if (!s.ui.focus_tokens) return 0;
+  if (!s.ui.keys.focus_tokens) return 0;
   data->ClearSelection();
   data->CursorPos = data->BufTextLen;
-  if (!s.ui.tokens_insert.empty()) data->InsertChars(data->CursorPos, s.ui.tokens_insert.c_str());
+  if (!s.ui.keys.tokens_insert.empty()) data->InsertChars(data->CursorPos, s.ui.keys.tokens_insert.c_str());
   data->CursorPos = data->BufTextLen;
-  s.ui.tokens_insert.clear();
-  s.ui.focus_tokens = false;
+  s.ui.keys.tokens_insert.clear();
+  s.ui.keys.focus_tokens = false;
   return 0;
 }
 }
 
 void draw_tokens(AppState& s) {
   Session& ses = s.doc.session;
-  s.probe.token_cells.clear();
-  if (s.ui.token_text_stale && !ImGui::IsAnyItemActive()) sync_token_text(s);
+  s.hooks.token_cells.clear();
+  if (s.ui.edit.token_text_stale && !ImGui::IsAnyItemActive()) sync_token_text(s);
   ImGui::TextDisabled("Tokens, separated by spaces (T = %d)", ses.num_tokens());
   ImGui::SetNextItemWidth(-1.0f);
-  if (s.ui.focus_tokens && !ImGui::IsAnyItemActive()) ImGui::SetKeyboardFocusHere();
-  if (ImGui::InputTextMultiline("##tokens", &s.ui.token_text, ImVec2(-1.0f, ImGui::GetTextLineHeight() * 3.2f),
+  if (s.ui.keys.focus_tokens && !ImGui::IsAnyItemActive()) ImGui::SetKeyboardFocusHere();
+  if (ImGui::InputTextMultiline("##tokens", &s.ui.edit.token_text, ImVec2(-1.0f, ImGui::GetTextLineHeight() * 3.2f),
                                 ImGuiInputTextFlags_CallbackAlways, take_typed_text, &s)) {
-    apply_token_text(s, s.ui.token_text);
+    apply_token_text(s, s.ui.edit.token_text);
   }
   record_widget(s, "tokens");
-  if (!ImGui::IsItemActive() && split_tokens(s.ui.token_text).empty()) s.ui.token_text_stale = true;
+  if (!ImGui::IsItemActive() && split_tokens(s.ui.edit.token_text).empty()) s.ui.edit.token_text_stale = true;
 
   const int d_in = ses.d_in();
   const ImGuiStyle& style = ImGui::GetStyle();
@@ -83,17 +83,17 @@ void draw_tokens(AppState& s) {
   // ImGui 1.86 tables hold at most 64 columns: past kMaxValueColumns, a slider picks the
   // first column of the window shown.
   const int window = std::min(d_in, kMaxValueColumns);
-  s.ui.first_column = std::clamp(s.ui.first_column, 0, std::max(0, d_in - window));
-  const int first = s.ui.first_column;
+  s.ui.edit.first_column = std::clamp(s.ui.edit.first_column, 0, std::max(0, d_in - window));
+  const int first = s.ui.edit.first_column;
   // One line under the field, always there: the table's caption, or in its place a refusal of
   // what was typed in the field or a note that typing went there. A note coming or going never
   // moves the table below (under the pointer of someone about to drag a value); a long line is
   // cut with an ellipsis, the whole of it on hover.
-  const bool refused = s.ui.refusal_where == "tokens" && glfwGetTime() < s.ui.refusal_until;
-  const bool typed = !refused && glfwGetTime() - s.ui.typed_to_tokens_at < 8.0;
+  const bool refused = s.ui.edit.refusal_where == "tokens" && glfwGetTime() < s.ui.edit.refusal_until;
+  const bool typed = !refused && glfwGetTime() - s.ui.keys.typed_to_tokens_at < 8.0;
   const std::string caption = "Embeddings (" + std::to_string(ses.num_tokens()) + " x " + std::to_string(d_in) +
                               "): drag, or double-click to type; scroll sideways for every column";
-  const std::string note = refused ? s.ui.refusal
+  const std::string note = refused ? s.ui.edit.refusal
                            : typed ? "Typed with no field selected: it went into the tokens (Ctrl+Z takes it back)."
                                    : caption;
   const ImVec4 colour = refused ? ImVec4(1.0f, 0.45f, 0.35f, 1.0f)
@@ -107,14 +107,14 @@ void draw_tokens(AppState& s) {
   if (d_in > window) {
     ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 7.0f);
     const std::string fmt = "x" + std::to_string(first) + " to x" + std::to_string(first + window - 1);
-    ImGui::SliderInt("columns shown", &s.ui.first_column, 0, d_in - window, fmt.c_str(), ImGuiSliderFlags_AlwaysClamp);
+    ImGui::SliderInt("columns shown", &s.ui.edit.first_column, 0, d_in - window, fmt.c_str(), ImGuiSliderFlags_AlwaysClamp);
   }
   draw_refusal(s, "table");
   const ImGuiTableFlags flags = ImGuiTableFlags_ScrollX | ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
                                 ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit;
   const float height = std::max(ImGui::GetContentRegionAvail().y, ImGui::GetFrameHeight() * 4.0f);
   const ImVec2 table_pos = ImGui::GetCursorScreenPos();
-  s.probe.widgets["embedding_table"] = {table_pos.x, table_pos.y, table_pos.x + ImGui::GetContentRegionAvail().x,
+  s.hooks.widgets["embedding_table"] = {table_pos.x, table_pos.y, table_pos.x + ImGui::GetContentRegionAvail().x,
                                         table_pos.y + height};
   if (!ImGui::BeginTable("embeddings", 3 + window, flags, ImVec2(0.0f, height))) return;
   ImGui::TableSetupScrollFreeze(3, 1);  // #, token and the move buttons stay while the values scroll

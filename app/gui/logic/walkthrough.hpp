@@ -35,7 +35,6 @@ struct Comparison {
 };
 
 struct Walkthrough {
-  bool open = false;             // shown instead of the heatmaps (View menu, W)
   bool options_applied = false;  // --walkthrough applied on the first frame
   int tab = 0;                   // 0 = walkthrough, 1 = wrapper vs weight split
   int request_tab = -1;          // select this tab next frame (options, menu)

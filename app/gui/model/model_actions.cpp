@@ -17,7 +17,7 @@ namespace mhaviz::gui {
 
 // [SECTION] Open, text, probe
 void open_model(AppState& s, const std::string& path) {
-  ModelUi& m = s.model;
+  ModelUi& m = s.gpt;
   if (!m.worker) m.worker = std::make_unique<GptWorker>();
   m.error.clear();
   m.worker->open(path);
@@ -26,9 +26,9 @@ void open_model(AppState& s, const std::string& path) {
 }
 
 void set_model_text(AppState& s, std::string text) {
-  ModelUi& m = s.model;
+  ModelUi& m = s.gpt;
   m.text = std::move(text);
-  m.probe = false;
+  m.induction_probe = false;
   m.edit_at = std::chrono::steady_clock::now();
   m.edit_pending = true;
   if (m.worker) {
@@ -38,12 +38,12 @@ void set_model_text(AppState& s, std::string text) {
 }
 
 void run_induction_probe(AppState& s) {
-  ModelUi& m = s.model;
+  ModelUi& m = s.gpt;
   const auto loaded = m.worker ? m.worker->loaded() : std::nullopt;
   if (!loaded) return;
   try {
     m.worker->set_ids(figure::induction_probe(*loaded->model, *loaded->tokenizer));
-    m.requested = m.probe = true;
+    m.requested = m.induction_probe = true;
     m.pattern = static_cast<int>(HeadPattern::Induction);
   } catch (const std::exception& e) {
     m.error = e.what();
@@ -51,22 +51,22 @@ void run_induction_probe(AppState& s) {
 }
 
 bool model_busy(const AppState& s) {
-  if (!s.model.worker) return false;
-  const GptWorker::Status st = s.model.worker->status();
+  if (!s.gpt.worker) return false;
+  const GptWorker::Status st = s.gpt.worker->status();
   // A text sent to a model still loading waits in poll_model until it has loaded.
-  const bool text_waits = !s.model.requested && !s.model.text.empty() && s.model.path.empty() && st.error.empty();
-  return !st.idle || text_waits || s.model.deriving.valid() || st.generation != s.model.seen_generation;
+  const bool text_waits = !s.gpt.requested && !s.gpt.text.empty() && s.gpt.path.empty() && st.error.empty();
+  return !st.idle || text_waits || s.gpt.deriving.valid() || st.generation != s.gpt.seen_generation;
 }
 
 // From the first open (the command line's --model included) the model view is shown, while
 // the model loads too: its progress and errors are in the centre, not under the lesson.
-bool model_view_active(const AppState& s) { return s.model.show && s.model.worker != nullptr; }
+bool model_view_active(AppState& s) { return centre_view(s) == Centre::Model; }
 
 // [SECTION] Poll: once a frame, never waits
 namespace {
 
 ModelViewKey wanted_key(const AppState& s, const GptWorker::Result& r) {
-  const ModelUi& m = s.model;
+  const ModelUi& m = s.gpt;
   ModelViewKey k;
   k.generation = r.generation;
   k.pattern = m.pattern;
@@ -81,7 +81,7 @@ ModelViewKey wanted_key(const AppState& s, const GptWorker::Result& r) {
 
 // The text box's edit is on screen when the view shows its tokens: the time it took.
 void note_update(ModelUi& m, const ModelViewData& v) {
-  if (!m.edit_pending || m.probe || m.tokens_text != m.text || v.token_strings != m.tokens.tokens) return;
+  if (!m.edit_pending || m.induction_probe || m.tokens_text != m.text || v.token_strings != m.tokens.tokens) return;
   m.edit_pending = false;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - m.edit_at).count();
   m.updates.push_back({ms, v.result->forward_ms, v.result->recomputed_from, v.tokens});
@@ -90,7 +90,7 @@ void note_update(ModelUi& m, const ModelViewData& v) {
 
 // A derived view that is ready replaces the one shown; the screen draws its figure.
 void take_view(AppState& s) {
-  ModelUi& m = s.model;
+  ModelUi& m = s.gpt;
   try {
     m.view = m.deriving.get();
     m.result = m.view->result;
@@ -107,7 +107,7 @@ void take_view(AppState& s) {
 }  // namespace
 
 void poll_model(AppState& s) {
-  ModelUi& m = s.model;
+  ModelUi& m = s.gpt;
   if (!m.worker) return;
   const GptWorker::Status st = m.worker->status();
   const auto now = std::chrono::steady_clock::now();
@@ -126,7 +126,8 @@ void poll_model(AppState& s) {
     if (!m.path.empty()) m.layer = m.head = m.position = -1;
     m.path = loaded->path.string();
     add_recent_model(s, m.path);
-    m.show = true;
+    // It becomes the view shown, unless the walkthrough is open.
+    if (s.centre != Centre::Walkthrough) s.centre = Centre::Model;
     notify(s, "Opened model " + m.path);
     // The first model runs the text box; the worker reruns its last request on later ones.
     if (!m.requested && !m.text.empty()) {
@@ -160,8 +161,8 @@ void poll_model(AppState& s) {
 // returns its absolute path; throws std::runtime_error naming the path when it cannot.
 static std::string save_layer_weights(const AppState& s, const ParameterFile& params, int layer) {
   namespace fs = std::filesystem;
-  std::string stem = fs::path(s.model.path).filename().string();
-  if (stem == "model.safetensors" || stem.empty()) stem = fs::path(s.model.path).parent_path().filename().string();
+  std::string stem = fs::path(s.gpt.path).filename().string();
+  if (stem == "model.safetensors" || stem.empty()) stem = fs::path(s.gpt.path).parent_path().filename().string();
   for (char& c : stem)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
   const fs::path dir = fs::absolute(fs::path(s.paths.state_dir) / "layers");
@@ -171,14 +172,14 @@ static std::string save_layer_weights(const AppState& s, const ParameterFile& pa
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error(dir.string() + ": " + ec.message());
-  write_safetensors_f32(file, out, {{"mhaviz", "layer " + std::to_string(layer) + " of " + s.model.path}});
+  write_safetensors_f32(file, out, {{"mhaviz", "layer " + std::to_string(layer) + " of " + s.gpt.path}});
   return file.string();
 }
 // The layer as the book's weight-split module (gpt_layer.hpp): its parameters go into the
 // session as model.weights, its LayerNorm output is X, so every lesson panel and the
 // walkthrough show that layer's real numbers.
 void open_layer_walkthrough(AppState& s, int layer) {
-  ModelUi& m = s.model;
+  ModelUi& m = s.gpt;
   if (!m.result || layer < 0) return;
   const GptModel& gm = *m.result->loaded.model;
   if (layer >= gm.config.n_layer) return;
@@ -211,7 +212,6 @@ void open_layer_walkthrough(AppState& s, int layer) {
     // A layer of a model is not an edit to save: the autosave keeps the last lesson.
     s.autosaved_revision = s.doc.revision;
     s.autosaved_view = current_view(s);
-    m.show = false;
     notify(s, "Walkthrough of " + origin +
                   ": its LayerNorm output is X, its weights are W_query, W_key, W_value, out_proj");
   } catch (const std::exception& e) {

@@ -21,8 +21,7 @@ struct ModelUi {
   std::string text;                   // the text box
   bool prepend_eot = false;           // <|endoftext|> first (TransformerLens's habit)
   bool requested = false;             // the worker has had a text or ids to run
-  bool probe = false;                 // running the induction probe instead of the text
-  bool show = false;                  // the model view replaces the heatmaps
+  bool induction_probe = false;       // running the induction probe instead of the text
   int layer = -1, head = -1;          // the selected head (the big heatmap); -1: none
   int pattern = -1;                   // detector (index into kHeadPatterns); -1: none
   int position = -1;                  // next-token position; -1: the last token

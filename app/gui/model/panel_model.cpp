@@ -50,7 +50,7 @@ int flow_chips(const std::vector<std::string>& chips) {
 
 // [SECTION] Which model, loading
 void draw_source(AppState& s, const GptWorker::Status& st) {
-  ModelUi& m = s.model;
+  ModelUi& m = s.gpt;
   if (m.path.empty()) {
     ImGui::TextWrapped(
         "No model open. A Hugging Face GPT-2 folder or the book's GPTModel (model.safetensors + "
@@ -84,7 +84,7 @@ void draw_source(AppState& s, const GptWorker::Status& st) {
 
 // [SECTION] Text, tokens
 void draw_text(AppState& s, const GptWorker::Status& st) {
-  ModelUi& m = s.model;
+  ModelUi& m = s.gpt;
   ImGui::TextDisabled("Text (tokenized as you type)");
   ImGui::SetNextItemWidth(-1.0f);
   if (ImGui::InputTextMultiline("##model_text", &m.text, ImVec2(-1.0f, ImGui::GetTextLineHeight() * 3.2f)))
@@ -104,7 +104,7 @@ void draw_text(AppState& s, const GptWorker::Status& st) {
     m.tokens_text = m.text;
     m.tokens_eot = m.prepend_eot;
   }
-  if (m.probe && m.view) {
+  if (m.induction_probe && m.view) {
     ImGui::TextWrapped("Showing the induction probe: %d random tokens, then the same again.", (m.view->tokens - 1) / 2);
   } else {
     ImGui::Text("%zu tokens (context %d)", m.tokens.tokens.size(), loaded->model->config.n_ctx);
@@ -128,7 +128,7 @@ void draw_text(AppState& s, const GptWorker::Status& st) {
 
 // [SECTION] Detector, next token
 void draw_detector(AppState& s) {
-  ModelUi& m = s.model;
+  ModelUi& m = s.gpt;
   const char* current = m.pattern < 0 ? "none" : head_pattern_name(kHeadPatterns[m.pattern]).data();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 11.0f);
   if (ImGui::BeginCombo("Head detector", current)) {
@@ -164,7 +164,7 @@ void draw_detector(AppState& s) {
 }
 
 void draw_next_token(AppState& s) {
-  ModelUi& m = s.model;
+  ModelUi& m = s.gpt;
   if (!m.view || m.view->tokens == 0) return;
   const ModelViewData& v = *m.view;
   int pos = v.position;
@@ -196,7 +196,7 @@ void draw_next_token(AppState& s) {
 }  // namespace
 
 void draw_model_panel(AppState& s) {
-  ModelUi& m = s.model;
+  ModelUi& m = s.gpt;
   const GptWorker::Status st = m.worker ? m.worker->status() : GptWorker::Status{};
   draw_source(s, st);
   if (!m.worker) return;
@@ -219,7 +219,7 @@ void draw_model_panel(AppState& s) {
 
 // [SECTION] File → Open model…
 void draw_model_open_dialog(AppState& s) {
-  ModelUi& m = s.model;
+  ModelUi& m = s.gpt;
   if (!m.open_dialog) return;
   const char* name = "Open model";
   if (m.open_dialog_just_opened) ImGui::OpenPopup(name);

@@ -33,7 +33,7 @@ figure::Options model_options(const AppState& s, ImVec2 canvas) {
 
 // [SECTION] Toolbar
 void toolbar(AppState& s) {
-  ModelUi& m = s.model;
+  ModelUi& m = s.gpt;
   if (ImGui::Button("Capture")) capture(s, CaptureKind::Shown);
   record_widget(s, "model_capture");
   if (ImGui::IsItemHovered())
@@ -84,7 +84,7 @@ void toolbar(AppState& s) {
 
 // Before the first view: what the worker is doing, or why nothing shows.
 void waiting(const AppState& s) {
-  const ModelUi& m = s.model;
+  const ModelUi& m = s.gpt;
   const GptWorker::Status st = m.worker->status();
   if (st.loading) {
     ImGui::Text("Loading %s", st.loading_path.string().c_str());
@@ -142,12 +142,12 @@ void big_tooltip(const ModelViewData& v, const figure::HeatmapInfo& h, int i, in
 
 // The figure is one invisible button; what is under the pointer says the rest.
 void interact(AppState& s, const ScreenFigure& f, const ModelViewData& v) {
-  ModelUi& m = s.model;
+  ModelUi& m = s.gpt;
   ImGui::SetCursorScreenPos(f.origin);
   ImGui::InvisibleButton("model_canvas", ImVec2(std::max(1.0f, static_cast<float>(f.fig.width)),
                                                 std::max(1.0f, static_cast<float>(f.fig.height))));
   const bool keys_free = !ImGui::GetIO().WantTextInput && !ImGui::IsPopupOpen(nullptr, ImGuiPopupFlags_AnyPopupId) &&
-                         s.ui.dialog == Dialog::None;
+                         s.ui.dialog.kind == Dialog::None;
   if (keys_free && head_selected(m) && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false))
     m.layer = m.head = -1;
   if (!ImGui::IsItemHovered() || s.opts.ignore_mouse) return;
@@ -190,9 +190,9 @@ void record_cells(AppState& s, const ScreenFigure& f, int thumbs) {
                        h.scale.cmap,
                        h.scale.log};
     if (static_cast<int>(k) < thumbs)
-      s.ui.model_cells.push_back(c);
+      s.ui.drawn.model_cells.push_back(c);
     else
-      s.ui.model_big = c;
+      s.ui.drawn.model_big = c;
   }
 }
 
@@ -200,7 +200,7 @@ void record_cells(AppState& s, const ScreenFigure& f, int thumbs) {
 
 // The strip below: the tensors the view shows and what the forward cost.
 void draw_model_shapes(AppState& s) {
-  const ModelUi& m = s.model;
+  const ModelUi& m = s.gpt;
   if (!m.result || !m.view) return;
   const GptConfig& c = m.result->loaded.model->config;
   const ModelViewData& v = *m.view;
@@ -216,7 +216,7 @@ void draw_model_shapes(AppState& s) {
 }
 
 void draw_model_view(AppState& s) {
-  ModelUi& m = s.model;
+  ModelUi& m = s.gpt;
   m.drawn_frame = s.frame;
   m.hover_k = -1;
   m.hover_big.clear();

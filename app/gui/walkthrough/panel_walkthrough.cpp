@@ -141,7 +141,7 @@ void draw_walkthrough_tab(AppState& s) {
   rec.target = w.target;
   rec.playing = w.playing;
   rec.plan_builds = w.plan.builds;
-  s.probe.walk = std::move(rec);
+  s.hooks.walk = std::move(rec);
 }
 
 // [SECTION] Options (--walkthrough SPEC)
@@ -150,7 +150,7 @@ void apply_options(AppState& s) {
   w.options_applied = true;
   if (s.opts.walkthrough.empty()) return;
   const WalkSpec spec = parse_walk_spec(s.opts.walkthrough);  // checked when the options were parsed
-  w.open = true;
+  s.centre = Centre::Walkthrough;
   w.mistaken = spec.mistake;
   if (spec.compare) w.request_tab = 1;
   w.playing = spec.play;
@@ -176,10 +176,25 @@ void apply_options(AppState& s) {
 }  // namespace walk
 
 // [SECTION] Entry points
-bool walkthrough_active(AppState& s) {
-  Walkthrough& w = s.walkthrough;
-  if (!w.options_applied) walk::apply_options(s);
-  return w.open;
+Centre centre_view(AppState& s) {
+  if (!s.walkthrough.options_applied) walk::apply_options(s);
+  if (s.centre == Centre::Model && !s.gpt.worker) return Centre::Lesson;  // no model opened
+  return s.centre;
+}
+
+void toggle_centre(AppState& s, Centre c) { s.centre = centre_view(s) == c ? Centre::Lesson : c; }
+
+bool walkthrough_active(AppState& s) { return centre_view(s) == Centre::Walkthrough; }
+
+const CentreInfo& centre_info(Centre c) {
+  static const CentreInfo table[] = {
+      {"lesson", true, false,
+       "Hover a cell for details.  Keys: 1-5 stage   [ ] head   E enlarge   C controls   Ctrl+Z undo   Ctrl+S save"},
+      {"walkthrough", true, false,
+       "Hover a cell for details.  Keys: ← → step   Home End   Space play / pause   W back to the heatmaps   F12 capture"},
+      {"model", false, true, "Hover a head for its score, click it to show it large.  M: model view / lesson   F12 capture"},
+  };
+  return table[static_cast<int>(c)];
 }
 
 void draw_walkthrough(AppState& s) {

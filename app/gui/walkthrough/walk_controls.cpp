@@ -19,11 +19,11 @@ static void same_line_or_wrap(float width, const char* label) {
 
 void handle_keys(AppState& s, Walkthrough& w, int n) {
   const ImGuiIO& io = ImGui::GetIO();
-  if (s.ui.dialog != Dialog::None || io.WantTextInput || io.KeyCtrl) return;
+  if (s.ui.dialog.kind != Dialog::None || io.WantTextInput || io.KeyCtrl) return;
   // GLFW key codes index KeysDown in the 1.86 GLFW backend (ImGuiKey_Space would never fire).
   if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT, false)) next_step(w, n);
   if (ImGui::IsKeyPressed(GLFW_KEY_LEFT, false)) previous_step(w, n);
-  if (s.ui.shortcut == ' ') toggle_play(w, n);  // a lone Space (handle_shortcuts), never one typed between words
+  if (s.ui.keys.shortcut == ' ') toggle_play(w, n);  // a lone Space (handle_shortcuts), never one typed between words
   if (ImGui::IsKeyPressed(GLFW_KEY_HOME, false)) go_to(w, 0.0f, n);
   if (ImGui::IsKeyPressed(GLFW_KEY_END, false)) go_to(w, static_cast<float>(n - 1), n);
 }
@@ -37,7 +37,7 @@ void draw_controls_row(AppState& s, const Steps& st) {
   ImGui::SameLine();
   if (ImGui::Button("< Back")) previous_step(w, n);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Previous step (←)");
-  s.probe.widgets["walk_back"] = {ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y, ImGui::GetItemRectMax().x,
+  s.hooks.widgets["walk_back"] = {ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y, ImGui::GetItemRectMax().x,
                                   ImGui::GetItemRectMax().y};
   ImGui::SameLine();
   if (ImGui::Button(w.playing ? "Pause ##play" : "Play  ##play", ImVec2(fh * 4.0f, 0))) toggle_play(w, n);
@@ -109,7 +109,7 @@ void draw_options_row(AppState& s, const Steps& st) {
     if (ImGui::RadioButton(std::string(variant_name(x)).c_str(), v == x) && v != x) {
       ModelConfig& c = s.doc.session.model;
       c = with_variant(c, x, s.settings.variant_keeps_d_out ? VariantKeeps::DOut : VariantKeeps::HeadDim);  // the Model panel's edit
-      s.ui.preferred_heads = c.num_heads;
+      s.ui.edit.preferred_heads = c.num_heads;
       mark_model_dirty(s, "switch to " + std::string(variant_name(x)), "variant");
     }
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kVariantSwitchNote);
