@@ -2,7 +2,8 @@
 built once (app/figure); the screen draws it and a capture draws the same list. Checked here
 as the app runs, under Xvfb, for the lesson's grid and enlarged head, walkthrough steps (the
 matmul steps with their operands, the mistake with the correct merge beside it, out_proj with
-its W and the output, the middle of an animation) and the comparison tab:
+its W and the output, the middle of an animation), the comparison tab, and the model view of a
+trained GPT (its grid, and a head shown large beside it):
 
 - the capture's display list (--capture-sidecars) is the screen's (the state's "figure"),
   primitive by primitive: kind, geometry, text, class, size (colours follow the theme);
@@ -134,6 +135,16 @@ VIEWS = [
     ("walk-moving", ["seed003-weight-split-6d", "--walkthrough", "view+0.5"], None),
     ("compare", ["seed003-wrapper", "--walkthrough", "1,compare"], None),
 ]
+MODEL = os.path.join(os.environ.get("MHAVIZ_MODELS_DIR", ""), "hf_untied")
+TEXT = "the heat in the heater"
+if os.path.isdir(MODEL):
+    VIEWS += [
+        ("model-grid", ["--model", MODEL, "--text", TEXT], ["--model", MODEL, "--text", TEXT, "--view", "model"]),
+        ("model-head", ["--model", MODEL, "--text", TEXT, "--model-head", "1.2"],
+         ["--model", MODEL, "--text", TEXT, "--view", "model", "1.2"]),
+    ]
+else:
+    g.check(False, "the torch-made checkpoints are in MHAVIZ_MODELS_DIR (%r)" % MODEL)
 
 for name, args, render_args in VIEWS:
     run = capture_run(name, args)
