@@ -11,8 +11,11 @@ namespace mhaviz::figure {
 
 std::string gpt_caption(const GptModel& m, const std::string& path, int T) {
   const GptConfig& c = m.config;
-  return path + " \xC2\xB7 " + (m.layout == GptLayout::HuggingFace ? "GPT-2 layout" : "the book's GPTModel") + ", " +
-         std::to_string(c.n_layer) + " layers \xC3\x97 " + std::to_string(c.n_head) + " heads, " +
+  return path + " \xC2\xB7 " +
+         (m.layout == GptLayout::HuggingFace ? "GPT-2 layout"
+          : c.attn_only                      ? "the book's GPTModel, attention-only"
+                                             : "the book's GPTModel") +
+         ", " + std::to_string(c.n_layer) + " layers \xC3\x97 " + std::to_string(c.n_head) + " heads, " +
          std::to_string(c.n_embd) + " wide \xC2\xB7 T = " + std::to_string(T);
 }
 

@@ -10,7 +10,9 @@
 
 #include "mhaviz/gpt.hpp"
 #include "mhaviz/gpt_forward.hpp"
+#include "mhaviz/prompt.hpp"
 #include "mhaviz/safetensors.hpp"
+#include "mhaviz/tokenizer.hpp"
 #include "mhaviz/trainer.hpp"
 
 namespace mhaviz {
@@ -157,26 +159,60 @@ TEST(TrainFiles, ResumeReadsBackTheBitsAndContinuesAsAnUninterruptedRun) {
   EXPECT_EQ(resumed.optimizer().exp_avg, straight.optimizer().exp_avg);
 }
 
-TEST(TrainFiles, TheBooksLoaderReadsAFullCheckpointAndItsForwardIsTheTrainers) {
+// Saves a trainer of that family after 3 steps, loads it with the project's model loader and
+// checks its forward (and the loop oracle) against the trainer's logits at the last position.
+void loader_forward_is_the_trainers(bool attn_only) {
   TempDir dir;
-  train::Trainer t = small_trainer(false);
+  train::Trainer t = small_trainer(attn_only);
   for (int i = 0; i < 3; ++i) t.step();
   t.save(dir.path() / "model.safetensors");
   GptModel g = load_gpt(dir.path());
   EXPECT_EQ(g.layout, GptLayout::Book);
+  EXPECT_EQ(g.config.attn_only, attn_only);
   EXPECT_EQ(g.parameter_count(), t.model().parameter_count());
   prepare_gpt_forward(g);
-  // The trainer's logits at the last position of a sequence against the loader's forward.
   Batch b;
   t.batch(1, b);
   train::Activations acts;
   train::forward(t.model(), std::span<const std::int32_t>(b.tokens.data(), 17), 1, acts);
   const std::vector<int> ids(b.tokens.begin(), b.tokens.begin() + 16);
   const GptTrace tr = gpt_forward(g, ids);
-  for (int v = 0; v < 24; ++v)
-    EXPECT_NEAR(tr.logits_last.data[static_cast<std::size_t>(v)], acts.logits[static_cast<std::size_t>(15 * 24 + v)],
-                1e-5)
-        << "logit " << v;
+  const GptTrace ref = gpt_forward_reference(g, ids);
+  for (int v = 0; v < 24; ++v) {
+    const float want = acts.logits[static_cast<std::size_t>(15 * 24 + v)];
+    EXPECT_NEAR(tr.logits_last.data[static_cast<std::size_t>(v)], want, 1e-5) << "logit " << v;
+    EXPECT_NEAR(ref.logits_last.data[static_cast<std::size_t>(v)], want, 1e-5) << "oracle's logit " << v;
+  }
+  // A synthetic task's model has no tokenizer files: its tokens are ids, written as numbers.
+  const Tokenizer tok = Tokenizer::from_folder(dir.path());
+  EXPECT_EQ(tok.encode("3 17 0"), (std::vector<int>{3, 17, 0}));
+  EXPECT_EQ(tok.display_token(17), "17");
+  EXPECT_EQ(tok.refuse("3 x"),
+            "\"x\" is not a token of this model: its tokens are the numbers 0 to 23, separated by spaces (it was "
+            "trained on a synthetic task)");
+  EXPECT_EQ(encode_prompt(tok, "3 99", {}, {g.config.n_ctx, g.config.vocab_size}).error,
+            "text: \"99\" is not a token of this model: its tokens are the numbers 0 to 23, separated by spaces (it "
+            "was trained on a synthetic task)");
+}
+
+TEST(TrainFiles, TheBooksLoaderReadsAFullCheckpointAndItsForwardIsTheTrainers) {
+  loader_forward_is_the_trainers(false);
+}
+
+TEST(TrainFiles, TheLoaderReadsAnAttentionOnlyCheckpointAndItsForwardIsTheTrainers) {
+  loader_forward_is_the_trainers(true);
+}
+
+TEST(TrainFiles, ACharacterModelsVocabularyComesFromItsConfig) {
+  const Tokenizer tok = Tokenizer::from_characters({"a", "b", " ", "\xc3\xa9"}, "config.json");
+  EXPECT_EQ(tok.encode("ab \xc3\xa9"
+                       "a"),
+            (std::vector<int>{0, 1, 2, 3, 0}));
+  EXPECT_EQ(tok.decode({3, 2, 1}), "\xc3\xa9 b");
+  EXPECT_EQ(tok.refuse("abc"), "\"c\" is not one of this model's 4 characters");
+  EXPECT_EQ(tok.refuse("ab"), "");
+  EXPECT_THROW(Tokenizer::from_characters({"a", "a"}, "config.json"), LoadError);
+  EXPECT_THROW(Tokenizer::from_characters({"ab"}, "config.json"), LoadError);
 }
 
 // [SECTION] a run that learns

@@ -27,9 +27,13 @@ struct GptConfig {
   int vocab_size = 0;
   float layer_norm_eps = 1e-5f;
   bool qkv_bias = true;  // Hugging Face GPT-2 always; the book's qkv_bias key otherwise
+  // The attention-only family `mhaviz train --attn-only` makes (config.json "attn_only"):
+  // each block only h += att(h), no LayerNorm, no MLP, no final norm.
+  bool attn_only = false;
   int head_dim() const { return n_embd / n_head; }
 };
 
+// Attention-only blocks hold only qkv and proj; the norms and the MLP are empty.
 struct GptBlock {
   std::vector<float> ln1_weight, ln1_bias;  // [n_embd] (book: norm1.scale / norm1.shift)
   // Q | K | V stacked row-wise: [3 * n_embd, n_embd]; inside each of the three blocks head h

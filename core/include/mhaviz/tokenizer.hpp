@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,8 +31,16 @@ class Tokenizer {
   static Tokenizer from_strings(std::string_view vocab_json, std::string_view merges_txt,
                                 std::string_view source = "vocab");
   static Tokenizer from_tokenizer_json_string(std::string_view text, std::string_view source = "tokenizer.json");
-  // In a model folder: tokenizer.json if present, else vocab.json + merges.txt.
+  // In a model folder: tokenizer.json if present, else vocab.json + merges.txt; a model
+  // `mhaviz train` made without tokenizer files has its vocabulary in config.json: its
+  // characters ("char_vocab"), else its tokens are plain ids (a synthetic task).
   static Tokenizer from_folder(const std::filesystem::path& folder);
+  // The vocabulary of a model trained on a text by characters: id i is chars[i], one UTF-8
+  // character each, all different. Throws LoadError naming `source`.
+  static Tokenizer from_characters(const std::vector<std::string>& chars, std::string_view source);
+  // The tokens of a synthetic task: ids 0 .. vocab_size − 1, written as numbers separated by
+  // spaces ("5 17 3") and shown as their numbers.
+  static Tokenizer of_ids(int vocab_size);
 
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;
@@ -43,6 +52,10 @@ class Tokenizer {
   // Invalid UTF-8 is encoded byte by byte by byte-level vocabularies, as byte tokens with
   // byte fallback; never an error.
   std::vector<int> encode(std::string_view text, bool add_special_tokens = true) const;
+  // Why this tokenizer cannot encode text, in a few words ("'é' is not one of this model's
+  // 65 characters"); empty when it can. The byte-level and byte-fallback BPEs encode any text;
+  // the characters and ids of a model trained by `mhaviz train` do not.
+  std::string refuse(std::string_view text) const;
   // The token's bytes as UTF-8 text (" world"; a token holding part of a multi-byte
   // character gives those raw bytes). Throws std::out_of_range for an unknown id.
   std::string decode_token(int id) const;
@@ -66,6 +79,9 @@ class Tokenizer {
 
  private:
   explicit Tokenizer(std::unique_ptr<Impl> impl);
+  // config.json of a model `mhaviz train` wrote ("attn_only" is its mark): its characters or
+  // its ids; nullopt for any other config.json.
+  static std::optional<Tokenizer> from_trained_config(const std::filesystem::path& config_json);
   std::unique_ptr<Impl> impl_;
 };
 

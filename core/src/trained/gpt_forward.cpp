@@ -119,8 +119,11 @@ void block_rows(const GptModel& m, const GptBlock& blk, const float* in, GptLaye
   const int C = c.n_embd, H = c.n_head, hd = c.head_dim(), F = blk.fc.out, R = T - start;
   const std::int64_t off = static_cast<std::int64_t>(start) * C;
 
-  // 1. x = LayerNorm_1(in); qkv (R, 3C) = x · W_qkvᵀ + b.
-  layer_norm_rows(in + off, L.x.ptr() + off, R, C, blk.ln1_weight, blk.ln1_bias, c.layer_norm_eps);
+  // 1. x = LayerNorm_1(in) (attention-only: x = in); qkv (R, 3C) = x · W_qkvᵀ + b.
+  if (c.attn_only)
+    std::copy(in + off, in + off + static_cast<std::int64_t>(R) * C, L.x.ptr() + off);
+  else
+    layer_norm_rows(in + off, L.x.ptr() + off, R, C, blk.ln1_weight, blk.ln1_bias, c.layer_norm_eps);
   tr.scratch_qkv.resize(static_cast<std::size_t>(R) * 3 * C);
   linear_rows(blk.qkv, L.x.ptr() + off, R, tr.scratch_qkv.data(), kernel);
 
@@ -145,7 +148,11 @@ void block_rows(const GptModel& m, const GptBlock& blk, const float* in, GptLaye
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(R) * C; ++i)
     L.resid_mid.data[off + i] = in[off + i] + tr.scratch_proj[i];
 
-  // 7. MLP: LayerNorm_2 -> fc -> GELU -> fc_proj, residual.
+  // 7. MLP: LayerNorm_2 -> fc -> GELU -> fc_proj, residual (attention-only: none).
+  if (c.attn_only) {
+    std::copy(L.resid_mid.ptr() + off, L.resid_mid.ptr() + off + static_cast<std::int64_t>(R) * C, L.resid.ptr() + off);
+    return;
+  }
   layer_norm_rows(L.resid_mid.ptr() + off, tr.scratch_merged.data(), R, C, blk.ln2_weight, blk.ln2_bias,
                   c.layer_norm_eps);
   tr.scratch_hidden.resize(static_cast<std::size_t>(R) * F);
@@ -174,7 +181,8 @@ void prepare_gpt_forward(GptModel& m) {
       detail::unpack_linear(l);
   };
   for (GptBlock& b : m.blocks)
-    for (Linear* l : {&b.qkv, &b.proj, &b.fc, &b.fc_proj}) prepare(*l);
+    for (Linear* l : {&b.qkv, &b.proj, &b.fc, &b.fc_proj})
+      if (l->out > 0) prepare(*l);  // attention-only blocks have no MLP
   if (!m.tied_head()) {
     m.lm_head.in = C;
     m.lm_head.out = V;
@@ -240,7 +248,10 @@ void gpt_forward(const GptModel& m, std::span<const int> ids, GptTrace& tr) {
       in = tr.layers[l].resid.ptr();
     }
     const std::int64_t off = static_cast<std::int64_t>(start) * C;
-    layer_norm_rows(in + off, tr.final_norm.ptr() + off, T - start, C, m.lnf_weight, m.lnf_bias, c.layer_norm_eps);
+    if (c.attn_only)  // no final norm: the head reads the residual
+      std::copy(in + off, in + static_cast<std::int64_t>(T) * C, tr.final_norm.ptr() + off);
+    else
+      layer_norm_rows(in + off, tr.final_norm.ptr() + off, T - start, C, m.lnf_weight, m.lnf_bias, c.layer_norm_eps);
   }
   tr.logits_last.shape = {c.vocab_size};
   tr.logits_last.data = gpt_logits(m, tr, T - 1);

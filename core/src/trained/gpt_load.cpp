@@ -27,7 +27,8 @@ Located locate(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw LoadError(path.string() + ": does not exist");
   if (!fs::is_directory(path, ec)) return {path, path.has_parent_path() ? path.parent_path() : fs::path(".")};
-  if (fs::is_empty(path, ec)) throw LoadError(path.string() + ": empty folder (expected config.json and model.safetensors)");
+  if (fs::is_empty(path, ec))
+    throw LoadError(path.string() + ": empty folder (expected config.json and model.safetensors)");
   if (fs::exists(path / "model.safetensors", ec)) return {path / "model.safetensors", path};
   std::vector<fs::path> found;
   for (const auto& e : fs::directory_iterator(path, ec))
@@ -88,6 +89,10 @@ ConfigRead read_config(const fs::path& file) {
       c.qkv_bias = it->get<bool>();
       r.has_qkv_bias_key = true;
     }
+    if (const auto it = j.find("attn_only"); it != j.end()) {
+      if (!it->is_boolean()) throw LoadError(L + ": attn_only is not true or false: " + it->dump());
+      c.attn_only = it->get<bool>();
+    }
   } else {
     c.n_layer = positive({"n_layer"});
     c.n_head = positive({"n_head"});
@@ -102,8 +107,8 @@ ConfigRead read_config(const fs::path& file) {
     c.qkv_bias = true;
   }
   if (c.n_embd % c.n_head != 0)
-    throw LoadError(L + ": " + (r.book_keys ? "emb_dim " : "n_embd ") + std::to_string(c.n_embd) + " is not a multiple of " +
-                    (r.book_keys ? "n_heads " : "n_head ") + std::to_string(c.n_head));
+    throw LoadError(L + ": " + (r.book_keys ? "emb_dim " : "n_embd ") + std::to_string(c.n_embd) +
+                    " is not a multiple of " + (r.book_keys ? "n_heads " : "n_head ") + std::to_string(c.n_head));
   return r;
 }
 
@@ -168,8 +173,8 @@ class TensorSource {
     const StTensor* t = f_.find(prefix_ + name);
     if (!t) throw LoadError(f_.label() + ": tensor " + prefix_ + name + " is missing");
     if (t->shape != shape)
-      throw LoadError(f_.label() + ": tensor " + prefix_ + name + " has shape " + shape_list_string(t->shape) + ", expected " +
-                      shape_list_string(shape));
+      throw LoadError(f_.label() + ": tensor " + prefix_ + name + " has shape " + shape_list_string(t->shape) +
+                      ", expected " + shape_list_string(shape));
     return *t;
   }
 
@@ -248,14 +253,16 @@ void load_hf(const SafetensorsFile& f, const std::string& prefix, Progress& prog
 }
 
 // The book's GPTModel: nn.Linear [out, in] everywhere; W_query, W_key, W_value stacked.
-void load_book(const SafetensorsFile& f, const fs::path& config_file, bool has_qkv_bias_key, Progress& progress, GptModel& m) {
+void load_book(const SafetensorsFile& f, const fs::path& config_file, bool has_qkv_bias_key, Progress& progress,
+               GptModel& m) {
   GptConfig& c = m.config;
   const std::int64_t E = c.n_embd, V = c.vocab_size, P = c.n_ctx;
   const TensorSource src(f, "", progress);
   const bool file_bias = src.has("trf_blocks.0.att.W_query.bias");
   if (!has_qkv_bias_key) c.qkv_bias = file_bias;
   if (!c.qkv_bias && file_bias)
-    throw LoadError(config_file.string() + ": qkv_bias is false but " + f.label() + " holds trf_blocks.0.att.W_query.bias");
+    throw LoadError(config_file.string() + ": qkv_bias is false but " + f.label() +
+                    " holds trf_blocks.0.att.W_query.bias");
   src.take("tok_emb.weight", {V, E}, m.wte);
   src.take("pos_emb.weight", {P, E}, m.wpe);
   m.blocks.resize(static_cast<std::size_t>(c.n_layer));
@@ -263,12 +270,15 @@ void load_book(const SafetensorsFile& f, const fs::path& config_file, bool has_q
   for (int i = 0; i < c.n_layer; ++i) {
     GptBlock& b = m.blocks[static_cast<std::size_t>(i)];
     const std::string t = "trf_blocks." + std::to_string(i) + ".";
-    src.take(t + "norm1.scale", {E}, b.ln1_weight);
-    src.take(t + "norm1.shift", {E}, b.ln1_bias);
+    if (!c.attn_only) {
+      src.take(t + "norm1.scale", {E}, b.ln1_weight);
+      src.take(t + "norm1.shift", {E}, b.ln1_bias);
+    }
     set_linear(b.qkv, t + "att.W_query|W_key|W_value", c.n_embd, 3 * c.n_embd);
     b.qkv.weight.resize(3 * plane);
     const char* parts[] = {"att.W_query", "att.W_key", "att.W_value"};
-    for (std::size_t k = 0; k < 3; ++k) src.take_into(t + parts[k] + ".weight", {E, E}, b.qkv.weight.data() + k * plane);
+    for (std::size_t k = 0; k < 3; ++k)
+      src.take_into(t + parts[k] + ".weight", {E, E}, b.qkv.weight.data() + k * plane);
     if (c.qkv_bias) {
       b.qkv.bias.resize(static_cast<std::size_t>(3 * E));
       for (std::size_t k = 0; k < 3; ++k)
@@ -277,6 +287,7 @@ void load_book(const SafetensorsFile& f, const fs::path& config_file, bool has_q
     set_linear(b.proj, t + "att.out_proj", c.n_embd, c.n_embd);
     src.take(t + "att.out_proj.weight", {E, E}, b.proj.weight);
     src.take(t + "att.out_proj.bias", {E}, b.proj.bias);
+    if (c.attn_only) continue;
     src.take(t + "norm2.scale", {E}, b.ln2_weight);
     src.take(t + "norm2.shift", {E}, b.ln2_bias);
     set_linear(b.fc, t + "ff.layers.0", c.n_embd, 4 * c.n_embd);
@@ -286,8 +297,10 @@ void load_book(const SafetensorsFile& f, const fs::path& config_file, bool has_q
     src.take(t + "ff.layers.2.weight", {E, 4 * E}, b.fc_proj.weight);
     src.take(t + "ff.layers.2.bias", {E}, b.fc_proj.bias);
   }
-  src.take("final_norm.scale", {E}, m.lnf_weight);
-  src.take("final_norm.shift", {E}, m.lnf_bias);
+  if (!c.attn_only) {
+    src.take("final_norm.scale", {E}, m.lnf_weight);
+    src.take("final_norm.shift", {E}, m.lnf_bias);
+  }
   set_linear(m.lm_head, "out_head", c.n_embd, c.vocab_size);
   src.take("out_head.weight", {V, E}, m.lm_head.weight);
 }
@@ -303,7 +316,8 @@ std::int64_t GptModel::parameter_count() const {
   };
   std::int64_t total = n(wte) + n(wpe) + n(lnf_weight) + n(lnf_bias) + lin(lm_head);
   for (const GptBlock& b : blocks)
-    total += n(b.ln1_weight) + n(b.ln1_bias) + n(b.ln2_weight) + n(b.ln2_bias) + lin(b.qkv) + lin(b.proj) + lin(b.fc) + lin(b.fc_proj);
+    total += n(b.ln1_weight) + n(b.ln1_bias) + n(b.ln2_weight) + n(b.ln2_bias) + lin(b.qkv) + lin(b.proj) + lin(b.fc) +
+             lin(b.fc_proj);
   return total;
 }
 

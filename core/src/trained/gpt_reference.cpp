@@ -66,7 +66,7 @@ GptTrace gpt_forward_reference(const GptModel& m, std::span<const int> ids) {
 
   for (const GptBlock& blk : m.blocks) {
     GptLayerTrace L;
-    const Rows x = layer_norm_loops(resid, T, C, blk.ln1_weight, blk.ln1_bias, c.layer_norm_eps);
+    const Rows x = c.attn_only ? resid : layer_norm_loops(resid, T, C, blk.ln1_weight, blk.ln1_bias, c.layer_norm_eps);
     L.x = to_tensor(x, {1, T, C});
     const Rows qkv = linear_loops(blk.qkv, x, T);
     // q[h, t, d] = qkv[t, part·C + h·hd + d]
@@ -102,6 +102,11 @@ GptTrace gpt_forward_reference(const GptModel& m, std::span<const int> ids) {
     const Rows proj = linear_loops(blk.proj, merged, T);
     for (std::size_t i = 0; i < resid.size(); ++i) resid[i] += proj[i];
     L.resid_mid = to_tensor(resid, {1, T, C});
+    if (c.attn_only) {
+      L.resid = L.resid_mid;
+      tr.layers.push_back(std::move(L));
+      continue;
+    }
     Rows h = linear_loops(blk.fc, layer_norm_loops(resid, T, C, blk.ln2_weight, blk.ln2_bias, c.layer_norm_eps), T);
     for (double& e : h) e = 0.5 * e * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (e + 0.044715 * e * e * e)));
     const Rows out = linear_loops(blk.fc_proj, h, T);
@@ -110,7 +115,7 @@ GptTrace gpt_forward_reference(const GptModel& m, std::span<const int> ids) {
     tr.layers.push_back(std::move(L));
   }
 
-  const Rows fn = layer_norm_loops(resid, T, C, m.lnf_weight, m.lnf_bias, c.layer_norm_eps);
+  const Rows fn = c.attn_only ? resid : layer_norm_loops(resid, T, C, m.lnf_weight, m.lnf_bias, c.layer_norm_eps);
   tr.final_norm = to_tensor(fn, {1, T, C});
   const std::vector<float> head = m.tied_head() ? m.wte : gpt_linear_weight(m.lm_head);
   tr.logits_last = Tensor({V});

@@ -36,6 +36,7 @@ Prompt assemble(const Tokenizer& tok, const std::vector<int>& ids, PromptOptions
 }  // namespace
 
 Prompt encode_prompt(const Tokenizer& tok, std::string_view text, PromptOptions o, PromptLimits limits) {
+  if (std::string why = tok.refuse(text); !why.empty()) return {{}, "text: " + why};
   return assemble(tok, tok.encode(text), o, limits, "text", true);
 }
 

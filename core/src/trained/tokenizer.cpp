@@ -264,6 +264,7 @@ void Tokenizer::Impl::encode_word(const std::string& word, std::vector<int>& out
 }
 
 void Tokenizer::Impl::encode(std::string_view text, bool add_special_tokens, std::vector<int>& out) const {
+  if (small != Small::No) return encode_small(text, out);
   if (add_special_tokens) out.insert(out.end(), prefix.begin(), prefix.end());
   auto pieces = [](const tok::AddedMatcher& m, std::string_view s) {
     return m.empty() ? std::vector<std::pair<int, tok::Span>>{{-1, {0, s.size()}}} : m.split(s);
@@ -375,6 +376,9 @@ Tokenizer Tokenizer::from_folder(const fs::path& folder) {
   std::error_code ec;
   if (fs::exists(folder / "tokenizer.json", ec)) return from_tokenizer_json(folder / "tokenizer.json");
   const bool vocab = fs::exists(folder / "vocab.json", ec), merges = fs::exists(folder / "merges.txt", ec);
+  if (!vocab && !merges && fs::exists(folder / "config.json", ec)) {
+    if (auto trained = from_trained_config(folder / "config.json")) return std::move(*trained);
+  }
   if (!vocab && !merges)
     tok::fail(folder.string(),
               "no tokenizer: neither tokenizer.json nor vocab.json + merges.txt (copy GPT-2's beside the model)");
@@ -383,6 +387,29 @@ Tokenizer Tokenizer::from_folder(const fs::path& folder) {
   if (!merges)
     tok::fail((folder / "merges.txt").string(), "does not exist (vocab.json is there: the tokenizer needs both)");
   return from_files(folder / "vocab.json", folder / "merges.txt");
+}
+
+std::optional<Tokenizer> Tokenizer::from_trained_config(const fs::path& config_json) {
+  const std::string source = config_json.string();
+  const json j = parse_json(read_text_file(config_json), source);
+  if (!j.is_object() || !j.contains("attn_only")) return std::nullopt;
+  if (const auto it = j.find("char_vocab"); it != j.end()) {
+    if (!it->is_array()) tok::fail(source, "char_vocab is not a list of characters");
+    std::vector<std::string> chars;
+    for (const json& c : *it) {
+      if (!c.is_string()) tok::fail(source, "char_vocab holds " + c.dump() + ", not a character");
+      chars.push_back(c.get<std::string>());
+    }
+    return from_characters(chars, source);
+  }
+  const auto v = j.find("vocab_size");
+  if (v == j.end() || !v->is_number_integer() || v->get<std::int64_t>() < 1 || v->get<std::int64_t>() > (1 << 20))
+    tok::fail(source, "vocab_size is not a positive integer: " + (v == j.end() ? std::string("missing") : v->dump()));
+  return of_ids(static_cast<int>(v->get<std::int64_t>()));
+}
+
+std::string Tokenizer::refuse(std::string_view text) const {
+  return impl_->small == Impl::Small::No ? std::string() : impl_->refuse_small(text);
 }
 
 }  // namespace mhaviz

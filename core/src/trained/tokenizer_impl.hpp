@@ -153,6 +153,9 @@ struct Tokenizer::Impl {
   std::vector<tok::PreTokenizer> pre_tokenizers;
   std::vector<int> prefix, suffix;  // what the post-processor's template puts around the text
   bool byte_level = false;          // tokens are GPT-2 byte-map characters
+  // A vocabulary of `mhaviz train` (tokenizer_small.cpp): characters looked up one by one in
+  // bpe.vocab, or ids written as numbers; no merges, normalizers or pre-tokenizers.
+  enum class Small : unsigned char { No, Characters, Ids } small = Small::No;
   int eot = -1;                     // "<|endoftext|>", -1 when absent
   mutable std::mutex cache_mu;
   mutable std::unordered_map<std::string, std::vector<int>> cache;  // pre-tokenized word -> ids
@@ -173,6 +176,10 @@ struct Tokenizer::Impl {
               bool decode_byte_fallback);
 
   void encode(std::string_view text, bool add_special_tokens, std::vector<int>& out) const;
+  // The Small vocabularies' encode and refusal (tokenizer_small.cpp): an unknown character or
+  // word is id -1 in encode, and named by refuse_small.
+  void encode_small(std::string_view text, std::vector<int>& out) const;
+  std::string refuse_small(std::string_view text) const;
   void encode_word(const std::string& word, std::vector<int>& out) const;
 };
 
