@@ -204,11 +204,12 @@ void draw_model_shapes(AppState& s) {
   if (!m.result || !m.view) return;
   const GptConfig& c = m.result->loaded.model->config;
   const ModelViewData& v = *m.view;
+  // Attention-only blocks (mhaviz train --attn-only) have no LayerNorm before q, k, v.
   ImGui::Text(
-      "ids (%d) \xE2\x86\x92 wte[ids] + wpe (1, %d, %d) \xE2\x86\x92 %d blocks: LayerNorm \xE2\x86\x92 q,k,v (1, %d, "
-      "%d, %d) "
+      "ids (%d) \xE2\x86\x92 wte[ids] + wpe (1, %d, %d) \xE2\x86\x92 %d %s blocks: %sq,k,v (1, %d, %d, %d) "
       "\xE2\x86\x92 attn_weights (1, %d, %d, %d) \xE2\x86\x92 ... \xE2\x86\x92 logits (%d)",
-      v.tokens, v.tokens, c.n_embd, c.n_layer, c.n_head, v.tokens, c.head_dim(), c.n_head, v.tokens, v.tokens,
+      v.tokens, v.tokens, c.n_embd, c.n_layer, c.attn_only ? "attention-only" : "transformer",
+      c.attn_only ? "" : "LayerNorm \xE2\x86\x92 ", c.n_head, v.tokens, c.head_dim(), c.n_head, v.tokens, v.tokens,
       c.vocab_size);
   ImGui::TextDisabled("Parameters: %s   last forward %s (rows %d to %d computed)",
                       thousands(m.result->loaded.model->parameter_count()).c_str(), ms_text(m.result->forward_ms).c_str(),
