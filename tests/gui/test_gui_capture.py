@@ -32,7 +32,9 @@ def png_size(path):
 
 
 def logical_size(path):
-    """Twice the logical size the capture's sidecar (--capture-sidecars) gives."""
+    """Twice the logical size the capture's sidecar (--capture-sidecars) gives. The sidecar is
+    written after the picture (under the name the picture got), so it is waited for."""
+    g.wait_for_file(path + ".json", proc=proc)
     side = g.read_json(path + ".json")
     return side["width"] * 2, side["height"] * 2
 
