@@ -28,6 +28,7 @@
 #include "mhaviz/linear.hpp"
 #include "mhaviz/load_error.hpp"
 #include "mhaviz/tensor.hpp"
+#include "mhaviz/tokenizer.hpp"
 
 namespace mhaviz {
 
@@ -88,6 +89,19 @@ HfTrace hf_forward(const HfModel& model, std::span<const int> ids);
 
 // (V) logits at position pos of tr: the LM head applied to final_norm's row.
 std::vector<float> hf_logits(const HfModel& model, const HfTrace& tr, int pos);
+
+// A folder whose config.json names a model_type other than "gpt2", or that holds
+// model.safetensors.index.json (load_gpt reads no shards): read by load_hf_model (which names
+// the supported types when it is none of them), not by load_gpt.
+bool is_hf_model_folder(const std::filesystem::path& path);
+
+// `mhaviz dump --model` of these models:
+// {"format": "mhaviz-hf-dump", "version": 1, "model": {path, model_type, architecture,
+//  num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim, hidden_size,
+//  vocab_size, sliding_window, sliding_layers, tied, parameters}, "token_ids": [T],
+//  "tokens": [T display strings], "next_token": {"position": T - 1, "top": [{"id", "token",
+//  "p"} x top_k]}, "tensors": {"layers.{L}.attn_weights": (1, H, T, T), "logits_last": (V)}}
+std::string hf_dump_json(const HfModel& model, const Tokenizer& tokenizer, const HfTrace& trace, int top_k = 5);
 
 // Multiply-adds × 2 of a forward over T tokens plus the LM head at the last row.
 double hf_forward_flops(const HfConfig& c, int T);
