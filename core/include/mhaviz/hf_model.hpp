@@ -47,16 +47,20 @@ struct HfBlock {
 struct HfModel {
   HfConfig config;
   std::filesystem::path folder;
-  std::vector<float> embed;  // [V, C] model.embed_tokens.weight, widened to float32
+  // [V, C] model.embed_tokens.weight, widened to float32; empty when the head is tied and
+  // packed for the kernel (the rows are read from lm_head's panels: the weights held once).
+  std::vector<float> embed;
   std::vector<HfBlock> blocks;
   std::vector<float> final_norm;  // (C) model.norm.weight
-  // Untied: lm_head.weight [V, C]. Tied: no weight of its own; on the kernel a packed copy of
-  // the embedding (the lookup reads rows of `embed`, the head its columns), on OpenBLAS none.
+  // Untied: lm_head.weight [V, C]. Tied: on the kernel the embedding packed (which the
+  // lookup reads too), on OpenBLAS nothing (the head multiplies by `embed`).
   Linear lm_head;
   bool tied = false;
   std::vector<double> inv_freq_global, inv_freq_local;  // (hd/2) RoPE of full and sliding layers
 
   std::int64_t parameter_count() const;
+  // out (C) = row id of the embedding, wherever it is held.
+  void embedding_row(int id, float* out) const;
   AttentionMask layer_mask(int layer) const;  // causal, with the window on sliding layers
 };
 

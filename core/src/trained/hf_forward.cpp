@@ -160,9 +160,10 @@ HfTrace hf_forward(const HfModel& m, std::span<const int> ids) {
   std::vector<float> resid(rows(C));
   const float scale = static_cast<float>(c.embedding_scale);
   for (int i = 0; i < T; ++i) {
-    const float* e = m.embed.data() + static_cast<std::int64_t>(ids[static_cast<std::size_t>(i)]) * C;
     float* r = resid.data() + static_cast<std::int64_t>(i) * C;
-    for (int d = 0; d < C; ++d) r[d] = c.embedding_scale != 1.0 ? e[d] * scale : e[d];
+    m.embedding_row(ids[static_cast<std::size_t>(i)], r);
+    if (c.embedding_scale != 1.0)
+      for (int d = 0; d < C; ++d) r[d] *= scale;
   }
 
   // 2. The blocks.

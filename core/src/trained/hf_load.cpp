@@ -1,5 +1,6 @@
 // load_hf_model (hf_model.hpp): config.json, then every tensor the config implies, checked
 // against its shape, widened to float32 and packed for the kernel as it is read.
+#include <algorithm>
 #include <string>
 
 #include "kernels/gemm.hpp"
@@ -88,26 +89,29 @@ HfModel load_hf_model(const fs::path& folder) {
   const Reader r(w, folder.string(), kernel);
   const int C = c.hidden_size, V = c.vocab_size;
 
-  m.embed = r.read("model.embed_tokens.weight", {V, C});
-  for (int i = 0; i < c.num_hidden_layers; ++i) m.blocks.push_back(read_block(r, c, i));
-  m.final_norm = r.read("model.norm.weight", {C});
-  // transformers ties the head whenever the config says so, whatever the file holds.
+  // transformers ties the head whenever the config says so, whatever the file holds. The
+  // tied head is packed first, before the blocks are read, so the embedding is held twice
+  // only while nothing else is.
   m.tied = c.tie_word_embeddings;
-  if (!m.tied) {
-    m.lm_head = r.linear("lm_head", C, V, false);
-  } else if (kernel) {
+  m.embed = r.read("model.embed_tokens.weight", {V, C});
+  if (m.tied && kernel) {
     m.lm_head.name = "lm_head (tied to model.embed_tokens)";
     m.lm_head.in = C;
     m.lm_head.out = V;
     m.lm_head.packed = detail::pack_transposed(m.embed.data(), V, C);
+    std::vector<float>().swap(m.embed);  // Qwen3-0.6B: 594 MiB not held twice
   }
+  for (int i = 0; i < c.num_hidden_layers; ++i) m.blocks.push_back(read_block(r, c, i));
+  m.final_norm = r.read("model.norm.weight", {C});
+  if (!m.tied) m.lm_head = r.linear("lm_head", C, V, false);
   m.inv_freq_global = c.rope.inv_freq(c.head_dim);
   m.inv_freq_local = c.rope_local.inv_freq(c.head_dim);
   return m;
 }
 
 std::int64_t HfModel::parameter_count() const {
-  std::int64_t n = static_cast<std::int64_t>(embed.size()) + static_cast<std::int64_t>(final_norm.size());
+  std::int64_t n =
+      static_cast<std::int64_t>(config.vocab_size) * config.hidden_size + static_cast<std::int64_t>(final_norm.size());
   auto linear = [](const Linear& l) {
     return static_cast<std::int64_t>(l.in) * l.out + static_cast<std::int64_t>(l.bias.size());
   };
@@ -119,6 +123,17 @@ std::int64_t HfModel::parameter_count() const {
   }
   if (!tied) n += linear(lm_head);
   return n;
+}
+
+void HfModel::embedding_row(int id, float* out) const {
+  const int C = config.hidden_size;
+  if (!embed.empty()) {
+    std::copy_n(embed.data() + static_cast<std::int64_t>(id) * C, C, out);
+    return;
+  }
+  // Row id of [V, C] packed (gemm.hpp): panel id / kPanel is (C, kPanel) row-major.
+  const float* panel = lm_head.packed.data() + static_cast<std::int64_t>(id / detail::kPanel) * C * detail::kPanel;
+  for (int d = 0; d < C; ++d) out[d] = panel[static_cast<std::int64_t>(d) * detail::kPanel + id % detail::kPanel];
 }
 
 AttentionMask HfModel::layer_mask(int layer) const {
