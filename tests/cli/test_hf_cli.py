@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`mhaviz dump --model` on Qwen3, Qwen2, Llama and Gemma 3 folders as a user runs it, on the
+"""`mhaviz dump --model` (and `bench --model`) on Qwen3, Qwen2, Llama and Gemma 3 folders as a user runs it, on the
 checkpoints tests/models/make_modern_checkpoints.py writes with torch (each with the answer of
 a float64 reference forward):
 
@@ -161,6 +161,21 @@ class Dump(unittest.TestCase):
         self.expect_error(["dump", "--model", folder, "--ids", ",".join(["1"] * 129)], "longer than the model's context of 128")
         self.expect_error(["dump", "seed003-wrapper", "--no-special-tokens"], "need --model")
 
+
+
+class Bench(unittest.TestCase):
+    def test_bench_times_the_forward_and_refuses_an_edit(self):
+        folder = os.path.join(MODERN, "gemma3_bf16_sharded")
+        r = run("bench", "--model", folder, "--tokens", "16", "--repeat", "3", "--warmup", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("Gemma 3, 4 layers, 4 query / 2 K/V heads of 32", r.stdout)
+        self.assertRegex(r.stdout.splitlines()[-1], r"^median_ms=[0-9.]+ gflops=[0-9.]+ peak_rss_mib=[0-9.]+$")
+        for args, needle in ((["--tokens", "129"], "--tokens: 129 is out of range [1, 128]"),
+                             (["--edit-at", "3"], "--edit-at: a Qwen, Llama or Gemma model is timed whole")):
+            r = run("bench", "--model", folder, *args)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(needle, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
