@@ -1,6 +1,6 @@
 // The streamed JSON of a dump: a header object, then "tensors": {name: {"shape", "data"}},
 // written as text as it goes rather than as a JSON tree of millions of numbers. Numbers as
-// append_number (dump.hpp) writes them: at most 9 significant digits, the float's value.
+// the lesson's dump writes them (dump.hpp's append_number): at most 9 significant digits.
 #pragma once
 
 #include <nlohmann/json.hpp>
