@@ -113,7 +113,8 @@ int bench_hf_model(const BenchOptions& o) {
   std::mt19937 gen(static_cast<std::mt19937::result_type>(o.seed));
   std::vector<int> ids(static_cast<std::size_t>(T));
   for (int& id : ids) id = static_cast<int>(gen() % static_cast<unsigned>(c.vocab_size));
-  const std::vector<double> ms = time_runs(o.warmup, o.repeat, [&] { (void)hf_forward(model, ids); });
+  HfTrace trace;  // reused, as the app recomputes into its trace
+  const std::vector<double> ms = time_runs(o.warmup, o.repeat, [&] { hf_forward(model, ids, trace); });
   const double median = median_of(ms), flops = hf_forward_flops(c, T);
   std::printf(
       "mhaviz bench: model %s (%s, %d layers, %d query / %d K/V heads of %d, %d wide, vocab %d, %lld parameters), "

@@ -107,6 +107,25 @@ TEST(HfForward, ArchitecturesGetTheirOwnBlocks) {
   EXPECT_FALSE(qwen2.tied);
 }
 
+TEST(HfForward, AReusedTraceGivesTheFreshValues) {
+  // Longer, then shorter, then the same length with other ids: each equal to a fresh forward.
+  const HfModel m = load_hf_model(kModels / "gemma3_bf16_sharded");
+  HfTrace reused;
+  for (const std::vector<int>& ids :
+       {std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, std::vector<int>{5, 17, 230, 17, 99, 5, 42},
+        std::vector<int>{9, 8, 7, 6, 5, 4, 3}}) {
+    hf_forward(m, ids, reused);
+    const HfTrace fresh = hf_forward(m, ids);
+    ASSERT_EQ(reused.layers.size(), fresh.layers.size());
+    for (std::size_t l = 0; l < fresh.layers.size(); ++l) {
+      EXPECT_EQ(reused.layers[l].weights.shape, fresh.layers[l].weights.shape);
+      EXPECT_EQ(reused.layers[l].weights.data, fresh.layers[l].weights.data) << "layer " << l;
+    }
+    EXPECT_EQ(reused.final_norm.data, fresh.final_norm.data);
+    EXPECT_EQ(reused.logits_last.data, fresh.logits_last.data);
+  }
+}
+
 TEST(HfForward, RefusesIdsOutsideTheVocabularyAndAnEmptySequence) {
   const HfModel m = load_hf_model(kModels / "llama_mha_f32");
   EXPECT_THROW(hf_forward(m, std::vector<int>{}), std::invalid_argument);

@@ -78,11 +78,22 @@ struct HfLayerTrace {
   Tensor weights;      // (1, H, T, T) softmax over the keys the mask shows; hidden cells exactly 0
 };
 
+// Buffers of one forward's rows (T of each), kept in the trace so that a forward into the same
+// trace reuses their memory instead of faulting in fresh pages.
+struct HfScratch {
+  std::vector<float> resid, x, out;       // (T, C) residual stream, a norm's output, a sublayer's output
+  std::vector<float> q, qh, ctx, merged;  // (T, H·hd) projected, (1, H, T, hd) per head ×2, (T, H·hd) merged
+  std::vector<float> k, v, kh, vh;        // (T, G·hd) projected, (1, G, T, hd) per head
+  std::vector<float> gate, up;            // (T, I)
+  std::vector<float> keys;                // the attention's packed keys
+};
+
 struct HfTrace {
   std::vector<int> ids;              // T token ids
   std::vector<HfLayerTrace> layers;  // num_hidden_layers
   Tensor final_norm;                 // (1, T, C) the final RMSNorm: the LM head's input
   Tensor logits_last;                // (V) the LM head at position T − 1
+  HfScratch scratch;
   int tokens() const { return static_cast<int>(ids.size()); }
 };
 
@@ -90,6 +101,8 @@ struct HfTrace {
 // trace. Products in the project's kernel (or OpenBLAS), element-wise stages over threads.
 // Throws std::invalid_argument for bad ids.
 HfTrace hf_forward(const HfModel& model, std::span<const int> ids);
+// The same into tr, reusing its tensors' and scratch's memory: the same values as a fresh trace.
+void hf_forward(const HfModel& model, std::span<const int> ids, HfTrace& tr);
 
 // (V) logits at position pos of tr: the LM head applied to final_norm's row.
 std::vector<float> hf_logits(const HfModel& model, const HfTrace& tr, int pos);

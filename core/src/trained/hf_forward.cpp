@@ -22,17 +22,6 @@ namespace {
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using CMap = Eigen::Map<const RowMat>;
 
-// Buffers of one forward, reused by every block. T rows each.
-struct Scratch {
-  std::vector<float> x;            // (T, C) a norm's output
-  std::vector<float> q, k, v;      // (T, H·hd), (T, G·hd), (T, G·hd) as projected
-  std::vector<float> qh, kh, vh;   // (1, H, T, hd), (1, G, T, hd) ×2 per head
-  std::vector<float> ctx, merged;  // (1, H, T, hd), (T, H·hd)
-  std::vector<float> out;          // (T, C) a sublayer's output
-  std::vector<float> gate, up;     // (T, I)
-  std::vector<float> keys;         // the attention's packed keys
-};
-
 detail::RmsWeight norm_form(const HfConfig& c) {
   return c.gemma_norms ? detail::RmsWeight::OnePlus : detail::RmsWeight::Plain;
 }
@@ -73,7 +62,7 @@ void add_residual(float* resid, std::vector<float>& out, std::int64_t T, int C, 
 }
 
 // The attention sublayer of block b on resid (T, C): fills L.weights and s.out (T, C).
-void attention_sublayer(const HfModel& m, const HfBlock& b, const float* resid, int T, HfLayerTrace& L, Scratch& s,
+void attention_sublayer(const HfModel& m, const HfBlock& b, const float* resid, int T, HfLayerTrace& L, HfScratch& s,
                         bool kernel) {
   const HfConfig& c = m.config;
   const int C = c.hidden_size, H = c.num_attention_heads, G = c.num_key_value_heads, hd = c.head_dim;
@@ -122,7 +111,7 @@ void attention_sublayer(const HfModel& m, const HfBlock& b, const float* resid, 
 }
 
 // The MLP sublayer on resid (T, C): s.out (T, C) = down(act(gate(n)) ⊙ up(n)).
-void mlp_sublayer(const HfModel& m, const HfBlock& b, const float* resid, int T, Scratch& s, bool kernel) {
+void mlp_sublayer(const HfModel& m, const HfBlock& b, const float* resid, int T, HfScratch& s, bool kernel) {
   const HfConfig& c = m.config;
   const int C = c.hidden_size, I = c.intermediate_size;
   const std::vector<float>& norm = c.gemma_norms ? b.pre_ff_norm : b.post_attn_norm;
@@ -136,6 +125,12 @@ void mlp_sublayer(const HfModel& m, const HfBlock& b, const float* resid, int T,
 }  // namespace
 
 HfTrace hf_forward(const HfModel& m, std::span<const int> ids) {
+  HfTrace tr;
+  hf_forward(m, ids, tr);
+  return tr;
+}
+
+void hf_forward(const HfModel& m, std::span<const int> ids, HfTrace& tr) {
   const HfConfig& c = m.config;
   check_ids(c, ids);
   const int T = static_cast<int>(ids.size()), C = c.hidden_size, H = c.num_attention_heads, G = c.num_key_value_heads,
@@ -143,21 +138,15 @@ HfTrace hf_forward(const HfModel& m, std::span<const int> ids) {
   const bool kernel = backend() != Backend::OpenBlas;  // read once: one forward, one backend
   const auto rows = [T](std::int64_t cols) { return static_cast<std::size_t>(T) * static_cast<std::size_t>(cols); };
 
-  HfTrace tr;
   tr.ids.assign(ids.begin(), ids.end());
-  Scratch s;
-  s.x.resize(rows(C));
-  s.q.resize(rows(H * hd));
-  s.qh.resize(rows(H * hd));
-  s.ctx.resize(rows(H * hd));
-  s.merged.resize(rows(H * hd));
+  HfScratch& s = tr.scratch;
+  for (std::vector<float>* v : {&s.resid, &s.x, &s.out}) v->resize(rows(C));
+  for (std::vector<float>* v : {&s.q, &s.qh, &s.ctx, &s.merged}) v->resize(rows(H * hd));
   for (std::vector<float>* v : {&s.k, &s.v, &s.kh, &s.vh}) v->resize(rows(G * hd));
-  s.out.resize(rows(C));
-  s.gate.resize(rows(I));
-  s.up.resize(rows(I));
+  for (std::vector<float>* v : {&s.gate, &s.up}) v->resize(rows(I));
+  std::vector<float>& resid = s.resid;
 
   // 1. Embedding (Gemma: · √C as a float).
-  std::vector<float> resid(rows(C));
   const float scale = static_cast<float>(c.embedding_scale);
   for (int i = 0; i < T; ++i) {
     float* r = resid.data() + static_cast<std::int64_t>(i) * C;
@@ -172,7 +161,8 @@ HfTrace hf_forward(const HfModel& m, std::span<const int> ids) {
     const HfBlock& b = m.blocks[l];
     HfLayerTrace& L = tr.layers[l];
     L.mask = m.layer_mask(static_cast<int>(l));
-    L.weights = Tensor({1, H, T, T}, 0.0f);
+    // Every cell is written (hidden ones 0): a tensor of the right shape is reused as it is.
+    if (L.weights.shape != Shape{1, H, T, T}) L.weights = Tensor({1, H, T, T}, 0.0f);
     attention_sublayer(m, b, resid.data(), T, L, s, kernel);
     add_residual(resid.data(), s.out, T, C, c.gemma_norms ? b.post_attn_norm : std::vector<float>{}, c);
     mlp_sublayer(m, b, resid.data(), T, s, kernel);
@@ -180,11 +170,10 @@ HfTrace hf_forward(const HfModel& m, std::span<const int> ids) {
   }
 
   // 3. Final norm and the last position's logits.
-  tr.final_norm = Tensor({1, T, C}, 0.0f);
+  if (tr.final_norm.shape != Shape{1, T, C}) tr.final_norm = Tensor({1, T, C}, 0.0f);
   detail::rms_norm(resid.data(), tr.final_norm.ptr(), T, C, m.final_norm.data(), c.rms_norm_eps, norm_form(c));
   tr.logits_last.shape = {c.vocab_size};
   tr.logits_last.data = hf_logits(m, tr, T - 1);
-  return tr;
 }
 
 std::vector<float> hf_logits(const HfModel& m, const HfTrace& tr, int pos) {
