@@ -7,6 +7,7 @@
 #include "cli.hpp"
 #include "mhaviz/backend.hpp"
 #include "mhaviz/gpt_forward.hpp"
+#include "mhaviz/hf_model.hpp"
 #include "mhaviz/session.hpp"
 #include "mhaviz/trace.hpp"
 
@@ -45,7 +46,8 @@ std::vector<double> time_runs(int warmup, int repeat, Step step) {
     step();
     ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
     const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
-    if (repeat > 0 ? static_cast<int>(ms.size()) >= repeat : (ms.size() >= 5 && (elapsed >= 1.0 || ms.size() >= 2000))) break;
+    if (repeat > 0 ? static_cast<int>(ms.size()) >= repeat : (ms.size() >= 5 && (elapsed >= 1.0 || ms.size() >= 2000)))
+      break;
   }
   return ms;
 }
@@ -57,8 +59,12 @@ int bench_model(const BenchOptions& o) {
   GptModel model = load_gpt(o.model);
   const GptConfig& c = model.config;
   const int T = o.tokens, P = o.edit_at < 0 ? 0 : o.edit_at;
-  if (T < 1 || T > c.n_ctx) return usage_error("--tokens: " + std::to_string(T) + " is out of range [1, " + std::to_string(c.n_ctx) + "] (the model's context)");
-  if (P >= T) return usage_error("--edit-at: " + std::to_string(o.edit_at) + " is out of range [0, " + std::to_string(T - 1) + "]");
+  if (T < 1 || T > c.n_ctx)
+    return usage_error("--tokens: " + std::to_string(T) + " is out of range [1, " + std::to_string(c.n_ctx) +
+                       "] (the model's context)");
+  if (P >= T)
+    return usage_error("--edit-at: " + std::to_string(o.edit_at) + " is out of range [0, " + std::to_string(T - 1) +
+                       "]");
   prepare_gpt_forward(model);
   std::mt19937 gen(static_cast<std::mt19937::result_type>(o.seed));
   std::vector<int> ids(static_cast<std::size_t>(T));
@@ -73,14 +79,53 @@ int bench_model(const BenchOptions& o) {
   });
   const double median = median_of(ms);
   const double flops = gpt_forward_flops(c, T, trace.recomputed_from);
-  std::printf("mhaviz bench: model %s (%s layout, %d layers, %d heads, %d wide, vocab %d, %lld parameters), T=%d, products in %s\n",
-              o.model.c_str(), model.layout == GptLayout::HuggingFace ? "Hugging Face" : "book", c.n_layer, c.n_head, c.n_embd,
-              c.vocab_size, static_cast<long long>(model.parameter_count()), T, std::string(backend_name(backend())).c_str());
+  std::printf(
+      "mhaviz bench: model %s (%s layout, %d layers, %d heads, %d wide, vocab %d, %lld parameters), T=%d, products in "
+      "%s\n",
+      o.model.c_str(), model.layout == GptLayout::HuggingFace ? "Hugging Face" : "book", c.n_layer, c.n_head, c.n_embd,
+      c.vocab_size, static_cast<long long>(model.parameter_count()), T, std::string(backend_name(backend())).c_str());
   std::printf("%s: %zu runs after %d warm-up, median %.4f ms, min %.4f ms, max %.4f ms\n",
               o.edit_at < 0 ? "full forward (every layer's attention kept, logits at the last position)"
-                            : ("recompute after an edit at position " + std::to_string(P) + " (rows " + std::to_string(trace.recomputed_from) +
-                               " to " + std::to_string(T - 1) + ")").c_str(),
-              ms.size(), o.warmup, median, *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()));
+                            : ("recompute after an edit at position " + std::to_string(P) + " (rows " +
+                               std::to_string(trace.recomputed_from) + " to " + std::to_string(T - 1) + ")")
+                                  .c_str(),
+              ms.size(), o.warmup, median, *std::min_element(ms.begin(), ms.end()),
+              *std::max_element(ms.begin(), ms.end()));
+  std::printf("%.3f GFLOP per run\n", flops / 1e9);
+  std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib());
+  return 0;
+}
+
+// A Qwen, Llama or Gemma folder's forward over --tokens random ids (--seed), every layer's
+// attention kept, to the last position's logits. The load (widening, packing) is timed apart.
+int bench_hf_model(const BenchOptions& o) {
+  if (o.edit_at >= 0)
+    return usage_error("--edit-at: a Qwen, Llama or Gemma model is timed whole (no incremental forward)");
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  const HfModel model = load_hf_model(o.model);
+  const double load_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  const HfConfig& c = model.config;
+  const int T = o.tokens, limit = c.max_position_embeddings > 0 ? c.max_position_embeddings : 1 << 20;
+  if (T < 1 || T > limit)
+    return usage_error("--tokens: " + std::to_string(T) + " is out of range [1, " + std::to_string(limit) +
+                       "] (the model's max_position_embeddings)");
+  std::mt19937 gen(static_cast<std::mt19937::result_type>(o.seed));
+  std::vector<int> ids(static_cast<std::size_t>(T));
+  for (int& id : ids) id = static_cast<int>(gen() % static_cast<unsigned>(c.vocab_size));
+  HfTrace trace;  // reused, as the app recomputes into its trace
+  const std::vector<double> ms = time_runs(o.warmup, o.repeat, [&] { hf_forward(model, ids, trace); });
+  const double median = median_of(ms), flops = hf_forward_flops(c, T);
+  std::printf(
+      "mhaviz bench: model %s (%s, %d layers, %d query / %d K/V heads of %d, %d wide, vocab %d, %lld parameters), "
+      "T=%d, products in %s, loaded in %.0f ms\n",
+      o.model.c_str(), std::string(hf_arch_name(c.arch)).c_str(), c.num_hidden_layers, c.num_attention_heads,
+      c.num_key_value_heads, c.head_dim, c.hidden_size, c.vocab_size, static_cast<long long>(model.parameter_count()),
+      T, std::string(backend_name(backend())).c_str(), load_ms);
+  std::printf(
+      "full forward (every layer's attention kept, logits at the last position): %zu runs after %d warm-up, "
+      "median %.4f ms, min %.4f ms, max %.4f ms\n",
+      ms.size(), o.warmup, median, *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()));
   std::printf("%.3f GFLOP per run\n", flops / 1e9);
   std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib());
   return 0;
@@ -107,9 +152,11 @@ void add_bench(CLI::App& app, BenchOptions& o) {
                   "AVX-512 or AVX2 + FMA tiles) or openblas (Eigen on OpenBLAS)")
       ->capture_default_str();
   sub->add_option("--model", o.model,
-                  "Time a trained GPT's forward instead (a folder or its .safetensors file): every layer's attention kept, "
+                  "Time a trained model's forward instead (a GPT folder or its .safetensors file, or a Qwen, Llama or "
+                  "Gemma 3 folder): every layer's attention kept, "
                   "to the last position's logits; --tokens T, --seed for the ids");
-  sub->add_option("--edit-at", o.edit_at, "With --model: time the recompute after the token at P changes (rows P to T-1)");
+  sub->add_option("--edit-at", o.edit_at,
+                  "With --model: time the recompute after the token at P changes (rows P to T-1)");
 }
 
 int run_bench(const BenchOptions& o) {
@@ -123,19 +170,21 @@ int run_bench(const BenchOptions& o) {
   c.qkv_bias = o.qkv_bias;
   c.causal = !o.no_causal;
   c.seed = o.seed;
-  if (o.repeat < 0 || o.repeat > 100000) return usage_error("--repeat: " + std::to_string(o.repeat) + " is out of range [0, 100000]");
+  if (o.repeat < 0 || o.repeat > 100000)
+    return usage_error("--repeat: " + std::to_string(o.repeat) + " is out of range [0, 100000]");
   if (o.backend != "auto") {
     Backend b{};
     if (!parse_backend(o.backend, b))
       return usage_error("--backend: '" + o.backend + "' is not one of auto, avx512, avx2, openblas");
     if (!set_backend(b))
-      return usage_error("--backend: '" + o.backend + "' needs a CPU with " + (b == Backend::Avx512 ? "AVX-512F" : "AVX2 and FMA") +
-                         ", which this one lacks");
+      return usage_error("--backend: '" + o.backend + "' needs a CPU with " +
+                         (b == Backend::Avx512 ? "AVX-512F" : "AVX2 and FMA") + ", which this one lacks");
   }
-  if (o.warmup < 0 || o.warmup > 1000) return usage_error("--warmup: " + std::to_string(o.warmup) + " is out of range [0, 1000]");
+  if (o.warmup < 0 || o.warmup > 1000)
+    return usage_error("--warmup: " + std::to_string(o.warmup) + " is out of range [0, 1000]");
   if (!o.model.empty()) {
     try {
-      return bench_model(o);
+      return is_hf_model_folder(o.model) ? bench_hf_model(o) : bench_model(o);
     } catch (const LoadError& e) {
       return usage_error(e.what());
     }
@@ -162,10 +211,12 @@ int run_bench(const BenchOptions& o) {
   std::printf("mhaviz bench: %s b=%d T=%d d_in=%d d_out=%d heads=%d dropout=%g %s, products in %s\n", o.variant.c_str(),
               o.batch, o.tokens, o.d_in, o.d_out, o.heads, o.dropout, c.causal ? "causal" : "no mask",
               std::string(backend_name(backend())).c_str());
-  std::printf("forward (every intermediate kept): %zu runs after %d warm-up, median %.4f ms, min %.4f ms, max %.4f ms\n",
-              ms.size(), o.warmup, median, sorted.front(), sorted.back());
-  std::printf("matmul calls %lld, %.3f GFLOP per forward, %lld parameters\n", static_cast<long long>(trace.cost.matmul_calls),
-              static_cast<double>(trace.cost.flops) / 1e9, static_cast<long long>(trace.cost.parameters));
+  std::printf(
+      "forward (every intermediate kept): %zu runs after %d warm-up, median %.4f ms, min %.4f ms, max %.4f ms\n",
+      ms.size(), o.warmup, median, sorted.front(), sorted.back());
+  std::printf("matmul calls %lld, %.3f GFLOP per forward, %lld parameters\n",
+              static_cast<long long>(trace.cost.matmul_calls), static_cast<double>(trace.cost.flops) / 1e9,
+              static_cast<long long>(trace.cost.parameters));
   std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, gflops, rss_mib);
   return 0;
 }

@@ -21,8 +21,12 @@ void add_dump(CLI::App& app, DumpOptions& o) {
 
 namespace {
 
-// A trained GPT's forward on --text or --ids: every layer's attention and the last logits.
+// A trained model's forward on --text or --ids: every layer's attention and the last logits.
 std::string dump_model(const ModelOptions& o) {
+  if (is_hf_model_folder(o.path)) {
+    const HfModelInput in = load_hf_model_input(o);
+    return hf_dump_json(in.model, in.tokenizer, hf_forward(in.model, in.ids));
+  }
   const ModelInput in = load_model_input(o);
   const GptTrace trace = gpt_forward(in.model, in.ids);
   return gpt_dump_json(in.model, in.tokenizer, trace);
@@ -33,9 +37,10 @@ std::string dump_model(const ModelOptions& o) {
 int run_dump(const DumpOptions& o) {
   const bool model = !o.model.path.empty();
   if (model && !o.session.empty()) return usage_error("session: give a SESSION or --model, not both");
-  if (!model && o.session.empty()) return usage_error("session: give a SESSION (a file, - or a lesson name) or --model PATH");
-  if (!model && (o.model.text || !o.model.ids.empty() || o.model.prepend_eot))
-    return usage_error("--text: --text, --ids and --prepend-eot need --model");
+  if (!model && o.session.empty())
+    return usage_error("session: give a SESSION (a file, - or a lesson name) or --model PATH");
+  if (!model && (o.model.text || !o.model.ids.empty() || o.model.prepend_eot || o.model.no_special))
+    return usage_error("--text: --text, --ids, --prepend-eot and --no-special-tokens need --model");
   try {
     std::string text;
     if (model) {

@@ -10,26 +10,54 @@ namespace mhaviz::cli {
 
 void add_model_options(CLI::App& sub, ModelOptions& o, bool input) {
   sub.add_option("--model", o.path,
-                 "A trained GPT: a Hugging Face GPT-2 folder or the book's GPTModel (model.safetensors, config.json, "
-                 "vocab.json + merges.txt or tokenizer.json), or its .safetensors file");
+                 "A trained model: a Hugging Face GPT-2 folder or the book's GPTModel (model.safetensors, config.json, "
+                 "vocab.json + merges.txt or tokenizer.json), or its .safetensors file; or a Qwen3, Qwen2, Llama or "
+                 "Gemma 3 folder (config.json, model.safetensors or shards, tokenizer.json; dump and bench)");
   if (!input) return;
   sub.add_option("--text", o.text, "Text to run the model on, tokenized as GPT-2 does (with --model)");
   sub.add_option("--ids", o.ids, "Token ids instead of --text, e.g. --ids 15496,995 (with --model)")->delimiter(',');
   sub.add_flag("--prepend-eot", o.prepend_eot, "Put <|endoftext|> before the text, as TransformerLens does");
+  sub.add_flag(
+      "--no-special-tokens", o.no_special,
+      "Leave out the special tokens tokenizer.json's template puts around the text (<|begin_of_text|>, <bos>)");
 }
 
-ModelInput load_model_input(const ModelOptions& o) {
+namespace {
+
+// Exactly one of --text and --ids, checked before a model is read.
+void check_input(const ModelOptions& o) {
   if (o.text && !o.ids.empty()) throw std::invalid_argument("--ids: give --text or --ids, not both");
   if (!o.text && o.ids.empty()) throw std::invalid_argument("--text: give the text to run the model on (or --ids)");
-  GptModel model = load_gpt(o.path);
-  Tokenizer tokenizer = Tokenizer::from_folder(model.folder);
-  const PromptOptions po{o.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None};
-  const PromptLimits limits{model.config.n_ctx, model.config.vocab_size};
+}
+
+// --text or --ids -> the ids a model with these limits runs on; std::invalid_argument otherwise.
+std::vector<int> input_ids(const ModelOptions& o, const Tokenizer& tokenizer, PromptLimits limits) {
+  const PromptOptions po{o.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None, !o.no_special};
   Prompt p =
       o.text ? encode_prompt(tokenizer, *o.text, po, limits) : prompt_from_ids(tokenizer, o.ids, po, limits, "--ids");
   if (!p.error.empty()) throw std::invalid_argument(p.error);
+  return std::move(p.ids);
+}
+
+}  // namespace
+
+ModelInput load_model_input(const ModelOptions& o) {
+  check_input(o);
+  GptModel model = load_gpt(o.path);
+  Tokenizer tokenizer = Tokenizer::from_folder(model.folder);
+  std::vector<int> ids = input_ids(o, tokenizer, {model.config.n_ctx, model.config.vocab_size});
   prepare_gpt_forward(model);
-  return ModelInput{std::move(model), std::move(tokenizer), std::move(p.ids)};
+  return ModelInput{std::move(model), std::move(tokenizer), std::move(ids)};
+}
+
+HfModelInput load_hf_model_input(const ModelOptions& o) {
+  check_input(o);
+  HfModel model = load_hf_model(o.path);
+  Tokenizer tokenizer = Tokenizer::from_folder(model.folder);
+  const HfConfig& c = model.config;
+  std::vector<int> ids =
+      input_ids(o, tokenizer, {c.max_position_embeddings > 0 ? c.max_position_embeddings : 1 << 30, c.vocab_size});
+  return HfModelInput{std::move(model), std::move(tokenizer), std::move(ids)};
 }
 
 }  // namespace mhaviz::cli

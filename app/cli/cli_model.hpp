@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "mhaviz/gpt.hpp"
+#include "mhaviz/hf_model.hpp"
 #include "mhaviz/tokenizer.hpp"
 
 namespace CLI {
@@ -20,6 +21,7 @@ struct ModelOptions {
   std::optional<std::string> text;  // --text
   std::vector<int> ids;             // --ids 1,2,3 (instead of --text)
   bool prepend_eot = false;         // --prepend-eot: <|endoftext|> first, as TransformerLens does
+  bool no_special = false;          // --no-special-tokens: without tokenizer.json's template tokens
 };
 // Adds --model, and with `input` also --text, --ids and --prepend-eot.
 void add_model_options(CLI::App& sub, ModelOptions& o, bool input);
@@ -33,5 +35,14 @@ struct ModelInput {
 // files and std::invalid_argument ("text: 1030 tokens is longer than the model's context of
 // 1024") for the input; both one line.
 ModelInput load_model_input(const ModelOptions& o);
+
+// The same for a Qwen, Llama or Gemma folder (is_hf_model_folder): ids of at most
+// max_position_embeddings, the tokenizer.json beside the weights.
+struct HfModelInput {
+  HfModel model;  // packed for the current backend
+  Tokenizer tokenizer;
+  std::vector<int> ids;
+};
+HfModelInput load_hf_model_input(const ModelOptions& o);
 
 }  // namespace mhaviz::cli

@@ -41,6 +41,23 @@ TEST(Prompt, TextAloneOrEndOfTextFirst) {
   EXPECT_EQ(encode_prompt(gpt2_tokenizer(), "", {SpecialFirst::EndOfText}, kGpt2).ids, std::vector<int>{50256});
 }
 
+TEST(Prompt, TheTemplatesSpecialTokensUnlessLeftOut) {
+  // A tokenizer.json (SentencePiece-style: no byte-level step) whose post-processor puts <bos>
+  // first, as Gemma 3's and Llama 3.1's do.
+  const Tokenizer tok = Tokenizer::from_tokenizer_json_string(R"({
+    "added_tokens": [{"id": 3, "content": "<bos>", "special": true}],
+    "post_processor": {"type": "TemplateProcessing",
+      "single": [{"SpecialToken": {"id": "<bos>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+      "special_tokens": {"<bos>": {"id": "<bos>", "ids": [3], "tokens": ["<bos>"]}}},
+    "model": {"type": "BPE", "vocab": {"h": 0, "i": 1, "hi": 2}, "merges": ["h i"]}})");
+  const PromptLimits limits{16, 4};
+  EXPECT_EQ(encode_prompt(tok, "hi", {}, limits).ids, (std::vector<int>{3, 2}));
+  EXPECT_EQ(encode_prompt(tok, "hi", {SpecialFirst::None, false}, limits).ids, std::vector<int>{2});
+  // GPT-2's tokenizer has no template: the switch changes nothing there.
+  EXPECT_EQ(encode_prompt(gpt2_tokenizer(), "Hello world", {SpecialFirst::None, false}, kGpt2).ids,
+            (std::vector<int>{15496, 995}));
+}
+
 TEST(Prompt, EveryErrorInOneWording) {
   EXPECT_EQ(encode_prompt(gpt2_tokenizer(), "", {}, kGpt2).error, "text: empty; type at least one token");
   // Too long: the ids are all there for a text box to show, with the lengths in the error.

@@ -87,6 +87,8 @@ struct NextToken {
   std::vector<TokenProbability> top;
 };
 NextToken next_token(const GptModel& model, const GptTrace& tr, int pos, int k);
+// The same from a position's logits (V), whichever model made them.
+NextToken next_token_from_logits(const std::vector<float>& logits, int k);
 
 // Multiply-adds × 2 of a forward computing rows [from, T) plus the LM head at the last row.
 double gpt_forward_flops(const GptConfig& c, int T, int from);

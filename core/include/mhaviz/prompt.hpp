@@ -21,6 +21,10 @@ enum class SpecialFirst {
 
 struct PromptOptions {
   SpecialFirst first = SpecialFirst::None;
+  // The special tokens tokenizer.json's post-processor puts around a text (Llama 3.1's
+  // <|begin_of_text|>, Gemma 3's <bos>), as Hugging Face's tokenizers add them by default;
+  // false leaves them out. GPT-2's tokenizer adds none either way.
+  bool template_tokens = true;
 };
 
 // What a model accepts: 1 to n_ctx ids, each in [0, vocab_size) (vocab_size 0: ids are not

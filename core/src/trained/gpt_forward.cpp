@@ -287,7 +287,10 @@ NextToken next_token(const GptModel& m, const GptTrace& tr, int pos, int k) {
   // reads as many weights as half of GPT-2 small's layers.
   const bool last =
       pos == tr.tokens() - 1 && tr.logits_last.data.size() == static_cast<std::size_t>(m.config.vocab_size);
-  const std::vector<float> logits = last ? tr.logits_last.data : gpt_logits(m, tr, pos);
+  return next_token_from_logits(last ? tr.logits_last.data : gpt_logits(m, tr, pos), k);
+}
+
+NextToken next_token_from_logits(const std::vector<float>& logits, int k) {
   NextToken out;
   out.probs.resize(logits.size());
   const float mx = *std::max_element(logits.begin(), logits.end());

@@ -37,7 +37,7 @@ Prompt assemble(const Tokenizer& tok, const std::vector<int>& ids, PromptOptions
 
 Prompt encode_prompt(const Tokenizer& tok, std::string_view text, PromptOptions o, PromptLimits limits) {
   if (std::string why = tok.refuse(text); !why.empty()) return {{}, "text: " + why};
-  return assemble(tok, tok.encode(text), o, limits, "text", true);
+  return assemble(tok, tok.encode(text, o.template_tokens), o, limits, "text", true);
 }
 
 Prompt prompt_from_ids(const Tokenizer& tok, const std::vector<int>& ids, PromptOptions o, PromptLimits limits,

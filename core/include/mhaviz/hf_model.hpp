@@ -1,0 +1,126 @@
+// Today's open decoder models (Qwen3, Qwen2, Llama 2/3 and SmolLM2-style Llama, Gemma 3) from
+// a Hugging Face folder, and their exact forward in float32: one model over the four
+// architectures, whose differences are the flags of HfConfig (hf_config.hpp), not four copies.
+//
+// Per block, with C = hidden_size, H query heads, G K/V heads, hd = head_dim, I =
+// intermediate_size, T tokens:
+//   x = RMSNorm_in(resid)                                        (T, C)
+//   q = x·Wqᵀ (+b), k = x·Wkᵀ (+b), v = x·Wvᵀ (+b)                (T, H·hd), (T, G·hd) ×2
+//   QK-norm: RMSNorm over hd of every q and k head               (Qwen3, Gemma 3)
+//   RoPE on q and k, split halves, the layer's frequencies       (Gemma 3: local base on sliding layers)
+//   attention: query head h reads K/V head h / (H / G), causal, the sliding window on the
+//     layers the config marks, scores / √hd (Gemma: · query_pre_attn_scalar^−0.5)
+//   a = context·Woᵀ (+b); resid += a                             (Gemma: resid += RMSNorm_post_attn(a))
+//   m = down(act(gate(n)) ⊙ up(n)), n = RMSNorm_2(resid)          (act: SiLU, or Gemma's tanh GELU)
+//   resid += m                                                   (Gemma: resid += RMSNorm_post_ff(m))
+// then the final RMSNorm and the LM head (tied to the embedding or not). Gemma's RMSNorm
+// multiplies by (1 + w) and its embedding is scaled by √C (as float(√C), as the reference
+// forward and the book's Gemma3Model do; transformers rounds it to the weights' dtype).
+#pragma once
+
+#include <filesystem>
+#include <span>
+#include <vector>
+
+#include "mhaviz/attention_mask.hpp"
+#include "mhaviz/backend.hpp"
+#include "mhaviz/hf_config.hpp"
+#include "mhaviz/linear.hpp"
+#include "mhaviz/load_error.hpp"
+#include "mhaviz/tensor.hpp"
+#include "mhaviz/tokenizer.hpp"
+
+namespace mhaviz {
+
+struct HfBlock {
+  Linear q, k, v, o;              // q [H·hd, C], k and v [G·hd, C], o [C, H·hd]; biases where the config says
+  Linear gate, up, down;          // gate and up [I, C], down [C, I]
+  std::vector<float> input_norm;  // (C) input_layernorm: before attention
+  std::vector<float>
+      post_attn_norm;  // (C) post_attention_layernorm: Llama/Qwen: before the MLP; Gemma: on attention's output
+  std::vector<float> pre_ff_norm;     // (C) Gemma: pre_feedforward_layernorm; else empty
+  std::vector<float> post_ff_norm;    // (C) Gemma: post_feedforward_layernorm; else empty
+  std::vector<float> q_norm, k_norm;  // (hd) QK-norm; empty when the architecture has none
+  bool sliding = false;               // a sliding-window layer (its mask and its RoPE frequencies)
+};
+
+struct HfModel {
+  HfConfig config;
+  std::filesystem::path folder;
+  // [V, C] model.embed_tokens.weight, widened to float32; empty when the head is tied and
+  // packed for the kernel (the rows are read from lm_head's panels: the weights held once).
+  std::vector<float> embed;
+  std::vector<HfBlock> blocks;
+  std::vector<float> final_norm;  // (C) model.norm.weight
+  // Untied: lm_head.weight [V, C]. Tied: on the kernel the embedding packed (which the
+  // lookup reads too), on OpenBLAS nothing (the head multiplies by `embed`).
+  Linear lm_head;
+  bool tied = false;
+  std::vector<double> inv_freq_global, inv_freq_local;  // (hd/2) RoPE of full and sliding layers
+
+  std::int64_t parameter_count() const;
+  // out (C) = row id of the embedding, wherever it is held.
+  void embedding_row(int id, float* out) const;
+  AttentionMask layer_mask(int layer) const;  // causal, with the window on sliding layers
+};
+
+// config.json and the weights of folder (model.safetensors, or shards and their index), each
+// tensor checked against the shape the config gives and widened once to float32; Linears
+// are packed for the kernel as they are read where the backend is not OpenBLAS (so the
+// weights are held once, the file's pages given back as each tensor is consumed). Throws
+// LoadError of one line: the config's problems (hf_config.hpp), the weights' (hf_weights.hpp),
+// "FOLDER: no tensor "model.layers.0.self_attn.q_norm.weight"", "FOLDER: tensor
+// "model.layers.1.mlp.up_proj.weight" is [96, 64], config.json gives [128, 64]".
+HfModel load_hf_model(const std::filesystem::path& folder);
+
+struct HfLayerTrace {
+  AttentionMask mask;  // which keys each query saw: ask it, never the values
+  Tensor weights;      // (1, H, T, T) softmax over the keys the mask shows; hidden cells exactly 0
+};
+
+// Buffers of one forward's rows (T of each), kept in the trace so that a forward into the same
+// trace reuses their memory instead of faulting in fresh pages.
+struct HfScratch {
+  std::vector<float> resid, x, out;       // (T, C) residual stream, a norm's output, a sublayer's output
+  std::vector<float> q, qh, ctx, merged;  // (T, H·hd) projected, (1, H, T, hd) per head ×2, (T, H·hd) merged
+  std::vector<float> k, v, kh, vh;        // (T, G·hd) projected, (1, G, T, hd) per head
+  std::vector<float> gate, up;            // (T, I)
+  std::vector<float> keys;                // the attention's packed keys
+};
+
+struct HfTrace {
+  std::vector<int> ids;              // T token ids
+  std::vector<HfLayerTrace> layers;  // num_hidden_layers
+  Tensor final_norm;                 // (1, T, C) the final RMSNorm: the LM head's input
+  Tensor logits_last;                // (V) the LM head at position T − 1
+  HfScratch scratch;
+  int tokens() const { return static_cast<int>(ids.size()); }
+};
+
+// ids (T), 1 ≤ T ≤ max_position_embeddings (when the config gives it), each in [0, V) -> the
+// trace. Products in the project's kernel (or OpenBLAS), element-wise stages over threads.
+// Throws std::invalid_argument for bad ids.
+HfTrace hf_forward(const HfModel& model, std::span<const int> ids);
+// The same into tr, reusing its tensors' and scratch's memory: the same values as a fresh trace.
+void hf_forward(const HfModel& model, std::span<const int> ids, HfTrace& tr);
+
+// (V) logits at position pos of tr: the LM head applied to final_norm's row.
+std::vector<float> hf_logits(const HfModel& model, const HfTrace& tr, int pos);
+
+// A folder whose config.json names a model_type other than "gpt2", or that holds
+// model.safetensors.index.json (load_gpt reads no shards): read by load_hf_model (which names
+// the supported types when it is none of them), not by load_gpt.
+bool is_hf_model_folder(const std::filesystem::path& path);
+
+// `mhaviz dump --model` of these models:
+// {"format": "mhaviz-hf-dump", "version": 1, "model": {path, model_type, architecture,
+//  num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim, hidden_size,
+//  vocab_size, sliding_window, sliding_layers, tied, parameters}, "token_ids": [T],
+//  "tokens": [T display strings], "next_token": {"position": T - 1, "top": [{"id", "token",
+//  "p"} x top_k]}, "tensors": {"layers.{L}.attn_weights": (1, H, T, T), "logits_last": (V)}}
+std::string hf_dump_json(const HfModel& model, const Tokenizer& tokenizer, const HfTrace& trace, int top_k = 5);
+
+// Multiply-adds × 2 of a forward over T tokens plus the LM head at the last row.
+double hf_forward_flops(const HfConfig& c, int T);
+
+}  // namespace mhaviz

@@ -1,0 +1,54 @@
+#include "mhaviz/tensor_json.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace mhaviz {
+namespace {
+
+// %.9g: the float's value in at most 9 significant digits (dump.hpp's append_number, which
+// the lesson's dump.cpp holds; trained models do not reach the lesson's headers). JSON has
+// no infinities: a non-finite value is null.
+void append_value(std::string& out, float x) {
+  if (!std::isfinite(x)) {
+    out += "null";
+    return;
+  }
+  char buf[32];
+  const int n = std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(x));
+  out.append(buf, static_cast<std::size_t>(n));
+}
+
+}  // namespace
+
+TensorJson::TensorJson(const nlohmann::json& head) {
+  out_ = head.dump(1);
+  out_.pop_back();  // the closing brace: the tensors follow
+  while (!out_.empty() && (out_.back() == '\n' || out_.back() == ' ')) out_.pop_back();
+  out_ += ",\n \"tensors\": {";
+}
+
+void TensorJson::add(const std::string& name, const Shape& shape, const std::vector<float>& data) {
+  out_ += first_ ? "\n  \"" : ",\n  \"";
+  first_ = false;
+  out_ += name;
+  out_ += "\": {\"shape\": [";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) out_ += ", ";
+    out_ += std::to_string(shape[i]);
+  }
+  out_ += "], \"data\": [";
+  out_.reserve(out_.size() + data.size() * 13);
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    if (i) out_ += ", ";
+    append_value(out_, data[i]);
+  }
+  out_ += "]}";
+}
+
+std::string TensorJson::finish() {
+  out_ += "\n }\n}\n";
+  return std::move(out_);
+}
+
+}  // namespace mhaviz

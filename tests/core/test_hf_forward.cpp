@@ -1,0 +1,189 @@
+// The float32 forward of Qwen3, Qwen2, Llama and Gemma 3 (hf_model.hpp) against the float64
+// reference of tests/models/hf_reference.py, on every checkpoint make_modern_checkpoints.py
+// writes (in MHAVIZ_MODERN): every layer's attention weights and the last logits within
+// 1e-4, on each backend this CPU runs; then broken folders, each refused in one line that
+// names the tensor or the field.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "load_error_util.hpp"
+#include "mhaviz/hf_model.hpp"
+#include "mhaviz/safetensors.hpp"
+
+namespace mhaviz {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+const fs::path kModels = MHAVIZ_MODERN;
+
+json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return json::parse(ss.str());
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  float worst = 0.0f;
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  return worst;
+}
+
+// Restores the process-wide backend when a test leaves.
+struct BackendGuard {
+  Backend saved = backend();
+  ~BackendGuard() { set_backend(saved); }
+};
+
+class Forward : public ::testing::TestWithParam<std::string> {
+ protected:
+  fs::path dir() const { return kModels / GetParam(); }
+};
+
+TEST_P(Forward, EveryLayersWeightsAndTheLastLogitsEqualTheFloat64Reference) {
+  const BackendGuard guard;
+  const SafetensorsFile expected = SafetensorsFile::open(dir() / "reference" / "expected.safetensors");
+  const json sequences = read_json(dir() / "reference" / "input.json")["sequences"];
+  for (const Backend be : {Backend::Avx512, Backend::Avx2, Backend::OpenBlas}) {
+    if (!set_backend(be)) continue;
+    SCOPED_TRACE(std::string(backend_name(be)));
+    const HfModel m = load_hf_model(dir());  // packed for this backend as it loads
+    for (std::size_t s = 0; s < sequences.size(); ++s) {
+      const std::vector<int> ids = sequences[s].get<std::vector<int>>();
+      const HfTrace tr = hf_forward(m, ids);
+      const std::string p = "s" + std::to_string(s) + ".";
+      ASSERT_EQ(tr.layers.size(), static_cast<std::size_t>(m.config.num_hidden_layers));
+      for (std::size_t l = 0; l < tr.layers.size(); ++l) {
+        const StTensor* want = expected.find(p + "layers." + std::to_string(l) + ".attn_weights");
+        ASSERT_NE(want, nullptr);
+        const Tensor& got = tr.layers[l].weights;
+        ASSERT_EQ(got.shape, want->shape);
+        EXPECT_LT(max_abs_diff(got.data, expected.read(*want)), 1e-4f) << p << "layer " << l;
+        // Hidden cells are exactly 0, and the mask says which (the window on sliding layers).
+        const AttentionMask& mask = tr.layers[l].mask;
+        EXPECT_EQ(mask.window, m.blocks[l].sliding ? m.config.sliding_window : 0);
+        const std::int64_t T = tr.tokens();
+        for (std::int64_t h = 0; h < got.shape[1]; ++h)
+          for (std::int64_t i = 0; i < T; ++i)
+            for (std::int64_t j = 0; j < T; ++j)
+              if (!mask.visible(i, j)) {
+                ASSERT_EQ(got.data[static_cast<std::size_t>((h * T + i) * T + j)], 0.0f);
+              }
+      }
+      const std::vector<float> logits = expected.read(*expected.find(p + "logits_last"));
+      ASSERT_EQ(tr.logits_last.data.size(), logits.size());
+      EXPECT_LT(max_abs_diff(tr.logits_last.data, logits), 1e-4f) << p << "logits_last";
+      // The last logits are the LM head at the last row, whichever way they are asked for.
+      EXPECT_EQ(hf_logits(m, tr, tr.tokens() - 1), tr.logits_last.data);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modern, Forward,
+                         ::testing::Values("qwen3_f32", "qwen3_bf16_sharded", "qwen2_bias", "llama3_bf16_sharded",
+                                           "llama_mha_f32", "gemma3_f32", "gemma3_bf16_sharded"));
+
+TEST(HfForward, ArchitecturesGetTheirOwnBlocks) {
+  const HfModel gemma = load_hf_model(kModels / "gemma3_f32");
+  const HfBlock& g = gemma.blocks[0];
+  EXPECT_FALSE(g.pre_ff_norm.empty());
+  EXPECT_FALSE(g.q_norm.empty());
+  EXPECT_TRUE(gemma.tied);
+  EXPECT_TRUE(g.sliding);
+  EXPECT_FALSE(gemma.blocks[2].sliding);
+  EXPECT_NE(gemma.inv_freq_local, gemma.inv_freq_global);
+  const HfModel qwen2 = load_hf_model(kModels / "qwen2_bias");
+  EXPECT_FALSE(qwen2.blocks[0].q.bias.empty());
+  EXPECT_TRUE(qwen2.blocks[0].o.bias.empty());
+  EXPECT_TRUE(qwen2.blocks[0].q_norm.empty());
+  EXPECT_TRUE(qwen2.blocks[0].pre_ff_norm.empty());
+  EXPECT_FALSE(qwen2.tied);
+}
+
+TEST(HfForward, AReusedTraceGivesTheFreshValues) {
+  // Longer, then shorter, then the same length with other ids: each equal to a fresh forward.
+  const HfModel m = load_hf_model(kModels / "gemma3_bf16_sharded");
+  HfTrace reused;
+  for (const std::vector<int>& ids :
+       {std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, std::vector<int>{5, 17, 230, 17, 99, 5, 42},
+        std::vector<int>{9, 8, 7, 6, 5, 4, 3}}) {
+    hf_forward(m, ids, reused);
+    const HfTrace fresh = hf_forward(m, ids);
+    ASSERT_EQ(reused.layers.size(), fresh.layers.size());
+    for (std::size_t l = 0; l < fresh.layers.size(); ++l) {
+      EXPECT_EQ(reused.layers[l].weights.shape, fresh.layers[l].weights.shape);
+      EXPECT_EQ(reused.layers[l].weights.data, fresh.layers[l].weights.data) << "layer " << l;
+    }
+    EXPECT_EQ(reused.final_norm.data, fresh.final_norm.data);
+    EXPECT_EQ(reused.logits_last.data, fresh.logits_last.data);
+  }
+}
+
+TEST(HfForward, RefusesIdsOutsideTheVocabularyAndAnEmptySequence) {
+  const HfModel m = load_hf_model(kModels / "llama_mha_f32");
+  EXPECT_THROW(hf_forward(m, std::vector<int>{}), std::invalid_argument);
+  EXPECT_THROW(hf_forward(m, std::vector<int>{1, 300}), std::invalid_argument);
+  EXPECT_THROW(hf_forward(m, std::vector<int>{-1}), std::invalid_argument);
+  EXPECT_THROW(hf_forward(m, std::vector<int>(129, 1)), std::invalid_argument);  // max_position_embeddings 128
+}
+
+// A copy of a good checkpoint whose config.json is changed: the weights no longer match it.
+fs::path broken_copy(const std::string& name, const std::function<void(json&)>& change) {
+  const fs::path to = fs::path(::testing::TempDir()) / ("mhaviz_hf_forward_" + name);
+  fs::remove_all(to);
+  fs::create_directories(to);
+  for (const auto& e : fs::directory_iterator(kModels / name))
+    if (e.is_regular_file()) fs::copy_file(e.path(), to / e.path().filename());
+  json c = read_json(to / "config.json");
+  change(c);
+  std::ofstream(to / "config.json") << c.dump(2);
+  return to;
+}
+
+TEST(HfForward, AMissingOrMisshapenTensorIsOneLineNamingIt) {
+  struct Case {
+    std::string model;
+    std::function<void(json&)> change;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {"qwen3_f32", [](json& c) { c["tie_word_embeddings"] = false; }, "no tensor \"lm_head.weight\""},
+      {"llama_mha_f32", [](json& c) { c["attention_bias"] = true; },
+       "no tensor \"model.layers.0.self_attn.q_proj.bias\""},
+      {"llama_mha_f32", [](json& c) { c["num_key_value_heads"] = 2; },
+       "tensor \"model.layers.0.self_attn.k_proj.weight\" is [64, 64], config.json gives [32, 64]"},
+      {"qwen2_bias", [](json& c) { c["intermediate_size"] = 128; },
+       "tensor \"model.layers.0.mlp.gate_proj.weight\" is [96, 64], config.json gives [128, 64]"},
+      {"qwen3_f32", [](json& c) { c["model_type"] = "gemma3_text"; },
+       "no tensor \"model.layers.0.pre_feedforward_layernorm.weight\""},
+  };
+  for (const Case& c : cases) {
+    const fs::path dir = broken_copy(c.model, c.change);
+    const std::string e = test::load_error_of([&] { load_hf_model(dir); });
+    EXPECT_NE(e.find(c.error), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    fs::remove_all(dir);
+  }
+}
+
+TEST(HfForward, TheFixturesBrokenConfigsAndWeightsAreRefusedAsTheFilesAlone) {
+  const json bad = read_json(kModels / "bad" / "manifest.json");
+  int checked = 0;
+  for (const json& c : bad["cases"]) {
+    if (c["stage"] == "tokenizer") continue;
+    const std::string e = test::load_error_of([&] { load_hf_model(kModels / "bad" / c["path"].get<std::string>()); });
+    EXPECT_NE(e.find(c["error"].get<std::string>()), std::string::npos) << c["name"] << ": " << e;
+    ++checked;
+  }
+  EXPECT_GE(checked, 15);
+}
+
+}  // namespace
+}  // namespace mhaviz
