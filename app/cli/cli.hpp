@@ -31,6 +31,9 @@ struct BenchOptions {
   double dropout = 0.0;
   bool qkv_bias = false;
   bool no_causal = false;
+  int kv_heads = 0;    // --kv-heads G: gqa's K/V heads (num_kv_groups)
+  int window = 0;      // --window W: the sliding window (0: off)
+  int latent_dim = 0;  // --latent-dim L: mla's latent (0: max(16, d_out // 8))
   std::string backend = "auto";
   std::string model;  // --model: time a trained GPT's forward instead
   int edit_at = -1;   // --edit-at P (with --model): time the recompute after a change at P
