@@ -4,6 +4,7 @@
 // and its refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -267,6 +268,20 @@ TEST(Variants, EveryBadCombinationNamesFieldAndValue) {
     EXPECT_TRUE(e.starts_with(c.starts)) << c.what << ": got \"" << e << "\"";
     EXPECT_EQ(e.find('\n'), std::string::npos) << c.what;
   }
+}
+
+TEST(Variants, RecoveryKeepsVersionThreeAndFitsTheGroups) {
+  json j = v3("gqa");
+  j["model"]["num_heads"] = 6;
+  j["model"]["num_kv_groups"] = 4;  // does not divide 6: the largest divisor below is 3
+  j["model"]["sliding_window"] = 2;
+  j["colour"] = "red";
+  const Recovered r = recover_session(j.dump());
+  EXPECT_EQ(r.session.model.num_kv_groups, 3);
+  EXPECT_EQ(r.session.model.sliding_window, 2);
+  EXPECT_NE(std::find(r.repairs.begin(), r.repairs.end(), "model.num_kv_groups: 4 set to 3, a divisor of num_heads 6"),
+            r.repairs.end());
+  EXPECT_EQ(json::parse(session_to_json(r.session))["version"], 3);
 }
 
 }  // namespace
