@@ -17,7 +17,8 @@ namespace {
 
 // Arguments that the top level handles itself; anything else is the GUI's.
 bool is_top_level(const char* arg) {
-  for (const char* s : {"gui", "dump", "export", "render", "bench", "train", "lessons", "-h", "--help", "--version"})
+  for (const char* s :
+       {"gui", "dump", "export", "render", "bench", "train", "kv-memory", "lessons", "-h", "--help", "--version"})
     if (std::strcmp(arg, s) == 0) return true;
   return false;
 }
@@ -44,6 +45,8 @@ int main(int argc, char** argv) {
   mhaviz::cli::add_bench(app, bench);
   mhaviz::cli::TrainOptions train;
   mhaviz::cli::add_train(app, train);
+  mhaviz::cli::KvMemoryOptions kv_memory;
+  mhaviz::cli::add_kv_memory(app, kv_memory);
   auto* lessons = app.add_subcommand("lessons", "List the built-in lessons (usable wherever a session is expected)");
 #ifdef MHAVIZ_WITH_GUI
   auto* gui = app.add_subcommand("gui", "Open the desktop app on a session (default: the seed003-wrapper lesson)");
@@ -73,6 +76,7 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("render")) return mhaviz::cli::run_render(render);
   if (app.got_subcommand("bench")) return mhaviz::cli::run_bench(bench);
   if (app.got_subcommand("train")) return mhaviz::cli::run_train(train);
+  if (app.got_subcommand("kv-memory")) return mhaviz::cli::run_kv_memory(kv_memory);
   if (lessons->parsed()) {
     for (const auto& l : mhaviz::lessons()) std::cout << l.name << "  " << l.description << "\n";
     return 0;

@@ -3,7 +3,11 @@
 `mhaviz bench` at the same sizes, in the same run, and prints medians and ratios.
 
 Usage: scripts/bench_vs_torch.py PATH/TO/mhaviz [--tokens 128 512 1024] [--rounds 3]
-                                  [--backends auto avx2 openblas]
+                                  [--backends auto avx2 openblas] [--variants gqa:4 window:256]
+
+--variants adds, at the last --tokens size, the book's GroupedQueryAttention with G K/V heads
+(gqa:G) and MultiHeadAttentionWithSWA with a window of W keys (window:W) beside plain
+weight_split, each timed in mhaviz and in PyTorch in the same alternating rounds.
 
 Each backend gets its own ratio (mhaviz's time over PyTorch's), and each size a floor: the
 ratio if every product ran at the SGEMM peak torch.mm reaches in the same run and nothing
@@ -54,9 +58,47 @@ class MultiHeadAttention(nn.Module):
         return self.out_proj(context_vec)
 
 
-def torch_median_ms(tokens, d, heads, repeat):
+class VariantAttention(MultiHeadAttention):
+    """The book's GroupedQueryAttention (kv_heads K/V heads, repeat_interleave to the query heads;
+    out_proj without bias) and MultiHeadAttentionWithSWA (window: i - j >= W hidden), without
+    their caches."""
+
+    def __init__(self, d, tokens, heads, kv_heads, window):
+        super().__init__(d, d, tokens, 0.0, heads)
+        self.kv_heads = kv_heads
+        self.W_key = nn.Linear(d, kv_heads * self.head_dim, bias=False)
+        self.W_value = nn.Linear(d, kv_heads * self.head_dim, bias=False)
+        pos = torch.arange(tokens)
+        diff = pos.unsqueeze(-1) - pos.unsqueeze(0)
+        self.hidden = (diff < 0) | (diff >= (window or tokens + 1))
+
+    def forward(self, x):
+        b, T, _ = x.shape
+        q = self.W_query(x).view(b, T, self.num_heads, self.head_dim).transpose(1, 2)
+        k = self.W_key(x).view(b, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.W_value(x).view(b, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        group = self.num_heads // self.kv_heads
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        scores = (q @ k.transpose(2, 3)).masked_fill_(self.hidden[:T, :T], -torch.inf)
+        weights = torch.softmax(scores / self.head_dim ** 0.5, dim=-1)
+        return self.out_proj((weights @ v).transpose(1, 2).contiguous().view(b, T, self.d_out))
+
+
+def parse_variant(text, heads):
+    """"weight_split", "gqa:G" or "window:W" -> (K/V heads, window, mhaviz bench arguments)."""
+    kind, _, n = text.partition(":")
+    if kind == "gqa":
+        return int(n), 0, ["--variant", "gqa", "--kv-heads", n]
+    if kind == "window":
+        return heads, int(n), ["--variant", "weight_split", "--window", n]
+    return heads, 0, ["--variant", "weight_split"]
+
+
+def torch_median_ms(tokens, d, heads, repeat, variant="weight_split"):
     torch.manual_seed(123)
-    mha = MultiHeadAttention(d, d, tokens, 0.0, heads)
+    kv_heads, window, _ = parse_variant(variant, heads)
+    mha = (MultiHeadAttention(d, d, tokens, 0.0, heads) if variant == "weight_split" else
+           VariantAttention(d, tokens, heads, kv_heads, window))
     x = torch.rand(1, tokens, d) * 2 - 1
     times = []
     with torch.no_grad():
@@ -100,10 +142,10 @@ def sgemm_peak_here(tokens, d, repeat):
     return best
 
 
-def mhaviz_median_ms(binary, tokens, d, heads, repeat, backend):
+def mhaviz_median_ms(binary, tokens, d, heads, repeat, backend, variant="weight_split"):
     # Warm-up runs as many as timed ones: on this kind of virtual machine a fresh process's
     # first ~0.1 s of two-thread work often runs at half speed.
-    out = subprocess.run([binary, "bench", "--variant", "weight_split", "--tokens", str(tokens), "--d-in", str(d),
+    out = subprocess.run([binary, "bench", *parse_variant(variant, heads)[2], "--tokens", str(tokens), "--d-in", str(d),
                           "--d-out", str(d), "--heads", str(heads), "--repeat", str(repeat), "--warmup", str(repeat),
                           "--backend", backend],
                          check=True, capture_output=True, text=True).stdout
@@ -122,6 +164,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds; the median of round medians is reported")
     ap.add_argument("--backends", nargs="+", default=["auto", "openblas"],
                     help="mhaviz backends to time (auto, avx512, avx2, openblas); a ratio for each")
+    ap.add_argument("--variants", nargs="*", default=[],
+                    help="gqa:G and window:W, timed beside weight_split at the last --tokens size")
     args = ap.parse_args()
     capability = os.environ.get("ATEN_CPU_CAPABILITY", "default")
     coretype = os.environ.get("OPENBLAS_CORETYPE", "auto")
@@ -150,6 +194,29 @@ def main():
         print(f"{tokens:>6} {t:>10.2f} {threads:>8}" + "".join(f" {o[b]:>13.2f}" for b in args.backends) +
               "".join(f" {o[b] / t:>14.2f}" for b in args.backends) +
               f" {sgemm:>11.0f} {module_flops(tokens, args.d, args.heads) / sgemm / 1e6 / t:>6.2f} {rss:>15.1f}")
+    if args.variants:
+        compare_variants(args)
+
+
+def compare_variants(args):
+    """Each variant beside weight_split at the last size, mhaviz (first backend) and torch,
+    in alternating rounds; torch at its fastest thread count."""
+    tokens, backend = args.tokens[-1], args.backends[0]
+    variants = ["weight_split"] + args.variants
+    ours, theirs = {v: [] for v in variants}, {(v, n): [] for v in variants for n in args.torch_threads}
+    for _ in range(args.rounds):
+        for v in variants:
+            for n in args.torch_threads:
+                torch.set_num_threads(n)
+                theirs[(v, n)].append(torch_median_ms(tokens, args.d, args.heads, 10, v))
+            ours[v].append(mhaviz_median_ms(args.mhaviz, tokens, args.d, args.heads, 10, backend, v)[0])
+    print(f"variants at T = {tokens} ({backend}):")
+    print(f"{'variant':>14} {'mhaviz ms':>10} {'torch ms':>9} {'ratio':>6} {'mhaviz / weight_split':>22}")
+    base = statistics.median(ours["weight_split"])
+    for v in variants:
+        o = statistics.median(ours[v])
+        t = min(statistics.median(theirs[(v, n)]) for n in args.torch_threads)
+        print(f"{v:>14} {o:>10.2f} {t:>9.2f} {o / t:>6.2f} {o / base:>22.2f}")
 
 
 if __name__ == "__main__":

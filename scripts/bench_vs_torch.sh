@@ -2,6 +2,7 @@
 # Side-by-side timing of mhaviz's forward and PyTorch's (Debian's python3-torch), same run.
 # Usage: scripts/bench_vs_torch.sh [build dir, default build/bench: release flags, no GUI]
 #                                  [--tokens 128 512 1024] [--backends auto avx2 openblas] [--rounds 3]
+#                                  [--variants gqa:4 window:256]  (beside weight_split at the last size)
 # As a CPU without AVX-512 would run (AVX2 kernels in mhaviz, PyTorch and OpenBLAS alike):
 #   ATEN_CPU_CAPABILITY=avx2 OPENBLAS_CORETYPE=Haswell scripts/bench_vs_torch.sh build/bench --backends avx2
 set -euo pipefail

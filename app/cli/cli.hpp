@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct BenchOptions {
   double dropout = 0.0;
   bool qkv_bias = false;
   bool no_causal = false;
+  int kv_heads = 0;    // --kv-heads G: gqa's K/V heads (num_kv_groups)
+  int window = 0;      // --window W: the sliding window (0: off)
+  int latent_dim = 0;  // --latent-dim L: mla's latent (0: max(16, d_out // 8))
   std::string backend = "auto";
   std::string model;  // --model: time a trained GPT's forward instead
   int edit_at = -1;   // --edit-at P (with --model): time the recompute after a change at P
@@ -64,6 +68,16 @@ struct RenderOptions {
 };
 void add_render(CLI::App& app, RenderOptions& o);
 int run_render(const RenderOptions& o);
+
+// `mhaviz kv-memory`: a preset, a session's module or a model given by its sizes; unset
+// options take the preset's or session's value (or, for a model by sizes, the defaults).
+struct KvMemoryOptions {
+  std::string preset, session, dtype = "bf16";
+  std::optional<long long> emb_dim, heads, kv_heads, head_dim, layers, latent_dim, window, sliding_every, context,
+      batch;
+};
+void add_kv_memory(CLI::App& app, KvMemoryOptions& o);
+int run_kv_memory(const KvMemoryOptions& o);
 
 // Prints "mhaviz: <message>" on stderr and returns the usage-error status 2.
 int usage_error(const std::string& message);

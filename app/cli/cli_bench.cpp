@@ -135,7 +135,7 @@ int bench_hf_model(const BenchOptions& o) {
 
 void add_bench(CLI::App& app, BenchOptions& o) {
   auto* sub = app.add_subcommand("bench", "Time the forward pass (median of repeats after warm-up)");
-  sub->add_option("--variant", o.variant, "wrapper, weight_split or fused_qkv")->capture_default_str();
+  sub->add_option("--variant", o.variant, "wrapper, weight_split, fused_qkv, gqa or mla")->capture_default_str();
   sub->add_option("--tokens", o.tokens, "Sequence length T")->capture_default_str();
   sub->add_option("--d-in", o.d_in, "Embedding width d_in")->capture_default_str();
   sub->add_option("--d-out", o.d_out, "d_out")->capture_default_str();
@@ -147,6 +147,9 @@ void add_bench(CLI::App& app, BenchOptions& o) {
   sub->add_option("--dropout", o.dropout, "Dropout probability (training mode)")->capture_default_str();
   sub->add_flag("--qkv-bias", o.qkv_bias, "Give the Q/K/V projections a bias");
   sub->add_flag("--no-causal", o.no_causal, "No causal mask (encoder attention)");
+  sub->add_option("--kv-heads", o.kv_heads, "gqa: the number of K/V heads (num_kv_groups; divides --heads)");
+  sub->add_option("--window", o.window, "A sliding window of W keys (split variants, causal)");
+  sub->add_option("--latent-dim", o.latent_dim, "mla: the latent's width (default max(16, d_out // 8))");
   sub->add_option("--backend", o.backend,
                   "Products in: auto (the widest kernel the CPU runs), avx512 or avx2 (this project's kernel in "
                   "AVX-512 or AVX2 + FMA tiles) or openblas (Eigen on OpenBLAS)")
@@ -162,7 +165,11 @@ void add_bench(CLI::App& app, BenchOptions& o) {
 int run_bench(const BenchOptions& o) {
   ModelConfig c;
   if (!parse_variant(o.variant, c.variant))
-    return usage_error("--variant: '" + o.variant + "' is not one of wrapper, weight_split, fused_qkv");
+    return usage_error("--variant: '" + o.variant + "' is not one of wrapper, weight_split, fused_qkv, gqa, mla");
+  if (c.variant == Variant::Gqa && o.kv_heads == 0) return usage_error("--kv-heads: needed by --variant gqa");
+  c.num_kv_groups = o.kv_heads;
+  c.sliding_window = o.window;
+  c.latent_dim = c.variant == Variant::Mla && o.latent_dim == 0 ? default_latent_dim(o.d_out) : o.latent_dim;
   c.d_out = o.d_out;
   c.num_heads = o.heads;
   c.context_length = o.tokens;
@@ -208,9 +215,13 @@ int run_bench(const BenchOptions& o) {
   const double median = median_of(ms);
   const double rss_mib = peak_rss_mib();
   const double gflops = static_cast<double>(trace.cost.flops) / (median * 1e-3) / 1e9;
-  std::printf("mhaviz bench: %s b=%d T=%d d_in=%d d_out=%d heads=%d dropout=%g %s, products in %s\n", o.variant.c_str(),
-              o.batch, o.tokens, o.d_in, o.d_out, o.heads, o.dropout, c.causal ? "causal" : "no mask",
-              std::string(backend_name(backend())).c_str());
+  std::string options;
+  if (c.variant == Variant::Gqa) options += " kv_heads=" + std::to_string(c.num_kv_groups);
+  if (c.variant == Variant::Mla) options += " latent_dim=" + std::to_string(c.latent_dim);
+  if (c.sliding_window > 0) options += " window=" + std::to_string(c.sliding_window);
+  std::printf("mhaviz bench: %s b=%d T=%d d_in=%d d_out=%d heads=%d%s dropout=%g %s, products in %s\n",
+              o.variant.c_str(), o.batch, o.tokens, o.d_in, o.d_out, o.heads, options.c_str(), o.dropout,
+              c.causal ? "causal" : "no mask", std::string(backend_name(backend())).c_str());
   std::printf(
       "forward (every intermediate kept): %zu runs after %d warm-up, median %.4f ms, min %.4f ms, max %.4f ms\n",
       ms.size(), o.warmup, median, sorted.front(), sorted.back());

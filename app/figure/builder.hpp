@@ -117,6 +117,8 @@ inline std::string variant_title(Variant v) {
     case Variant::Wrapper: return "MultiHeadAttentionWrapper";
     case Variant::WeightSplit: return "MultiHeadAttention (weight split)";
     case Variant::FusedQkv: return "MultiHeadAttention (fused qkv_layer)";
+    case Variant::Gqa: return "GroupedQueryAttention";
+    case Variant::Mla: return "MultiHeadLatentAttention";
   }
   return "";
 }

@@ -258,7 +258,7 @@ BAD_SESSIONS = [
     ("object token", edited(set_path(["tokens", 0], {"a": 1})), "tokens[0]", "object"),
     ("model is an array", edited(set_path(["model"], [1])), "model", "array"),
     ("embeddings is an object", edited(set_path(["embeddings"], {"0": [1, 2, 3]})), "embeddings", "object"),
-    ("unsupported version", edited(set_path(["version"], 3)), "version", "3"),
+    ("unsupported version", edited(set_path(["version"], 4)), "version", "4"),
     ("missing tokens", edited(delete(["tokens"])), "tokens", "missing"),
     ("missing model", edited(delete(["model"])), "model", "missing"),
     # Negative and zero sizes.

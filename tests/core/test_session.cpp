@@ -67,7 +67,7 @@ TEST(Session, EveryBadValueNamesFieldAndValue) {
       {"string value", [](json& j) { j["embeddings"][0][0] = "x"; }, "embeddings[0][0]", "\"x\""},
       {"long token", [](json& j) { j["tokens"][0] = std::string(300, 'a'); }, "tokens[0]", "300 bytes"},
       {"wrong format", [](json& j) { j["format"] = "other"; }, "format", "\"other\""},
-      {"wrong version", [](json& j) { j["version"] = 3; }, "version", "3"},
+      {"wrong version", [](json& j) { j["version"] = 4; }, "version", "4"},
       {"view in version 1", [](json& j) { j["view"] = {{"stage", "masked"}}; }, "view", "version\": 2"},
       {"view not object", [](json& j) { j["version"] = 2; j["view"] = 5; }, "view", "an integer"},
       {"view stage", [](json& j) { j["version"] = 2; j["view"] = {{"stage", "soft"}}; }, "view.stage", "\"soft\""},

@@ -32,6 +32,9 @@ struct KeyPadding {
   }
 };
 
+// Why a cell is hidden (padding aside): what a picture tells apart.
+enum class MaskRule { Visible, Causal, Window };
+
 struct AttentionMask {
   bool causal = false;  // key j visible to query i only when j <= i
   // Sliding window: W >= 1 shows key j to query i only when 0 <= i − j < W (the window
@@ -43,6 +46,12 @@ struct AttentionMask {
   bool visible(std::int64_t i, std::int64_t j) const {
     if ((causal || window > 0) && j > i) return false;
     return window <= 0 || i - j < window;
+  }
+  // A key after the query is hidden by the causal rule (the window looks back only, so it
+  // hides those too: Causal names them either way); one further back than W - 1 by the window.
+  MaskRule hidden_by(std::int64_t i, std::int64_t j) const {
+    if ((causal || window > 0) && j > i) return MaskRule::Causal;
+    return window > 0 && i - j >= window ? MaskRule::Window : MaskRule::Visible;
   }
   bool hides(int b, std::int64_t i, std::int64_t j) const { return !visible(i, j) || padding(b, j); }
   // The keys of `present` that causal and window leave to query i: one range, since both

@@ -15,7 +15,11 @@
 
 namespace mhaviz {
 
-enum class Variant { Wrapper, WeightSplit, FusedQkv };
+// wrapper, weight_split and fused_qkv: chapter 3 and the Transformer tutorial; gqa and mla: the
+// book's bonus GroupedQueryAttention (ch04/04_gqa) and MultiHeadLatentAttention (ch04/05_mla).
+enum class Variant { Wrapper, WeightSplit, FusedQkv, Gqa, Mla };
+inline constexpr Variant kAllVariants[] = {Variant::Wrapper, Variant::WeightSplit, Variant::FusedQkv, Variant::Gqa,
+                                           Variant::Mla};
 
 // Trained parameters of a chapter-3 module read from a safetensors file (a session's
 // model.weights): state_dict name ("W_query.weight", "heads.0.W_key.bias") -> float32 values
@@ -29,7 +33,7 @@ struct ParameterFile {
   std::map<std::string, Tensor, std::less<>> tensors;
 };
 
-std::string_view variant_name(Variant v);  // "wrapper", "weight_split", "fused_qkv"
+std::string_view variant_name(Variant v);  // "wrapper", "weight_split", "fused_qkv", "gqa", "mla"
 bool parse_variant(std::string_view name, Variant& out);
 
 struct ModelConfig {
@@ -43,6 +47,16 @@ struct ModelConfig {
   std::uint64_t seed = 123;
   // Training mode applies dropout, as the seeds' notebooks do; eval mode draws nothing.
   bool training = true;
+  // gqa: the number of K/V heads (the book's num_kv_groups in GroupedQueryAttention; its memory
+  // estimator's n_kv_groups is the group size instead). Divides num_heads; 1 is multi-query
+  // attention. 0 for the other variants.
+  int num_kv_groups = 0;
+  // Split variants: key j visible to query i only when 0 <= i - j < W (MultiHeadAttentionWithSWA);
+  // needs causal. 0: off.
+  int sliding_window = 0;
+  // mla: the latent's width (W_DKV's output); the session's default is default_latent_dim(d_out).
+  // 0 for the other variants.
+  int latent_dim = 0;
   // Trained parameters replacing the seed's init (null: init from seed). Their shapes fix
   // d_in, d_out, num_heads and qkv_bias: validate_model refuses a config they do not fit.
   // Dropout masks still continue the seed's stream, as in PyTorch after load_state_dict.
@@ -61,6 +75,12 @@ std::vector<ParameterSpec> parameter_specs(const ModelConfig& config, int d_in);
 int head_dim(const ModelConfig& c);
 // Width of the concatenated/merged context: num_heads * head_dim.
 int merged_dim(const ModelConfig& c);
+// K/V heads the attention reads: num_kv_groups for gqa, num_heads otherwise.
+int kv_heads(const ModelConfig& c);
+// MultiHeadLatentAttention's latent_dim when none is given: max(16, d_out // 8).
+int default_latent_dim(int d_out);
+// A split variant (every one but the wrapper): one attention over heads of d_out / num_heads.
+bool is_split(Variant v);
 
 struct Model {
   ModelConfig config;
@@ -69,8 +89,9 @@ struct Model {
   std::vector<Linear> layers;
   // Generator state after parameter init: dropout masks continue this stream.
   std::mt19937 rng_after_init;
-  // wrapper and weight_split: W_query, W_key, W_value (the wrapper's head after head) stacked
-  // row-wise, [3*merged_dim, d_in], so the three projections are one GEMM (a third fewer
+  // wrapper, weight_split and gqa: W_query, W_key, W_value (the wrapper's head after head)
+  // stacked row-wise, [merged_dim + 2 * kv_heads * head_dim, d_in]; mla: W_query and W_DKV,
+  // [merged_dim + latent_dim, d_in]. The projections of the input are then one GEMM (fewer
   // passes over the input and better use of two cores at small T). Set by prepare_forward;
   // emptied, with that layer's packed copy, when a layer is handed out for change by layer(name).
   Linear qkv_stacked;

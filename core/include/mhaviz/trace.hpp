@@ -27,22 +27,29 @@ struct Cost {
 };
 Cost forward_cost(const ModelConfig& c, int d_in, int tokens, int batch);
 
-// The mask a config's module applies: causal or none (a lesson's sequences have no padding).
+// The mask a config's module applies: causal or none, and the sliding window when set (a
+// lesson's sequences have no padding).
 AttentionMask attention_mask(const ModelConfig& c);
 
 struct Trace {
   ModelConfig config;
   int batch = 0, tokens = 0, d_in = 0, heads = 0, head_dim = 0;
+  int kv_heads = 0;  // G: K/V heads (gqa: num_kv_groups; otherwise == heads)
 
   Tensor input;  // (b, T, d_in)
   // Projections as the variant computes them:
   //   wrapper:      queries/keys/values (b, T, h*d_out), head i's Linear output in columns [i*d_out, (i+1)*d_out)
   //   weight_split: queries/keys/values (b, T, d_out)
   //   fused_qkv:    qkv (b, T, 3*d_out); queries/keys/values hold its per-head chunks re-merged (b, T, d_out)
+  //   gqa:          queries (b, T, d_out); keys/values (b, T, G*hd)
+  //   mla:          queries (b, T, d_out); keys/values (b, T, d_out) up-projected from the latent
   Tensor queries, keys, values;
+  Tensor latent;                   // mla only: W_DKV(x), (b, T, latent_dim), what its KV cache holds
   Tensor qkv;                      // fused_qkv only, else empty
   std::vector<float> workspace;    // scratch of the stacked projection (N, 3*h*hd); not a tensor to show
-  Tensor q, k, v;                  // (b, h, T, hd) per-head, after view + transpose (or permute + chunk)
+  Tensor q;                        // (b, h, T, hd) per-head, after view + transpose (or permute + chunk)
+  Tensor k, v;                     // (b, G, T, hd) likewise, at the K/V heads (G == h but in gqa)
+  Tensor k_expanded, v_expanded;   // gqa only: (b, h, T, hd) k and v by repeat_interleave(h / G, dim=1)
   Tensor scores;                   // (b, h, T, T) raw q·kᵀ of every cell, before mask and scale (hidden cells too)
   Tensor weights;                  // (b, h, T, T) softmax(masked scores / sqrt(hd)); hidden cells exactly 0
   std::vector<std::uint8_t> keep;  // (b, h, T, T) 1 = kept by dropout; empty when no dropout was drawn
@@ -55,6 +62,9 @@ struct Trace {
   bool dropout_applied() const { return !dropped.empty(); }
   const Tensor& weights_after_dropout() const { return dropout_applied() ? dropped : weights; }
   AttentionMask mask() const { return attention_mask(config); }
+  // Which rule hides cell (i, j), if any: the causal mask (j > i) or the sliding window
+  // (i - j >= W), which the heatmaps draw differently.
+  MaskRule hidden_by(int i, int j) const { return mask().hidden_by(i, j); }
   bool masked(int i, int j) const { return !mask().visible(i, j); }
   bool kept(int b, int h, int i, int j) const;
   float scale() const;  // 1 / sqrt(head_dim), as applied

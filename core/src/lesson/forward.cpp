@@ -1,6 +1,7 @@
 // The fast forward pass: products in the project's kernel (gemm.hpp, AVX-512 or AVX2) or, where the CPU
 // lacks it or backend() says so, Eigen expressions that go to OpenBLAS; element-wise
 // stages split over threads. reference.cpp holds the loop version it is tested against.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -22,37 +23,39 @@ void reshape(Tensor& t, Shape shape) {
   t.data.resize(static_cast<std::size_t>(shape_numel(t.shape)));
 }
 
-}  // namespace
-
-// input (b, T, d_in) -> trace with every intermediate (see trace.hpp for shapes).
-// Steps: 1 project, 2 split heads, 3 scores, 4 mask + scale + softmax, 5 dropout,
-// 6 context, 7 merge, 8 output projection.
-void forward(const Model& model, const Tensor& input, Trace& tr) {
+// Steps 1-2 of mla: queries and the latent from the input (the stacked W_query | W_DKV when
+// prepared), then keys and values up-projected from the latent, each split into heads.
+void project_latent(const Model& model, const Tensor& input, Trace& tr, bool kernel) {
   const ModelConfig& c = model.config;
-  const int b = static_cast<int>(input.shape[0]), T = static_cast<int>(input.shape[1]);
-  const int H = c.num_heads, hd = head_dim(c), M = merged_dim(c);
-  const std::int64_t N = static_cast<std::int64_t>(b) * T, TT = static_cast<std::int64_t>(T) * T;
-  const std::int64_t P = static_cast<std::int64_t>(b) * H;  // (batch, head) pairs
-  tr.config = c;
-  tr.batch = b;
-  tr.tokens = T;
-  tr.d_in = model.d_in;
-  tr.heads = H;
-  tr.head_dim = hd;
-  tr.input = input;
-  tr.cost = forward_cost(c, model.d_in, T, b);
-  const bool kernel = backend() != Backend::OpenBlas;  // read once: one forward, one backend
+  const int b = tr.batch, T = tr.tokens, H = c.num_heads, hd = head_dim(c), M = merged_dim(c), L = c.latent_dim;
+  const std::int64_t N = static_cast<std::int64_t>(b) * T;
+  reshape(tr.latent, {b, T, L});
+  if (!model.qkv_stacked.weight.empty()) {
+    tr.workspace.resize(static_cast<std::size_t>(N * (M + L)));
+    linear_into(model.qkv_stacked, input.ptr(), N, tr.workspace.data(), M + L, kernel);
+    split_heads(tr.workspace.data(), M + L, 0, hd, b, T, H, hd, tr.q.ptr(), T, 0, tr.queries.ptr());
+    split_heads(tr.workspace.data(), M + L, M, L, b, T, 1, L, tr.latent.ptr(), T, 0,
+                nullptr);  // (b, 1, T, L) is (b, T, L)
+  } else {
+    linear_into(model.layer("W_query"), input.ptr(), N, tr.queries.ptr(), M, kernel);
+    linear_into(model.layer("W_DKV"), input.ptr(), N, tr.latent.ptr(), L, kernel);
+    split_heads(tr.queries.ptr(), M, 0, hd, b, T, H, hd, tr.q.ptr(), T, 0, nullptr);
+  }
+  linear_into(model.layer("W_UK"), tr.latent.ptr(), N, tr.keys.ptr(), M, kernel);
+  linear_into(model.layer("W_UV"), tr.latent.ptr(), N, tr.values.ptr(), M, kernel);
+  split_heads(tr.keys.ptr(), M, 0, hd, b, T, H, hd, tr.k.ptr(), T, 0, nullptr);
+  split_heads(tr.values.ptr(), M, 0, hd, b, T, H, hd, tr.v.ptr(), T, 0, nullptr);
+}
 
-  // 1-2. Projections and the split into heads.
-  const Shape per_head{b, H, T, hd};
-  reshape(tr.q, per_head);
-  reshape(tr.k, per_head);
-  reshape(tr.v, per_head);
-  reshape(tr.queries, {b, T, M});
-  reshape(tr.keys, {b, T, M});
-  reshape(tr.values, {b, T, M});
+// Steps 1-2 of the other variants: queries (b, T, M) and keys, values (b, T, G*hd) and their
+// heads, q (b, H, T, hd) and k, v (b, G, T, hd).
+void project(const Model& model, const Tensor& input, Trace& tr, bool kernel) {
+  const ModelConfig& c = model.config;
+  const int b = tr.batch, T = tr.tokens, H = c.num_heads, G = kv_heads(c), hd = head_dim(c), M = merged_dim(c);
+  const std::int64_t N = static_cast<std::int64_t>(b) * T;
   Tensor* qkv_out[3] = {&tr.queries, &tr.keys, &tr.values};
   Tensor* heads_out[3] = {&tr.q, &tr.k, &tr.v};
+  const int heads[3] = {H, G, G};
   if (c.variant == Variant::FusedQkv) {
     reshape(tr.qkv, {b, T, 3 * c.d_out});
     linear_into(model.layer("qkv_layer"), input.ptr(), N, tr.qkv.ptr(), 3 * c.d_out, kernel);
@@ -61,39 +64,99 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
       split_heads(tr.qkv.ptr(), 3 * c.d_out, static_cast<std::int64_t>(part) * hd, 3 * hd, b, T, H, hd,
                   heads_out[part]->ptr(), T, 0, qkv_out[part]->ptr());
     }
-  } else if (!model.qkv_stacked.weight.empty()) {
-    tr.qkv = Tensor();
-    // One GEMM into (N, 3M) scratch, then queries | keys | values are its column blocks.
-    tr.workspace.resize(static_cast<std::size_t>(N * 3 * M));
-    linear_into(model.qkv_stacked, input.ptr(), N, tr.workspace.data(), 3 * M, kernel);
-    for (int part = 0; part < 3; ++part) {
-      const float* src = tr.workspace.data() + static_cast<std::int64_t>(part) * M;
-      split_heads(src, 3 * M, 0, hd, b, T, H, hd, heads_out[part]->ptr(), T, 0, qkv_out[part]->ptr());
+    return;
+  }
+  tr.qkv = Tensor();
+  if (!model.qkv_stacked.weight.empty()) {
+    // One GEMM into (N, M + 2 G hd) scratch, then queries | keys | values are its column blocks.
+    const int width = model.qkv_stacked.out;
+    tr.workspace.resize(static_cast<std::size_t>(N * width));
+    linear_into(model.qkv_stacked, input.ptr(), N, tr.workspace.data(), width, kernel);
+    const std::int64_t offset[3] = {0, M, M + static_cast<std::int64_t>(G) * hd};
+    for (int part = 0; part < 3; ++part)
+      split_heads(tr.workspace.data() + offset[part], width, 0, hd, b, T, heads[part], hd, heads_out[part]->ptr(), T, 0,
+                  qkv_out[part]->ptr());
+    return;
+  }
+  static constexpr const char* kNames[3] = {"W_query", "W_key", "W_value"};
+  for (int part = 0; part < 3; ++part) {
+    const int width = heads[part] * hd;
+    if (c.variant == Variant::Wrapper) {
+      for (int h = 0; h < H; ++h)
+        linear_into(model.layer("heads." + std::to_string(h) + "." + kNames[part]), input.ptr(), N,
+                    qkv_out[part]->ptr() + static_cast<std::int64_t>(h) * hd, M, kernel);
+    } else {
+      linear_into(model.layer(kNames[part]), input.ptr(), N, qkv_out[part]->ptr(), width, kernel);
     }
+    split_heads(qkv_out[part]->ptr(), width, 0, hd, b, T, heads[part], hd, heads_out[part]->ptr(), T, 0, nullptr);
+  }
+}
+
+// keys_base.repeat_interleave(H / G, dim=1): (b, G, T, hd) -> (b, H, T, hd), query head h
+// reading K/V head h / (H / G).
+void repeat_interleave(const Tensor& src, int H, Tensor& dst) {
+  const std::int64_t b = src.shape[0], G = src.shape[1], head = src.shape[2] * src.shape[3];
+  reshape(dst, {b, H, src.shape[2], src.shape[3]});
+  for (std::int64_t bi = 0; bi < b; ++bi)
+    for (int h = 0; h < H; ++h) {
+      const float* s = src.ptr() + (bi * G + h / (H / G)) * head;
+      std::copy(s, s + head, dst.ptr() + (bi * H + h) * head);
+    }
+}
+
+}  // namespace
+
+// input (b, T, d_in) -> trace with every intermediate (see trace.hpp for shapes).
+// Steps: 1 project, 2 split heads, 3 scores, 4 mask + scale + softmax, 5 dropout,
+// 6 context, 7 merge, 8 output projection.
+void forward(const Model& model, const Tensor& input, Trace& tr) {
+  const ModelConfig& c = model.config;
+  const int b = static_cast<int>(input.shape[0]), T = static_cast<int>(input.shape[1]);
+  const int H = c.num_heads, G = kv_heads(c), hd = head_dim(c), M = merged_dim(c);
+  const std::int64_t N = static_cast<std::int64_t>(b) * T, TT = static_cast<std::int64_t>(T) * T;
+  const std::int64_t P = static_cast<std::int64_t>(b) * H;  // (batch, head) pairs
+  tr.config = c;
+  tr.batch = b;
+  tr.tokens = T;
+  tr.d_in = model.d_in;
+  tr.heads = H;
+  tr.kv_heads = G;
+  tr.head_dim = hd;
+  tr.input = input;
+  tr.cost = forward_cost(c, model.d_in, T, b);
+  const bool kernel = backend() != Backend::OpenBlas;  // read once: one forward, one backend
+
+  // 1-2. Projections and the split into heads.
+  reshape(tr.q, {b, H, T, hd});
+  reshape(tr.k, {b, G, T, hd});
+  reshape(tr.v, {b, G, T, hd});
+  reshape(tr.queries, {b, T, M});
+  reshape(tr.keys, {b, T, G * hd});
+  reshape(tr.values, {b, T, G * hd});
+  if (c.variant == Variant::Mla) {
+    tr.qkv = Tensor();
+    project_latent(model, input, tr, kernel);
   } else {
-    tr.qkv = Tensor();
-    static constexpr const char* kNames[3] = {"W_query", "W_key", "W_value"};
-    for (int part = 0; part < 3; ++part) {
-      if (c.variant == Variant::Wrapper) {
-        for (int h = 0; h < H; ++h)
-          linear_into(model.layer("heads." + std::to_string(h) + "." + kNames[part]), input.ptr(), N,
-                      qkv_out[part]->ptr() + static_cast<std::int64_t>(h) * hd, M, kernel);
-      } else {
-        linear_into(model.layer(kNames[part]), input.ptr(), N, qkv_out[part]->ptr(), M, kernel);
-      }
-      split_heads(qkv_out[part]->ptr(), M, 0, hd, b, T, H, hd, heads_out[part]->ptr(), T, 0, nullptr);
-    }
+    tr.latent = Tensor();
+    project(model, input, tr, kernel);
+  }
+  if (c.variant == Variant::Gqa) {
+    repeat_interleave(tr.k, H, tr.k_expanded);
+    repeat_interleave(tr.v, H, tr.v_expanded);
+  } else {
+    tr.k_expanded = tr.v_expanded = Tensor();
   }
 
   // 3-4 (and 6 without dropout). Raw scores q·kᵀ of every cell, then softmax(masked scores /
   // sqrt(hd)) row by row with hidden cells exactly 0 (attention.hpp).
   reshape(tr.scores, {b, H, T, T});
   reshape(tr.weights, {b, H, T, T});
-  reshape(tr.context, per_head);
+  reshape(tr.context, {b, H, T, hd});
   const bool drop = c.training && c.dropout > 0.0;
   detail::AttentionJob job =
       detail::per_head_job(b, H, T, hd, 0, tr.q.ptr(), tr.k.ptr(), tr.v.ptr(), tr.weights.ptr(),
                            drop ? nullptr : tr.context.ptr(), kernel);  // dropout draws over every pair first
+  job.kv_heads = G;  // K/V heads read in place: the expanded copies are only shown
   job.mask = attention_mask(c);
   job.raw_scores = tr.scores.ptr();
   // The stacked projection's scratch, split by now, holds the packed keys.
@@ -140,7 +203,7 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
   if (c.variant == Variant::Wrapper) {
     tr.output = tr.context_merged;
   } else {
-    const Linear& out = model.layer(c.variant == Variant::WeightSplit ? "out_proj" : "linear_layer");
+    const Linear& out = model.layer(c.variant == Variant::FusedQkv ? "linear_layer" : "out_proj");
     reshape(tr.output, {b, T, c.d_out});
     linear_into(out, tr.context_merged.ptr(), N, tr.output.ptr(), c.d_out, kernel);
   }

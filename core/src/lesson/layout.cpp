@@ -352,6 +352,8 @@ std::vector<Step> steps_for(Variant v, bool mistaken) {
     case Variant::Wrapper:
       return {S::Input, S::Project, S::Scores, S::Mask, S::Softmax, S::Dropout, S::Context, S::Concat};
     case Variant::WeightSplit:
+    case Variant::Gqa:  // their own steps (fewer K/V heads, the latent) are the walkthrough's to add
+    case Variant::Mla:
       if (mistaken)
         return {S::Input, S::Project, S::View, S::Transpose, S::Scores, S::Mask, S::Softmax, S::Dropout, S::Context, S::Merge, S::OutProj};
       return {S::Input, S::Project, S::View, S::Transpose, S::Scores, S::Mask, S::Softmax, S::Dropout, S::Context,

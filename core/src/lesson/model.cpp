@@ -1,5 +1,6 @@
 #include "mhaviz/model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -12,12 +13,14 @@ std::string_view variant_name(Variant v) {
     case Variant::Wrapper: return "wrapper";
     case Variant::WeightSplit: return "weight_split";
     case Variant::FusedQkv: return "fused_qkv";
+    case Variant::Gqa: return "gqa";
+    case Variant::Mla: return "mla";
   }
   return "?";
 }
 
 bool parse_variant(std::string_view name, Variant& out) {
-  for (Variant v : {Variant::Wrapper, Variant::WeightSplit, Variant::FusedQkv}) {
+  for (Variant v : kAllVariants) {
     if (variant_name(v) == name) {
       out = v;
       return true;
@@ -32,6 +35,12 @@ int head_dim(const ModelConfig& c) {
 }
 
 int merged_dim(const ModelConfig& c) { return c.num_heads * head_dim(c); }
+
+int kv_heads(const ModelConfig& c) { return c.variant == Variant::Gqa ? c.num_kv_groups : c.num_heads; }
+
+int default_latent_dim(int d_out) { return std::max(16, d_out / 8); }
+
+bool is_split(Variant v) { return v != Variant::Wrapper; }
 
 const Linear& Model::layer(std::string_view name) const {
   for (const auto& l : layers)
@@ -54,14 +63,16 @@ void prepare_forward(Model& model) {
     Linear st;
     st.name = "qkv_stacked";
     st.in = model.d_in;
-    st.out = 3 * merged_dim(c);
     const int copies = c.variant == Variant::Wrapper ? c.num_heads : 1;
-    for (const char* which : {"W_query", "W_key", "W_value"})
+    std::vector<std::string> parts = {"W_query", "W_key", "W_value"};
+    if (c.variant == Variant::Mla) parts = {"W_query", "W_DKV"};
+    for (const std::string& which : parts)
       for (int h = 0; h < copies; ++h) {
         const Linear& l =
-            view.layer(c.variant == Variant::Wrapper ? "heads." + std::to_string(h) + "." + which : std::string(which));
+            view.layer(c.variant == Variant::Wrapper ? "heads." + std::to_string(h) + "." + which : which);
         st.weight.insert(st.weight.end(), l.weight.begin(), l.weight.end());
         st.bias.insert(st.bias.end(), l.bias.begin(), l.bias.end());
+        st.out += l.out;
       }
     model.qkv_stacked = std::move(st);
   }
@@ -69,7 +80,9 @@ void prepare_forward(Model& model) {
   // The Linears forward() multiplies by whole; the wrapper has no output projection.
   auto pack = [](Linear& l) { l.packed = detail::pack_transposed(l.weight.data(), l.out, l.in); };
   for (Linear& l : model.layers)
-    if (l.name == "qkv_layer" || l.name == "out_proj" || l.name == "linear_layer") pack(l);
+    if (l.name == "qkv_layer" || l.name == "out_proj" || l.name == "linear_layer" || l.name == "W_UK" ||
+        l.name == "W_UV")
+      pack(l);
   if (!model.qkv_stacked.weight.empty()) pack(model.qkv_stacked);
 }
 
@@ -152,6 +165,19 @@ std::vector<LayerPlan> layer_plan(const ModelConfig& config, int d_in) {
       return {{"W_query", d_in, d, b}, {"W_key", d_in, d, b}, {"W_value", d_in, d, b}, {"out_proj", d, d, true}};
     case Variant::FusedQkv:
       return {{"qkv_layer", d_in, 3 * d, b}, {"linear_layer", d, d, true}};
+    case Variant::Gqa: {
+      // GroupedQueryAttention creates its K/V projections first and out_proj without bias.
+      const int kv = config.num_kv_groups * head_dim(config);
+      return {{"W_key", d_in, kv, b}, {"W_value", d_in, kv, b}, {"W_query", d_in, d, b}, {"out_proj", d, d, false}};
+    }
+    case Variant::Mla: {
+      const int L = config.latent_dim;
+      return {{"W_query", d_in, d, b},
+              {"W_DKV", d_in, L, b},
+              {"W_UK", L, d, b},
+              {"W_UV", L, d, b},
+              {"out_proj", d, d, true}};
+    }
   }
   return {};
 }

@@ -45,10 +45,15 @@ Trace forward_reference(const Model& model, const Tensor& input) {
   tr.head_dim = hd;
   tr.input = input;
   tr.cost = forward_cost(c, model.d_in, T, b);
-  tr.q = tr.k = tr.v = Tensor({b, H, T, hd});
-  tr.queries = tr.keys = tr.values = Tensor({b, T, M});
+  const int G = kv_heads(c), KV = G * hd;
+  tr.kv_heads = G;
+  tr.q = Tensor({b, H, T, hd});
+  tr.k = tr.v = Tensor({b, G, T, hd});
+  tr.queries = Tensor({b, T, M});
+  tr.keys = tr.values = Tensor({b, T, KV});
   Tensor* per_head[3] = {&tr.q, &tr.k, &tr.v};
   Tensor* merged[3] = {&tr.queries, &tr.keys, &tr.values};
+  const int heads[3] = {H, G, G};
   const char* names[3] = {"W_query", "W_key", "W_value"};
 
   // Projections, then q[b, h, t, d] read from the projection by the variant's index formula.
@@ -57,9 +62,17 @@ Trace forward_reference(const Model& model, const Tensor& input) {
     tr.qkv = Tensor({b, T, 3 * D});
     tr.qkv.data = linear_loops(model.layer("qkv_layer"), input.data, N);
   }
+  if (c.variant == Variant::Mla) {
+    tr.latent = Tensor({b, T, c.latent_dim});
+    tr.latent.data = linear_loops(model.layer("W_DKV"), input.data, N);
+    proj[0] = linear_loops(model.layer("W_query"), input.data, N);
+    proj[1] = linear_loops(model.layer("W_UK"), tr.latent.data, N);
+    proj[2] = linear_loops(model.layer("W_UV"), tr.latent.data, N);
+  } else if (c.variant == Variant::WeightSplit || c.variant == Variant::Gqa) {
+    for (int part = 0; part < 3; ++part) proj[part] = linear_loops(model.layer(names[part]), input.data, N);
+  }
   for (int part = 0; part < 3; ++part) {
-    if (c.variant == Variant::WeightSplit) proj[part] = linear_loops(model.layer(names[part]), input.data, N);
-    for (int h = 0; h < H; ++h) {
+    for (int h = 0; h < heads[part]; ++h) {
       std::vector<float> head_proj;
       if (c.variant == Variant::Wrapper)
         head_proj = linear_loops(model.layer("heads." + std::to_string(h) + "." + names[part]), input.data, N);
@@ -68,17 +81,28 @@ Trace forward_reference(const Model& model, const Tensor& input) {
           for (int d = 0; d < hd; ++d) {
             const std::int64_t row = static_cast<std::int64_t>(bi) * T + t;
             float val = 0.0f;
-            switch (c.variant) {
-              case Variant::Wrapper: val = head_proj[static_cast<std::size_t>(row * hd + d)]; break;
-              case Variant::WeightSplit: val = proj[part][static_cast<std::size_t>(row * D + h * hd + d)]; break;
-              case Variant::FusedQkv:
-                val = tr.qkv.data[static_cast<std::size_t>(row * 3 * D + h * 3 * hd + part * hd + d)];
-                break;
-            }
+            if (c.variant == Variant::Wrapper)
+              val = head_proj[static_cast<std::size_t>(row * hd + d)];
+            else if (c.variant == Variant::FusedQkv)
+              val = tr.qkv.data[static_cast<std::size_t>(row * 3 * D + h * 3 * hd + part * hd + d)];
+            else
+              val = proj[part][static_cast<std::size_t>(row * heads[part] * hd + h * hd + d)];
             per_head[part]->at({bi, h, t, d}) = val;
             merged[part]->at({bi, t, static_cast<std::int64_t>(h) * hd + d}) = val;
           }
     }
+  }
+  // gqa: query head h reads K/V head h / (H / G), as repeat_interleave(H / G, dim=1) lays them out.
+  const auto kv_of = [&](int h) { return h / (H / G); };
+  if (c.variant == Variant::Gqa) {
+    tr.k_expanded = tr.v_expanded = Tensor({b, H, T, hd});
+    for (int bi = 0; bi < b; ++bi)
+      for (int h = 0; h < H; ++h)
+        for (int t = 0; t < T; ++t)
+          for (int d = 0; d < hd; ++d) {
+            tr.k_expanded.at({bi, h, t, d}) = tr.k.at({bi, kv_of(h), t, d});
+            tr.v_expanded.at({bi, h, t, d}) = tr.v.at({bi, kv_of(h), t, d});
+          }
   }
 
   // Scores and weights per (batch, head) by the attention oracle, which asks the mask of every cell.
@@ -87,8 +111,8 @@ Trace forward_reference(const Model& model, const Tensor& input) {
   const auto TT = static_cast<std::size_t>(T) * static_cast<std::size_t>(T);
   for (int bi = 0; bi < b; ++bi)
     for (int h = 0; h < H; ++h) {
-      const std::size_t pair = static_cast<std::size_t>(bi * H + h);
-      const std::vector<double> q = pair_rows(tr.q, pair, T, hd), k = pair_rows(tr.k, pair, T, hd);
+      const std::size_t pair = static_cast<std::size_t>(bi * H + h), kv = static_cast<std::size_t>(bi * G + kv_of(h));
+      const std::vector<double> q = pair_rows(tr.q, pair, T, hd), k = pair_rows(tr.k, kv, T, hd);
       const detail::ReferenceAttention a = detail::attention_reference(q.data(), k.data(), T, T, hd, 0, 0, mask, bi,
                                                                        detail::ScoreScale::sqrt_head_dim(hd));
       for (std::size_t e = 0; e < TT; ++e) {
@@ -124,8 +148,8 @@ Trace forward_reference(const Model& model, const Tensor& input) {
   tr.context_merged = Tensor({b, T, M});
   for (int bi = 0; bi < b; ++bi)
     for (int h = 0; h < H; ++h) {
-      const std::size_t pair = static_cast<std::size_t>(bi * H + h);
-      const std::vector<double> v = pair_rows(tr.v, pair, T, hd), w = pair_rows(wd, pair, T, T);
+      const std::size_t pair = static_cast<std::size_t>(bi * H + h), kv = static_cast<std::size_t>(bi * G + kv_of(h));
+      const std::vector<double> v = pair_rows(tr.v, kv, T, hd), w = pair_rows(wd, pair, T, T);
       const std::vector<double> ctx = detail::context_reference(w, v.data(), T, T, hd);
       for (int i = 0; i < T; ++i)
         for (int d = 0; d < hd; ++d) {
@@ -139,7 +163,7 @@ Trace forward_reference(const Model& model, const Tensor& input) {
     tr.output = tr.context_merged;
   } else {
     tr.output = Tensor({b, T, D});
-    tr.output.data = linear_loops(model.layer(c.variant == Variant::WeightSplit ? "out_proj" : "linear_layer"),
+    tr.output.data = linear_loops(model.layer(c.variant == Variant::FusedQkv ? "linear_layer" : "out_proj"),
                                   tr.context_merged.data, N);
   }
   return tr;

@@ -150,6 +150,47 @@ void check_parameter_file(const ParameterFile& file, const ModelConfig& c, int d
   }
 }
 
+// The fields of the book's bonus variants (session version 3): each on the variants that have it.
+void check_variant_fields(const ModelConfig& c) {
+  const std::string variant = "model.variant = \"" + std::string(variant_name(c.variant)) + "\"";
+  if (c.variant == Variant::Gqa) {
+    if (c.num_kv_groups < 1 || c.num_kv_groups > c.num_heads)
+      fail("model.num_kv_groups", std::to_string(c.num_kv_groups) + " is out of range [1, " +
+                                      std::to_string(c.num_heads) +
+                                      "] (the number of K/V heads, at most model.num_heads)");
+    if (c.num_heads % c.num_kv_groups != 0)
+      fail("model.num_kv_groups", std::to_string(c.num_kv_groups) +
+                                      " does not divide model.num_heads = " + std::to_string(c.num_heads) +
+                                      " (each K/V head serves an equal group of query heads)");
+  } else if (c.num_kv_groups != 0) {
+    fail("model.num_kv_groups",
+         std::to_string(c.num_kv_groups) + " is set but " + variant + " has no K/V groups (only \"gqa\")");
+  }
+  if (c.variant == Variant::Mla) {
+    if (c.latent_dim < 1 || c.latent_dim > Limits::kMaxDim)
+      fail("model.latent_dim",
+           std::to_string(c.latent_dim) + " is out of range [1, " + std::to_string(Limits::kMaxDim) + "]");
+  } else if (c.latent_dim != 0) {
+    fail("model.latent_dim", std::to_string(c.latent_dim) + " is set but " + variant + " has no latent (only \"mla\")");
+  }
+  if (c.sliding_window != 0) {
+    if (c.sliding_window < 1)
+      fail("model.sliding_window", std::to_string(c.sliding_window) + " is below 1 (null turns the window off)");
+    if (!is_split(c.variant))
+      fail("model.sliding_window", std::to_string(c.sliding_window) + " is set but " + variant +
+                                       " has no window (the split variants have: weight_split, fused_qkv, gqa, mla)");
+    if (!c.causal)
+      fail("model.sliding_window",
+           std::to_string(c.sliding_window) + " needs model.causal = true (the window looks back from each query)");
+  }
+}
+
+// Version 3 holds the bonus variants and their fields; a session without them is written as
+// before, so older builds read it.
+bool needs_version_3(const ModelConfig& c) {
+  return c.variant == Variant::Gqa || c.variant == Variant::Mla || c.sliding_window != 0;
+}
+
 // The optional "view" object of version 2. Ranges that depend on the model (head, batch
 // item) are checked by validate_session.
 SessionView parse_view(const json& v) {
@@ -185,6 +226,30 @@ SessionView parse_view(const json& v) {
   return out;
 }
 
+// model.num_kv_groups (gqa, required), model.latent_dim (mla, optional: max(16, d_out // 8)),
+// model.sliding_window (null or absent: off): version 3 fields. Combinations are
+// check_variant_fields's, through validate_session.
+void parse_variant_fields(const json& m, std::int64_t version, ModelConfig& c) {
+  const bool bonus = c.variant == Variant::Gqa || c.variant == Variant::Mla;
+  if (version < 3) {
+    if (bonus) fail("model.variant", "\"" + std::string(variant_name(c.variant)) + "\" needs \"version\": 3");
+    for (const char* key : {"num_kv_groups", "sliding_window", "latent_dim"})
+      if (m.contains(key)) fail(std::string("model.") + key, "needs \"version\": 3 (value " + show(m[key]) + ")");
+    return;
+  }
+  if (c.variant == Variant::Gqa)
+    c.num_kv_groups =
+        static_cast<int>(get_int(require(m, "model.", "num_kv_groups"), "model.num_kv_groups", 1, Limits::kMaxHeads));
+  else if (auto it = m.find("num_kv_groups"); it != m.end())
+    c.num_kv_groups = static_cast<int>(get_int(*it, "model.num_kv_groups", 1, Limits::kMaxHeads));
+  if (auto it = m.find("latent_dim"); it != m.end())
+    c.latent_dim = static_cast<int>(get_int(*it, "model.latent_dim", 1, Limits::kMaxDim));
+  else if (c.variant == Variant::Mla)
+    c.latent_dim = default_latent_dim(c.d_out);
+  if (auto it = m.find("sliding_window"); it != m.end() && !it->is_null())
+    c.sliding_window = static_cast<int>(get_int(*it, "model.sliding_window", 1, Limits::kMaxContext));
+}
+
 }  // namespace
 
 Tensor Session::input_tensor() const {
@@ -202,12 +267,14 @@ std::int64_t estimate_memory_bytes(const ModelConfig& c, int d_in, int tokens, i
   const std::int64_t params = forward_cost(c, d_in, tokens, batch).parameters;
   const std::int64_t attn = b * c.num_heads * T * T;  // one (b, h, T, T) tensor
   const bool drop = c.training && c.dropout > 0.0;
-  std::int64_t floats = params + b * T * d_in   // parameters, input
-                        + 6 * b * T * M          // queries/keys/values and q/k/v
-                        + (c.variant == Variant::FusedQkv ? 3 * b * T * D : 0)
-                        + 2 * attn               // scores, weights
-                        + (drop ? attn : 0)      // dropped
-                        + 2 * b * T * M + b * T * D;  // context, merged, output
+  std::int64_t floats = params + b * T * d_in  // parameters, input
+                        + 6 * b * T * M        // queries/keys/values and q/k/v
+                        + (c.variant == Variant::FusedQkv ? 3 * b * T * D : 0) +
+                        (c.variant == Variant::Gqa ? 2 * b * T * M : 0)           // k, v expanded
+                        + (c.variant == Variant::Mla ? b * T * c.latent_dim : 0)  // the latent
+                        + 2 * attn                                                // scores, weights
+                        + (drop ? attn : 0)                                       // dropped
+                        + 2 * b * T * M + b * T * D;                              // context, merged, output
   return floats * 4 + (drop ? attn : 0);          // + keep mask bytes
 }
 
@@ -250,6 +317,7 @@ void validate_model(const ModelConfig& c, int d_in, int tokens, int batch) {
     fail("model.num_heads", std::to_string(c.num_heads) + " heads of d_out " + std::to_string(c.d_out) +
                                 " concatenate to " + std::to_string(static_cast<std::int64_t>(c.num_heads) * c.d_out) +
                                 " features, over the limit of " + std::to_string(Limits::kMaxDim));
+  check_variant_fields(c);
   if (c.weights) check_parameter_file(*c.weights, c, d_in);
   if (tokens > c.context_length)
     fail("tokens", std::to_string(tokens) + " tokens exceed model.context_length = " + std::to_string(c.context_length));
@@ -313,8 +381,8 @@ Session parse_session(std::string_view text, const std::filesystem::path& base_d
   const json& format = require(j, "", "format");
   if (format != "mhaviz-session") fail("format", show(format) + " is not \"mhaviz-session\"");
   const json& version = require(j, "", "version");
-  if (!version.is_number_integer() || (version.get<std::int64_t>() != 1 && version.get<std::int64_t>() != 2))
-    fail("version", show(version) + " is not a supported version (1 or 2)");
+  if (!version.is_number_integer() || version.get<std::int64_t>() < 1 || version.get<std::int64_t>() > 3)
+    fail("version", show(version) + " is not a supported version (1, 2 or 3)");
   if (j.contains("view") && version.get<std::int64_t>() == 1) fail("view", "needs \"version\": 2 (version 1 files have no view)");
 
   Session s;
@@ -351,10 +419,13 @@ Session parse_session(std::string_view text, const std::filesystem::path& base_d
 
   const json& m = require(j, "", "model");
   if (!m.is_object()) fail("model", "expected an object, got " + type_name(m));
-  reject_unknown(m, "model", {"variant", "d_out", "num_heads", "context_length", "dropout", "qkv_bias", "causal", "seed", "training", "weights"});
+  reject_unknown(m, "model",
+                 {"variant", "d_out", "num_heads", "context_length", "dropout", "qkv_bias", "causal", "seed",
+                  "training", "weights", "num_kv_groups", "sliding_window", "latent_dim"});
   const json& variant = require(m, "model.", "variant");
   if (!variant.is_string() || !parse_variant(variant.get<std::string>(), s.model.variant))
-    fail("model.variant", show(variant) + " is not one of \"wrapper\", \"weight_split\", \"fused_qkv\"");
+    fail("model.variant",
+         show(variant) + " is not one of \"wrapper\", \"weight_split\", \"fused_qkv\", \"gqa\", \"mla\"");
   s.model.d_out = static_cast<int>(get_int(require(m, "model.", "d_out"), "model.d_out", 1, Limits::kMaxDim));
   s.model.num_heads = static_cast<int>(get_int(require(m, "model.", "num_heads"), "model.num_heads", 1, Limits::kMaxHeads));
   s.model.context_length =
@@ -375,6 +446,7 @@ Session parse_session(std::string_view text, const std::filesystem::path& base_d
     const std::filesystem::path p = it->get<std::string>();
     s.model.weights = load_parameter_file(p.is_absolute() || base_dir.empty() ? p : base_dir / p);
   }
+  parse_variant_fields(m, version.get<std::int64_t>(), s.model);
   if (auto it = j.find("view"); it != j.end()) s.view = parse_view(*it);
   validate_session(s);
   return s;
@@ -383,7 +455,9 @@ Session parse_session(std::string_view text, const std::filesystem::path& base_d
 std::string session_to_json(const Session& s) {
   json j;
   j["format"] = "mhaviz-session";
-  j["version"] = s.view ? 2 : 1;  // a file without a view stays version 1, readable by older builds
+  // A file without a view stays version 1, and one without the bonus variants' fields at most
+  // version 2, readable by older builds.
+  j["version"] = needs_version_3(s.model) ? 3 : s.view ? 2 : 1;
   j["tokens"] = s.tokens;
   json emb = json::array();
   for (const auto& row : s.embeddings) {
@@ -403,6 +477,9 @@ std::string session_to_json(const Session& s) {
                 {"causal", c.causal},
                 {"seed", c.seed},
                 {"training", c.training}};
+  if (c.variant == Variant::Gqa) j["model"]["num_kv_groups"] = c.num_kv_groups;
+  if (c.variant == Variant::Mla) j["model"]["latent_dim"] = c.latent_dim;
+  if (c.sliding_window != 0) j["model"]["sliding_window"] = c.sliding_window;
   if (c.weights) j["model"]["weights"] = c.weights->path;
   if (s.view) {
     const SessionView& v = *s.view;

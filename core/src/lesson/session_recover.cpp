@@ -192,7 +192,7 @@ void recover_model(json& j, Repairs& repairs) {
   if (!m.is_object()) throw SessionError("model: not an object, nothing to recover");
   drop_unknown(m, "model.",
                {"variant", "d_out", "num_heads", "context_length", "dropout", "qkv_bias", "causal", "seed", "training",
-                "weights"},
+                "weights", "num_kv_groups", "sliding_window", "latent_dim"},
                repairs);
   const ModelConfig defaults;
   const std::int64_t d_out = clamp_int(m, "d_out", "model.d_out", 1, Limits::kMaxDim, defaults.d_out, repairs);
@@ -234,6 +234,27 @@ void recover_model(json& j, Repairs& repairs) {
     repairs.push_back("model.num_heads: " + std::to_string(heads) + " set to " + std::to_string(h) + ", " + why);
     m["num_heads"] = h;
   }
+  if (v == Variant::Gqa && m.contains("num_kv_groups") && m["num_kv_groups"].is_number_integer()) {
+    const std::int64_t g = m["num_kv_groups"].get<std::int64_t>();
+    std::int64_t fit = std::clamp<std::int64_t>(g, 1, h);
+    while (h % fit != 0) --fit;  // the largest divisor of num_heads below: ends at 1
+    if (fit != g) {
+      repairs.push_back("model.num_kv_groups: " + std::to_string(g) + " set to " + std::to_string(fit) +
+                        ", a divisor of num_heads " + std::to_string(h));
+      m["num_kv_groups"] = fit;
+    }
+  }
+}
+
+// Version 3 when the model holds a field of the bonus variants, else 2 with a view, else 1.
+std::int64_t version_for(const json& j) {
+  const auto model = j.find("model");
+  if (model == j.end() || !model->is_object()) return j.contains("view") ? 2 : 1;
+  const json& m = *model;
+  const auto it = m.find("variant");
+  const bool bonus = it != m.end() && (*it == "gqa" || *it == "mla");
+  const bool v3 = bonus || m.contains("num_kv_groups") || m.contains("sliding_window") || m.contains("latent_dim");
+  return v3 ? 3 : j.contains("view") ? 2 : 1;
 }
 
 // The optional view: every field the parser knows kept or brought to the nearest value
@@ -283,7 +304,7 @@ Recovered recover_session(std::string_view text, const std::filesystem::path& ba
     r.repairs.push_back("view: " + shown(j["view"]) + " dropped (not an object)");
     j.erase("view");
   }
-  const std::int64_t version = j.contains("view") ? 2 : 1;
+  const std::int64_t version = version_for(j);
   if (!j["version"].is_number_integer() || j["version"].get<std::int64_t>() != version) {
     r.repairs.push_back("version: " + j["version"].dump() + " read as " + std::to_string(version));
     j["version"] = version;
@@ -303,7 +324,7 @@ Recovered recover_session(std::string_view text, const std::filesystem::path& ba
       if (!std::string_view(e.what()).starts_with("view")) throw;
       r.repairs.push_back(std::string(e.what()) + ": the view is dropped");
       j.erase("view");
-      j["version"] = 1;
+      j["version"] = version_for(j);
     }
   }
   r.session = parse_session(j.dump(), base_dir);  // throws what is still wrong (a memory limit, a weights file)

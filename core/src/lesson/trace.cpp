@@ -60,6 +60,20 @@ Cost forward_cost(const ModelConfig& c, int d_in, int tokens, int batch) {
       k.flops = 2 * b * T * din * 3 * D + attention_flops + 2 * b * T * D * D;
       k.parameters = din * 3 * D + bias * 3 * D + D * D + D;
       break;
+    case Variant::Gqa: {
+      const std::int64_t KV = static_cast<std::int64_t>(c.num_kv_groups) * hd;
+      k.matmul_calls = 6;  // W_query, W_key, W_value, q·kᵀ, weights·v, out_proj
+      k.flops = 2 * b * T * din * (D + 2 * KV) + attention_flops + 2 * b * T * D * D;
+      k.parameters = din * D + bias * D + 2 * (din * KV + bias * KV) + D * D;  // out_proj without bias
+      break;
+    }
+    case Variant::Mla: {
+      const std::int64_t L = c.latent_dim;
+      k.matmul_calls = 7;  // W_query, W_DKV, W_UK, W_UV, q·kᵀ, weights·v, out_proj
+      k.flops = 2 * b * T * (din * D + din * L + 2 * L * D) + attention_flops + 2 * b * T * D * D;
+      k.parameters = din * D + din * L + 2 * L * D + bias * (D + L + 2 * D) + D * D + D;
+      break;
+    }
   }
   return k;
 }
@@ -67,6 +81,7 @@ Cost forward_cost(const ModelConfig& c, int d_in, int tokens, int batch) {
 AttentionMask attention_mask(const ModelConfig& c) {
   AttentionMask m;
   m.causal = c.causal;
+  m.window = c.sliding_window;
   return m;
 }
 
@@ -155,9 +170,12 @@ std::vector<NamedTensor> named_tensors(const Model& model, const Trace& tr) {
   out.push_back({"queries", tr.queries});
   out.push_back({"keys", tr.keys});
   out.push_back({"values", tr.values});
+  if (!tr.latent.empty()) out.push_back({"latent", tr.latent});
   out.push_back({"q", tr.q});
   out.push_back({"k", tr.k});
   out.push_back({"v", tr.v});
+  if (!tr.k_expanded.empty()) out.push_back({"k_expanded", tr.k_expanded});
+  if (!tr.v_expanded.empty()) out.push_back({"v_expanded", tr.v_expanded});
   out.push_back({"attn_scores", tr.scores});
   out.push_back({"attn_weights", tr.weights});
   out.push_back({"attn_weights_dropped", tr.weights_after_dropout()});
