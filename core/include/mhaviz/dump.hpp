@@ -22,7 +22,4 @@ std::string dump_json(const Session& session, const Model& model, const Trace& t
 //  "tensors": {"layers.{L}.attn_weights": (1, n_head, T, T) for every L, "logits_last": (V)}}
 std::string gpt_dump_json(const GptModel& model, const Tokenizer& tokenizer, const GptTrace& trace, int top_k = 5);
 
-// Shortest decimal text with 9 significant digits at most ("0.5", "-0.451920271").
-void append_number(std::string& out, float x);
-
 }  // namespace mhaviz

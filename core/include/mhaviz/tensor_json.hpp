@@ -1,6 +1,6 @@
-// The streamed JSON of a dump: a header object, then "tensors": {name: {"shape", "data"}},
-// written as text as it goes rather than as a JSON tree of millions of numbers. Numbers as
-// the lesson's dump writes them (dump.hpp's append_number): at most 9 significant digits.
+// The streamed JSON of every dump (the lesson's, GPT-2's, the Hugging Face models'): a header
+// object, then "tensors": {name: {"shape", "data"}}, written as text as it goes rather than
+// as a JSON tree of millions of numbers.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -10,6 +10,10 @@
 #include "mhaviz/tensor.hpp"
 
 namespace mhaviz {
+
+// Shortest decimal text with 9 significant digits at most ("0.5", "-0.451920271"); JSON has
+// no infinities: a non-finite value is null.
+void append_number(std::string& out, float x);
 
 class TensorJson {
  public:

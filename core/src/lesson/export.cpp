@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "mhaviz/dump.hpp"
+#include "mhaviz/tensor_json.hpp"
 
 namespace mhaviz {
 

@@ -4,12 +4,9 @@
 #include <cstdio>
 
 namespace mhaviz {
-namespace {
 
-// %.9g: the float's value in at most 9 significant digits (dump.hpp's append_number, which
-// the lesson's dump.cpp holds; trained models do not reach the lesson's headers). JSON has
-// no infinities: a non-finite value is null.
-void append_value(std::string& out, float x) {
+// %.9g: the float's value in at most 9 significant digits.
+void append_number(std::string& out, float x) {
   if (!std::isfinite(x)) {
     out += "null";
     return;
@@ -18,8 +15,6 @@ void append_value(std::string& out, float x) {
   const int n = std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(x));
   out.append(buf, static_cast<std::size_t>(n));
 }
-
-}  // namespace
 
 TensorJson::TensorJson(const nlohmann::json& head) {
   out_ = head.dump(1);
@@ -41,7 +36,7 @@ void TensorJson::add(const std::string& name, const Shape& shape, const std::vec
   out_.reserve(out_.size() + data.size() * 13);
   for (std::size_t i = 0; i < data.size(); ++i) {
     if (i) out_ += ", ";
-    append_value(out_, data[i]);
+    append_number(out_, data[i]);
   }
   out_ += "]}";
 }
