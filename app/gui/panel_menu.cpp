@@ -135,7 +135,8 @@ void draw_menu_bar(AppState& s) {
     if (ImGui::MenuItem("Previous head", "[")) s.view.head = std::max(0, s.view.head - 1);
     if (ImGui::MenuItem("Next head", "]")) s.view.head = std::min(std::max(0, s.compute.trace.heads - 1), s.view.head + 1);
     if (ImGui::MenuItem("Enlarge selected head", "E", s.view.enlarged)) s.view.enlarged = !s.view.enlarged;
-    if (ImGui::MenuItem("Walkthrough of the pipeline", "W", walkthrough_active(s))) toggle_centre(s, Centre::Walkthrough);
+    if (ImGui::MenuItem("Walkthrough of the pipeline", "W", walkthrough_active(s), walkthrough_draws(s)))
+      toggle_centre(s, Centre::Walkthrough);
     if (ImGui::MenuItem("Model view (trained GPT)", "M", model_view_active(s), !s.gpt.path.empty())) toggle_model_view(s);
     if (ImGui::MenuItem("Controls panel", "C", s.view.show_controls)) s.view.show_controls = !s.view.show_controls;
     ImGui::Separator();

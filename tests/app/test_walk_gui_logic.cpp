@@ -140,6 +140,28 @@ TEST(VariantEdit, KeepsDOutAsTheBookCompares) {
   EXPECT_EQ(six.d_out % six.num_heads, 0);
 }
 
+// A gqa or mla session switched to a chapter-3 variant leaves its own fields behind (the
+// session would be refused with num_kv_groups on weight_split), a window only on the wrapper.
+TEST(VariantEdit, TheBonusVariantsFieldsStayWithThem) {
+  ModelConfig c;
+  c.variant = Variant::Gqa;
+  c.d_out = 6;
+  c.num_heads = 6;
+  c.num_kv_groups = 2;
+  c.sliding_window = 3;
+  const ModelConfig split = with_variant(c, Variant::WeightSplit, VariantKeeps::DOut);
+  EXPECT_EQ(split.num_kv_groups, 0);
+  EXPECT_EQ(split.sliding_window, 3);
+  EXPECT_NO_THROW(validate_model(split, 3, 6, 1));
+  const ModelConfig wrapper = with_variant(c, Variant::Wrapper, VariantKeeps::HeadDim);
+  EXPECT_EQ(wrapper.num_kv_groups, 0);
+  EXPECT_EQ(wrapper.sliding_window, 0);
+  c.variant = Variant::Mla;
+  c.num_kv_groups = 0;
+  c.latent_dim = 16;
+  EXPECT_EQ(with_variant(c, Variant::FusedQkv, VariantKeeps::DOut).latent_dim, 0);
+}
+
 // [SECTION] Wrapper vs weight split (bug 5: another model, unsaid; times that were noise)
 Comparison compare_lesson(const char* name) {
   const Session s = lesson(name);

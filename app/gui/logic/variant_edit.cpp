@@ -11,6 +11,11 @@ ModelConfig with_variant(const ModelConfig& c, Variant v, VariantKeeps keeps) {
   const int heads = std::max(1, c.num_heads);
   out.variant = v;
   out.num_heads = heads;
+  // The fields of one variant go with it (a gqa session's K/V heads, mla's latent); the
+  // wrapper has no window (each CausalAttention is the chapter's).
+  if (v != Variant::Gqa) out.num_kv_groups = 0;
+  if (v != Variant::Mla) out.latent_dim = 0;
+  if (v == Variant::Wrapper) out.sliding_window = 0;
   if (keeps == VariantKeeps::DOut) {
     out.d_out = std::max(1, c.d_out);
     // A split variant needs num_heads to divide d_out: the nearest count that does.

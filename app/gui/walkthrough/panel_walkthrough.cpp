@@ -176,13 +176,29 @@ void apply_options(AppState& s) {
 }  // namespace walk
 
 // [SECTION] Entry points
+// The walkthrough's steps are the chapter-3 variants'; a gqa or mla session shows its heads'
+// heatmaps (and `mhaviz dump` every tensor of it).
+bool walkthrough_draws(const AppState& s) {
+  const Variant v = s.doc.session.model.variant;
+  return v != Variant::Gqa && v != Variant::Mla;
+}
+
 Centre centre_view(AppState& s) {
   if (!s.walkthrough.options_applied) walk::apply_options(s);
+  if (s.centre == Centre::Walkthrough && !walkthrough_draws(s)) return Centre::Lesson;
   if (s.centre == Centre::Model && !s.gpt.worker) return Centre::Lesson;  // no model opened
   return s.centre;
 }
 
-void toggle_centre(AppState& s, Centre c) { s.centre = centre_view(s) == c ? Centre::Lesson : c; }
+void toggle_centre(AppState& s, Centre c) {
+  if (c == Centre::Walkthrough && !walkthrough_draws(s)) {
+    notify(s, "The walkthrough shows the wrapper, weight_split and fused_qkv; this " +
+                  std::string(variant_name(s.doc.session.model.variant)) + " session shows its heads' heatmaps",
+           true);
+    return;
+  }
+  s.centre = centre_view(s) == c ? Centre::Lesson : c;
+}
 
 bool walkthrough_active(AppState& s) { return centre_view(s) == Centre::Walkthrough; }
 
