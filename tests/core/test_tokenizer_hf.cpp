@@ -267,6 +267,17 @@ TEST(HfTokenizer, TemplateAddsItsTokensAroundTheText) {
   EXPECT_EQ(load(j).encode("a"), (std::vector<int>{3, 1, 2}));
   EXPECT_EQ(load(j).encode("a", false), (std::vector<int>{1}));
   EXPECT_EQ(load(j).encode(""), (std::vector<int>{3, 2}));
+  // An id in a hole between the vocabulary and an added token is no token (the fuzzer found
+  // a template putting it in front of every text, which decode_token then refused).
+  json added = json::array();
+  added.push_back({{"id", 300}, {"content", "<x>"}, {"special", true}, {"normalized", false},
+                   {"lstrip", false}, {"rstrip", false}, {"single_word", false}});
+  json holed = tiny(nullptr, nullptr, added);
+  holed["post_processor"] = j["post_processor"];
+  holed["post_processor"]["special_tokens"]["<s>"]["ids"] = {290};
+  EXPECT_NE(error_of([&] { load(holed); }).find("post_processor.special_tokens[\"<s>\"] id 290 is not a token"),
+            std::string::npos)
+      << error_of([&] { load(holed); });
 }
 
 TEST(HfTokenizer, EveryRefusalIsOneLineNamingTheFieldAndWhatIsSupported) {

@@ -158,7 +158,8 @@ struct Reader {
           fail(source, where + ".special_tokens has no ids for \"" + name + "\"");
         for (const json& id : specials[name]["ids"]) {
           if (!id.is_number_integer() || id.get<std::int64_t>() < 0 ||
-              id.get<std::int64_t>() >= static_cast<std::int64_t>(impl.token_of.size()))
+              id.get<std::int64_t>() >= static_cast<std::int64_t>(impl.token_of.size()) ||
+              impl.token_of[static_cast<std::size_t>(id.get<std::int64_t>())].empty())  // a hole in the ids
             fail(source, where + ".special_tokens[\"" + name + "\"] id " + id.dump() + " is not a token");
           (seen_a ? impl.suffix : impl.prefix).push_back(id.get<int>());
         }
