@@ -60,8 +60,9 @@ struct RenderOptions {
   std::string stage = "weights", colormap = "viridis", theme = "light";
   int scale = 2, batch = 0;
   std::string size = "1280x720";  // --size WxH: the canvas the figure fills (logical pixels)
-  float font = 17.0f;              // --font PX: the title's size; the other text sizes follow it
-  bool caption = true, transparent = false, log_scale = false, linear_scale = false, no_values = false, per_head_scale = false;
+  float font = 17.0f;             // --font PX: the title's size; the other text sizes follow it
+  bool caption = true, transparent = false, log_scale = false, linear_scale = false, no_values = false,
+       per_head_scale = false;
   bool mistake = false, eval = false;
   ModelOptions model;    // --model: a trained GPT; --view model | layer L | head L.H
   std::string detector;  // --detector (with --view model): previous-token, first-token, duplicate-token, induction
@@ -81,5 +82,9 @@ int run_kv_memory(const KvMemoryOptions& o);
 
 // Prints "mhaviz: <message>" on stderr and returns the usage-error status 2.
 int usage_error(const std::string& message);
+// text to standard output (output empty or "-") or atomically to the file output. Returns 0,
+// or usage_error's 2 when standard output cannot be written; a file that cannot be written
+// throws SessionError.
+int write_output(const std::string& output, const std::string& text);
 
 }  // namespace mhaviz::cli

@@ -11,6 +11,16 @@ int usage_error(const std::string& message) {
   return 2;
 }
 
+int write_output(const std::string& output, const std::string& text) {
+  if (!output.empty() && output != "-") {
+    write_file_atomic(output, text);
+    return 0;
+  }
+  std::cout << text;
+  std::cout.flush();
+  return std::cout ? 0 : usage_error("output: cannot write to standard output");
+}
+
 void add_dump(CLI::App& app, DumpOptions& o) {
   auto* sub = app.add_subcommand("dump", "Write every parameter and intermediate tensor of a session as JSON");
   sub->add_option("session", o.session, "Session file, - for standard input, or a built-in lesson name (or --model)");
@@ -52,13 +62,7 @@ int run_dump(const DumpOptions& o) {
       const Trace trace = forward(m, s.input_tensor());
       text = dump_json(s, m, trace);
     }
-    if (o.output.empty() || o.output == "-") {
-      std::cout << text;
-      std::cout.flush();
-      if (!std::cout) return usage_error("output: cannot write to standard output");
-    } else {
-      write_file_atomic(o.output, text);
-    }
+    return write_output(o.output, text);
   } catch (const SessionError& e) {
     return usage_error(e.what());
   } catch (const LoadError& e) {
@@ -66,7 +70,6 @@ int run_dump(const DumpOptions& o) {
   } catch (const std::invalid_argument& e) {
     return usage_error(e.what());
   }
-  return 0;
 }
 
 }  // namespace mhaviz::cli

@@ -205,7 +205,6 @@ void apply_input(AppState& s, Loop& L) {
 void draw_frame(AppState& s) {
   s.renderer.draws.clear();
   s.renderer.centre = nullptr;
-  s.renderer.centre_name.clear();
   s.ui.drawn.cell_layout.clear();
   s.ui.drawn.model_cells.clear();
   s.ui.drawn.model_big = CellLayout{};

@@ -106,10 +106,9 @@ struct Renderer {
   ScreenFigure compare;          // the wrapper vs weight split patterns (panel_walk_compare.cpp)
   ScreenFigure shapes;           // the shapes strip (panel_shapes.cpp)
   ScreenFigure model;            // the model view of a trained GPT (panel_model_view.cpp; set by poll_model)
-  // The figure the centre view drew this frame and its name ("lesson", "walk", "compare",
-  // "model"): what F12 captures, and what the tests compare a capture with.
+  // The figure the centre view drew this frame (one of the above): what F12 captures, and
+  // what the tests compare a capture with.
   const ScreenFigure* centre = nullptr;
-  std::string centre_name;
   int uploads_last_frame = 0;    // textures re-uploaded this frame
   std::int64_t uploads_total = 0;
   std::deque<HeatmapDraw> draws;  // stable addresses for draw callbacks

@@ -61,8 +61,11 @@ nlohmann::json model_sidecar(const AppState& s, float sx, float sy) {
     big["head"] = s.ui.drawn.model_big.head % H;
     big["values"] = values(s.ui.drawn.model_cells.size());
   }
-  return {{"tokens", m.view->token_strings}, {"ids", m.view->ids}, {"pool", m.view->thumbs.f},
-          {"thumbnails", thumbs}, {"big", big}};
+  return {{"tokens", m.view->token_strings},
+          {"ids", m.view->ids},
+          {"pool", m.view->thumbs.f},
+          {"thumbnails", thumbs},
+          {"big", big}};
 }
 
 }  // namespace
@@ -77,7 +80,8 @@ std::vector<std::uint8_t> read_framebuffer(AppState& s, int& w, int& h) {
   std::vector<std::uint8_t> flipped(px.size());
   const std::size_t stride = static_cast<std::size_t>(w) * 4;
   for (int y = 0; y < h; ++y) {
-    std::copy_n(px.data() + static_cast<std::size_t>(h - 1 - y) * stride, stride, flipped.data() + static_cast<std::size_t>(y) * stride);
+    std::copy_n(px.data() + static_cast<std::size_t>(h - 1 - y) * stride, stride,
+                flipped.data() + static_cast<std::size_t>(y) * stride);
   }
   for (std::size_t i = 3; i < flipped.size(); i += 4) flipped[i] = 255;
   return flipped;
@@ -87,7 +91,8 @@ bool write_screenshot(AppState& s, const std::string& path, std::string& error) 
   int w = 0, h = 0;
   const std::vector<std::uint8_t> rgba = read_framebuffer(s, w, h);
   std::vector<unsigned char> flipped(static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * 3);
-  for (std::size_t i = 0, n = flipped.size() / 3; i < n; ++i) std::copy_n(rgba.data() + i * 4, 3, flipped.data() + i * 3);
+  for (std::size_t i = 0, n = flipped.size() / 3; i < n; ++i)
+    std::copy_n(rgba.data() + i * 4, 3, flipped.data() + i * 3);
   const std::size_t stride = static_cast<std::size_t>(w) * 3;
   const std::string tmp = path + ".tmp";
   if (!stbi_write_png(tmp.c_str(), w, h, 3, flipped.data(), static_cast<int>(stride))) {
@@ -116,7 +121,8 @@ bool write_screenshot(AppState& s, const std::string& path, std::string& error) 
   }
   const nlohmann::json model = model_sidecar(s, sx, sy);
   const bool dark = s.settings.dark;
-  nlohmann::json hatch = dark ? nlohmann::json{{41, 41, 41}, {77, 77, 77}} : nlohmann::json{{199, 199, 199}, {235, 235, 235}};
+  nlohmann::json hatch =
+      dark ? nlohmann::json{{41, 41, 41}, {77, 77, 77}} : nlohmann::json{{199, 199, 199}, {235, 235, 235}};
   nlohmann::json maps;
   for (int i = 0; i < kColormapCount; ++i) {
     maps[std::string(colormap_name(static_cast<Colormap>(i)))] = colormap_table(static_cast<Colormap>(i));
@@ -241,9 +247,11 @@ namespace {
 // The centre view's figure as drawn last frame: its name, where it is on screen, the canvas
 // and text size it was laid out for, and its display list (without the heatmaps' values).
 nlohmann::json centre_figure_json(const AppState& s) {
-  const ScreenFigure* f = s.renderer.centre;
+  const Renderer& r = s.renderer;
+  const ScreenFigure* f = r.centre;
   if (!f) return nullptr;
-  return {{"name", s.renderer.centre_name},
+  const char* name = f == &r.lesson ? "lesson" : f == &r.walk ? "walk" : f == &r.compare ? "compare" : "model";
+  return {{"name", name},
           {"origin", {f->origin.x, f->origin.y}},
           {"canvas", {f->opts.canvas.width, f->opts.canvas.height}},
           {"font", f->opts.type.title},
@@ -269,9 +277,14 @@ nlohmann::json state_json(AppState& s) {
   const Introspection::Live& live = s.hooks.live;
   nlohmann::json shapes;
   if (s.compute.have_trace) {
-    shapes = {{"input", t.input.shape}, {"queries", t.queries.shape}, {"q", t.q.shape},
-              {"scores", t.scores.shape}, {"weights", t.weights.shape}, {"context", t.context.shape},
-              {"context_merged", t.context_merged.shape}, {"output", t.output.shape}};
+    shapes = {{"input", t.input.shape},
+              {"queries", t.queries.shape},
+              {"q", t.q.shape},
+              {"scores", t.scores.shape},
+              {"weights", t.weights.shape},
+              {"context", t.context.shape},
+              {"context_merged", t.context_merged.shape},
+              {"output", t.output.shape}};
   }
   nlohmann::json j = probe_json(s.hooks);
   j.update({

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "json_file.hpp"
 #include "mhaviz/gpt.hpp"
 #include "mhaviz/gpt_forward.hpp"
 #include "mhaviz/safetensors.hpp"
@@ -21,12 +22,7 @@ using nlohmann::json;
 
 const fs::path kModels = MHAVIZ_MODELS;
 
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
-}
+using test::read_json;
 
 void expect_same_linear(const Linear& a, const Linear& b, const std::string& what) {
   EXPECT_EQ(a.in, b.in) << what;

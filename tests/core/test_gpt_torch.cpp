@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "json_file.hpp"
 #include "gpt_test_util.hpp"
 #include "mhaviz/gpt_forward.hpp"
 #include "mhaviz/safetensors.hpp"
@@ -23,12 +24,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 const fs::path kModels = MHAVIZ_MODELS;
 
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
-}
+using test::read_json;
 
 // Largest |a - b| over two equally long arrays; fails the test on a length mismatch.
 float max_diff(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {

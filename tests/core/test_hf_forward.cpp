@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "json_file.hpp"
 #include "load_error_util.hpp"
 #include "mhaviz/hf_model.hpp"
 #include "mhaviz/safetensors.hpp"
@@ -23,12 +24,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 const fs::path kModels = MHAVIZ_MODERN;
 
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
-}
+using test::read_json;
 
 float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   float worst = 0.0f;

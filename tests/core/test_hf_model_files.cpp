@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "json_file.hpp"
 #include "load_error_util.hpp"
 #include "mhaviz/hf_config.hpp"
 #include "mhaviz/hf_weights.hpp"
@@ -25,12 +26,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 const fs::path kModels = MHAVIZ_MODERN;
 
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
-}
+using test::read_json;
 
 std::string error_of(const std::function<void()>& f) { return test::load_error_of(f); }
 

@@ -13,6 +13,7 @@
 #include <regex>
 #include <sstream>
 
+#include "json_file.hpp"
 #include "mhaviz/safetensors.hpp"
 #include "mhaviz/train.hpp"
 #include "test_util.hpp"
@@ -26,7 +27,7 @@ namespace fs = std::filesystem;
 
 const fs::path kRef = MHAVIZ_TRAIN_REF;
 
-json read_json(const fs::path& p) { return json::parse(test::slurp(p.string())); }
+using test::read_json;
 
 // An int64 .npy file (numpy.save): its shape and values.
 struct NpyI64 {

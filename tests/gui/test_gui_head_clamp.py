@@ -12,7 +12,6 @@ usage (under xvfb-run): test_gui_head_clamp.py PATH/TO/mhaviz TESTS_DATA_DIR
 """
 import os
 import sys
-import time
 
 import guitest as g
 
@@ -32,30 +31,9 @@ def read_or_none(path):
         return None
 
 
-def wait_json(path, want, timeout=g.WAIT_SECONDS, proc=None):
-    """Polls a JSON file the app writes until want(it) holds; returns the last one read."""
-    end = time.time() + timeout
-    j = None
-    while time.time() < end:
-        j = read_or_none(path)
-        if j is not None and want(j):
-            return j
-        if proc is not None and proc.poll() is not None:
-            break
-        time.sleep(0.1)
-    return j
-
-
-def wait_capture(folder, timeout=g.WAIT_SECONDS):
-    """The first PNG the app saves in folder (it writes under a temporary name, then links)."""
-    end = time.time() + timeout
-    while time.time() < end:
-        if os.path.isdir(folder):
-            done = [f for f in os.listdir(folder) if f.endswith(".png")]
-            if done:
-                return done[0]
-        time.sleep(0.1)
-    return None
+def captures_in(folder):
+    """The PNGs the app has saved in folder (it writes under a temporary name, then links)."""
+    return sorted(f for f in os.listdir(folder) if f.endswith(".png")) if os.path.isdir(folder) else []
 
 
 # [SECTION] [option] --head past the last head
@@ -86,27 +64,24 @@ proc = g.start(["gui", "seed003-wrapper", "--no-restore", "--head", "1", "--layo
 try:
     w = g.wait_for_layout(layout, ["num_heads"], proc=proc)
     g.focus_window()
-    # Ctrl+click makes the slider a text field (again, after Escape, if a loaded X server
-    # lost the click); the typed count applies on Enter.
-    for attempt in range(3):
-        g.xdo("keydown", "ctrl")
-        g.click(*g.center(w["num_heads"]))
-        g.xdo("keyup", "ctrl")
-        field = wait_json(layout, lambda j: j.get("text_input") is True, timeout=5.0, proc=proc)
-        if field is not None and field.get("text_input") is True:
-            break
-        g.key("Escape")
-    g.check(field is not None and field.get("text_input") is True, "[edit] Ctrl+click on num_heads gives a text field")
+    # Ctrl+click makes the slider a text field; the typed count applies on Enter.
+    g.xdo("keydown", "ctrl")
+    g.click(*g.center(w["num_heads"]))
+    g.xdo("keyup", "ctrl")
+    field = g.wait_state(layout, "Ctrl+click on num_heads gives a text field", lambda j: j.get("text_input") is True,
+                         proc)
+    g.check(field.get("text_input") is True, "[edit] Ctrl+click on num_heads gives a text field")
     g.type_text("1")
     g.key("Return")
-    a = wait_json(auto, lambda a: a.get("model", {}).get("num_heads") == 1, proc=proc)
+    a = g.wait_state(auto, "num_heads 1 autosaved", lambda a: a["model"]["num_heads"] == 1, proc)
     g.check(a is not None and a.get("model", {}).get("num_heads") == 1,
             "[edit] num_heads typed down to 1 (autosave: %r)" % (a and a.get("model")))
     g.check(a is not None and a.get("view", {}).get("head") == 0,
             "[edit] the autosaved view selects head 0, the only head (%r)" % (a and a.get("view")))
     g.click(5, 795)  # the status bar: nothing focused, so that F12 reaches the app's shortcuts
     g.key("F12")
-    png = wait_capture(captures)
+    png = g.wait_until("a capture saved in " + captures, lambda: captures_in(captures), lambda l: len(l) > 0,
+                       proc=proc)[0]
     g.check(png is not None and "-head0-" in png, "[edit] F12 captures head 0 (%r)" % png)
 finally:
     rc, out, err = g.stop(proc)

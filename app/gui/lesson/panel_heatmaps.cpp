@@ -177,7 +177,6 @@ void draw_heatmaps(AppState& s) {
     return;
   }
   s.renderer.centre = &f;
-  s.renderer.centre_name = "lesson";
   draw_figure(s, f, origin);
   for (const figure::HeatmapInfo& h : f.fig.heatmaps)
     s.ui.drawn.cell_layout.push_back({h.head, origin.x + h.x0, origin.y + h.y0, origin.x + h.x0 + h.cell * static_cast<float>(h.cols),

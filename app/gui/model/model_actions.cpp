@@ -58,9 +58,6 @@ bool model_busy(const AppState& s) {
   return !st.idle || text_waits || s.gpt.deriving.valid() || st.generation != s.gpt.seen_generation;
 }
 
-// From the first open (the command line's --model included) the model view is shown, while
-// the model loads too: its progress and errors are in the centre, not under the lesson.
-bool model_view_active(AppState& s) { return centre_view(s) == Centre::Model; }
 
 // [SECTION] Poll: once a frame, never waits
 namespace {

@@ -235,8 +235,7 @@ void draw_model_view(AppState& s) {
   }
   ScreenFigure& f = s.renderer.model;
   draw_figure(s, f, origin);
-  s.renderer.centre = &f;  // what the state dump names as the centre's figure
-  s.renderer.centre_name = "model";
+  s.renderer.centre = &f;
   const ModelViewData& v = *m.view;
   record_cells(s, f, v.n_layer * v.n_head);
   interact(s, f, v);

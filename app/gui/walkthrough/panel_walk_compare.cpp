@@ -82,7 +82,6 @@ void draw_compare_tab(AppState& s) {
   });
   f.stem = "compare-head" + std::to_string(head);
   s.renderer.centre = &f;
-  s.renderer.centre_name = "compare";
   draw_figure(s, f, ImGui::GetCursorScreenPos());
   ImGui::Dummy(ImVec2(static_cast<float>(f.fig.width), static_cast<float>(f.fig.height)));
 

@@ -119,7 +119,6 @@ void draw_walkthrough_tab(AppState& s) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   dl->PushClipRect(origin, ImVec2(origin.x + canvas.x, origin.y + canvas.y), true);
   s.renderer.centre = &s.renderer.walk;
-  s.renderer.centre_name = "walk";
   draw_figure(s, s.renderer.walk, origin);
   dl->PopClipRect();
   ImGui::Dummy(canvas);
@@ -176,43 +175,6 @@ void apply_options(AppState& s) {
 }  // namespace walk
 
 // [SECTION] Entry points
-// The walkthrough's steps are the chapter-3 variants'; a gqa or mla session shows its heads'
-// heatmaps (and `mhaviz dump` every tensor of it).
-bool walkthrough_draws(const AppState& s) {
-  const Variant v = s.doc.session.model.variant;
-  return v != Variant::Gqa && v != Variant::Mla;
-}
-
-Centre centre_view(AppState& s) {
-  if (!s.walkthrough.options_applied) walk::apply_options(s);
-  if (s.centre == Centre::Walkthrough && !walkthrough_draws(s)) return Centre::Lesson;
-  if (s.centre == Centre::Model && !s.gpt.worker) return Centre::Lesson;  // no model opened
-  return s.centre;
-}
-
-void toggle_centre(AppState& s, Centre c) {
-  if (c == Centre::Walkthrough && !walkthrough_draws(s)) {
-    notify(s, "The walkthrough shows the wrapper, weight_split and fused_qkv; this " +
-                  std::string(variant_name(s.doc.session.model.variant)) + " session shows its heads' heatmaps",
-           true);
-    return;
-  }
-  s.centre = centre_view(s) == c ? Centre::Lesson : c;
-}
-
-bool walkthrough_active(AppState& s) { return centre_view(s) == Centre::Walkthrough; }
-
-const CentreInfo& centre_info(Centre c) {
-  static const CentreInfo table[] = {
-      {"lesson", true, false,
-       "Hover a cell for details.  Keys: 1-5 stage   [ ] head   E enlarge   C controls   Ctrl+Z undo   Ctrl+S save"},
-      {"walkthrough", true, false,
-       "Hover a cell for details.  Keys: ← → step   Home End   Space play / pause   W back to the heatmaps   F12 capture"},
-      {"model", false, true, "Hover a head for its score, click it to show it large.  M: model view / lesson   F12 capture"},
-  };
-  return table[static_cast<int>(c)];
-}
-
 void draw_walkthrough(AppState& s) {
   refresh(s);
   Walkthrough& w = s.walkthrough;

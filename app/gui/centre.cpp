@@ -1,0 +1,50 @@
+// The centre view (app_state.hpp [SECTION] The centre view): the one value that says which
+// view fills the centre, the view actually shown, and what each shows around it.
+#include "app_state.hpp"
+#include "walk_frame.hpp"
+
+namespace mhaviz::gui {
+
+// The walkthrough's steps are the chapter-3 variants'; a gqa or mla session shows its heads'
+// heatmaps (and `mhaviz dump` every tensor of it).
+bool walkthrough_draws(const AppState& s) {
+  const Variant v = s.doc.session.model.variant;
+  return v != Variant::Gqa && v != Variant::Mla;
+}
+
+Centre centre_view(AppState& s) {
+  if (!s.walkthrough.options_applied) walk::apply_options(s);
+  if (s.centre == Centre::Walkthrough && !walkthrough_draws(s)) return Centre::Lesson;
+  if (s.centre == Centre::Model && !s.gpt.worker) return Centre::Lesson;  // no model opened
+  return s.centre;
+}
+
+void toggle_centre(AppState& s, Centre c) {
+  if (c == Centre::Walkthrough && !walkthrough_draws(s)) {
+    notify(s,
+           "The walkthrough shows the wrapper, weight_split and fused_qkv; this " +
+               std::string(variant_name(s.doc.session.model.variant)) + " session shows its heads' heatmaps",
+           true);
+    return;
+  }
+  s.centre = centre_view(s) == c ? Centre::Lesson : c;
+}
+
+bool walkthrough_active(AppState& s) { return centre_view(s) == Centre::Walkthrough; }
+
+const CentreInfo& centre_info(Centre c) {
+  static const CentreInfo table[] = {
+      {"lesson", true, false,
+       "Hover a cell for details.  Keys: 1-5 stage   [ ] head   E enlarge   C controls   Ctrl+Z undo   Ctrl+S save"},
+      {"walkthrough", true, false,
+       "Hover a cell for details.  Keys: ← → step   Home End   Space play / pause   W back to the heatmaps   F12 "
+       "capture"},
+      {"model", false, true,
+       "Hover a head for its score, click it to show it large.  M: model view / lesson   F12 capture"},
+  };
+  return table[static_cast<int>(c)];
+}
+
+bool model_view_active(AppState& s) { return centre_view(s) == Centre::Model; }
+
+}  // namespace mhaviz::gui
