@@ -9,6 +9,17 @@
 
 namespace mhaviz::figure {
 
+namespace {
+
+// The text a title quotes: its first 80 bytes, without the space a byte-level or ids
+// vocabulary puts before the first word (" 1 3 5" reads as "1 3 5").
+std::string quoted_text(const std::string& text) {
+  const std::size_t from = std::min(text.find_first_not_of(' '), text.size());
+  return text.substr(from, 80);
+}
+
+}  // namespace
+
 std::string gpt_caption(const GptModel& m, const std::string& path, int T) {
   const GptConfig& c = m.config;
   return path + " \xC2\xB7 " +
@@ -77,7 +88,7 @@ ModelView gpt_model_view(const GptModel& m, const GptTrace& tr, const Tokenizer&
   } catch (const std::invalid_argument&) {
   }
   mv.title = probe ? "Every head on a random sequence repeated twice (" + std::to_string(T) + " tokens)"
-                   : "Every layer \xC3\x97 head on \xE2\x80\x9C" + tok.decode(tr.ids).substr(0, 80) + "\xE2\x80\x9D";
+                   : "Every layer \xC3\x97 head on \xE2\x80\x9C" + quoted_text(tok.decode(tr.ids)) + "\xE2\x80\x9D";
   mv.caption = gpt_caption(m, path, T);
   mv.token_names = display_tokens(tok, tr.ids);
   if (pattern) {

@@ -237,7 +237,7 @@ void draw_frame(AppState& s) {
     // Once a model is opened (File → Open model…, --model) its panel follows the lesson's.
     if (s.gpt.worker) {
       if (model_view) ImGui::SetNextItemOpen(true, ImGuiCond_Always);
-      if (ImGui::CollapsingHeader("Trained model (GPT-2)")) draw_model_panel(s);
+      if (ImGui::CollapsingHeader("Trained model")) draw_model_panel(s);
       record_widget(s, "model_header");
     }
     ImGui::EndChild();
@@ -538,7 +538,9 @@ void present_and_refresh(AppState& s, Loop& L) {
   refresh(s);
   if (s.ui.window.fonts_dirty) build_fonts(s, true);
   if (s.ui.window.style_dirty) apply_style(s);
-  const std::string title = "mhaviz - " + s.doc.origin + (s.doc.modified ? " *" : "");
+  // The model view names its model; the lesson and the walkthrough, the document.
+  const std::string title =
+      model_view_active(s) ? "mhaviz - model " + model_name(s.gpt) : "mhaviz - " + s.doc.origin + (s.doc.modified ? " *" : "");
   if (title != s.ui.window.title) {
     glfwSetWindowTitle(s.window, title.c_str());
     s.ui.window.title = title;

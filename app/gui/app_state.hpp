@@ -370,6 +370,8 @@ void run_induction_probe(AppState& s);                  // random tokens repeate
 void poll_model(AppState& s);                            // once a frame: errors, new results, derived view
 bool model_busy(const AppState& s);                      // a load or forward is under way or waiting
 bool model_view_active(AppState& s);                     // centre_view(s) == Centre::Model
+// The open model's name: its folder's, or its file's stem ("gpt2", "run"); window titles and captures.
+std::string model_name(const ModelUi& m);
 void open_layer_walkthrough(AppState& s, int layer);     // that layer as the chapter-3 module, in the walkthrough
 void draw_model_panel(AppState& s);                      // panel_model.cpp: open, text, detector, next token
 void draw_model_open_dialog(AppState& s);                // panel_model.cpp: File → Open model…

@@ -137,8 +137,7 @@ void capture_model(AppState& s, CaptureKind kind, bool svg) {
   const GptModel& gm = *m.result->loaded.model;
   const GptTrace& tr = *m.result->trace;
   const Tokenizer& tok = *m.result->loaded.tokenizer;
-  std::string stem = fs::path(m.path).filename().string();
-  if (stem == "model.safetensors") stem = fs::path(m.path).parent_path().filename().string();
+  std::string stem = model_name(m);
   try {
     figure::Figure f;
     if (kind == CaptureKind::Shown) {
@@ -256,7 +255,7 @@ void capture_window_now(AppState& s) {
   int w = 0, h = 0;
   std::vector<std::uint8_t> rgba = read_framebuffer(s, w, h);
   try {
-    save(s, doc_stem(s) + "-window", ".png", figure::encode_png(rgba, w, h));
+    save(s, (model_view_active(s) ? model_name(s.gpt) : doc_stem(s)) + "-window", ".png", figure::encode_png(rgba, w, h));
   } catch (const std::exception& e) {
     notify(s, std::string("Capture failed: ") + e.what(), true);
   }

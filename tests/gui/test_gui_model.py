@@ -386,6 +386,9 @@ def test_captures_typing_probe():
         model_state(state, "the model view drawn", lambda m: m["n_layer"] == 3 and not m["busy"], p)
         g.key("F12")
         g.check(g.wait_for_file(shots[0], proc=p), "F12 on the model view saves hf_untied-model-view.png")
+        g.key("shift+F12")  # the window, named after the model shown (not the lesson behind it)
+        g.check(g.wait_for_file(os.path.join(caps, "hf_untied-window.png"), proc=p),
+                "Shift+F12 on the model view saves hf_untied-window.png")
         click_widget(lay, state, "thumb_1_2", p, ox, oy)
         model_state(state, "head 1.2 selected", lambda m: (m["layer"], m["head"]) == (1, 2) and m["big"] == "1.2", p)
         g.wait_frames(state, 2, p)

@@ -16,6 +16,11 @@
 namespace mhaviz::gui {
 
 // [SECTION] Open, text, probe
+std::string model_name(const ModelUi& m) {
+  const std::filesystem::path p(m.path);
+  return p.extension() == ".safetensors" ? p.parent_path().filename().string() : p.filename().string();
+}
+
 void open_model(AppState& s, const std::string& path) {
   ModelUi& m = s.gpt;
   if (!m.worker) m.worker = std::make_unique<GptWorker>();
@@ -57,7 +62,6 @@ bool model_busy(const AppState& s) {
   const bool text_waits = !s.gpt.requested && !s.gpt.text.empty() && s.gpt.path.empty() && st.error.empty();
   return !st.idle || text_waits || s.gpt.deriving.valid() || st.generation != s.gpt.seen_generation;
 }
-
 
 // [SECTION] Poll: once a frame, never waits
 namespace {

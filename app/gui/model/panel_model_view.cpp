@@ -205,7 +205,7 @@ void draw_model_shapes(AppState& s) {
   const GptConfig& c = m.result->loaded.model->config;
   const ModelViewData& v = *m.view;
   // Attention-only blocks (mhaviz train --attn-only) have no LayerNorm before q, k, v.
-  ImGui::Text(
+  ImGui::TextWrapped(
       "ids (%d) \xE2\x86\x92 wte[ids] + wpe (1, %d, %d) \xE2\x86\x92 %d %s blocks: %sq,k,v (1, %d, %d, %d) "
       "\xE2\x86\x92 attn_weights (1, %d, %d, %d) \xE2\x86\x92 ... \xE2\x86\x92 logits (%d)",
       v.tokens, v.tokens, c.n_embd, c.n_layer, c.attn_only ? "attention-only" : "transformer",
