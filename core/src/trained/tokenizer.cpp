@@ -381,7 +381,8 @@ Tokenizer Tokenizer::from_folder(const fs::path& folder) {
   }
   if (!vocab && !merges)
     tok::fail(folder.string(),
-              "no tokenizer: neither tokenizer.json nor vocab.json + merges.txt (copy GPT-2's beside the model)");
+              "no tokenizer: neither tokenizer.json nor vocab.json + merges.txt (copy the files the model was "
+              "published with beside it)");
   if (!vocab)
     tok::fail((folder / "vocab.json").string(), "does not exist (merges.txt is there: the tokenizer needs both)");
   if (!merges)
