@@ -137,12 +137,47 @@ class Dump(unittest.TestCase):
         self.assertEqual(d["tensors"]["latent"]["shape"], [2, 5, 4])
         self.assertEqual(d["tensors"]["W_UK.weight"]["shape"], [6, 4])
 
+    def test_qk_norm_and_rope_name_their_tensors(self):
+        r, d = self.dump(session("gqa", d_out=12, num_kv_groups=1, qk_norm=True, rope_base=100.0))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        t = d["tensors"]
+        for name in ("q_normed", "q_rotated"):
+            self.assertEqual(t[name]["shape"], [2, 3, 5, 4], name)
+        for name in ("k_normed", "k_rotated"):
+            self.assertEqual(t[name]["shape"], [2, 1, 5, 4], name)
+        self.assertEqual(t["q_norm.scale"]["data"], [1.0] * 4)
+        self.assertEqual(d["session"]["model"]["rope_base"], 100.0)
+        self.assertTrue(d["session"]["model"]["qk_norm"])
+        # Position 0 is not rotated; every later one is.
+        q, qr = t["q_normed"]["data"], t["q_rotated"]["data"]
+        self.assertEqual(qr[:4], q[:4])
+        self.assertNotEqual(qr[4:8], q[4:8])
+        # The expanded keys are the rotated ones, repeated.
+        self.assertEqual(t["k_expanded"]["data"][:20], t["k_rotated"]["data"][:20])
+
+    def test_render_refuses_steps_it_does_not_draw(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path, out = os.path.join(tmp, "s.json"), os.path.join(tmp, "out.png")
+            with open(path, "w") as f:
+                json.dump(session("weight_split", d_out=12, rope_base=10000), f)
+            r = run("render", path, "-o", out, "--view", "step", "3")
+            self.assertEqual(r.returncode, 2)
+            self.assertFalse(os.path.exists(out))
+            self.assertTrue(r.stderr.startswith(
+                "mhaviz: --view: step is not drawn for model.variant \"weight_split\" with QK-norm or RoPE"), r.stderr)
+            r = run("render", path, "-o", out, "--view", "grid")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertTrue(os.path.getsize(out) > 0)
+
     def test_bad_combinations_write_nothing(self):
         cases = [
             (session("gqa", num_kv_groups=2), "model.num_kv_groups: 2 does not divide"),
             (session("weight_split", sliding_window=2, causal=False), "model.sliding_window: 2 needs model.causal"),
             (session("weight_split", sliding_window=0), "model.sliding_window: 0"),
             (session("mla", latent_dim=0), "model.latent_dim: 0"),
+            (session("mla", d_out=12, rope_base=10000), "model.rope_base: 10000 is set but model.variant = \"mla\""),
+            (session("weight_split", d_out=9, rope_base=10000), "model.rope_base: 10000 needs an even head_dim"),
+            (session("wrapper", qk_norm=True), "model.qk_norm: true is set but model.variant = \"wrapper\""),
             (dict(session("gqa", num_kv_groups=3), version=2), "model.variant: \"gqa\" needs \"version\": 3"),
         ]
         for s, start in cases:

@@ -41,7 +41,7 @@ void expect_every_intermediate(const std::vector<NamedTensor>& ours, const json&
 
 TEST(VariantTorch, RandomSessionsEqualPyTorch) {
   const std::filesystem::path dir = MHAVIZ_VARIANT_REFERENCE;
-  int sessions = 0, dropped = 0, windowed = 0;
+  int sessions = 0, dropped = 0, windowed = 0, normed = 0, rotated = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir / "sessions")) {
     const std::string name = entry.path().stem().string();
     const Session s = parse_session(test::slurp(entry.path().string()));
@@ -61,11 +61,15 @@ TEST(VariantTorch, RandomSessionsEqualPyTorch) {
     ++sessions;
     dropped += fast.dropout_applied() ? 1 : 0;
     windowed += s.model.sliding_window > 0 ? 1 : 0;
+    normed += s.model.qk_norm ? 1 : 0;
+    rotated += s.model.rope_base != 0.0 ? 1 : 0;
   }
   // The generator's mix: every kind, in training with dropout and without.
   EXPECT_GE(sessions, 24);
   EXPECT_GE(dropped, 4);
   EXPECT_GE(windowed, 8);
+  EXPECT_GE(normed, 8);
+  EXPECT_GE(rotated, 8);
 }
 
 // [SECTION] the fast forward against its oracle, on every backend
@@ -89,9 +93,12 @@ TEST_P(VariantBackends, FastEqualsOracle) {
       s.model.causal = true;
       s.model.sliding_window = 1 + i % 4;
     }
+    s.model.qk_norm = i % 5 < 2;
+    if (v != Variant::Mla && head_dim(s.model) % 2 == 0 && i % 7 < 4) s.model.rope_base = i % 2 ? 10000.0 : 10.0;
     validate_session(s);
     const Model m = build_model(s.model, s.d_in());
     const Trace fast = forward(m, s.input_tensor()), slow = forward_reference(m, s.input_tensor());
+    EXPECT_EQ(fast.cost.parameters, m.parameter_count()) << "session " << i;
     const auto a = named_tensors(m, fast), b = named_tensors(m, slow);
     ASSERT_EQ(a.size(), b.size());
     for (std::size_t t = 0; t < a.size(); ++t) {
@@ -202,6 +209,13 @@ TEST(Variants, VersionThreeRoundTripsAndOlderFilesStayOlder) {
     EXPECT_EQ(json::parse(again)["version"], 3);
     EXPECT_EQ(session_to_json(parse_session(again)), again);
   }
+  json rotated = v3("weight_split");
+  rotated["model"]["rope_base"] = 500000.0;
+  rotated["model"]["qk_norm"] = true;
+  const std::string written = session_to_json(parse_session(rotated.dump()));
+  EXPECT_EQ(json::parse(written)["model"]["rope_base"], 500000.0);
+  EXPECT_EQ(json::parse(written)["model"]["qk_norm"], true);
+  EXPECT_EQ(json::parse(written)["version"], 3);
   // A weight_split without a window is written as before.
   EXPECT_EQ(json::parse(session_to_json(lesson("book-weight-split-3d")))["version"], 1);
   json null_window = v3("weight_split");
@@ -260,6 +274,47 @@ TEST(Variants, EveryBadCombinationNamesFieldAndValue) {
        },
        "model.sliding_window: needs \"version\": 3 (value 2)"},
       {"version 4", [](json& j) { j["version"] = 4; }, "version: 4"},
+      {"RoPE with an odd head_dim",
+       [](json& j) {
+         j["model"]["d_out"] = 9;
+         j["model"]["rope_base"] = 10000;
+       },
+       "model.rope_base: 10000 needs an even head_dim, but d_out / num_heads = 3"},
+      {"RoPE on mla",
+       [](json& j) {
+         j["model"]["variant"] = "mla";
+         j["model"].erase("num_kv_groups");
+         j["model"]["d_out"] = 12;
+         j["model"]["rope_base"] = 10000;
+       },
+       "model.rope_base: 10000 is set but model.variant = \"mla\" has no RoPE here (real MLA models rotate"},
+      {"RoPE on the wrapper",
+       [](json& j) {
+         j["model"]["variant"] = "wrapper";
+         j["model"].erase("num_kv_groups");
+         j["model"]["rope_base"] = 10000;
+       },
+       "model.rope_base: 10000 is set but model.variant = \"wrapper\""},
+      {"RoPE base 1", [](json& j) { j["model"]["rope_base"] = 1; }, "model.rope_base: 1 is out of range"},
+      {"RoPE base negative", [](json& j) { j["model"]["rope_base"] = -5; }, "model.rope_base: -5 is out of range"},
+      {"RoPE base a string", [](json& j) { j["model"]["rope_base"] = "1e4"; }, "model.rope_base: expected a number"},
+      {"RoPE base 0", [](json& j) { j["model"]["rope_base"] = 0; }, "model.rope_base: expected a number"},
+      {"QK-norm on the wrapper",
+       [](json& j) {
+         j["model"]["variant"] = "wrapper";
+         j["model"].erase("num_kv_groups");
+         j["model"]["qk_norm"] = true;
+       },
+       "model.qk_norm: true is set but model.variant = \"wrapper\""},
+      {"QK-norm not a bool", [](json& j) { j["model"]["qk_norm"] = 1; }, "model.qk_norm: "},
+      {"RoPE in version 2",
+       [](json& j) {
+         j["version"] = 2;
+         j["model"]["variant"] = "weight_split";
+         j["model"].erase("num_kv_groups");
+         j["model"]["rope_base"] = 10000;
+       },
+       "model.rope_base: needs \"version\": 3 (value 10000)"},
   };
   for (const Refusal& c : cases) {
     json j = v3("gqa");
@@ -282,6 +337,19 @@ TEST(Variants, RecoveryKeepsVersionThreeAndFitsTheGroups) {
   EXPECT_NE(std::find(r.repairs.begin(), r.repairs.end(), "model.num_kv_groups: 4 set to 3, a divisor of num_heads 6"),
             r.repairs.end());
   EXPECT_EQ(json::parse(session_to_json(r.session))["version"], 3);
+}
+
+TEST(Variants, RecoveryRemovesTheRopeAModelCannotHold) {
+  json j = v3("weight_split");
+  j["model"].erase("num_kv_groups");
+  j["model"]["d_out"] = 9;  // head_dim 3: no pairs to rotate
+  j["model"]["rope_base"] = 10000;
+  j["model"]["qk_norm"] = true;
+  const Recovered r = recover_session(j.dump());
+  EXPECT_EQ(r.session.model.rope_base, 0.0);
+  EXPECT_TRUE(r.session.model.qk_norm);
+  EXPECT_NE(std::find(r.repairs.begin(), r.repairs.end(), "model.rope_base: 10000 removed, head_dim 3 is odd"),
+            r.repairs.end());
 }
 
 }  // namespace

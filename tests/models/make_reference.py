@@ -28,6 +28,10 @@ session says "training": false):
                 W_UV (latent_dim -> d_out), out_proj
 - sliding_window on the split variants: key j visible to query i only when 0 <= i - j < W, as
                 MultiHeadAttentionWithSWA (ch04/06_swa)
+- qk_norm       on the split variants: RMSNorm(head_dim, eps=1e-6) q_norm and k_norm on the heads'
+                queries and keys (the book's Qwen3 GroupedQueryAttention), scales initialised to ones
+- rope_base     on the split variants but mla: RoPE after QK-norm, split halves, positions from 0
+                (the book's compute_rope_params / apply_rope, as in its Llama 3 and Qwen3 code)
 
 Output: {"tensors": {NAME: {"shape": [...], "data": [row-major values]}}} with the parameters
 under their state_dict names, attn_scores (b, h, T, T) before mask and scaling, attn_weights,
@@ -61,6 +65,24 @@ class Attention(nn.Module):
             diff = pos.unsqueeze(-1) - pos.unsqueeze(0)
             self.mask = ((diff < 0) | (diff >= window)).float()
 
+    def add_qk(self, rope_base, qk_norm, context_length):
+        """QK-norm and RoPE: modules added after the Linears (ones, no draw from the generator)
+        and angles kept as plain attributes, out of the state_dict."""
+        if qk_norm:
+            self.q_norm = RMSNorm(self.head_dim)
+            self.k_norm = RMSNorm(self.head_dim)
+        self.rope = compute_rope_params(self.head_dim, rope_base, context_length) if rope_base else None
+
+    def qk(self, q, k, keep):
+        """q (b, h, T, hd), k (b, G, T, hd) -> what attention reads, each step kept."""
+        if hasattr(self, "q_norm"):
+            q, k = self.q_norm(q), self.k_norm(k)
+            keep.update(q_normed=q, k_normed=k)
+        if getattr(self, "rope", None) is not None:
+            q, k = apply_rope(q, *self.rope), apply_rope(k, *self.rope)
+            keep.update(q_rotated=q, k_rotated=k)
+        return q, k
+
     def attention_mask(self):
         return self.mask if self.causal else None
 
@@ -70,6 +92,39 @@ class Attention(nn.Module):
         context = split_attention(q, k, v, self.attention_mask(), self.dropout, keep)
         keep["context_merged"] = context.transpose(1, 2).contiguous().view(b, T, self.d_out)
         return keep["context_merged"]
+
+
+class RMSNorm(nn.Module):
+    """The book's Qwen3 RMSNorm (qwen3_compatible, no shift): x / sqrt(mean(x^2) + eps) * scale."""
+
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.scale = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        x = x.to(torch.float32)
+        variance = x.pow(2).mean(dim=-1, keepdim=True)
+        return x * torch.rsqrt(variance + self.eps) * self.scale
+
+
+def compute_rope_params(head_dim, theta_base, context_length):
+    """The book's compute_rope_params: cos and sin (context_length, head_dim), angles repeated
+    for both halves."""
+    inv_freq = 1.0 / (theta_base ** (torch.arange(0, head_dim, 2, dtype=torch.float32)[: head_dim // 2].float()
+                                     / head_dim))
+    positions = torch.arange(context_length, dtype=torch.float32)
+    angles = positions.unsqueeze(1) * inv_freq.unsqueeze(0)
+    angles = torch.cat([angles, angles], dim=1)
+    return torch.cos(angles), torch.sin(angles)
+
+
+def apply_rope(x, cos, sin):
+    """The book's apply_rope: x (b, h, T, hd) -> x * cos + cat(-x2, x1) * sin."""
+    T, hd = x.shape[2], x.shape[3]
+    x1, x2 = x[..., : hd // 2], x[..., hd // 2:]
+    rotated = torch.cat((-x2, x1), dim=-1)
+    return x * cos[:T, :].unsqueeze(0).unsqueeze(0) + rotated * sin[:T, :].unsqueeze(0).unsqueeze(0)
 
 
 class CausalAttention(Attention):
@@ -142,6 +197,7 @@ class MultiHeadAttention(Attention):
         keep = {"queries": queries, "keys": keys, "values": values}
         q, k, v = heads(queries), heads(keys), heads(values)
         keep.update(q=q, k=k, v=v)
+        q, k = self.qk(q, k, keep)
         return self.out_proj(self.attend(q, k, v, keep)), keep
 
 
@@ -165,9 +221,11 @@ class GroupedQueryAttention(Attention):
         q = queries.view(b, T, self.num_heads, self.head_dim).transpose(1, 2)
         k = keys.view(b, T, self.num_kv_groups, self.head_dim).transpose(1, 2)
         v = values.view(b, T, self.num_kv_groups, self.head_dim).transpose(1, 2)
+        keep.update(q=q, k=k, v=v)
+        q, k = self.qk(q, k, keep)
         group = self.num_heads // self.num_kv_groups
         k_expanded, v_expanded = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-        keep.update(q=q, k=k, v=v, k_expanded=k_expanded, v_expanded=v_expanded)
+        keep.update(k_expanded=k_expanded, v_expanded=v_expanded)
         return self.out_proj(self.attend(q, k_expanded, v_expanded, keep)), keep
 
 
@@ -196,6 +254,7 @@ class MultiHeadLatentAttention(Attention):
         keep = {"queries": queries, "latent": latent, "keys": keys, "values": values}
         q, k, v = heads(queries), heads(keys), heads(values)
         keep.update(q=q, k=k, v=v)
+        q, k = self.qk(q, k, keep)
         return self.out_proj(self.attend(q, k, v, keep)), keep
 
 
@@ -213,6 +272,7 @@ class FusedQkvAttention(Attention):
         keep = {"qkv": qkv_flat, "q": q, "k": k, "v": v}
         for name, t in (("queries", q), ("keys", k), ("values", v)):
             keep[name] = t.permute(0, 2, 1, 3).reshape(b, T, self.d_out)
+        q, k = self.qk(q, k, keep)
         context = split_attention(q, k, v, self.attention_mask(), self.dropout, keep)
         merged = context.permute(0, 2, 1, 3).reshape(b, T, self.d_out)
         keep["context_merged"] = merged
@@ -244,6 +304,8 @@ def expected_for(session, every=False):
         extra["latent_dim"] = m.get("latent_dim")
     module = MODULES[m["variant"]](len(session["embeddings"][0]), m["d_out"], m["context_length"], m["dropout"],
                                    m["num_heads"], m["qkv_bias"], m["causal"], **extra)
+    if m.get("rope_base") is not None or m.get("qk_norm"):
+        module.add_qk(m.get("rope_base"), m.get("qk_norm", False), m["context_length"])
     module.train(m.get("training", True))
     with torch.no_grad():
         out, keep = module(batch)
@@ -261,7 +323,8 @@ def expected_for(session, every=False):
 def random_session(rng, index):
     """One random session of the bonus variants and options: b <= 3, dropout in training and
     eval mode, with and without qkv_bias, small enough for a test of seconds."""
-    kinds = [("gqa", False), ("gqa", True), ("mla", False), ("mla", True), ("weight_split", True), ("fused_qkv", True)]
+    kinds = [("gqa", False), ("gqa", True), ("mla", False), ("mla", True), ("weight_split", True), ("fused_qkv", True),
+             ("weight_split", False), ("fused_qkv", False)]
     variant, windowed = kinds[index % len(kinds)]
     heads = rng.choice([1, 2, 3, 4, 6])
     head_dim = rng.choice([1, 2, 3, 4])
@@ -277,6 +340,10 @@ def random_session(rng, index):
         model["latent_dim"] = rng.randint(1, 6)  # else the default, max(16, d_out // 8)
     if windowed:
         model["sliding_window"] = rng.randint(1, T + 1)
+    if rng.random() < 0.4:
+        model["qk_norm"] = True
+    if variant != "mla" and head_dim % 2 == 0 and rng.random() < 0.5:
+        model["rope_base"] = rng.choice([100.0, 10000.0, 500000.0])
     return {"format": "mhaviz-session", "version": 3, "tokens": ["t%d" % i for i in range(T)],
             "embeddings": [[round(rng.uniform(-1, 1), 2) for _ in range(d_in)] for _ in range(T)],
             "batch": rng.randint(1, 3), "model": model}
@@ -293,9 +360,14 @@ def write_random(count, out_dir):
     rng = random.Random(2024)
     for sub in ("sessions", "expected"):
         os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
+        for old in os.listdir(os.path.join(out_dir, sub)):  # a generator of other names left them
+            if old.endswith(".json"):
+                os.remove(os.path.join(out_dir, sub, old))
     for i in range(count):
         session = random_session(rng, i)
-        name = "%03d-%s%s" % (i, session["model"]["variant"], "-window" if "sliding_window" in session["model"] else "")
+        m = session["model"]
+        name = "%03d-%s%s%s%s" % (i, m["variant"], "-window" if "sliding_window" in m else "",
+                                  "-qknorm" if "qk_norm" in m else "", "-rope" if "rope_base" in m else "")
         write_json(os.path.join(out_dir, "sessions", name + ".json"), session)
         write_json(os.path.join(out_dir, "expected", name + ".json"), {"tensors": expected_for(session, every=True)})
     print("wrote %d sessions and their tensors in %s" % (count, out_dir))

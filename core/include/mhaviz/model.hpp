@@ -57,6 +57,13 @@ struct ModelConfig {
   // mla: the latent's width (W_DKV's output); the session's default is default_latent_dim(d_out).
   // 0 for the other variants.
   int latent_dim = 0;
+  // Split variants but mla: rotary position embedding on queries and keys after the head split
+  // (split halves, positions from 0, as the book's Llama 3 / Qwen3 apply_rope), with this base
+  // θ. 0: off. mla has none: real models give it a decoupled RoPE key this lesson does not model.
+  double rope_base = 0.0;
+  // Split variants: RMSNorm over head_dim (eps 1e-6, scale initialised to ones) on queries and
+  // keys after the head split and before RoPE, as Qwen3's q_norm and k_norm.
+  bool qk_norm = false;
   // Trained parameters replacing the seed's init (null: init from seed). Their shapes fix
   // d_in, d_out, num_heads and qkv_bias: validate_model refuses a config they do not fit.
   // Dropout masks still continue the seed's stream, as in PyTorch after load_state_dict.
@@ -95,6 +102,9 @@ struct Model {
   // passes over the input and better use of two cores at small T). Set by prepare_forward;
   // emptied, with that layer's packed copy, when a layer is handed out for change by layer(name).
   Linear qkv_stacked;
+  // qk_norm: the scales of q_norm and k_norm (head_dim values each; ones from init, or the
+  // weights file's q_norm.scale, k_norm.scale). Empty otherwise.
+  std::vector<float> q_norm, k_norm;
 
   const Linear& layer(std::string_view name) const;  // throws std::out_of_range
   Linear& layer(std::string_view name);

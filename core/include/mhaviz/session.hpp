@@ -28,6 +28,7 @@ struct Limits {
   static constexpr std::int64_t kMaxMemoryBytes = std::int64_t{2} << 30;  // estimated forward memory
   static constexpr std::int64_t kMaxFileBytes = std::int64_t{256} << 20;
   static constexpr int kMaxJsonDepth = 64;
+  static constexpr double kMaxRopeBase = 1e9;  // model.rope_base: real models use 1e4 to 1e6
 };
 
 // A one-line, user-facing error that names the field and the value.

@@ -49,8 +49,11 @@ struct Trace {
   std::vector<float> workspace;    // scratch of the stacked projection (N, 3*h*hd); not a tensor to show
   Tensor q;                        // (b, h, T, hd) per-head, after view + transpose (or permute + chunk)
   Tensor k, v;                     // (b, G, T, hd) likewise, at the K/V heads (G == h but in gqa)
-  Tensor k_expanded, v_expanded;   // gqa only: (b, h, T, hd) k and v by repeat_interleave(h / G, dim=1)
-  Tensor scores;                   // (b, h, T, T) raw q·kᵀ of every cell, before mask and scale (hidden cells too)
+  Tensor q_normed, k_normed;       // qk_norm only: RMSNorm over head_dim of q and k, shapes of q and k
+  Tensor q_rotated, k_rotated;     // rope_base only: RoPE of q and k (after QK-norm when set); scores read these
+  Tensor k_expanded, v_expanded;   // gqa only: (b, h, T, hd) the k attention reads, and v, repeat_interleave(h / G, dim=1)
+  Tensor scores;                   // (b, h, T, T) raw q·kᵀ of every cell (the normed, rotated q, k when set),
+                                   // before mask and scale (hidden cells too)
   Tensor weights;                  // (b, h, T, T) softmax(masked scores / sqrt(hd)); hidden cells exactly 0
   std::vector<std::uint8_t> keep;  // (b, h, T, T) 1 = kept by dropout; empty when no dropout was drawn
   Tensor dropped;                  // (b, h, T, T) after dropout; empty when no dropout was drawn (equal to weights)
@@ -83,6 +86,10 @@ Trace forward(const Model& model, const Tensor& input);
 // Same, into an existing Trace whose buffers are reused when shapes are unchanged
 // (the app recomputes into one Trace on every edit).
 void forward(const Model& model, const Tensor& input, Trace& out);
+
+// RoPE's inverse frequencies for a lesson: 1 / base^(2i / head_dim) for i < head_dim / 2, as the
+// book's compute_rope_params (no scaling). head_dim even.
+std::vector<double> rope_inv_freq(double base, int head_dim);
 
 // Slow, obviously-correct loop version of forward(), the oracle for tests.
 Trace forward_reference(const Model& model, const Tensor& input);

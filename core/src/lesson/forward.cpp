@@ -3,11 +3,14 @@
 // stages split over threads. reference.cpp holds the loop version it is tested against.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "kernels/attention.hpp"
 #include "kernels/head_split.hpp"
 #include "kernels/linear.hpp"
+#include "kernels/rms_norm.hpp"
+#include "kernels/rope.hpp"
 #include "mhaviz/backend.hpp"
 #include "mhaviz/trace.hpp"
 
@@ -104,10 +107,55 @@ void repeat_interleave(const Tensor& src, int H, Tensor& dst) {
     }
 }
 
+// Steps 2a-2b: QK-norm, then RoPE, on q (b, H, T, hd) and k (b, G, T, hd), each kept in its own
+// tensor for the pictures and the dump. Returns the q and k attention reads: the last of
+// q -> q_normed -> q_rotated (k likewise); the ones a config skips are emptied.
+std::pair<const Tensor*, const Tensor*> norm_and_rotate(const Model& model, Trace& tr) {
+  const ModelConfig& c = model.config;
+  const Tensor* q = &tr.q;
+  const Tensor* k = &tr.k;
+  if (c.qk_norm) {
+    reshape(tr.q_normed, tr.q.shape);
+    reshape(tr.k_normed, tr.k.shape);
+    // RMSNorm(head_dim, eps=1e-6): each head's vector at each position is one row.
+    detail::rms_norm(tr.q.ptr(), tr.q_normed.ptr(), tr.q.numel() / tr.head_dim, tr.head_dim, model.q_norm.data(), 1e-6,
+                     detail::RmsWeight::Plain);
+    detail::rms_norm(tr.k.ptr(), tr.k_normed.ptr(), tr.k.numel() / tr.head_dim, tr.head_dim, model.k_norm.data(), 1e-6,
+                     detail::RmsWeight::Plain);
+    q = &tr.q_normed;
+    k = &tr.k_normed;
+  } else {
+    tr.q_normed = tr.k_normed = Tensor();
+  }
+  if (c.rope_base != 0.0) {
+    tr.q_rotated = *q;
+    tr.k_rotated = *k;
+    const std::vector<double> inv_freq = rope_inv_freq(c.rope_base, tr.head_dim);
+    for (Tensor* t : {&tr.q_rotated, &tr.k_rotated}) {
+      const int heads = static_cast<int>(t->shape[1]);
+      const std::int64_t per_item = static_cast<std::int64_t>(heads) * tr.tokens * tr.head_dim;
+      for (int bi = 0; bi < tr.batch; ++bi)
+        detail::rope(t->ptr() + bi * per_item, detail::RopeBlock::heads_major(tr.tokens, heads, tr.head_dim), 0,
+                     inv_freq);
+    }
+    q = &tr.q_rotated;
+    k = &tr.k_rotated;
+  } else {
+    tr.q_rotated = tr.k_rotated = Tensor();
+  }
+  return {q, k};
+}
+
 }  // namespace
 
+std::vector<double> rope_inv_freq(double base, int head_dim) {
+  std::vector<double> f(static_cast<std::size_t>(head_dim / 2));
+  for (std::size_t i = 0; i < f.size(); ++i) f[i] = 1.0 / std::pow(base, static_cast<double>(2 * i) / head_dim);
+  return f;
+}
+
 // input (b, T, d_in) -> trace with every intermediate (see trace.hpp for shapes).
-// Steps: 1 project, 2 split heads, 3 scores, 4 mask + scale + softmax, 5 dropout,
+// Steps: 1 project, 2 split heads (2a QK-norm, 2b RoPE when set), 3 scores, 4 mask + scale + softmax, 5 dropout,
 // 6 context, 7 merge, 8 output projection.
 void forward(const Model& model, const Tensor& input, Trace& tr) {
   const ModelConfig& c = model.config;
@@ -140,8 +188,9 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
     tr.latent = Tensor();
     project(model, input, tr, kernel);
   }
+  const auto [q_att, k_att] = norm_and_rotate(model, tr);
   if (c.variant == Variant::Gqa) {
-    repeat_interleave(tr.k, H, tr.k_expanded);
+    repeat_interleave(*k_att, H, tr.k_expanded);
     repeat_interleave(tr.v, H, tr.v_expanded);
   } else {
     tr.k_expanded = tr.v_expanded = Tensor();
@@ -154,7 +203,7 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
   reshape(tr.context, {b, H, T, hd});
   const bool drop = c.training && c.dropout > 0.0;
   detail::AttentionJob job =
-      detail::per_head_job(b, H, T, hd, 0, tr.q.ptr(), tr.k.ptr(), tr.v.ptr(), tr.weights.ptr(),
+      detail::per_head_job(b, H, T, hd, 0, q_att->ptr(), k_att->ptr(), tr.v.ptr(), tr.weights.ptr(),
                            drop ? nullptr : tr.context.ptr(), kernel);  // dropout draws over every pair first
   job.kv_heads = G;  // K/V heads read in place: the expanded copies are only shown
   job.mask = attention_mask(c);

@@ -89,7 +89,7 @@ void prepare_forward(Model& model) {
 std::int64_t Model::parameter_count() const {
   std::int64_t n = 0;
   for (const auto& l : layers) n += static_cast<std::int64_t>(l.weight.size() + l.bias.size());
-  return n;
+  return n + static_cast<std::int64_t>(q_norm.size() + k_norm.size());
 }
 
 // torch's uniform_real for float: 24 random bits scaled in double, then rounded to float.
@@ -189,6 +189,10 @@ void load_parameters(Model& m, const ParameterFile& file) {
     l.weight = file.tensors.find(l.name + ".weight")->second.values;
     if (!l.bias.empty()) l.bias = file.tensors.find(l.name + ".bias")->second.values;
   }
+  if (m.config.qk_norm) {
+    m.q_norm = file.tensors.find("q_norm.scale")->second.values;
+    m.k_norm = file.tensors.find("k_norm.scale")->second.values;
+  }
 }
 
 }  // namespace
@@ -198,6 +202,10 @@ std::vector<ParameterSpec> parameter_specs(const ModelConfig& config, int d_in) 
   for (const LayerPlan& l : layer_plan(config, d_in)) {
     specs.push_back({l.name + ".weight", {l.out, l.in}});
     if (l.bias) specs.push_back({l.name + ".bias", {l.out}});
+  }
+  if (config.qk_norm) {  // RMSNorm(head_dim) scales: ones, no draw from the generator
+    specs.push_back({"q_norm.scale", {head_dim(config)}});
+    specs.push_back({"k_norm.scale", {head_dim(config)}});
   }
   return specs;
 }
@@ -210,6 +218,7 @@ Model build_model(const ModelConfig& config, int d_in) {
   std::mt19937 gen(static_cast<std::mt19937::result_type>(config.seed));
   for (const LayerPlan& l : layer_plan(config, d_in)) m.layers.push_back(make_linear(gen, l.name, l.in, l.out, l.bias));
   m.rng_after_init = gen;
+  if (config.qk_norm) m.q_norm = m.k_norm = std::vector<float>(static_cast<std::size_t>(head_dim(config)), 1.0f);
   if (config.weights) load_parameters(m, *config.weights);
   prepare_forward(m);
   return m;
@@ -275,6 +284,8 @@ Model weight_split_from_fused(const Model& fused) {
   Linear out = fused.layer("linear_layer");
   out.name = "out_proj";
   m.layers.push_back(std::move(out));
+  m.q_norm = fused.q_norm;
+  m.k_norm = fused.k_norm;
   prepare_forward(m);
   return m;
 }

@@ -1,6 +1,7 @@
 // The oracle: forward() written as plain loops over PyTorch's index formulas, with
 // double accumulation. Slow on purpose; tests compare the fast path against it.
 #include <cmath>
+#include <vector>
 
 #include "kernels/attention_reference.hpp"
 #include "mhaviz/trace.hpp"
@@ -27,6 +28,40 @@ std::vector<double> pair_rows(const Tensor& t, std::size_t p, int rows, int cols
   const std::size_t n = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
   return std::vector<double>(t.data.begin() + static_cast<std::ptrdiff_t>(p * n),
                              t.data.begin() + static_cast<std::ptrdiff_t>((p + 1) * n));
+}
+
+// RMSNorm over the last dimension d of t, each row by itself: x / sqrt(mean(x²) + 1e-6) · scale.
+Tensor rms_norm_loops(const Tensor& t, const std::vector<float>& scale) {
+  Tensor out(t.shape);
+  const std::size_t d = scale.size();
+  for (std::size_t row = 0; row < t.data.size() / d; ++row) {
+    double ms = 0.0;
+    for (std::size_t i = 0; i < d; ++i) ms += static_cast<double>(t.data[row * d + i]) * t.data[row * d + i];
+    const double inv = 1.0 / std::sqrt(ms / static_cast<double>(d) + 1e-6);
+    for (std::size_t i = 0; i < d; ++i)
+      out.data[row * d + i] = static_cast<float>(t.data[row * d + i] * inv) * scale[i];
+  }
+  return out;
+}
+
+// RoPE of t (b, heads, T, hd), position = t's index: x·cos + cat(−x2, x1)·sin, the angle of
+// value i (and i + hd/2) at position p being p / base^(2i / hd).
+Tensor rope_loops(const Tensor& t, double base) {
+  Tensor out(t.shape);
+  const std::int64_t B = t.shape[0], heads = t.shape[1], T = t.shape[2], hd = t.shape[3], half = hd / 2;
+  for (std::int64_t bi = 0; bi < B; ++bi)
+    for (std::int64_t h = 0; h < heads; ++h)
+      for (std::int64_t p = 0; p < T; ++p)
+        for (std::int64_t i = 0; i < hd; ++i) {
+          const std::int64_t f = i % half;
+          const double angle =
+              static_cast<double>(p) / std::pow(base, static_cast<double>(2 * f) / static_cast<double>(hd));
+          const double x = t.at({bi, h, p, i});
+          const double rotated =
+              i < half ? -static_cast<double>(t.at({bi, h, p, i + half})) : t.at({bi, h, p, i - half});
+          out.at({bi, h, p, i}) = static_cast<float>(x * std::cos(angle) + rotated * std::sin(angle));
+        }
+  return out;
 }
 
 }  // namespace
@@ -92,6 +127,21 @@ Trace forward_reference(const Model& model, const Tensor& input) {
           }
     }
   }
+  // QK-norm, then RoPE: the q and k that attention reads.
+  const Tensor* q_att = &tr.q;
+  const Tensor* k_att = &tr.k;
+  if (c.qk_norm) {
+    tr.q_normed = rms_norm_loops(tr.q, model.q_norm);
+    tr.k_normed = rms_norm_loops(tr.k, model.k_norm);
+    q_att = &tr.q_normed;
+    k_att = &tr.k_normed;
+  }
+  if (c.rope_base != 0.0) {
+    tr.q_rotated = rope_loops(*q_att, c.rope_base);
+    tr.k_rotated = rope_loops(*k_att, c.rope_base);
+    q_att = &tr.q_rotated;
+    k_att = &tr.k_rotated;
+  }
   // gqa: query head h reads K/V head h / (H / G), as repeat_interleave(H / G, dim=1) lays them out.
   const auto kv_of = [&](int h) { return h / (H / G); };
   if (c.variant == Variant::Gqa) {
@@ -100,7 +150,7 @@ Trace forward_reference(const Model& model, const Tensor& input) {
       for (int h = 0; h < H; ++h)
         for (int t = 0; t < T; ++t)
           for (int d = 0; d < hd; ++d) {
-            tr.k_expanded.at({bi, h, t, d}) = tr.k.at({bi, kv_of(h), t, d});
+            tr.k_expanded.at({bi, h, t, d}) = k_att->at({bi, kv_of(h), t, d});
             tr.v_expanded.at({bi, h, t, d}) = tr.v.at({bi, kv_of(h), t, d});
           }
   }
@@ -112,7 +162,7 @@ Trace forward_reference(const Model& model, const Tensor& input) {
   for (int bi = 0; bi < b; ++bi)
     for (int h = 0; h < H; ++h) {
       const std::size_t pair = static_cast<std::size_t>(bi * H + h), kv = static_cast<std::size_t>(bi * G + kv_of(h));
-      const std::vector<double> q = pair_rows(tr.q, pair, T, hd), k = pair_rows(tr.k, kv, T, hd);
+      const std::vector<double> q = pair_rows(*q_att, pair, T, hd), k = pair_rows(*k_att, kv, T, hd);
       const detail::ReferenceAttention a = detail::attention_reference(q.data(), k.data(), T, T, hd, 0, 0, mask, bi,
                                                                        detail::ScoreScale::sqrt_head_dim(hd));
       for (std::size_t e = 0; e < TT; ++e) {

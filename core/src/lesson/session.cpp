@@ -183,12 +183,32 @@ void check_variant_fields(const ModelConfig& c) {
       fail("model.sliding_window",
            std::to_string(c.sliding_window) + " needs model.causal = true (the window looks back from each query)");
   }
+  if (c.rope_base != 0.0) {
+    char value[64];
+    std::snprintf(value, sizeof value, "%g", c.rope_base);
+    if (!(c.rope_base > 1.0 && c.rope_base <= Limits::kMaxRopeBase))
+      fail("model.rope_base", std::string(value) + " is out of range (1, 1e9] (null turns RoPE off)");
+    if (c.variant == Variant::Mla)
+      fail("model.rope_base", std::string(value) + " is set but " + variant +
+                                  " has no RoPE here (real MLA models rotate a separate, decoupled key part, "
+                                  "which this lesson does not model)");
+    if (!is_split(c.variant))
+      fail("model.rope_base", std::string(value) + " is set but " + variant +
+                                  " has no RoPE (the split variants have: weight_split, fused_qkv, gqa)");
+    if (c.d_out % c.num_heads == 0 && head_dim(c) % 2 != 0)
+      fail("model.rope_base", std::string(value) + " needs an even head_dim, but d_out / num_heads = " +
+                                  std::to_string(head_dim(c)) + " (RoPE rotates pairs of values)");
+  }
+  if (c.qk_norm && !is_split(c.variant))
+    fail("model.qk_norm",
+         "true is set but " + variant + " has no QK-norm (the split variants have: weight_split, fused_qkv, gqa, mla)");
 }
 
 // Version 3 holds the bonus variants and their fields; a session without them is written as
 // before, so older builds read it.
 bool needs_version_3(const ModelConfig& c) {
-  return c.variant == Variant::Gqa || c.variant == Variant::Mla || c.sliding_window != 0;
+  return c.variant == Variant::Gqa || c.variant == Variant::Mla || c.sliding_window != 0 || c.rope_base != 0.0 ||
+         c.qk_norm;
 }
 
 // The optional "view" object of version 2. Ranges that depend on the model (head, batch
@@ -233,7 +253,7 @@ void parse_variant_fields(const json& m, std::int64_t version, ModelConfig& c) {
   const bool bonus = c.variant == Variant::Gqa || c.variant == Variant::Mla;
   if (version < 3) {
     if (bonus) fail("model.variant", "\"" + std::string(variant_name(c.variant)) + "\" needs \"version\": 3");
-    for (const char* key : {"num_kv_groups", "sliding_window", "latent_dim"})
+    for (const char* key : {"num_kv_groups", "sliding_window", "latent_dim", "rope_base", "qk_norm"})
       if (m.contains(key)) fail(std::string("model.") + key, "needs \"version\": 3 (value " + show(m[key]) + ")");
     return;
   }
@@ -248,6 +268,12 @@ void parse_variant_fields(const json& m, std::int64_t version, ModelConfig& c) {
     c.latent_dim = default_latent_dim(c.d_out);
   if (auto it = m.find("sliding_window"); it != m.end() && !it->is_null())
     c.sliding_window = static_cast<int>(get_int(*it, "model.sliding_window", 1, Limits::kMaxContext));
+  if (auto it = m.find("rope_base"); it != m.end() && !it->is_null()) {
+    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() == 0.0)
+      fail("model.rope_base", "expected a number in (1, 1e9] or null, got " + type_name(*it) + " " + show(*it));
+    c.rope_base = it->get<double>();  // its range: check_variant_fields, through validate_session
+  }
+  if (auto it = m.find("qk_norm"); it != m.end()) c.qk_norm = get_bool(*it, "model.qk_norm");
 }
 
 }  // namespace
@@ -421,7 +447,7 @@ Session parse_session(std::string_view text, const std::filesystem::path& base_d
   if (!m.is_object()) fail("model", "expected an object, got " + type_name(m));
   reject_unknown(m, "model",
                  {"variant", "d_out", "num_heads", "context_length", "dropout", "qkv_bias", "causal", "seed",
-                  "training", "weights", "num_kv_groups", "sliding_window", "latent_dim"});
+                  "training", "weights", "num_kv_groups", "sliding_window", "latent_dim", "rope_base", "qk_norm"});
   const json& variant = require(m, "model.", "variant");
   if (!variant.is_string() || !parse_variant(variant.get<std::string>(), s.model.variant))
     fail("model.variant",
@@ -480,6 +506,8 @@ std::string session_to_json(const Session& s) {
   if (c.variant == Variant::Gqa) j["model"]["num_kv_groups"] = c.num_kv_groups;
   if (c.variant == Variant::Mla) j["model"]["latent_dim"] = c.latent_dim;
   if (c.sliding_window != 0) j["model"]["sliding_window"] = c.sliding_window;
+  if (c.rope_base != 0.0) j["model"]["rope_base"] = c.rope_base;
+  if (c.qk_norm) j["model"]["qk_norm"] = true;
   if (c.weights) j["model"]["weights"] = c.weights->path;
   if (s.view) {
     const SessionView& v = *s.view;

@@ -192,7 +192,7 @@ void recover_model(json& j, Repairs& repairs) {
   if (!m.is_object()) throw SessionError("model: not an object, nothing to recover");
   drop_unknown(m, "model.",
                {"variant", "d_out", "num_heads", "context_length", "dropout", "qkv_bias", "causal", "seed", "training",
-                "weights", "num_kv_groups", "sliding_window", "latent_dim"},
+                "weights", "num_kv_groups", "sliding_window", "latent_dim", "rope_base", "qk_norm"},
                repairs);
   const ModelConfig defaults;
   const std::int64_t d_out = clamp_int(m, "d_out", "model.d_out", 1, Limits::kMaxDim, defaults.d_out, repairs);
@@ -244,6 +244,23 @@ void recover_model(json& j, Repairs& repairs) {
       m["num_kv_groups"] = fit;
     }
   }
+  // RoPE rotates pairs of a head's values, on the split variants but mla; QK-norm is on every
+  // split variant. What the repaired model cannot hold is removed.
+  if (m.contains("rope_base") && !m["rope_base"].is_null()) {
+    const std::int64_t hd = v == Variant::Wrapper ? d_out : d_out / h;
+    const std::string reason = v == Variant::Wrapper || v == Variant::Mla
+                                   ? std::string("model.variant \"") + std::string(variant_name(v)) + "\" has no RoPE"
+                               : hd % 2 != 0 ? "head_dim " + std::to_string(hd) + " is odd"
+                                             : "";
+    if (!reason.empty()) {
+      repairs.push_back("model.rope_base: " + shown(m["rope_base"]) + " removed, " + reason);
+      m.erase("rope_base");
+    }
+  }
+  if (v == Variant::Wrapper && m.contains("qk_norm")) {
+    repairs.push_back("model.qk_norm: " + shown(m["qk_norm"]) + " removed, model.variant \"wrapper\" has no QK-norm");
+    m.erase("qk_norm");
+  }
 }
 
 // Version 3 when the model holds a field of the bonus variants, else 2 with a view, else 1.
@@ -253,7 +270,8 @@ std::int64_t version_for(const json& j) {
   const json& m = *model;
   const auto it = m.find("variant");
   const bool bonus = it != m.end() && (*it == "gqa" || *it == "mla");
-  const bool v3 = bonus || m.contains("num_kv_groups") || m.contains("sliding_window") || m.contains("latent_dim");
+  const bool v3 = bonus || m.contains("num_kv_groups") || m.contains("sliding_window") || m.contains("latent_dim") ||
+                  m.contains("rope_base") || m.contains("qk_norm");
   return v3 ? 3 : j.contains("view") ? 2 : 1;
 }
 

@@ -75,6 +75,7 @@ Cost forward_cost(const ModelConfig& c, int d_in, int tokens, int batch) {
       break;
     }
   }
+  if (c.qk_norm) k.parameters += 2 * hd;  // q_norm and k_norm scales; RoPE has no parameters
   return k;
 }
 
@@ -165,6 +166,13 @@ std::vector<NamedTensor> named_tensors(const Model& model, const Trace& tr) {
       out.push_back({l.name + ".bias", std::move(bt)});
     }
   }
+  for (const auto& [name, scale] :
+       {std::pair{"q_norm.scale", &model.q_norm}, std::pair{"k_norm.scale", &model.k_norm}}) {
+    if (scale->empty()) continue;
+    Tensor t({static_cast<std::int64_t>(scale->size())});
+    t.data = *scale;
+    out.push_back({name, std::move(t)});
+  }
   out.push_back({"input", tr.input});
   if (!tr.qkv.empty()) out.push_back({"qkv", tr.qkv});
   out.push_back({"queries", tr.queries});
@@ -174,6 +182,9 @@ std::vector<NamedTensor> named_tensors(const Model& model, const Trace& tr) {
   out.push_back({"q", tr.q});
   out.push_back({"k", tr.k});
   out.push_back({"v", tr.v});
+  for (const auto& [name, t] : {std::pair{"q_normed", &tr.q_normed}, std::pair{"k_normed", &tr.k_normed},
+                                std::pair{"q_rotated", &tr.q_rotated}, std::pair{"k_rotated", &tr.k_rotated}})
+    if (!t->empty()) out.push_back({name, *t});
   if (!tr.k_expanded.empty()) out.push_back({"k_expanded", tr.k_expanded});
   if (!tr.v_expanded.empty()) out.push_back({"v_expanded", tr.v_expanded});
   out.push_back({"attn_scores", tr.scores});
