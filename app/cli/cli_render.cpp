@@ -159,11 +159,10 @@ int run_render(const RenderOptions& o) {
     const Trace trace = forward(model, s.input_tensor());
     // With many tokens most weights are near 1/T and a linear scale shows one flat colour.
     fo.log_scale = o.log_scale || (!o.linear_scale && trace.tokens >= figure::kLogScaleFromTokens);
-    // The walkthrough's steps read K/V at num_heads heads of d_out / num_heads columns: gqa's
-    // fewer K/V heads and mla's latent are not among its pictures yet (the heatmaps are).
-    if (fo.view == figure::View::Step && (s.model.variant == Variant::Gqa || s.model.variant == Variant::Mla))
+    if (fo.view == figure::View::Step && !figure::has_steps(s.model))
       return usage_error("--view: step is not drawn for model.variant \"" + std::string(variant_name(s.model.variant)) +
-                         "\" yet (grid and head are)");
+                         "\"" + (s.model.qk_norm || s.model.rope_base != 0.0 ? " with QK-norm or RoPE" : "") +
+                         " yet (grid and head are)");
     if (fo.view == figure::View::Step) {
       const std::string arg = o.view.size() > 1 ? o.view[1] : o.step.empty() ? "0" : o.step;
       if (!figure::parse_step_arg(trace, o.mistake, arg, fo.step))

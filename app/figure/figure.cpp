@@ -13,13 +13,17 @@
 
 #include "figure/builder.hpp"
 #include "figure/heatmap.hpp"
-#include "figure/walk_figure.hpp"
 #include "figure/text.hpp"
+#include "figure/walk_figure.hpp"
 #include "mhaviz/layout.hpp"
 
 namespace mhaviz::figure {
 
 using namespace detail;  // the drawing kit (builder.hpp)
+
+bool has_steps(const ModelConfig& c) {
+  return c.variant != Variant::Gqa && c.variant != Variant::Mla && !c.qk_norm && c.rope_base == 0.0;
+}
 
 int step_count(const Trace& trace, bool mistaken) {
   return static_cast<int>(lay::steps_for(trace.config.variant, mistaken).size());

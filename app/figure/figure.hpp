@@ -226,6 +226,10 @@ std::string prims_json(const Figure& f, bool values);
 // a log scale). Values in cells: format_value (walk_values.hpp), which the app prints through too.
 std::string format_tick(float v, float step, bool log);
 
+// Whether the walkthrough draws a config: the chapter-3 variants without QK-norm or RoPE (its
+// steps compute the scores from the q and k they show). gqa's K/V heads, mla's latent and the
+// normed or rotated q and k are not among its pictures yet; the heatmaps show every config.
+bool has_steps(const ModelConfig& c);
 // The walkthrough steps of a trace's variant, and a step given as an index or a name.
 int step_count(const Trace& trace, bool mistaken);
 bool parse_step_arg(const Trace& trace, bool mistaken, const std::string& arg, int& out);

@@ -352,7 +352,7 @@ Centre centre_view(AppState& s);
 // Shows c, or the lesson when c is shown already (the View menu's items, W, M).
 void toggle_centre(AppState& s, Centre c);
 bool walkthrough_active(AppState& s);   // centre_view(s) == Centre::Walkthrough
-bool walkthrough_draws(const AppState& s);  // the session's variant has walkthrough steps (not gqa, mla)
+bool walkthrough_draws(const AppState& s);  // the session has walkthrough steps (not gqa, mla, QK-norm, RoPE)
 void draw_walkthrough(AppState& s);     // panel_walkthrough.cpp
 void draw_dialogs(AppState& s);         // dialogs.cpp
 void handle_shortcuts(AppState& s);     // panel_menu.cpp

@@ -1,16 +1,14 @@
 // The centre view (app_state.hpp [SECTION] The centre view): the one value that says which
 // view fills the centre, the view actually shown, and what each shows around it.
 #include "app_state.hpp"
+#include "figure/figure.hpp"
 #include "walk_frame.hpp"
 
 namespace mhaviz::gui {
 
 // The walkthrough's steps are the chapter-3 variants'; a gqa or mla session shows its heads'
 // heatmaps (and `mhaviz dump` every tensor of it).
-bool walkthrough_draws(const AppState& s) {
-  const Variant v = s.doc.session.model.variant;
-  return v != Variant::Gqa && v != Variant::Mla;
-}
+bool walkthrough_draws(const AppState& s) { return figure::has_steps(s.doc.session.model); }
 
 Centre centre_view(AppState& s) {
   if (!s.walkthrough.options_applied) walk::apply_options(s);
@@ -22,7 +20,7 @@ Centre centre_view(AppState& s) {
 void toggle_centre(AppState& s, Centre c) {
   if (c == Centre::Walkthrough && !walkthrough_draws(s)) {
     notify(s,
-           "The walkthrough shows the wrapper, weight_split and fused_qkv; this " +
+           "The walkthrough shows the wrapper, weight_split and fused_qkv without QK-norm or RoPE; this " +
                std::string(variant_name(s.doc.session.model.variant)) + " session shows its heads' heatmaps",
            true);
     return;

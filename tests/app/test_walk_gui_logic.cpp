@@ -162,6 +162,33 @@ TEST(VariantEdit, TheBonusVariantsFieldsStayWithThem) {
   EXPECT_EQ(with_variant(c, Variant::FusedQkv, VariantKeeps::DOut).latent_dim, 0);
 }
 
+// QK-norm and RoPE go with the variants that have them; RoPE also with a head_dim made odd.
+TEST(VariantEdit, QkNormAndRopeStayWhereTheyFit) {
+  ModelConfig c;
+  c.variant = Variant::Gqa;
+  c.d_out = 8;
+  c.num_heads = 2;
+  c.num_kv_groups = 1;
+  c.qk_norm = true;
+  c.rope_base = 10000.0;
+  const ModelConfig split = with_variant(c, Variant::WeightSplit, VariantKeeps::DOut);
+  EXPECT_TRUE(split.qk_norm);
+  EXPECT_EQ(split.rope_base, 10000.0);
+  EXPECT_NO_THROW(validate_model(split, 3, 6, 1));
+  const ModelConfig mla = with_variant(c, Variant::Mla, VariantKeeps::DOut);
+  EXPECT_TRUE(mla.qk_norm);
+  EXPECT_EQ(mla.rope_base, 0.0);
+  const ModelConfig wrapper = with_variant(c, Variant::Wrapper, VariantKeeps::HeadDim);
+  EXPECT_FALSE(wrapper.qk_norm);
+  EXPECT_EQ(wrapper.rope_base, 0.0);
+  c.d_out = 6;
+  c.num_heads = 6;  // head_dim 1 as weight_split at the same d_out and 6 heads: nothing to rotate
+  c.rope_base = 100.0;
+  const ModelConfig odd = with_variant(c, Variant::FusedQkv, VariantKeeps::DOut);
+  EXPECT_EQ(odd.rope_base, 0.0);
+  EXPECT_NO_THROW(validate_model(odd, 3, 6, 1));
+}
+
 // [SECTION] Wrapper vs weight split (bug 5: another model, unsaid; times that were noise)
 Comparison compare_lesson(const char* name) {
   const Session s = lesson(name);

@@ -12,10 +12,15 @@ ModelConfig with_variant(const ModelConfig& c, Variant v, VariantKeeps keeps) {
   out.variant = v;
   out.num_heads = heads;
   // The fields of one variant go with it (a gqa session's K/V heads, mla's latent); the
-  // wrapper has no window (each CausalAttention is the chapter's).
+  // wrapper has no window and no QK-norm (each CausalAttention is the chapter's), and neither
+  // it nor mla (whose real models rotate a decoupled key part) has RoPE here.
   if (v != Variant::Gqa) out.num_kv_groups = 0;
   if (v != Variant::Mla) out.latent_dim = 0;
-  if (v == Variant::Wrapper) out.sliding_window = 0;
+  if (v == Variant::Wrapper) {
+    out.sliding_window = 0;
+    out.qk_norm = false;
+  }
+  if (v == Variant::Wrapper || v == Variant::Mla) out.rope_base = 0.0;
   if (keeps == VariantKeeps::DOut) {
     out.d_out = std::max(1, c.d_out);
     // A split variant needs num_heads to divide d_out: the nearest count that does.
@@ -25,10 +30,12 @@ ModelConfig with_variant(const ModelConfig& c, Variant v, VariantKeeps keeps) {
         if (out.d_out % h == 0 && std::abs(h - heads) < std::abs(best - heads)) best = h;
       out.num_heads = best;
     }
-    return out;
+  } else {
+    const int head_dim = c.variant == Variant::Wrapper ? std::max(1, c.d_out) : std::max(1, c.d_out / heads);
+    out.d_out = v == Variant::Wrapper ? head_dim : heads * head_dim;
   }
-  const int head_dim = c.variant == Variant::Wrapper ? std::max(1, c.d_out) : std::max(1, c.d_out / heads);
-  out.d_out = v == Variant::Wrapper ? head_dim : heads * head_dim;
+  // RoPE rotates pairs: a head_dim made odd by the switch leaves it off.
+  if (out.rope_base != 0.0 && (out.d_out / out.num_heads) % 2 != 0) out.rope_base = 0.0;
   return out;
 }
 
