@@ -27,9 +27,35 @@ ShapesStrip lesson_shapes(const Trace& t, std::int64_t parameters, double forwar
   const bool wrapper = t.config.variant == Variant::Wrapper;
   s.items.push_back({"x", shape_string(t.input.shape), "input (b, T, d_in)"});
   if (t.config.variant == Variant::FusedQkv) s.items.push_back({"qkv", shape_string(t.qkv.shape), "qkv_layer(x) (b, T, 3*d_out)"});
-  s.items.push_back({"Q,K,V", shape_string(t.queries.shape),
-                     wrapper ? "each head's W(x), side by side (b, T, h*d_out)" : "W_query(x) etc. (b, T, d_out)"});
-  s.items.push_back({"q,k,v", shape_string(t.q.shape), "split into heads: view + transpose (b, h, T, hd)"});
+  const Variant v = t.config.variant;
+  if (v == Variant::Gqa || v == Variant::Mla) {
+    // Queries at every head; keys and values at G K/V heads (gqa) or up from one latent (mla).
+    s.items.push_back({"Q", shape_string(t.queries.shape), "W_query(x) (b, T, d_out)"});
+    if (v == Variant::Mla) s.items.push_back({"latent", shape_string(t.latent.shape), "W_DKV(x) (b, T, latent_dim)"});
+    s.items.push_back({"K,V", shape_string(t.keys.shape),
+                       v == Variant::Mla ? "W_UK(latent), W_UV(latent) (b, T, d_out)"
+                                         : "W_key(x), W_value(x) at the K/V heads (b, T, G*hd)"});
+    s.items.push_back({"q", shape_string(t.q.shape), "queries split into heads: view + transpose (b, h, T, hd)"});
+    s.items.push_back({"k,v", shape_string(t.k.shape),
+                       v == Variant::Mla ? "keys, values split into heads (b, h, T, hd)"
+                                         : "keys, values split into the K/V heads (b, G, T, hd)"});
+  } else {
+    s.items.push_back({"Q,K,V", shape_string(t.queries.shape),
+                       wrapper ? "each head's W(x), side by side (b, T, h*d_out)" : "W_query(x) etc. (b, T, d_out)"});
+    s.items.push_back({"q,k,v", shape_string(t.q.shape), "split into heads: view + transpose (b, h, T, hd)"});
+  }
+  // gqa's k has fewer heads than q: both shapes.
+  const auto q_and_k = [](const Tensor& q, const Tensor& k) {
+    return q.shape == k.shape ? shape_string(q.shape) : shape_string(q.shape) + ", " + shape_string(k.shape);
+  };
+  if (t.config.qk_norm)
+    s.items.push_back({"q,k normed", q_and_k(t.q_normed, t.k_normed), "RMSNorm over head_dim of each head's q and k"});
+  if (t.config.rope_base != 0.0)
+    s.items.push_back(
+        {"q,k rotated", q_and_k(t.q_rotated, t.k_rotated), "RoPE: each pair (i, i + hd/2) turned by its position"});
+  if (v == Variant::Gqa)
+    s.items.push_back({"k,v expanded", shape_string(t.k_expanded.shape),
+                       "repeat_interleave(h / G, dim=1): each K/V head for its group of query heads (b, h, T, hd)"});
   s.items.push_back({"scores", shape_string(t.scores.shape), "q @ k.transpose(2, 3) (b, h, T, T)"});
   s.items.push_back({"weights", shape_string(t.weights.shape), "softmax(masked scores / sqrt(hd)) (b, h, T, T)"});
   s.items.push_back({"context", shape_string(t.context.shape), "weights @ v (b, h, T, hd)"});

@@ -4,6 +4,7 @@
 // colours and the caption appended; and a figure never spills out of its canvas.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -164,6 +165,46 @@ TEST(Figures, ShapesStripAndComparisonAreOnePicture) {
     expect_same_picture(cmp, figure::compare_figure(r.trace, r.trace, "a", "b", r.s.tokens, capture_of(o)), "comparison");
     EXPECT_EQ(cmp.heatmaps.size(), 2u);
   }
+}
+
+// The strip follows the variant's pipeline: gqa's keys and values at their K/V heads, then
+// expanded; QK-norm and RoPE as steps of their own; mla's latent.
+TEST(Figures, ShapesStripNamesEachVariantsTensorsAtTheirShapes) {
+  Session s = lesson("seed003-weight-split-6d");
+  s.model.variant = Variant::Gqa;
+  s.model.d_out = 8;
+  s.model.num_heads = 4;
+  s.model.num_kv_groups = 2;
+  s.model.qk_norm = true;
+  s.model.rope_base = 10000.0;
+  validate_session(s);
+  const Model m = build_model(s.model, s.d_in());
+  const Trace t = forward(m, s.input_tensor());
+  const figure::ShapesStrip strip = figure::lesson_shapes(t, m.parameter_count(), 0.02, false);
+  std::map<std::string, std::string> shapes;
+  std::vector<std::string> order;
+  for (const auto& item : strip.items) {
+    shapes[item.name] = item.shape;
+    order.push_back(item.name);
+  }
+  const std::string T = std::to_string(s.num_tokens()), b = std::to_string(s.batch);
+  EXPECT_EQ(shapes["K,V"], "(" + b + ", " + T + ", 4)");
+  EXPECT_EQ(shapes["k,v"], "(" + b + ", 2, " + T + ", 2)");
+  EXPECT_EQ(shapes["q"], "(" + b + ", 4, " + T + ", 2)");
+  EXPECT_EQ(shapes["k,v expanded"], "(" + b + ", 4, " + T + ", 2)");
+  EXPECT_EQ(shapes["q,k rotated"], "(" + b + ", 4, " + T + ", 2), (" + b + ", 2, " + T + ", 2)");
+  EXPECT_EQ(order, (std::vector<std::string>{"x", "Q", "K,V", "q", "k,v", "q,k normed", "q,k rotated", "k,v expanded",
+                                             "scores", "weights", "context", "merged", "output"}));
+  EXPECT_EQ(strip.first, "Parameters: " + figure::thousands(m.parameter_count()));
+  s.model.variant = Variant::Mla;
+  s.model.num_kv_groups = 0;
+  s.model.rope_base = 0.0;
+  s.model.latent_dim = 3;
+  validate_session(s);
+  const Model mla = build_model(s.model, s.d_in());
+  const figure::ShapesStrip latent = figure::lesson_shapes(forward(mla, s.input_tensor()), 0, 0.02, false);
+  EXPECT_EQ(latent.items[2].name, "latent");
+  EXPECT_EQ(latent.items[2].shape, "(" + b + ", " + T + ", 3)");
 }
 
 }  // namespace
