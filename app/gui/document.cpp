@@ -320,6 +320,11 @@ std::vector<int> valid_head_counts(const ModelConfig& c) {
     for (int h = 1; h <= std::min(c.d_out, Limits::kMaxHeads); ++h) {
       if (c.d_out % h == 0) out.push_back(h);
     }
+    // RoPE rotates pairs: only even head_dims while it is on (unless d_out has none).
+    std::vector<int> even;
+    for (int h : out)
+      if ((c.d_out / h) % 2 == 0) even.push_back(h);
+    if (c.rope_base != 0.0 && !even.empty()) out = std::move(even);
   }
   if (out.empty()) out.push_back(1);
   return out;

@@ -162,6 +162,34 @@ TEST(VariantEdit, TheBonusVariantsFieldsStayWithThem) {
   EXPECT_EQ(with_variant(c, Variant::FusedQkv, VariantKeeps::DOut).latent_dim, 0);
 }
 
+// Switching to gqa or mla from the Model panel starts from the teaching defaults; a size edit
+// keeps gqa's K/V heads a divisor of num_heads and turns RoPE off with an odd head_dim.
+TEST(VariantEdit, BonusVariantsStartValidAndStayValidAsSizesChange) {
+  ModelConfig c;
+  c.variant = Variant::WeightSplit;
+  c.d_out = 12;
+  c.num_heads = 6;
+  ModelConfig g = with_variant(c, Variant::Gqa, VariantKeeps::HeadDim);
+  EXPECT_EQ(g.num_kv_groups, 3);  // two query heads per K/V head
+  EXPECT_NO_THROW(validate_model(g, 3, 6, 1));
+  EXPECT_EQ(kv_head_choices(g), (std::vector<int>{1, 2, 3, 6}));
+  const ModelConfig m = with_variant(c, Variant::Mla, VariantKeeps::DOut);
+  EXPECT_EQ(m.latent_dim, 16);
+  EXPECT_NO_THROW(validate_model(m, 3, 6, 1));
+  g.d_out = 8;
+  g.num_heads = 4;  // 3 K/V heads do not divide 4
+  g.rope_base = 10000.0;
+  EXPECT_EQ(fit_variant_fields(g), "K/V heads 3 -> 2 (a divisor of num_heads 4)");
+  EXPECT_EQ(g.num_kv_groups, 2);
+  EXPECT_EQ(g.rope_base, 10000.0);  // head_dim 2
+  g.d_out = 12;
+  EXPECT_EQ(fit_variant_fields(g), "RoPE off: head_dim 3 is odd (RoPE rotates pairs)");
+  EXPECT_EQ(g.rope_base, 0.0);
+  EXPECT_NO_THROW(validate_model(g, 3, 6, 1));
+  EXPECT_EQ(fit_variant_fields(g), "");
+  EXPECT_EQ(default_kv_heads(5), 1);
+}
+
 // QK-norm and RoPE go with the variants that have them; RoPE also with a head_dim made odd.
 TEST(VariantEdit, QkNormAndRopeStayWhereTheyFit) {
   ModelConfig c;

@@ -2,6 +2,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "app_state.hpp"
@@ -11,7 +12,9 @@
 namespace mhaviz::gui {
 namespace {
 
-constexpr Variant kVariants[] = {Variant::Wrapper, Variant::WeightSplit, Variant::FusedQkv};
+// The RoPE bases offered: a small one turns the rotation visibly within a lesson's few
+// positions; 10,000 is the original transformer's and Llama 2's, 500,000 Llama 3's, 1,000,000 Qwen3's.
+constexpr double kRopeBases[] = {10.0, 100.0, 10000.0, 500000.0, 1000000.0};
 
 void help_marker(const char* text) {
   ImGui::SameLine();
@@ -73,6 +76,109 @@ bool step_slider(AppState& s, const char* label, int& value, const std::vector<i
   return true;
 }
 
+// A size edit: the bonus variants' fields follow (gqa's K/V heads stay a divisor, RoPE goes
+// off with an odd head_dim) and the status bar says what moved.
+void fit_and_mark(AppState& s, ModelConfig& c, const std::string& label, const char* where) {
+  const std::string said = fit_variant_fields(c);
+  if (mark_model_dirty(s, label, where) && !said.empty()) notify(s, said);
+}
+
+std::string base_name(double base) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", base);
+  return buf;
+}
+
+// [SECTION] The bonus variants' options: gqa's K/V heads, mla's latent, and the window,
+// QK-norm and RoPE of the split variants; each offers only what the session can hold.
+void draw_variant_options(AppState& s, ModelConfig& c) {
+  if (c.variant == Variant::Gqa) {
+    int g = c.num_kv_groups;
+    if (step_slider(s, "K/V heads", g, kv_head_choices(c)) && g != c.num_kv_groups) {
+      c.num_kv_groups = g;
+      mark_model_dirty(s, "change K/V heads", "kv_heads");
+    }
+    record_frame(s, "kv_heads");
+    help_marker(
+        "How many heads of keys and values W_key and W_value project to (num_kv_groups in the book's "
+        "GroupedQueryAttention; its memory estimator calls the group size n_kv_groups instead). Each K/V head "
+        "serves a group of query heads through repeat_interleave: 1 is multi-query attention, num_heads is "
+        "ordinary multi-head attention.");
+    draw_refusal(s, "kv_heads");
+    const int per = c.num_kv_groups > 0 ? c.num_heads / c.num_kv_groups : 0;
+    ImGui::TextDisabled("query heads per K/V head = %d%s", per,
+                        c.num_kv_groups == 1 ? " (multi-query)" : per == 1 ? " (as multi-head)" : "");
+  }
+  if (c.variant == Variant::Mla) {
+    int latent = c.latent_dim;
+    if (step_slider(s, "latent_dim", latent, size_steps(c.latent_dim, Limits::kMaxDim)) && latent != c.latent_dim) {
+      c.latent_dim = latent;
+      mark_model_dirty(s, "change latent_dim", "latent_dim");
+    }
+    record_frame(s, "latent_dim");
+    help_marker(
+        "W_DKV projects each token to latent_dim values, all that MLA's KV cache keeps; W_UK and W_UV bring "
+        "the keys and values back up to d_out. The book's default is max(16, d_out // 8).");
+    draw_refusal(s, "latent_dim");
+  }
+  if (!is_split(c.variant)) return;
+  const int T = std::max(1, s.doc.session.num_tokens());
+  int window = c.sliding_window;
+  ImGui::BeginDisabled(!c.causal);
+  const std::string shown = window == 0 ? "off" : std::to_string(window);
+  if (ImGui::SliderInt("sliding window", &window, 0, std::max(T, window), shown.c_str(), ImGuiSliderFlags_AlwaysClamp) &&
+      window != c.sliding_window) {
+    c.sliding_window = window;
+    mark_model_dirty(s, window == 0 ? "turn the sliding window off" : "change the sliding window", "window");
+  }
+  ImGui::EndDisabled();
+  record_frame(s, "window");
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip(c.causal ? "Key j is visible to query i only when 0 <= i - j < W (MultiHeadAttentionWithSWA): "
+                                 "each query sees its W most recent tokens, itself included. 0: off."
+                               : "The window looks back from each query: turn the causal mask on first.");
+  draw_refusal(s, "window");
+
+  if (ImGui::Checkbox("QK-norm", &c.qk_norm)) mark_model_dirty(s, c.qk_norm ? "turn QK-norm on" : "turn QK-norm off", "qk_norm");
+  record_widget(s, "qk_norm");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("RMSNorm over head_dim (eps 1e-6, scale starting at ones) on each head's queries and keys, "
+                      "before RoPE, as Qwen3's q_norm and k_norm: scores stay in a range whatever the inputs' size.");
+  const int hd = c.num_heads > 0 ? c.d_out / c.num_heads : 0;
+  const bool rope_fits = c.variant != Variant::Mla && hd % 2 == 0;
+  bool rope = c.rope_base != 0.0;
+  ImGui::SameLine();
+  ImGui::BeginDisabled(!rope_fits);
+  if (ImGui::Checkbox("RoPE", &rope)) {
+    c.rope_base = rope ? 10000.0 : 0.0;
+    mark_model_dirty(s, rope ? "turn RoPE on" : "turn RoPE off", "rope");
+  }
+  ImGui::EndDisabled();
+  record_widget(s, "rope");
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("%s", c.variant == Variant::Mla
+                                ? "mla here has no RoPE: real MLA models rotate a separate, decoupled part of each key, "
+                                  "which this lesson does not model."
+                            : !rope_fits ? "RoPE rotates pairs of values: it needs an even head_dim."
+                                         : "Rotary position embedding: each pair (i, i + head_dim/2) of q and k turned by "
+                                           "position x 1/base^(2i/head_dim), so q.k depends on how far apart they are.");
+  if (rope) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6.0f);
+    if (ImGui::BeginCombo("base", base_name(c.rope_base).c_str())) {
+      for (double b : kRopeBases)
+        if (ImGui::Selectable(base_name(b).c_str(), b == c.rope_base) && b != c.rope_base) {
+          c.rope_base = b;
+          mark_model_dirty(s, "change the RoPE base", "rope");
+        }
+      ImGui::EndCombo();
+    }
+    record_widget(s, "rope_base");
+  }
+  draw_refusal(s, "qk_norm");
+  draw_refusal(s, "rope");
+}
+
 }  // namespace
 
 void draw_controls(AppState& s) {
@@ -82,7 +188,7 @@ void draw_controls(AppState& s) {
 
   // [SECTION] Variant
   if (ImGui::BeginCombo("variant", std::string(variant_name(c.variant)).c_str())) {
-    for (Variant v : kVariants) {
+    for (Variant v : kAllVariants) {
       if (ImGui::Selectable(std::string(variant_name(v)).c_str(), v == c.variant) && v != c.variant) {
         c = with_variant(c, v, s.settings.variant_keeps_d_out ? VariantKeeps::DOut : VariantKeeps::HeadDim);
         s.ui.edit.preferred_heads = c.num_heads;
@@ -108,7 +214,9 @@ void draw_controls(AppState& s) {
       "wrapper: a list of single-head modules, each with its own W_query, W_key, W_value projecting to d_out; "
       "outputs concatenated.\nweight_split: one W per Q/K/V of d_out columns, split into num_heads heads of "
       "d_out / num_heads, then out_proj.\nfused_qkv: one Linear producing q, k, v together, chunked per head "
-      "(the Transformer tutorial's qkv_layer).\n" + std::string(kVariantSwitchNote);
+      "(the Transformer tutorial's qkv_layer).\ngqa: grouped-query attention (the book's ch04/04_gqa): fewer heads "
+      "of keys and values, each shared by a group of query heads.\nmla: multi-head latent attention (ch04/05_mla): "
+      "keys and values up-projected from one small latent per token.\n" + std::string(kVariantSwitchNote);
   help_marker(variant_help.c_str());
   draw_refusal(s, "variant");
 
@@ -125,7 +233,7 @@ void draw_controls(AppState& s) {
     // Keep a valid head count, nearest to the one the user chose (not drifting while dragging).
     if (s.ui.edit.preferred_heads <= 0) s.ui.edit.preferred_heads = c.num_heads;
     c.num_heads = nearest_valid_heads(c, s.ui.edit.preferred_heads);
-    mark_model_dirty(s, "change d_out", "d_out");
+    fit_and_mark(s, c, "change d_out", "d_out");
   }
   record_frame(s, "d_out");
   draw_refusal(s, "d_out");
@@ -134,7 +242,11 @@ void draw_controls(AppState& s) {
   int heads = c.num_heads;
   if (step_slider(s, "num_heads", heads, choices) && heads != c.num_heads) {
     c.num_heads = heads;
-    if (mark_model_dirty(s, "change num_heads", "num_heads")) s.ui.edit.preferred_heads = heads;
+    const std::string said = fit_variant_fields(c);
+    if (mark_model_dirty(s, "change num_heads", "num_heads")) {
+      s.ui.edit.preferred_heads = heads;
+      if (!said.empty()) notify(s, said);
+    }
   }
   record_frame(s, "num_heads");
   draw_refusal(s, "num_heads");
@@ -148,6 +260,7 @@ void draw_controls(AppState& s) {
     ImGui::TextDisabled("Only divisors of d_out = %d split evenly into heads: %s", c.d_out, join(choices, 9).c_str());
     ImGui::PopTextWrapPos();
   }
+  draw_variant_options(s, c);
 
   // [SECTION] Dropout and mask
   float p = static_cast<float>(c.dropout);
@@ -167,7 +280,11 @@ void draw_controls(AppState& s) {
     c.training = mode == 0;
     mark_model_dirty(s, c.training ? "switch to train mode" : "switch to eval mode", "mode");
   }
-  if (ImGui::Checkbox("causal mask", &c.causal)) mark_model_dirty(s, c.causal ? "turn the causal mask on" : "turn the causal mask off", "mode");
+  if (ImGui::Checkbox("causal mask", &c.causal)) {
+    if (!c.causal) c.sliding_window = 0;  // the window looks back from each query: it needs the mask
+    mark_model_dirty(s, c.causal ? "turn the causal mask on" : "turn the causal mask off", "mode");
+  }
+  record_widget(s, "causal");
   ImGui::SameLine();
   if (ImGui::Checkbox("qkv_bias", &c.qkv_bias)) mark_model_dirty(s, c.qkv_bias ? "turn qkv_bias on" : "turn qkv_bias off", "mode");
   draw_refusal(s, "mode");

@@ -36,7 +36,37 @@ ModelConfig with_variant(const ModelConfig& c, Variant v, VariantKeeps keeps) {
   }
   // RoPE rotates pairs: a head_dim made odd by the switch leaves it off.
   if (out.rope_base != 0.0 && (out.d_out / out.num_heads) % 2 != 0) out.rope_base = 0.0;
+  // A new gqa or mla session starts from the teaching defaults.
+  if (v == Variant::Gqa) out.num_kv_groups = default_kv_heads(out.num_heads);
+  if (v == Variant::Mla) out.latent_dim = default_latent_dim(out.d_out);
   return out;
+}
+
+int default_kv_heads(int num_heads) { return num_heads % 2 == 0 ? num_heads / 2 : 1; }
+
+std::vector<int> kv_head_choices(const ModelConfig& c) {
+  std::vector<int> out;
+  for (int g = 1; g <= std::max(1, c.num_heads); ++g)
+    if (c.num_heads % g == 0) out.push_back(g);
+  return out;
+}
+
+std::string fit_variant_fields(ModelConfig& c) {
+  std::string said;
+  if (c.variant == Variant::Gqa && c.num_heads > 0 &&
+      (c.num_kv_groups < 1 || c.num_kv_groups > c.num_heads || c.num_heads % c.num_kv_groups != 0)) {
+    int g = std::clamp(c.num_kv_groups, 1, c.num_heads);
+    while (c.num_heads % g != 0) --g;  // the largest divisor below: ends at 1
+    said = "K/V heads " + std::to_string(c.num_kv_groups) + " -> " + std::to_string(g) + " (a divisor of num_heads " +
+           std::to_string(c.num_heads) + ")";
+    c.num_kv_groups = g;
+  }
+  if (c.rope_base != 0.0 && c.num_heads > 0 && c.d_out % c.num_heads == 0 && (c.d_out / c.num_heads) % 2 != 0) {
+    if (!said.empty()) said += "; ";
+    said += "RoPE off: head_dim " + std::to_string(c.d_out / c.num_heads) + " is odd (RoPE rotates pairs)";
+    c.rope_base = 0.0;
+  }
+  return said;
 }
 
 }  // namespace mhaviz::gui

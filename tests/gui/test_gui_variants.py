@@ -1,0 +1,85 @@
+"""The bonus variants' controls with real input (xdotool): a gqa session's K/V heads slider
+offers only divisors of num_heads, QK-norm and RoPE turn on and off, the sliding window
+follows the causal mask, num_heads with RoPE on offers only even head_dims, and W refuses
+the walkthrough with a notice. The state the app writes must follow each step, valid.
+
+usage (under xvfb-run): test_gui_variants.py PATH/TO/mhaviz TESTS_DATA_DIR
+"""
+import json
+import os
+import sys
+
+import guitest as g
+
+tmp = g.setup(sys.argv)
+session_path = os.path.join(tmp, "gqa.json")
+with open(session_path, "w") as f:
+    json.dump({"format": "mhaviz-session", "version": 3,
+               "tokens": ["Your", "journey", "starts", "with", "one", "step"],
+               "embeddings": [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
+                              [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]],
+               "batch": 1,
+               "model": {"variant": "gqa", "d_out": 8, "num_heads": 4, "num_kv_groups": 2,
+                         "context_length": 6, "dropout": 0.0, "qkv_bias": False, "causal": True,
+                         "seed": 123}}, f)
+layout = os.path.join(tmp, "layout.json")
+state = os.path.join(tmp, "state.json")
+proc = g.start(["gui", session_path, "--no-restore", "--check-gl", "--width", "1280", "--height", "800",
+                "--config-dir", os.path.join(tmp, "cfg"), "--state-dir", os.path.join(tmp, "st"),
+                "--layout-out", layout, "--state-out", state])
+
+
+def model():
+    return g.read_json(state)["session"]["model"]
+
+
+def wait_model(what, predicate):
+    j = g.wait_state(state, what, lambda j: predicate(j["session"]["model"]) and not j["error"], proc)
+    return j["session"]["model"]
+
+
+def slider_end(name, right):
+    x0, y0, x1, y1 = g.settled_widget(layout, state, name, proc)
+    cy = int((y0 + y1) / 2)
+    g.drag(int((x0 + x1) / 2), cy, int(x1) - 2 if right else int(x0) + 2, cy)
+
+
+try:
+    g.wait_for_layout(layout, ["kv_heads", "window", "qk_norm", "rope", "num_heads", "variant"], proc=proc)
+    g.focus_window()
+    # K/V heads: 4 query heads allow 1, 2, 4; the left end is multi-query attention.
+    slider_end("kv_heads", right=False)
+    wait_model("K/V heads slider to its left end: 1 (multi-query)", lambda m: m["num_kv_groups"] == 1)
+    slider_end("kv_heads", right=True)
+    wait_model("K/V heads slider to its right end: 4 (one per query head)", lambda m: m["num_kv_groups"] == 4)
+    # QK-norm, then RoPE (base 10,000 when turned on).
+    g.click(*g.center(g.settled_widget(layout, state, "qk_norm", proc)))
+    wait_model("QK-norm on", lambda m: m.get("qk_norm") is True)
+    g.click(*g.center(g.settled_widget(layout, state, "rope", proc)))
+    wait_model("RoPE on at base 10000", lambda m: m.get("rope_base") == 10000)
+    # num_heads with RoPE on: d_out 8 offers 1, 2, 4 (head_dim 8, 4, 2), never 8 (head_dim 1).
+    slider_end("num_heads", right=True)
+    m = wait_model("num_heads slider to its right end: 4, the most heads of an even head_dim",
+                   lambda m: m["num_heads"] == 4)
+    g.check(m["num_kv_groups"] in (1, 2, 4), "K/V heads stay a divisor of num_heads (%d)" % m["num_kv_groups"])
+    # The window: its right end is every token; turning the causal mask off takes it away.
+    slider_end("window", right=True)
+    wait_model("sliding window to its right end: 6 tokens", lambda m: m.get("sliding_window") == 6)
+    g.click(*g.center(g.settled_widget(layout, state, "causal", proc)))
+    wait_model("causal mask off takes the window with it", lambda m: not m["causal"] and "sliding_window" not in m)
+    # W: this session's walkthrough is refused with a notice, and the lesson stays.
+    g.click(5, 795)
+    g.key("w")
+    st = g.wait_state(state, "W refused with a notice", lambda j: "walkthrough shows" in j["status"], proc)
+    g.check(st["centre"] == "lesson", "the lesson stays in the centre (%s)" % st["centre"])
+    # RoPE off again.
+    g.click(*g.center(g.settled_widget(layout, state, "rope", proc)))
+    wait_model("RoPE off", lambda m: "rope_base" not in m)
+finally:
+    rc, out, err = g.stop(proc)
+
+g.check(rc == 0, "app exits 0 after SIGTERM (got %d; stderr: %s)" % (rc, err.strip()))
+final = model()
+print("  final model: %s" % json.dumps(final, sort_keys=True))
+g.check(final["variant"] == "gqa" and final.get("qk_norm") is True, "the session stays gqa with QK-norm")
+g.finish()
