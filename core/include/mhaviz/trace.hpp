@@ -51,9 +51,9 @@ struct Trace {
   Tensor k, v;                     // (b, G, T, hd) likewise, at the K/V heads (G == h but in gqa)
   Tensor q_normed, k_normed;       // qk_norm only: RMSNorm over head_dim of q and k, shapes of q and k
   Tensor q_rotated, k_rotated;     // rope_base only: RoPE of q and k (after QK-norm when set); scores read these
-  Tensor k_expanded, v_expanded;   // gqa only: (b, h, T, hd) the k attention reads, and v, repeat_interleave(h / G, dim=1)
-  Tensor scores;                   // (b, h, T, T) raw q·kᵀ of every cell (the normed, rotated q, k when set),
-                                   // before mask and scale (hidden cells too)
+  Tensor k_expanded, v_expanded;   // gqa only: (b, h, T, hd) repeat_interleave(h / G, dim=1) of the k read and v
+  Tensor scores;                   // (b, h, T, T) raw q·kᵀ of every cell, hidden ones too, before mask and scale
+                                   // (of q, k after QK-norm and RoPE when set)
   Tensor weights;                  // (b, h, T, T) softmax(masked scores / sqrt(hd)); hidden cells exactly 0
   std::vector<std::uint8_t> keep;  // (b, h, T, T) 1 = kept by dropout; empty when no dropout was drawn
   Tensor dropped;                  // (b, h, T, T) after dropout; empty when no dropout was drawn (equal to weights)
