@@ -14,6 +14,9 @@ uniform sampler2D u_lut;
 uniform int u_lut_row;
 uniform vec3 u_hatch_a;
 uniform vec3 u_hatch_b;
+uniform vec3 u_window_a;   // cells outside a sliding window hold +inf: the same stripes in blue-greys
+uniform vec3 u_window_b;
+uniform vec3 u_origin;     // the figure's top-left (x, y from the top) and the framebuffer's height, in pixels
 uniform vec2 u_cells;      // columns, rows
 uniform vec2 u_size_px;    // quad size in framebuffer pixels
 uniform vec3 u_grid_color;
@@ -29,9 +32,13 @@ void main() {
   float v = texture(u_values, v_uv).r;
   vec3 c;
   if (isinf(v) || isnan(v) || v < -1e30) {
-    // 45-degree stripes, a 6 px period in screen space, as the CPU figures draw them.
-    float s = mod(gl_FragCoord.x + gl_FragCoord.y, 6.0);
-    c = s < 3.0 ? u_hatch_b : u_hatch_a;
+    // 45-degree stripes, a 6 px period, counted from the figure's top-left downwards as the
+    // CPU figures count their pixels, so a capture's stripes fall where the screen's do.
+    float px = floor(gl_FragCoord.x) - u_origin.x;
+    float py = floor(u_origin.z - gl_FragCoord.y) - u_origin.y;
+    float s = mod(px + py, 6.0);
+    bool window = isinf(v) && v > 0.0;
+    c = s < 3.0 ? (window ? u_window_b : u_hatch_b) : (window ? u_window_a : u_hatch_a);
   } else {
     float t;
     if (u_log > 0.5) {

@@ -23,16 +23,19 @@ constexpr float kMargin = 16.0f;
 // accent: the selected head; top: a detector's top five; warn: notes that a stage changes nothing.
 struct Theme {
   Color bg, text, dim, masked_a, masked_b, frame, accent, top, warn;
+  Color window_a, window_b;  // cells outside a sliding window: the hatch in blue-greys
 };
 
 inline Theme theme(const Options& o) {
   Theme t;
   if (o.dark) {
     t = {{23, 23, 26, 255},   {235, 235, 235, 255}, {160, 160, 165, 255}, {41, 41, 41, 255}, {77, 77, 77, 255},
-         {110, 110, 115, 255}, {86, 180, 233, 255},  {230, 85, 13, 255},   {255, 191, 77, 255}};
+         {110, 110, 115, 255}, {86, 180, 233, 255},  {230, 85, 13, 255},   {255, 191, 77, 255},
+         {30, 44, 74, 255},    {68, 92, 142, 255}};
   } else {
     t = {{255, 255, 255, 255}, {20, 20, 20, 255},  {100, 100, 105, 255}, {199, 199, 199, 255}, {235, 235, 235, 255},
-         {120, 120, 120, 255}, {0, 114, 178, 255}, {230, 85, 13, 255},   {166, 90, 0, 255}};
+         {120, 120, 120, 255}, {0, 114, 178, 255}, {230, 85, 13, 255},   {166, 90, 0, 255},
+         {158, 180, 226, 255}, {208, 220, 246, 255}};
   }
   if (o.transparent) t.bg.a = 0;
   return t;
@@ -72,10 +75,12 @@ struct Builder {
     f.prims.push_back(std::move(p));
     grow(x1, y1);
   }
-  void hatch(float x0, float y0, float x1, float y1, std::string cls, std::string title = {}) {
+  // window: the hatch of cells outside a sliding window, else of masked cells.
+  void hatch(float x0, float y0, float x1, float y1, std::string cls, std::string title = {}, bool window = false) {
     Prim p;
     p.kind = Prim::Kind::Hatch;
-    p.x0 = x0, p.y0 = y0, p.x1 = x1, p.y1 = y1, p.color = th.masked_a, p.color2 = th.masked_b;
+    p.x0 = x0, p.y0 = y0, p.x1 = x1, p.y1 = y1;
+    p.color = window ? th.window_a : th.masked_a, p.color2 = window ? th.window_b : th.masked_b;
     p.cls = std::move(cls), p.text = std::move(title);
     f.prims.push_back(std::move(p));
     grow(x1, y1);
@@ -146,6 +151,16 @@ inline std::string model_line(const Trace& tr) {
     s += buf;
   }
   if (!tr.config.causal) s += " \xC2\xB7 no causal mask";
+  // The bonus variants' fields, so a slide says which module drew it.
+  const ModelConfig& c = tr.config;
+  if (c.variant == Variant::Gqa) s += " \xC2\xB7 " + std::to_string(c.num_kv_groups) + " K/V heads";
+  if (c.variant == Variant::Mla) s += " \xC2\xB7 latent_dim " + std::to_string(c.latent_dim);
+  if (c.sliding_window > 0) s += " \xC2\xB7 sliding window " + std::to_string(c.sliding_window);
+  if (c.qk_norm) s += " \xC2\xB7 QK-norm";
+  if (c.rope_base != 0.0) {
+    std::snprintf(buf, sizeof buf, " \xC2\xB7 RoPE base %g", c.rope_base);
+    s += buf;
+  }
   return s;
 }
 
@@ -170,6 +185,8 @@ inline Figure finish(Builder& B) {
   B.f.background = B.th.bg;
   B.f.masked_a = B.th.masked_a;
   B.f.masked_b = B.th.masked_b;
+  B.f.window_a = B.th.window_a;
+  B.f.window_b = B.th.window_b;
   return std::move(B.f);
 }
 

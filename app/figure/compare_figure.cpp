@@ -40,7 +40,7 @@ Figure compare_figure(const Trace& a, const Trace& b, const std::string& title_a
     spec.id = k;
     spec.rows = spec.cols = T;
     spec.value = [&vals, T](int i, int j) { return vals[static_cast<std::size_t>(i) * static_cast<std::size_t>(T) + static_cast<std::size_t>(j)]; };
-    spec.mask = [&t](int i, int j) { return t.masked(i, j) ? CellMask::Causal : CellMask::Visible; };
+    spec.mask = [&t](int i, int j) { return trace_mask(t, i, j); };
     spec.scale = scale;
     spec.row_names = spec.col_names = &tokens;
     spec.numbers = o.values;

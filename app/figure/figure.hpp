@@ -108,7 +108,8 @@ struct Prim {
 // Why a heatmap hides a cell; each kind is drawn and named differently.
 enum class CellMask : std::uint8_t {
   Visible = 0,
-  Causal = 1,  // the key comes after the query: hatched
+  Causal = 1,  // the key comes after the query: hatched in greys
+  Window = 2,  // the key is a sliding window's W or more tokens back: hatched in blue-greys
 };
 
 // A heatmap as drawn: where its cells are and what they hold (drawing, sidecars, hit tests).
@@ -122,6 +123,7 @@ struct HeatmapInfo {
   float gap = 0;                      // background left between cells (right and bottom of each cell)
   std::vector<std::string> row_names, col_names;  // queries, keys (SVG cell titles, tooltips)
   bool hidden(std::size_t k) const { return std::isinf(values[k]) && values[k] < 0; }
+  bool windowed(std::size_t k) const { return !mask.empty() && mask[k] == CellMask::Window; }
 };
 // The colour of a visible cell, as the rasteriser, the SVG and the screen's shader map it.
 Color cell_color(const ColorScale& s, float v);
@@ -141,6 +143,7 @@ struct Figure {
   std::vector<Hit> hits;
   int cells = 0;              // prims with class "cell ..." (one per matrix element drawn)
   Color masked_a, masked_b;   // the hatch of masked cells
+  Color window_a, window_b;   // the hatch of cells outside a sliding window
   float caption_y0 = 0, caption_y1 = 0;  // the caption band (0, 0 without a caption)
   const Hit* hit(const std::string& id) const;
 };

@@ -22,6 +22,15 @@ namespace detail {
 bool signed_stage(Stage st) { return st == Stage::Scores || st == Stage::Masked || st == Stage::Scaled; }
 bool masked_stage(Stage st) { return st != Stage::Scores; }
 
+CellMask trace_mask(const Trace& tr, int i, int j) {
+  switch (tr.hidden_by(i, j)) {
+    case MaskRule::Causal: return CellMask::Causal;
+    case MaskRule::Window: return CellMask::Window;
+    case MaskRule::Visible: break;
+  }
+  return CellMask::Visible;
+}
+
 void ValueRange::add(float v) {
   if (!std::isfinite(v)) return;
   if (empty) {
@@ -113,7 +122,7 @@ void cell_marks(Builder& B, const HeatmapSpec& h, const HeatmapInfo& info, float
       const std::size_t k = static_cast<std::size_t>(i) * static_cast<std::size_t>(h.cols) + static_cast<std::size_t>(j);
       const float v = info.values[k];
       const bool hidden = info.hidden(k);
-      const Color fill = hidden ? B.th.masked_a : cell_color(info.scale, v);
+      const Color fill = hidden ? (info.windowed(k) ? B.th.window_a : B.th.masked_a) : cell_color(info.scale, v);
       const float cx0 = info.x0 + static_cast<float>(j) * cell, cy0 = info.y0 + static_cast<float>(i) * cell;
       const bool dropped = crosses && !hidden && h.dropped(i, j);
       if (values && (!hidden || h.hidden_numbers)) {
@@ -221,9 +230,9 @@ float colorbar(Builder& B, const ColorScale& s, float x, float y0, float h, cons
   return colorbar_width(B, s);
 }
 
-float mask_legend(Builder& B, float x, float y, const std::string& text) {
+float mask_legend(Builder& B, float x, float y, const std::string& text, bool window) {
   const float sz = B.ty.small;
-  B.hatch(x, y, x + 16, y + sz + 1.0f, "legend-masked");
+  B.hatch(x, y, x + 16, y + sz + 1.0f, window ? "legend-window" : "legend-masked", {}, window);
   return x + 22.0f + B.text(x + 22.0f, y + sz - 1.0f, text, sz, B.th.text) + 18.0f;
 }
 

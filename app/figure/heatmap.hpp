@@ -71,6 +71,9 @@ float colorbar(Builder& B, const ColorScale& s, float x, float y0, float h, cons
 float colorbar_width(const Builder& B, const ColorScale& s);
 // A swatch of the masked hatch with its meaning, at (x, y) (the top of the line); returns
 // the x after it.
-float mask_legend(Builder& B, float x, float y, const std::string& text);
+// window: the swatch of cells outside a sliding window, else of masked cells.
+float mask_legend(Builder& B, float x, float y, const std::string& text, bool window = false);
+// Why a lesson trace hides cell (i, j): the causal mask or the sliding window (none: Visible).
+CellMask trace_mask(const Trace& tr, int i, int j);
 
 }  // namespace mhaviz::figure::detail

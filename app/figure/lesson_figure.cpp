@@ -126,6 +126,9 @@ Tiles choose_tiles(const std::vector<std::string>& tokens, int shown, float W, f
 void legend(Builder& B, const Trace& tr, const Options& o, float x, float y) {
   float lx = x;
   if (masked_stage(o.stage) && tr.config.causal) lx = mask_legend(B, lx, y, "masked (key after the query)");
+  if (masked_stage(o.stage) && tr.config.sliding_window > 0)
+    lx = mask_legend(B, lx, y, "outside the window (i \xE2\x88\x92 j \xE2\x89\xA5 W = " + std::to_string(tr.config.sliding_window) + ")",
+                     true);
   if (o.stage == Stage::Dropped && tr.dropout_applied()) {
     char buf[96];
     std::snprintf(buf, sizeof buf, "\xC3\x97 dropped; kept weights \xC3\x97 1/(1 \xE2\x88\x92 %.2f)", tr.config.dropout);
@@ -179,7 +182,7 @@ Figure lesson_figure(const Trace& tr, const std::vector<std::string>& tokens, co
     spec.rows = spec.cols = T;
     const std::vector<float>& vals = hv.values[static_cast<std::size_t>(head)];
     spec.value = [&vals, T](int i, int j) { return vals[static_cast<std::size_t>(i) * static_cast<std::size_t>(T) + static_cast<std::size_t>(j)]; };
-    if (masked_stage(o.stage)) spec.mask = [&tr](int i, int j) { return tr.masked(i, j) ? CellMask::Causal : CellMask::Visible; };
+    if (masked_stage(o.stage)) spec.mask = [&tr](int i, int j) { return trace_mask(tr, i, j); };
     if (o.stage == Stage::Dropped && tr.dropout_applied() && o.dropout_marks)
       spec.dropped = [&tr, &o, head](int i, int j) { return !tr.kept(o.batch, head, i, j); };
     spec.scale = head_scale(hv, o, head);

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <tuple>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -66,7 +67,8 @@ void fill_hatch(Raster& c, const Prim& p, int scale) {
     for (int x = x0; x < x1; ++x) c.blend(x, y, ((x + y) % period) < period / 2 ? p.color2 : p.color, 1.0f);
 }
 
-void fill_cells(Raster& c, const Prim& p, const HeatmapInfo& h, int scale) {
+// Hidden cells: the masked hatch (the prim's colours), or the window's (the figure's) outside a sliding window.
+void fill_cells(Raster& c, const Prim& p, const HeatmapInfo& h, const Figure& f, int scale) {
   const int period = 6 * scale;
   for (int i = 0; i < h.rows; ++i) {
     const int y0 = std::max(0, edge(h.y0 + static_cast<float>(i) * h.cell, scale));
@@ -75,12 +77,13 @@ void fill_cells(Raster& c, const Prim& p, const HeatmapInfo& h, int scale) {
       const std::size_t k = static_cast<std::size_t>(i) * static_cast<std::size_t>(h.cols) + static_cast<std::size_t>(j);
       const int x0 = std::max(0, edge(h.x0 + static_cast<float>(j) * h.cell, scale));
       const int x1 = std::min(c.w, edge(h.x0 + static_cast<float>(j + 1) * h.cell - h.gap, scale));
-      const bool masked = h.hidden(k);
-      const Color fill = masked ? p.color : cell_color(h.scale, h.values[k]);
+      const bool masked = h.hidden(k), window = masked && h.windowed(k);
+      const Color a = window ? f.window_a : p.color, b = window ? f.window_b : p.color2;
+      const Color fill = masked ? a : cell_color(h.scale, h.values[k]);
       for (int y = y0; y < y1; ++y) {
         std::uint8_t* d = &c.px[(static_cast<std::size_t>(y) * static_cast<std::size_t>(c.w) + static_cast<std::size_t>(x0)) * 4];
         for (int x = x0; x < x1; ++x, d += 4) {
-          const Color col = masked ? (((x + y) % period) < period / 2 ? p.color2 : p.color) : fill;
+          const Color col = masked ? (((x + y) % period) < period / 2 ? b : a) : fill;
           d[0] = col.r, d[1] = col.g, d[2] = col.b, d[3] = 255;
         }
       }
@@ -209,7 +212,7 @@ std::vector<std::uint8_t> rasterize(const Figure& f, int scale) {
       case Prim::Kind::Line: draw_line(c, p, scale); break;
       case Prim::Kind::Frame: draw_frame(c, p, scale); break;
       case Prim::Kind::Text: draw_text(c, p, scale); break;
-      case Prim::Kind::Cells: fill_cells(c, p, f.heatmaps[static_cast<std::size_t>(p.heatmap)], scale); break;
+      case Prim::Kind::Cells: fill_cells(c, p, f.heatmaps[static_cast<std::size_t>(p.heatmap)], f, scale); break;
     }
   }
   return std::move(c.px);
@@ -234,10 +237,13 @@ std::string to_svg(const Figure& f) {
   o += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(f.width) + "\" height=\"" +
        std::to_string(f.height) + "\" viewBox=\"0 0 " + std::to_string(f.width) + " " + std::to_string(f.height) +
        "\" font-family=\"DejaVu Sans, Verdana, sans-serif\">\n";
-  // Hatch pattern of masked cells, and one vertical gradient per colormap used by a colorbar.
-  o += "<defs>\n<pattern id=\"hatch\" patternUnits=\"userSpaceOnUse\" width=\"6\" height=\"6\" "
-       "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" " + fill_attr(f.masked_a) +
-       "/><rect width=\"3\" height=\"6\" " + fill_attr(f.masked_b) + "/></pattern>\n";
+  // Hatch patterns of masked cells and of cells outside a sliding window, and one vertical
+  // gradient per colormap used by a colorbar.
+  o += "<defs>\n";
+  for (const auto& [id, a, b] : {std::tuple{"hatch", f.masked_a, f.masked_b}, std::tuple{"hatch-window", f.window_a, f.window_b}})
+    o += std::string("<pattern id=\"") + id + "\" patternUnits=\"userSpaceOnUse\" width=\"6\" height=\"6\" "
+         "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" " + fill_attr(a) +
+         "/><rect width=\"3\" height=\"6\" " + fill_attr(b) + "/></pattern>\n";
   for (int k = 0; k < kColormapCount; ++k) {
     o += "<linearGradient id=\"cmap-" + std::string(colormap_name(static_cast<Colormap>(k))) +
          "\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">";
@@ -259,7 +265,7 @@ std::string to_svg(const Figure& f) {
         o += p.text.empty() ? "/>\n" : "><title>" + esc(p.text) + "</title></rect>\n";
         break;
       case Prim::Kind::Hatch:
-        o += "<rect" + cls + " " + geom + " fill=\"url(#hatch)\"";
+        o += "<rect" + cls + " " + geom + (p.color == f.window_a && p.color2 == f.window_b ? " fill=\"url(#hatch-window)\"" : " fill=\"url(#hatch)\"");
         o += p.text.empty() ? "/>\n" : "><title>" + esc(p.text) + "</title></rect>\n";
         break;
       case Prim::Kind::Gradient:
@@ -279,14 +285,16 @@ std::string to_svg(const Figure& f) {
           for (int j = 0; j < h.cols; ++j) {
             const std::size_t k = static_cast<std::size_t>(i) * static_cast<std::size_t>(h.cols) + static_cast<std::size_t>(j);
             const float v = h.values[k];
-            const bool masked = h.hidden(k);
-            o += masked ? "<rect class=\"cell masked\" x=\"" : "<rect class=\"cell\" x=\"";
+            const bool masked = h.hidden(k), window = masked && h.windowed(k);
+            o += window ? "<rect class=\"cell masked window\" x=\"" : masked ? "<rect class=\"cell masked\" x=\"" : "<rect class=\"cell\" x=\"";
             o += num(h.x0 + static_cast<float>(j) * h.cell) + "\" y=\"" + num(h.y0 + static_cast<float>(i) * h.cell) + "\" width=\"" +
                  num(w) + "\" height=\"" + num(w) + "\" ";
-            o += masked ? std::string("fill=\"url(#hatch)\"") : "fill=\"" + rgb(cell_color(h.scale, v)) + "\"";
+            o += window ? std::string("fill=\"url(#hatch-window)\"")
+                 : masked ? std::string("fill=\"url(#hatch)\"") : "fill=\"" + rgb(cell_color(h.scale, v)) + "\"";
             if (!h.row_names.empty()) {
               o += "><title>" + esc(h.row_names[static_cast<std::size_t>(i)]) + " \xE2\x86\x92 " +
-                   esc(h.col_names[static_cast<std::size_t>(j)]) + ": " + (masked ? std::string("masked") : num(v)) + "</title></rect>\n";
+                   esc(h.col_names[static_cast<std::size_t>(j)]) + ": " +
+                 (window ? std::string("outside the window") : masked ? std::string("masked") : num(v)) + "</title></rect>\n";
             } else {
               o += "/>\n";
             }
@@ -346,6 +354,7 @@ std::string sidecar_json(const Figure& f, int scale, const std::string& image) {
                   {"cells", f.cells},
                   {"heads", heads},
                   {"masked_colors", {{f.masked_a.r, f.masked_a.g, f.masked_a.b}, {f.masked_b.r, f.masked_b.g, f.masked_b.b}}},
+                  {"window_colors", {{f.window_a.r, f.window_a.g, f.window_a.b}, {f.window_b.r, f.window_b.g, f.window_b.b}}},
                   {"caption", {{"y0", f.caption_y0 * s}, {"y1", f.caption_y1 * s}}},
                   {"colormaps", maps}};
   return j.dump(1) + "\n";

@@ -89,14 +89,16 @@ struct HeatmapDraw {
   float gap = 0;           // background between cells (pixels, right and bottom of each), as the figure has it
   bool log_scale = false;  // vmin > 0: t = log(v / vmin) / log(vmax / vmin)
   figure::Color hatch_a{41, 41, 41, 255}, hatch_b{77, 77, 77, 255};  // hidden cells' stripes
+  figure::Color window_a{30, 44, 74, 255}, window_b{68, 92, 142, 255};  // stripes outside a sliding window (+inf)
   figure::Color gap_color{23, 23, 26, 255};
+  float origin_x = 0, origin_y = 0;  // the figure's top-left (ImGui pixels): the hatch's stripes start there, as a capture's
 };
 
 struct Renderer {
   unsigned int program = 0, vao = 0, vbo = 0;
   unsigned int lut = 0;  // colormap table texture (256 x kColormapCount RGBA8)
   int loc_proj = -1, loc_values = -1, loc_vmin = -1, loc_vmax = -1, loc_lut = -1, loc_lut_row = -1,
-      loc_hatch_a = -1, loc_hatch_b = -1, loc_cells = -1, loc_size = -1, loc_grid_color = -1, loc_grid = -1, loc_log = -1;
+      loc_hatch_a = -1, loc_hatch_b = -1, loc_window_a = -1, loc_window_b = -1, loc_origin = -1, loc_cells = -1, loc_size = -1, loc_grid_color = -1, loc_grid = -1, loc_log = -1;
   float proj[16] = {};
   float display_x = 0, display_y = 0, display_w = 0, display_h = 0, fb_scale_x = 1, fb_scale_y = 1;
   bool dark = true;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "app_state.hpp"
 #include "figure/text.hpp"
@@ -59,6 +60,8 @@ void draw_cells(AppState& s, ScreenFigure& f, const figure::Prim& p, ImVec2 o) {
   d.cols = h.cols, d.rows = h.rows;
   d.gap = h.gap;
   d.hatch_a = p.color, d.hatch_b = p.color2;
+  d.window_a = f.fig.window_a, d.window_b = f.fig.window_b;
+  d.origin_x = o.x, d.origin_y = o.y;
   d.gap_color = f.fig.background;
   draw_heatmap_quad(s, d);
 }
@@ -72,11 +75,15 @@ void sync(AppState& s, ScreenFigure& f) {
   for (std::size_t k = 0; k < n; ++k) {
     const figure::HeatmapInfo& h = f.fig.heatmaps[k];
     HeadTexture& t = f.textures[k];
-    const bool same = t.width == h.cols && t.height == h.rows && t.values.size() == h.values.size() &&
-                      std::memcmp(t.values.data(), h.values.data(), h.values.size() * sizeof(float)) == 0;
+    // The shader tells the two hatches apart by the sign of the infinity.
+    std::vector<float> up = h.values;
+    for (std::size_t c = 0; c < h.mask.size(); ++c)
+      if (h.windowed(c) && h.hidden(c)) up[c] = std::numeric_limits<float>::infinity();
+    const bool same = t.width == h.cols && t.height == h.rows && t.values.size() == up.size() &&
+                      std::memcmp(t.values.data(), up.data(), up.size() * sizeof(float)) == 0;
     if (same) continue;
-    upload_texture(t, h.cols, h.rows, h.values.data());
-    t.values = h.values;
+    upload_texture(t, h.cols, h.rows, up.data());
+    t.values = std::move(up);
     ++s.renderer.uploads_last_frame;
     ++s.renderer.uploads_total;
   }

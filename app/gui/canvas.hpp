@@ -22,7 +22,7 @@ struct AppState;
 struct HeadTexture {
   unsigned int tex = 0;
   int width = 0, height = 0;
-  std::vector<float> values;  // uploaded values (hidden cells -inf)
+  std::vector<float> values;  // uploaded values (hidden cells -inf; outside a sliding window +inf)
 };
 
 // A figure on screen: the figure, bumped on every rebuild, and the GL textures of its

@@ -60,6 +60,11 @@ void draw_callback(const ImDrawList*, const ImDrawCmd* cmd) {
   const auto rgb = [](GLint loc, figure::Color c) { glUniform3f(loc, c.r / 255.0f, c.g / 255.0f, c.b / 255.0f); };
   rgb(r.loc_hatch_a, d->hatch_a);
   rgb(r.loc_hatch_b, d->hatch_b);
+  rgb(r.loc_window_a, d->window_a);
+  rgb(r.loc_window_b, d->window_b);
+  // The stripes' phase: framebuffer pixels from the figure's top-left, downwards, as the capture counts them.
+  glUniform3f(r.loc_origin, std::floor((d->origin_x - r.display_x) * r.fb_scale_x),
+              std::floor((d->origin_y - r.display_y) * r.fb_scale_y), fb_h);
   rgb(r.loc_grid_color, d->gap_color);
   glUniform2f(r.loc_cells, static_cast<float>(d->cols), static_cast<float>(d->rows));
   glUniform2f(r.loc_size, (d->x1 - d->x0) * r.fb_scale_x, (d->y1 - d->y0) * r.fb_scale_y);
@@ -125,6 +130,9 @@ bool renderer_init(Renderer& r, std::string& error) {
   r.loc_lut_row = glGetUniformLocation(r.program, "u_lut_row");
   r.loc_hatch_a = glGetUniformLocation(r.program, "u_hatch_a");
   r.loc_hatch_b = glGetUniformLocation(r.program, "u_hatch_b");
+  r.loc_window_a = glGetUniformLocation(r.program, "u_window_a");
+  r.loc_window_b = glGetUniformLocation(r.program, "u_window_b");
+  r.loc_origin = glGetUniformLocation(r.program, "u_origin");
   r.loc_cells = glGetUniformLocation(r.program, "u_cells");
   r.loc_size = glGetUniformLocation(r.program, "u_size_px");
   r.loc_grid_color = glGetUniformLocation(r.program, "u_grid_color");

@@ -4,6 +4,7 @@
 // colours and the caption appended; and a figure never spills out of its canvas.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -165,6 +166,42 @@ TEST(Figures, ShapesStripAndComparisonAreOnePicture) {
     expect_same_picture(cmp, figure::compare_figure(r.trace, r.trace, "a", "b", r.s.tokens, capture_of(o)), "comparison");
     EXPECT_EQ(cmp.heatmaps.size(), 2u);
   }
+}
+
+// A sliding window's hidden cells are told from the causal mask's: their own mask kind, hatch
+// colours, legend, SVG pattern and class, on screen and in a capture alike.
+TEST(Figures, WindowCellsHaveTheirOwnHatchAndLegend) {
+  Session s = lesson("seed003-weight-split-6d");
+  s.model.causal = true;
+  s.model.sliding_window = 2;
+  validate_session(s);
+  const Model m = build_model(s.model, s.d_in());
+  const Trace t = forward(m, s.input_tensor());
+  figure::Options o = screen({1280, 720});
+  const figure::Figure f = figure::build_figure(t, s.tokens, o);
+  ASSERT_FALSE(f.heatmaps.empty());
+  const figure::HeatmapInfo& h = f.heatmaps[0];
+  const std::size_t T = static_cast<std::size_t>(h.cols);
+  EXPECT_TRUE(h.hidden(2 * T + 0) && h.windowed(2 * T + 0));    // i - j = 2 >= W
+  EXPECT_TRUE(h.hidden(0 * T + 1) && !h.windowed(0 * T + 1));   // key after the query
+  EXPECT_FALSE(h.hidden(1 * T + 0));                             // i - j = 1 < W
+  EXPECT_NE(f.window_a, f.masked_a);
+  const auto legend = std::find_if(f.prims.begin(), f.prims.end(), [](const figure::Prim& p) { return p.cls == "legend-window"; });
+  ASSERT_NE(legend, f.prims.end());
+  EXPECT_EQ(legend->color, f.window_a);
+  EXPECT_TRUE(std::any_of(f.prims.begin(), f.prims.end(), [](const figure::Prim& p) {
+    return p.kind == figure::Prim::Kind::Text && p.text.find("outside the window") != std::string::npos;
+  }));
+  const std::string svg = figure::to_svg(f);
+  EXPECT_NE(svg.find("class=\"cell masked window\""), std::string::npos);
+  EXPECT_NE(svg.find("url(#hatch-window)"), std::string::npos);
+  // The raster draws a window cell in the window's colours only.
+  const std::vector<std::uint8_t> px = figure::rasterize(f, 1);
+  const int x = static_cast<int>(h.x0 + 0.5f * h.cell), y = static_cast<int>(h.y0 + 2.5f * h.cell);
+  const std::uint8_t* p = &px[(static_cast<std::size_t>(y) * static_cast<std::size_t>(f.width) + static_cast<std::size_t>(x)) * 4];
+  const figure::Color got{p[0], p[1], p[2], 255};
+  EXPECT_TRUE(got == f.window_a || got == f.window_b) << int(p[0]) << "," << int(p[1]) << "," << int(p[2]);
+  expect_same_picture(f, figure::build_figure(t, s.tokens, capture_of(o)), "window lesson");
 }
 
 // The strip follows the variant's pipeline: gqa's keys and values at their K/V heads, then

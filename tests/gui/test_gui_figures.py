@@ -21,6 +21,14 @@ import guitest as g
 
 tmp = g.setup(sys.argv)
 W, H = 1280, 800
+# A lesson with a sliding window (W = 2 of 6 tokens): two hatches, the causal mask's and the window's.
+WINDOW = os.path.join(tmp, "window.json")
+with open(WINDOW, "w") as f:
+    json.dump({"format": "mhaviz-session", "version": 3, "tokens": ["Your", "journey", "starts", "with", "one", "step"],
+               "embeddings": [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64], [0.22, 0.58, 0.33],
+                              [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]], "batch": 1,
+               "model": {"variant": "weight_split", "d_out": 4, "num_heads": 2, "context_length": 6, "dropout": 0.0,
+                         "qkv_bias": False, "causal": True, "seed": 123, "sliding_window": 2}}, f)
 
 
 def capture_run(name, args):
@@ -83,9 +91,9 @@ def check_pixels(name, run):
             continue
         for i in range(min(h["rows"], 8)):
             for j in range(min(h["cols"], 8)):
-                v = h["values"][i * h["cols"] + j]
-                if v is not None:  # near the cell's corner: its number is in the middle
-                    points.append((int(h["x0"] + (j + 0.2) * cell), int(h["y0"] + (i + 0.2) * cell)))
+                # Near the cell's corner (its number is in the middle); hidden cells too, where
+                # the stripes of the masked or the window's hatch must fall on the same pixels.
+                points.append((int(h["x0"] + (j + 0.2) * cell), int(h["y0"] + (i + 0.2) * cell)))
     for p in run["sidecar"]["prims"]:
         # Cells at rest (whole pixels, opaque): a moving cell's sub-pixel edges are anti-aliased
         # on screen and rounded in a capture.
@@ -134,6 +142,7 @@ VIEWS = [
      ["seed003-wrapper", "--view", "step", "project", "--pane", "q"]),
     ("walk-moving", ["seed003-weight-split-6d", "--walkthrough", "view+0.5"], None),
     ("compare", ["seed003-wrapper", "--walkthrough", "1,compare"], None),
+    ("lesson-window", [WINDOW], [WINDOW, "--head", "0"]),
 ]
 MODEL = os.path.join(os.environ.get("MHAVIZ_MODELS_DIR", ""), "hf_untied")
 TEXT = "the heat in the heater"

@@ -29,7 +29,9 @@ void cell_tooltip(const AppState& s, int head, int i, int j) {
   ImGui::Text("Key (column %d): %s", j, tokens[static_cast<std::size_t>(j)].c_str());
   ImGui::Separator();
   ImGui::Text("Raw score q\xC2\xB7k:    %.4f", static_cast<double>(tr.stage_value(Stage::Scores, b, head, i, j)));
-  if (masked) {
+  if (masked && tr.hidden_by(i, j) == MaskRule::Window) {
+    ImGui::Text("Masked: yes (outside the window: %d - %d >= W = %d) -> -inf", i, j, tr.config.sliding_window);
+  } else if (masked) {
     ImGui::Text("Masked: yes (key after query) -> -inf");
   }
   const float scaled = tr.stage_value(Stage::Scaled, b, head, i, j);
