@@ -169,10 +169,10 @@ void loss_plot(Builder& B, const TrainCurves& c, float x0, float y0, float x1, f
   a.ymax = std::ceil((top > 0 ? top : 1.0) * 1.02 / ys) * ys;
   a.xmax = x_end(c);
   a.x0 = x0 + y_tick_room(B, a.ymax, ys);
-  a.x1 = x1;
+  a.x1 = x1 - 12.0f;  // the last tick's label is centred on the axis's end
   a.y0 = y0 + line_h(B.ty.tile) + 4.0f;
-  a.y1 = y1 - 2.0f * line_h(B.ty.small) - 8.0f;
-  draw_axes(B, a, "Loss (cross-entropy of each step's batch, before the update)", "step", 8, 5);
+  a.y1 = y1 - 3.0f * line_h(B.ty.small) - 8.0f;
+  draw_axes(B, a, "Loss by training step", "", 8, 5);
   if (chance > 0) {
     dashed(B, a, chance, B.th.dim, "chance");
     char buf[64];
@@ -188,11 +188,14 @@ void loss_plot(Builder& B, const TrainCurves& c, float x0, float y0, float x1, f
   marker(B, a, c);
   B.hit("loss_plot", a.x0, a.y0, a.x1, a.y1);
   // The legend, under the x axis's ticks.
-  const float ly = a.y1 + 6.0f + text_ascent(B.ty.small) + line_h(B.ty.small) + 2.0f;
-  float x = key(B, a.x0, ly, B.th.text, "every position");
-  if (halves) {
-    x = key(B, x, ly, first_color(), "predicting the segment's first occurrence");
-    key(B, x, ly, repeat_color(), "predicting its copy");
+  float ly = a.y1 + 6.0f + text_ascent(B.ty.small) + line_h(B.ty.small) + 2.0f, x = a.x0;
+  const std::pair<Color, const char*> keys[] = {{B.th.text, "every position"},
+                                                {first_color(), "predicting the segment's first occurrence"},
+                                                {repeat_color(), "predicting its copy"}};
+  for (int k = 0; k < (halves ? 3 : 1); ++k) {
+    if (x > a.x0 && x + 40.0f + text_width(keys[k].second, B.ty.small) > a.x1)
+      x = a.x0, ly += line_h(B.ty.small) + 2.0f;
+    x = key(B, x, ly, keys[k].first, keys[k].second);
   }
 }
 
@@ -215,7 +218,7 @@ void detector_plot(Builder& B, const TrainCurves& c, HeadPattern p, float x0, fl
   a.ymax = 1.0;
   a.xmax = x_end(c);
   a.x0 = x0 + y_tick_room(B, 1.0, 0.5);
-  a.x1 = x1;
+  a.x1 = x1 - 12.0f;  // the last tick's label is centred on the axis's end
   a.y0 = y0 + line_h(B.ty.tile) + 4.0f;
   a.y1 = y1 - line_h(B.ty.small) - 6.0f;
   const std::string name(head_pattern_name(p));
@@ -255,6 +258,50 @@ void append(Figure& dst, Figure src, float dx, float dy) {
   dst.cells += src.cells;
 }
 
+// The detectors' four small plots in two rows, then the heads' colours, within a rectangle.
+void detector_plots(Builder& B, const TrainCurves& c, float x0, float y0, float x1, float y1) {
+  const float legend_h = 2.0f * (line_h(B.ty.small) + 2.0f) + 8.0f;
+  const float row_h = std::floor((y1 - y0 - legend_h) * 0.5f);
+  const float half = std::floor((x1 - x0 - 16.0f) * 0.5f);
+  for (int k = 0; k < kHeadPatternCount; ++k) {
+    const float px = x0 + static_cast<float>(k % 2) * (half + 16.0f);
+    const float py = y0 + static_cast<float>(k / 2) * row_h;
+    detector_plot(B, c, kPlotOrder[k], px, py, px + half, py + row_h - 6.0f);
+  }
+  if (c.n_layer > 0) legend_heads(B, c, x0, y0 + 2.0f * row_h + B.ty.small + 4.0f, x1);
+}
+
+// Where each part goes. Wide canvases (a projector's 1920 × 1080): the plots in the left half,
+// the loss above the detectors, the probe's heads in the right half. Narrower ones (the
+// default 1280 × 800 window): the loss and the detectors side by side above, the heads below
+// across the whole width, so that a head shown large keeps cells of several pixels.
+struct TrainLayout {
+  float loss[4], detectors[4], probe[4];  // x0, y0, x1, y1
+};
+constexpr float kWideFrom = 1200.0f;
+
+TrainLayout train_layout(float W, float top, float bottom, bool probe) {
+  TrainLayout L{};
+  const float x0 = kMargin, x1 = W - kMargin, gap = 16.0f, h = bottom - top;
+  auto set = [](float* r, float a, float b, float c, float d) { r[0] = a, r[1] = b, r[2] = c, r[3] = d; };
+  if (!probe) {
+    const float mid = top + std::floor(h * 0.5f);
+    set(L.loss, x0, top, x1, mid);
+    set(L.detectors, x0, mid + 10.0f, x1, bottom);
+  } else if (W >= kWideFrom) {
+    const float split = x0 + std::floor((x1 - x0) * 0.5f), mid = top + std::floor(h * 0.5f);
+    set(L.loss, x0, top, split, mid);
+    set(L.detectors, x0, mid + 10.0f, split, bottom);
+    set(L.probe, split + gap, top, x1, bottom);
+  } else {
+    const float split = x0 + std::floor((x1 - x0) * 0.55f), mid = top + std::floor(h * 0.45f);
+    set(L.loss, x0, top, split, mid);
+    set(L.detectors, split + gap, top, x1, mid);
+    set(L.probe, x0, mid + 10.0f, x1, bottom);
+  }
+  return L;
+}
+
 Figure train_figure(const TrainCurves& c, const ModelView* probe, const Options& o) {
   Builder B(o);
   const float W = std::max(o.canvas.width, 480.0f), H = std::max(o.canvas.height, 360.0f);
@@ -263,34 +310,21 @@ Figure train_figure(const TrainCurves& c, const ModelView* probe, const Options&
   y += 14.0f;
   // A capture's caption goes below what the screen lays out: the same picture, taller.
   const float bottom = H - kMargin;
-  // The plots on the left; the probe's heads on the right when given.
-  const float left_w = probe ? std::floor((W - 2 * kMargin) * 0.5f) : W - 2 * kMargin;
-  const float x0 = kMargin, x1 = kMargin + left_w;
-  const float avail = bottom - y;
-  const float loss_h = std::floor(avail * 0.5f);
-  loss_plot(B, c, x0, y, x1, y + loss_h);
-  // Two rows of two small plots, then the heads' colours.
-  const float legend_h = 2.0f * (line_h(B.ty.small) + 2.0f) + 8.0f;
-  const float grid_top = y + loss_h + 10.0f, grid_h = std::floor((bottom - grid_top - legend_h) * 0.5f);
-  const float half = std::floor((left_w - 16.0f) * 0.5f);
-  for (int k = 0; k < kHeadPatternCount; ++k) {
-    const float px = x0 + static_cast<float>(k % 2) * (half + 16.0f);
-    const float py = grid_top + static_cast<float>(k / 2) * grid_h;
-    detector_plot(B, c, kPlotOrder[k], px, py, px + half, py + grid_h - 6.0f);
-  }
-  if (c.n_layer > 0) legend_heads(B, c, x0, grid_top + 2.0f * grid_h + B.ty.small + 4.0f, x1);
+  const TrainLayout L = train_layout(W, y, bottom, probe != nullptr);
+  loss_plot(B, c, L.loss[0], L.loss[1], L.loss[2], L.loss[3]);
+  detector_plots(B, c, L.detectors[0], L.detectors[1], L.detectors[2], L.detectors[3]);
   if (probe) {
     Options po = o;
     po.caption = false;
-    // The grid's content starts kMargin into its canvas: its canvas is the room right of the
-    // plots and a margin around it.
-    po.canvas = {W - x1 - 16.0f + kMargin, bottom - y + 2 * kMargin};
+    // The grid's content starts kMargin into its canvas: its canvas is its rectangle and a
+    // margin around it.
+    po.canvas = {L.probe[2] - L.probe[0] + 2 * kMargin, L.probe[3] - L.probe[1] + 2 * kMargin};
     Figure g = build_model_figure(*probe, po);
-    const float dx = x1 + 16.0f - kMargin, dy = y - kMargin;
+    const float dx = L.probe[0] - kMargin, dy = L.probe[1] - kMargin;
     B.grow(dx + static_cast<float>(g.width) - kMargin, dy + static_cast<float>(g.height) - kMargin);
     append(B.f, std::move(g), dx, dy);
   }
-  B.grow(x1, bottom);
+  B.grow(L.loss[2], bottom);
   std::vector<std::string> lines;
   if (!c.caption.empty()) lines.push_back(c.caption);
   lines.push_back(

@@ -361,8 +361,16 @@ int no_window(const char* what, const char* remedy) {
 int init_model(AppState& s) {
   const Options& o = s.opts;
   if (o.model.empty()) {
-    if (!o.text.empty() || o.prepend_eot || !o.model_head.empty() || !o.detector.empty()) {
-      std::fprintf(stderr, "mhaviz: --text: --text, --prepend-eot, --model-head and --detector need --model\n");
+    const bool train = o.train || o.train_until > 0;
+    if (!o.text.empty() || o.prepend_eot || (!o.model_head.empty() && !train) || !o.detector.empty()) {
+      std::fprintf(stderr,
+                   "mhaviz: --text: --text, --prepend-eot and --detector need --model; --model-head, --model "
+                   "or --train\n");
+      return 2;
+    }
+    // The Train view's head shown large.
+    if (!o.model_head.empty() && !figure::parse_layer_head(o.model_head, s.train.layer, s.train.head)) {
+      std::fprintf(stderr, "mhaviz: --model-head: '%s' is not LAYER.HEAD (e.g. 1.2)\n", o.model_head.c_str());
       return 2;
     }
     return 0;
@@ -587,7 +595,9 @@ bool after_frame(AppState& s, Loop& L) {
   if (L.status != 0) return false;
   // A model given on the command line is waited for: loaded, computed and drawn.
   // So is a run asked to train to a step (--train-until).
-  const bool training = s.train.until > 0 && (!s.train.snap || s.train.snap->step < s.train.until || train_busy(s));
+  // (its last snapshot drawn).
+  const bool training = s.train.until > 0 && (!s.train.snap || s.train.snap->step < s.train.until || train_busy(s) ||
+                                              s.train.seen != s.train.worker->generation());
   const bool last_frame =
       opts.exit_after_frames > 0 && s.frame >= opts.exit_after_frames && !model_busy(s) && !training;
   if (last_frame && opts.capture_on_exit) capture(s, CaptureKind::Shown);

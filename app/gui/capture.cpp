@@ -286,7 +286,11 @@ nlohmann::json centre_figure_json(const AppState& s) {
   const Renderer& r = s.renderer;
   const ScreenFigure* f = r.centre;
   if (!f) return nullptr;
-  const char* name = f == &r.lesson ? "lesson" : f == &r.walk ? "walk" : f == &r.compare ? "compare" : "model";
+  const char* name = f == &r.lesson    ? "lesson"
+                     : f == &r.walk    ? "walk"
+                     : f == &r.compare ? "compare"
+                     : f == &r.train   ? "train"
+                                       : "model";
   return {{"name", name},
           {"origin", {f->origin.x, f->origin.y}},
           {"canvas", {f->opts.canvas.width, f->opts.canvas.height}},

@@ -113,7 +113,6 @@ bool make_train_run(AppState& s) {
     t.worker = std::make_unique<TrainWorker>(std::move(plan));
     t.error.clear();
     t.scrub = -1;
-    t.layer = t.head = -1;
     t.seen = 0;
   } catch (const std::exception& e) {
     t.error = e.what();
@@ -211,6 +210,7 @@ void transport(AppState& s) {
   ImGui::BeginDisabled(!t.worker);
   if (ImGui::Button("Reset")) {
     t.worker.reset();  // writes the checkpoint of steps not yet written, in the run's folder
+    t.layer = t.head = -1;
     poll_train(s);
   }
   record_widget(s, "train_reset");

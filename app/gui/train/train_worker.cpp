@@ -4,11 +4,15 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+
+#include "mhaviz/session.hpp"  // write_file_atomic
 
 namespace mhaviz::gui {
 namespace {
@@ -50,6 +54,39 @@ double mean_loss(const std::vector<float>& losses, const std::vector<std::uint8_
   for (std::size_t i = 0; i < losses.size() && i < roles.size(); ++i)
     if (role == train::kOther || roles[i] == role) sum += losses[i], ++n;
   return n ? sum / static_cast<double>(n) : std::numeric_limits<double>::quiet_NaN();
+}
+
+nlohmann::json number_or_null(float v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+// The curves as `mhaviz train --log` writes a run (one object per step; a probe's scores under
+// "eval"), so that `mhaviz render --train-log` draws the app's runs too. The probe before the
+// first step has no line of its own.
+std::string log_text(const figure::TrainCurves& c) {
+  std::string out;
+  std::size_t e = 0;
+  for (std::size_t k = 0; k < c.steps.size(); ++k) {
+    nlohmann::json line = {{"step", c.steps[k]}, {"loss", c.loss[k]}};
+    if (std::isfinite(c.loss_first[k])) line["loss_first"] = c.loss_first[k];
+    if (std::isfinite(c.loss_repeat[k])) line["loss_repeat"] = c.loss_repeat[k];
+    while (e < c.eval_steps.size() && c.eval_steps[e] < c.steps[k]) ++e;
+    if (e < c.eval_steps.size() && c.eval_steps[e] == c.steps[k]) {
+      nlohmann::json heads = nlohmann::json::object();
+      for (int p = 0; p < kHeadPatternCount; ++p) {
+        nlohmann::json layers = nlohmann::json::array();
+        for (int l = 0; l < c.n_layer; ++l) {
+          nlohmann::json row = nlohmann::json::array();
+          for (int h = 0; h < c.n_head; ++h)
+            row.push_back(
+                number_or_null(c.eval_scores[e][static_cast<std::size_t>((l * c.n_head + h) * kHeadPatternCount + p)]));
+          layers.push_back(row);
+        }
+        heads[std::string(head_pattern_name(kHeadPatterns[p]))] = layers;
+      }
+      line["eval"] = {{"heads", heads}};
+    }
+    out += line.dump() + "\n";
+  }
+  return out;
 }
 
 }  // namespace
@@ -214,6 +251,7 @@ void TrainWorker::save() {
   try {
     std::filesystem::create_directories(plan_.model_file.parent_path());
     trainer_.save(plan_.model_file);
+    write_file_atomic((plan_.model_file.parent_path() / "log.jsonl").string(), log_text(mine_.curves));
     mine_.checkpoint = plan_.model_file.string();
     mine_.saved_step = trainer_.steps_done();
     mine_.error.clear();

@@ -3,9 +3,10 @@
 // the probe's attention patterns every few steps, where the checkpoint is), so the window
 // keeps drawing at its own rate and never waits for a step. No ImGui here: app_tests drive it.
 //
-// The checkpoint is the trainer's own files (MODEL.safetensors, config.json, MODEL.adamw, each
-// written atomically), written on pause, every save_every steps, at the last step and when the
-// worker is destroyed (the window closing): a run never loses more than the steps since.
+// The checkpoint is the trainer's own files (MODEL.safetensors, config.json, MODEL.adamw) and
+// log.jsonl (the curves, as `mhaviz train --log` writes them), each written atomically, on pause, every save_every
+// steps, at the last step and when the worker is destroyed (the window closing): a run never loses more than the steps
+// since.
 #pragma once
 
 #include <atomic>
