@@ -177,7 +177,8 @@ void loss_plot(Builder& B, const TrainCurves& c, float x0, float y0, float x1, f
     dashed(B, a, chance, B.th.dim, "chance");
     char buf[64];
     std::snprintf(buf, sizeof buf, "ln %d = %.2f: chance", c.vocab, chance);
-    B.text(a.x1 - 4.0f, a.sy(chance) - 4.0f, buf, B.ty.small, B.th.dim, 2, "chance");
+    // Under the line at the right end, where the losses have fallen away from it by then.
+    B.text(a.x1 - 4.0f, a.sy(chance) + text_ascent(B.ty.small) + 3.0f, buf, B.ty.small, B.th.dim, 2, "chance");
   }
   const bool halves = std::any_of(c.loss_repeat.begin(), c.loss_repeat.end(), [](float v) { return std::isfinite(v); });
   draw_series(B, a, c.steps, c.loss, B.th.text, 1.5f, "loss");

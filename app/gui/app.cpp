@@ -361,7 +361,7 @@ int no_window(const char* what, const char* remedy) {
 int init_model(AppState& s) {
   const Options& o = s.opts;
   if (o.model.empty()) {
-    const bool train = o.train || o.train_until > 0;
+    const bool train = o.train || o.train_until >= 0;
     if (!o.text.empty() || o.prepend_eot || (!o.model_head.empty() && !train) || !o.detector.empty()) {
       std::fprintf(stderr,
                    "mhaviz: --text: --text, --prepend-eot and --detector need --model; --model-head, --model "
@@ -596,8 +596,9 @@ bool after_frame(AppState& s, Loop& L) {
   // A model given on the command line is waited for: loaded, computed and drawn.
   // So is a run asked to train to a step (--train-until).
   // (its last snapshot drawn).
-  const bool training = s.train.until > 0 && (!s.train.snap || s.train.snap->step < s.train.until || train_busy(s) ||
-                                              s.train.seen != s.train.worker->generation());
+  const bool training = opts.train_until >= 0 && s.train.worker &&
+                        (!s.train.snap || s.train.snap->step < s.train.until || train_busy(s) ||
+                         s.train.seen != s.train.worker->generation());
   const bool last_frame =
       opts.exit_after_frames > 0 && s.frame >= opts.exit_after_frames && !model_busy(s) && !training;
   if (last_frame && opts.capture_on_exit) capture(s, CaptureKind::Shown);
@@ -688,9 +689,9 @@ int run(const Options& opts) {
   if (const int status = init_document(s)) return status;
   if (const int status = init_window(s, loop)) return status;
   // --train opens on the Train view; --train-until N also starts a run that pauses at step N.
-  if (opts.train || opts.train_until > 0) s.centre = Centre::Train;
-  s.train.until = opts.train_until;
-  if (opts.train_until > 0 && make_train_run(s)) s.train.worker->run();
+  if (opts.train || opts.train_until >= 0) s.centre = Centre::Train;
+  s.train.until = std::max(0LL, opts.train_until);
+  if (opts.train_until >= 0 && make_train_run(s) && opts.train_until > 0) s.train.worker->run();
   s.last_event_time = loop.imgui_time = glfwGetTime();
   while (!s.quit && frame(s, loop)) {
   }

@@ -39,7 +39,7 @@ struct Options {
   std::string model_head;       // L.H: that head large in the model view
   std::string detector;         // previous-token|first-token|duplicate-token|induction
   bool train = false;           // open on the Train view
-  long long train_until = 0;    // > 0: start a run of the default settings at once and pause it at this step
+  long long train_until = -1;   // >= 0: a run of the default settings at once, trained to this step and paused
   std::string walkthrough;      // open the walkthrough: STEP[+FRACTION][,mistake][,compare][,pane=q|k|v|all][,pin=FLAT][,play]
 };
 

@@ -55,9 +55,9 @@ void add_options(CLI::App& sub, Options& opts) {
   sub.add_option("--detector", opts.detector, "Head detector: previous-token, first-token, duplicate-token, induction");
   sub.add_flag("--train", opts.train, "Open on the Train view (a small GPT trained in the app)");
   sub.add_option("--train-until", opts.train_until,
-                 "Start training at once (the Train view's default settings) and pause at step N; with "
-                 "--exit-after-frames the last frame waits for it")
-      ->check(CLI::Range(1LL, 1000000LL));
+                 "Make a run of the Train view's default settings at once, train it to step N (0: not at all) and "
+                 "pause; with --exit-after-frames the last frame waits for it")
+      ->check(CLI::Range(0LL, 1000000LL));
   sub.add_option("--walkthrough", opts.walkthrough,
                  "Open the walkthrough at STEP (name or number; STEP+0.5 is halfway into the next step), "
                  "then comma-separated: mistake, compare, pane=q|k|v|all, pin=FLAT, play, no-numbers, no-weights")
