@@ -66,6 +66,7 @@ struct RenderOptions {
   bool mistake = false, eval = false;
   ModelOptions model;    // --model: a trained GPT; --view model | layer L | head L.H
   std::string detector;  // --detector (with --view model): previous-token, first-token, duplicate-token, induction
+  std::string train_log;  // --train-log: a `mhaviz train --log` file (or a Train view run's log.jsonl): its plots
 };
 void add_render(CLI::App& app, RenderOptions& o);
 int run_render(const RenderOptions& o);

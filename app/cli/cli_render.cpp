@@ -2,10 +2,15 @@
 // PNG or SVG, drawn on the CPU, so scripts make slides with no display and no GL.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "cli.hpp"
 #include "figure/figure.hpp"
+#include "figure/train_figure.hpp"
 #include "mhaviz/load_error.hpp"
 #include "mhaviz/session.hpp"
 
@@ -49,6 +54,40 @@ void write_figure(const RenderOptions& o, const figure::Figure& f, bool svg) {
   if (!o.cells_json.empty()) write_file_atomic(o.cells_json, figure::sidecar_json(f, svg ? 1 : o.scale, o.output));
 }
 
+// --train-log: the run's loss curves and detector plots (train_figure.hpp). The model's
+// vocabulary (the chance line) and settings (the caption) come from config.json beside the log
+// when there is one, as `mhaviz train -o DIR/model.safetensors --log DIR/log.jsonl` and the
+// Train view's runs leave them.
+figure::Figure build_train_render(const RenderOptions& o, const figure::Options& fo) {
+  std::ifstream in(o.train_log);
+  std::error_code ec;
+  if (!in || std::filesystem::is_directory(o.train_log, ec))
+    throw std::invalid_argument("--train-log: cannot read '" + o.train_log + "'" +
+                                (in ? std::string(": it is a folder") : ": " + std::string(std::strerror(errno))));
+  figure::TrainCurves c;
+  try {
+    c = figure::read_train_log(in);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("--train-log: " + o.train_log + ": " + e.what());
+  }
+  const std::filesystem::path config = std::filesystem::path(o.train_log).parent_path() / "config.json";
+  std::ifstream cf(config);
+  const nlohmann::json j = cf ? nlohmann::json::parse(cf, nullptr, false) : nlohmann::json();
+  std::string model;
+  if (j.is_object() && j.contains("vocab_size") && j["vocab_size"].is_number_integer()) {
+    c.vocab = j["vocab_size"].get<int>();
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%d layers \xC3\x97 %d heads, %s, d_model %d, vocab %d, context %d",
+                  j.value("n_layers", 0), j.value("n_heads", 0),
+                  j.value("attn_only", false) ? "attention-only" : "full blocks", j.value("emb_dim", 0), c.vocab,
+                  j.value("context_length", 0));
+    model = buf;
+  }
+  c.title = "Training: " + std::to_string(c.steps.back()) + " steps" + (model.empty() ? "" : " \xC2\xB7 " + model);
+  c.caption = o.train_log;
+  return figure::build_train_figure(c, nullptr, fo);
+}
+
 }  // namespace
 
 void add_render(CLI::App& app, RenderOptions& o) {
@@ -70,6 +109,9 @@ void add_render(CLI::App& app, RenderOptions& o) {
       ->expected(1, 2)
       ->capture_default_str();
   sub->add_option("--head", o.head, "Head of --view head (default 0); with --view grid, the head framed as selected");
+  sub->add_option("--train-log", o.train_log,
+                  "A training run's log (mhaviz train --log FILE.jsonl, or a Train view run's log.jsonl): its loss "
+                  "curves and detector scores, instead of a session");
   sub->add_option("--step", o.step, "Walkthrough step of --view step: number from 0 or name (input, project, view, "
                                     "transpose, chunk, scores, mask, softmax, dropout, context, transpose_back, merge, "
                                     "concat, out_proj)");
@@ -123,6 +165,12 @@ int run_render(const RenderOptions& o) {
     fo.caption = o.caption;
     fo.values = !o.no_values;
     fo.shared_scale = !o.per_head_scale;
+    if (!o.train_log.empty()) {
+      if (!o.session.empty() || !o.model.path.empty())
+        return usage_error("--train-log: draws a training run's log; give no SESSION or --model with it");
+      write_figure(o, build_train_render(o, fo), svg);
+      return 0;
+    }
     const bool use_model = !o.model.path.empty();
     if (use_model && !o.session.empty()) return usage_error("session: give a SESSION or --model, not both");
     if (!use_model && o.session.empty()) return usage_error("session: give a SESSION (a file, - or a lesson name) or --model PATH");

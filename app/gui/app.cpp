@@ -224,6 +224,7 @@ void draw_frame(AppState& s) {
   const float wanted = s.settings.left_width > 0.0f ? s.settings.left_width : fh * 22.5f;
   const float left_w = std::clamp(wanted, std::min(240.0f, avail.x * 0.3f), std::max(240.0f, avail.x * 0.75f));
   poll_model(s);
+  poll_train(s);
   const Centre centre = centre_view(s);
   const CentreInfo& shown = centre_info(centre);
   const bool model_view = centre == Centre::Model;
@@ -234,6 +235,8 @@ void draw_frame(AppState& s) {
       if (ImGui::CollapsingHeader("Model", ImGuiTreeNodeFlags_DefaultOpen)) draw_controls(s);
       if (ImGui::CollapsingHeader("Tokens and embeddings", ImGuiTreeNodeFlags_DefaultOpen)) draw_tokens(s);
     }
+    if (centre == Centre::Train && ImGui::CollapsingHeader("Train a small GPT", ImGuiTreeNodeFlags_DefaultOpen))
+      draw_train_panel(s);
     // Once a model is opened (File → Open model…, --model) its panel follows the lesson's.
     if (s.gpt.worker) {
       if (model_view) ImGui::SetNextItemOpen(true, ImGuiCond_Always);
@@ -258,6 +261,7 @@ void draw_frame(AppState& s) {
   switch (centre) {
     case Centre::Walkthrough: draw_walkthrough(s); break;
     case Centre::Model: draw_model_view(s); break;
+    case Centre::Train: draw_train_view(s); break;
     case Centre::Lesson:
       if (s.opts.no_heatmaps) {
         refresh(s);
@@ -269,8 +273,11 @@ void draw_frame(AppState& s) {
   }
   ImGui::EndChild();
   ImGui::BeginChild("shapes", ImVec2(0.0f, shapes_h), true, ImGuiWindowFlags_NoScrollbar);
-  if (shown.model_shapes) draw_model_shapes(s);
-  else draw_shapes(s);
+  switch (shown.strip) {
+    case Strip::Lesson: draw_shapes(s); break;
+    case Strip::Model: draw_model_shapes(s); break;
+    case Strip::Train: draw_train_strip(s); break;
+  }
   s.ui.drawn.shapes_content_h = ImGui::GetCursorPosY() - ImGui::GetStyle().WindowPadding.y - ImGui::GetStyle().ItemSpacing.y;
   ImGui::EndChild();
   ImGui::EndGroup();
@@ -354,8 +361,16 @@ int no_window(const char* what, const char* remedy) {
 int init_model(AppState& s) {
   const Options& o = s.opts;
   if (o.model.empty()) {
-    if (!o.text.empty() || o.prepend_eot || !o.model_head.empty() || !o.detector.empty()) {
-      std::fprintf(stderr, "mhaviz: --text: --text, --prepend-eot, --model-head and --detector need --model\n");
+    const bool train = o.train || o.train_until >= 0;
+    if (!o.text.empty() || o.prepend_eot || (!o.model_head.empty() && !train) || !o.detector.empty()) {
+      std::fprintf(stderr,
+                   "mhaviz: --text: --text, --prepend-eot and --detector need --model; --model-head, --model "
+                   "or --train\n");
+      return 2;
+    }
+    // The Train view's head shown large.
+    if (!o.model_head.empty() && !figure::parse_layer_head(o.model_head, s.train.layer, s.train.head)) {
+      std::fprintf(stderr, "mhaviz: --model-head: '%s' is not LAYER.HEAD (e.g. 1.2)\n", o.model_head.c_str());
       return 2;
     }
     return 0;
@@ -492,7 +507,7 @@ double wall_clock() {
 bool handle_events(AppState& s, Loop& L) {
   const double now = glfwGetTime();
   const bool busy = L.measuring || s.opts.exit_after_frames > 0 || now - s.last_event_time < 1.0 ||
-                    s.compute.model_dirty || s.compute.input_dirty || s.frame < 5 || model_busy(s) ||
+                    s.compute.model_dirty || s.compute.input_dirty || s.frame < 5 || model_busy(s) || train_busy(s) ||
                     L.input.pending() > 0;
   if (busy) {
     s.hooks.live.polled_at = wall_clock();
@@ -579,7 +594,13 @@ bool after_frame(AppState& s, Loop& L) {
   }
   if (L.status != 0) return false;
   // A model given on the command line is waited for: loaded, computed and drawn.
-  const bool last_frame = opts.exit_after_frames > 0 && s.frame >= opts.exit_after_frames && !model_busy(s);
+  // So is a run asked to train to a step (--train-until).
+  // (its last snapshot drawn).
+  const bool training = opts.train_until >= 0 && s.train.worker &&
+                        (!s.train.snap || s.train.snap->step < s.train.until || train_busy(s) ||
+                         s.train.seen != s.train.worker->generation());
+  const bool last_frame =
+      opts.exit_after_frames > 0 && s.frame >= opts.exit_after_frames && !model_busy(s) && !training;
   if (last_frame && opts.capture_on_exit) capture(s, CaptureKind::Shown);
   if (!opts.screenshot.empty() && (last_frame || (opts.exit_after_frames == 0 && s.frame == 10))) {
     std::string err;
@@ -624,6 +645,7 @@ bool frame(AppState& s, Loop& L) {
 int shutdown(AppState& s, Loop& L) {
   const Options& opts = s.opts;
   if (L.swap_pending) glfwSwapBuffers(s.window);
+  finish_training(s);  // the run's checkpoint written before the state says where it is
   if (!opts.state_out.empty()) {
     // Always written, the session made afresh (--perturb changes it without an edit).
     s.hooks.live.state_written.clear();
@@ -666,6 +688,10 @@ int run(const Options& opts) {
   loop.measuring = opts.frame_stats || opts.perturb;
   if (const int status = init_document(s)) return status;
   if (const int status = init_window(s, loop)) return status;
+  // --train opens on the Train view; --train-until N also starts a run that pauses at step N.
+  if (opts.train || opts.train_until >= 0) s.centre = Centre::Train;
+  s.train.until = std::max(0LL, opts.train_until);
+  if (opts.train_until >= 0 && make_train_run(s) && opts.train_until > 0) s.train.worker->run();
   s.last_event_time = loop.imgui_time = glfwGetTime();
   while (!s.quit && frame(s, loop)) {
   }

@@ -13,14 +13,15 @@
 #include "colormap.hpp"
 #include "figure/sidecar.hpp"
 #include "figure/walk_figure.hpp"
-#include "gui.hpp"
 #include "file_list.hpp"
+#include "gui.hpp"
 #include "history.hpp"
-#include "model_state.hpp"
-#include "walkthrough.hpp"
 #include "mhaviz/model.hpp"
 #include "mhaviz/session.hpp"
 #include "mhaviz/trace.hpp"
+#include "model_state.hpp"
+#include "train_state.hpp"
+#include "walkthrough.hpp"
 
 struct GLFWwindow;
 struct ImFont;
@@ -108,6 +109,7 @@ struct Renderer {
   ScreenFigure compare;          // the wrapper vs weight split patterns (panel_walk_compare.cpp)
   ScreenFigure shapes;           // the shapes strip (panel_shapes.cpp)
   ScreenFigure model;            // the model view of a trained GPT (panel_model_view.cpp; set by poll_model)
+  ScreenFigure train;            // the Train view: curves, detectors, the probe's heads (train_view.cpp)
   // The figure the centre view drew this frame (one of the above): what F12 captures, and
   // what the tests compare a capture with.
   const ScreenFigure* centre = nullptr;
@@ -280,13 +282,16 @@ struct Introspection {
 
 // [SECTION] The centre view
 // What fills the window's centre: one value (AppState::centre), and what each shows around it
-// in one table (centre_info). The train view joins here.
-enum class Centre { Lesson, Walkthrough, Model };
+// in one table (centre_info).
+enum class Centre { Lesson, Walkthrough, Model, Train };
+
+// What the strip under the centre shows.
+enum class Strip { Lesson, Model, Train };
 
 struct CentreInfo {
   const char* name;          // as captures and the state dump name it
   bool lesson_panel;         // the lesson's controls and tokens on the left
-  bool model_shapes;         // the strip under the centre shows the model's shapes, not the lesson's
+  Strip strip;               // the strip under the centre: the lesson's shapes, the model's, the run's
   const char* hint;          // the status bar's hint while nothing is notified
 };
 const CentreInfo& centre_info(Centre c);
@@ -303,6 +308,7 @@ struct AppState {
   Centre centre = Centre::Lesson;  // the view asked for; centre_view() is the one shown
   Walkthrough walkthrough;  // panel_walkthrough.cpp
   ModelUi gpt;              // the trained GPT of the model view (model_state.hpp)
+  TrainUi train;            // the Train view's run (train_state.hpp)
   Introspection hooks;      // test hooks (written to --layout-out / --state-out)
   GLFWwindow* window = nullptr;
   bool quit = false;              // leave the main loop
@@ -380,6 +386,16 @@ void draw_model_open_dialog(AppState& s);                // panel_model.cpp: Fil
 void draw_model_view(AppState& s);                       // panel_model_view.cpp
 void draw_model_shapes(AppState& s);                     // panel_model_view.cpp: the strip below it
 void upload_texture(HeadTexture& t, int w, int h, const float* data);  // renderer.cpp
+
+// [SECTION] The Train view (train/panel_train.cpp, train/train_view.cpp)
+bool make_train_run(AppState& s);    // a run of the panel's settings, paused at step 0 (false: refused, said)
+void poll_train(AppState& s);        // once a frame: the worker's newest snapshot; --train-until
+bool train_busy(const AppState& s);  // training, or a command of the run not yet done
+void finish_training(AppState& s);   // closing: pause, the checkpoint written, the last snapshot taken
+void draw_train_panel(AppState& s);  // the settings, Start / Pause / Step / Reset, scrubber, ablation
+void draw_train_view(AppState& s);   // the centre: train_view_figure through the canvas
+void draw_train_strip(AppState& s);  // the strip below it
+figure::Figure train_view_figure(const AppState& s, const figure::Options& o);  // the view's figure (needs a run)
 
 // [SECTION] Files (persistence.cpp)
 void resolve_paths(AppState& s);

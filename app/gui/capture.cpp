@@ -182,6 +182,42 @@ nlohmann::json probe_json(const Introspection& p) {
 }  // namespace
 
 namespace {
+nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+// The Train view's run as the window last took it: its step, its last losses, where its
+// checkpoint is, the probe's snapshots and the scrubber, the last ablation, the head selected.
+nlohmann::json train_state_json(const TrainUi& t) {
+  nlohmann::json j = {{"run", t.worker != nullptr}, {"error", t.error}, {"scrub", t.scrub},
+                      {"layer", t.layer},           {"head", t.head},   {"until", t.until}};
+  if (!t.snap) return j;
+  const TrainSnapshot& n = *t.snap;
+  const figure::TrainCurves& c = n.curves;
+  j.update({{"step", n.step},
+            {"target", n.target},
+            {"running", n.running},
+            {"checkpoint", n.checkpoint},
+            {"saved_step", n.saved_step},
+            {"save_error", n.error},
+            {"tokens_per_s", n.tokens_per_s},
+            {"probes", n.probes.size()},
+            {"steps_recorded", c.steps.size()}});
+  if (!c.steps.empty()) {
+    j["loss"] = number_or_null(c.loss.back());
+    j["loss_first"] = number_or_null(c.loss_first.back());
+    j["loss_repeat"] = number_or_null(c.loss_repeat.back());
+    j["first_loss"] = number_or_null(c.loss.front());
+  }
+  if (n.ablation)
+    j["ablation"] = {{"layer", n.ablation->layer},
+                     {"head", n.ablation->head},
+                     {"step", n.ablation->step},
+                     {"loss", n.ablation->loss},
+                     {"loss_ablated", n.ablation->loss_ablated},
+                     {"loss_repeat", number_or_null(n.ablation->loss_repeat)},
+                     {"loss_repeat_ablated", number_or_null(n.ablation->loss_repeat_ablated)}};
+  return j;
+}
+
 // What the model view showed last: the model, the tokens, the selection, the detector's
 // scores and top five, the next tokens as printed, the canvas and font its figure was laid
 // out for (`mhaviz render --view model --size W x H --font PX` draws the same figure), and
@@ -250,7 +286,11 @@ nlohmann::json centre_figure_json(const AppState& s) {
   const Renderer& r = s.renderer;
   const ScreenFigure* f = r.centre;
   if (!f) return nullptr;
-  const char* name = f == &r.lesson ? "lesson" : f == &r.walk ? "walk" : f == &r.compare ? "compare" : "model";
+  const char* name = f == &r.lesson    ? "lesson"
+                     : f == &r.walk    ? "walk"
+                     : f == &r.compare ? "compare"
+                     : f == &r.train   ? "train"
+                                       : "model";
   return {{"name", name},
           {"origin", {f->origin.x, f->origin.y}},
           {"canvas", {f->opts.canvas.width, f->opts.canvas.height}},
@@ -335,6 +375,7 @@ nlohmann::json state_json(AppState& s) {
         {"polled_at", live.polled_at}}},
       {"session_builds", live.session_builds},  // the session's JSON made again (once per revision and view)
       {"model", model_state_json(s)},
+      {"train", train_state_json(s.train)},
       {"figure", centre_figure_json(s)},
   });
   return j;

@@ -32,13 +32,16 @@ bool walkthrough_active(AppState& s) { return centre_view(s) == Centre::Walkthro
 
 const CentreInfo& centre_info(Centre c) {
   static const CentreInfo table[] = {
-      {"lesson", true, false,
+      {"lesson", true, Strip::Lesson,
        "Hover a cell for details.  Keys: 1-5 stage   [ ] head   E enlarge   C controls   Ctrl+Z undo   Ctrl+S save"},
-      {"walkthrough", true, false,
+      {"walkthrough", true, Strip::Lesson,
        "Hover a cell for details.  Keys: ← → step   Home End   Space play / pause   W back to the heatmaps   F12 "
        "capture"},
-      {"model", false, true,
+      {"model", false, Strip::Model,
        "Hover a head for its score, click it to show it large.  M: model view / lesson   F12 capture"},
+      {"train", false, Strip::Train,
+       "Start / Pause / Step on the left; click a head to show it large and ablate it.  T: train view / lesson   F12 "
+       "capture"},
   };
   return table[static_cast<int>(c)];
 }

@@ -38,6 +38,8 @@ struct Options {
   bool prepend_eot = false;     // <|endoftext|> first
   std::string model_head;       // L.H: that head large in the model view
   std::string detector;         // previous-token|first-token|duplicate-token|induction
+  bool train = false;           // open on the Train view
+  long long train_until = -1;   // >= 0: a run of the default settings at once, trained to this step and paused
   std::string walkthrough;      // open the walkthrough: STEP[+FRACTION][,mistake][,compare][,pane=q|k|v|all][,pin=FLAT][,play]
 };
 

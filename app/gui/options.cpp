@@ -50,8 +50,14 @@ void add_options(CLI::App& sub, Options& opts) {
                  ".safetensors file");
   sub.add_option("--text", opts.text, "Text for the model (tokenized with its tokenizer)");
   sub.add_flag("--prepend-eot", opts.prepend_eot, "Put <|endoftext|> before the text, as TransformerLens does");
-  sub.add_option("--model-head", opts.model_head, "Show head LAYER.HEAD (e.g. 5.1) large in the model view");
+  sub.add_option("--model-head", opts.model_head,
+                 "Show head LAYER.HEAD (e.g. 5.1) large in the model view (or the Train view)");
   sub.add_option("--detector", opts.detector, "Head detector: previous-token, first-token, duplicate-token, induction");
+  sub.add_flag("--train", opts.train, "Open on the Train view (a small GPT trained in the app)");
+  sub.add_option("--train-until", opts.train_until,
+                 "Make a run of the Train view's default settings at once, train it to step N (0: not at all) and "
+                 "pause; with --exit-after-frames the last frame waits for it")
+      ->check(CLI::Range(0LL, 1000000LL));
   sub.add_option("--walkthrough", opts.walkthrough,
                  "Open the walkthrough at STEP (name or number; STEP+0.5 is halfway into the next step), "
                  "then comma-separated: mistake, compare, pane=q|k|v|all, pin=FLAT, play, no-numbers, no-weights")

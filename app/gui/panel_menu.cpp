@@ -138,6 +138,8 @@ void draw_menu_bar(AppState& s) {
     if (ImGui::MenuItem("Walkthrough of the pipeline", "W", walkthrough_active(s), walkthrough_draws(s)))
       toggle_centre(s, Centre::Walkthrough);
     if (ImGui::MenuItem("Model view (trained GPT)", "M", model_view_active(s), !s.gpt.path.empty())) toggle_model_view(s);
+    if (ImGui::MenuItem("Train a small GPT", "T", centre_view(s) == Centre::Train)) toggle_centre(s, Centre::Train);
+    record_widget(s, "menu_train");
     if (ImGui::MenuItem("Controls panel", "C", s.view.show_controls)) s.view.show_controls = !s.view.show_controls;
     ImGui::Separator();
     ImGui::MenuItem("Shared colour scale", nullptr, &s.settings.shared_scale);
@@ -309,6 +311,7 @@ void handle_shortcuts(AppState& s) {
   if ((k == 'm' || k == 'M') && !s.gpt.path.empty()) toggle_model_view(s);
   // Here, once a frame, not in walkthrough_active(), which several panels ask.
   if (k == 'w' || k == 'W') toggle_centre(s, Centre::Walkthrough);
+  if (k == 't' || k == 'T') toggle_centre(s, Centre::Train);
 }
 
 }  // namespace mhaviz::gui

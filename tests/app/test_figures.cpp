@@ -5,13 +5,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "figure/figure.hpp"
 #include "figure/shapes_figure.hpp"
+#include "figure/train_figure.hpp"
 #include "figure/walk_figure.hpp"
 #include "mhaviz/layout.hpp"
 #include "mhaviz/session.hpp"
@@ -242,6 +245,115 @@ TEST(Figures, ShapesStripNamesEachVariantsTensorsAtTheirShapes) {
   const figure::ShapesStrip latent = figure::lesson_shapes(forward(mla, s.input_tensor()), 0, 0.02, false);
   EXPECT_EQ(latent.items[2].name, "latent");
   EXPECT_EQ(latent.items[2].shape, "(" + b + ", " + T + ", 3)");
+}
+
+// [SECTION] The Train view
+// A run's curves as the Train view holds them: 600 steps of a loss that falls on the copy at
+// step 400, a probe every 25 steps, and the probe's heads (2 layers x 4 heads on 32 tokens).
+struct TrainRun {
+  figure::TrainCurves c;
+  std::vector<float> weights;  // (8, 32, 32): each row uniform over its keys
+  figure::ModelView probe;
+};
+
+TrainRun train_run() {
+  TrainRun r;
+  r.c.n_layer = 2, r.c.n_head = 4, r.c.vocab = 64, r.c.total_steps = 1000;
+  r.c.title = "Training a 2-layer attention-only GPT on the induction task";
+  r.c.caption = "induction task, seed 123";
+  for (int s = 1; s <= 600; ++s) r.c.add_step(s, 4.2f - (s > 400 ? 1.5f : 0.0f), 4.2f, s > 400 ? 0.3f : 4.2f);
+  for (int s = 0; s <= 600; s += 25) {
+    r.c.eval_steps.push_back(s);
+    std::vector<float> sc(8 * kHeadPatternCount, 0.1f);
+    sc[(4 + 1) * kHeadPatternCount + 3] = s > 400 ? 0.9f : 0.05f;  // head 1.1's induction score
+    sc[0] = std::nanf("");                                         // a head with no score
+    r.c.eval_scores.push_back(sc);
+  }
+  const int T = 32;
+  r.weights.assign(8 * T * T, 0.0f);
+  for (int k = 0; k < 8; ++k)
+    for (int i = 0; i < T; ++i)
+      for (int j = 0; j <= i; ++j)
+        r.weights[static_cast<std::size_t>((k * T + i) * T + j)] = 1.0f / static_cast<float>(i + 1);
+  r.probe.n_layer = 2, r.probe.n_head = 4, r.probe.tokens = T;
+  for (int k = 0; k < 8; ++k) r.probe.weights.push_back(r.weights.data() + k * T * T);
+  for (int i = 0; i < T; ++i) r.probe.token_names.push_back(std::to_string(i));
+  r.probe.pattern = "induction";
+  r.probe.scores.assign(8, 0.5f);
+  return r;
+}
+
+TEST(Figures, TrainViewIsOnePictureAndFitsItsCanvas) {
+  TrainRun r = train_run();
+  for (const bool selected : {false, true}) {
+    r.probe.selected_layer = selected ? 1 : -1, r.probe.selected_head = selected ? 1 : -1;
+    for (const figure::Canvas& c : {figure::Canvas{1475, 870}, figure::Canvas{1000, 620}, figure::Canvas{835, 590}}) {
+      const std::string what = "train view on " + std::to_string(c.width) + (selected ? ", head 1.1 large" : "");
+      const figure::Options o = screen(c);
+      const figure::Figure a = figure::build_train_figure(r.c, &r.probe, o);
+      expect_same_picture(a, figure::build_train_figure(r.c, &r.probe, capture_of(o)), what);
+      EXPECT_LE(a.width, c.width + 1) << what;
+      EXPECT_LE(a.height, c.height + 1) << what;
+      EXPECT_EQ(a.heatmaps.size(), selected ? 9u : 8u) << what;  // the thumbnails, and the large head
+      ASSERT_NE(a.hit("thumb_1_1"), nullptr) << what;
+      ASSERT_NE(a.hit("loss_plot"), nullptr) << what;
+      // The plots stay clear of the heads' grid (beside it on a wide canvas, above it on a
+      // narrow one), every curve inside its plot.
+      const figure::Hit& loss = *a.hit("loss_plot");
+      const figure::Hit& thumb = *a.hit("thumb_0_0");
+      EXPECT_TRUE(c.width >= 1200 ? loss.x1 < thumb.x0 : loss.y1 < thumb.y0) << what;
+      int loss_lines = 0;
+      for (const figure::Prim& p : a.prims) {
+        if (p.cls != "loss" && p.cls != "loss-first" && p.cls != "loss-repeat") continue;
+        ++loss_lines;
+        EXPECT_TRUE(p.x0 >= loss.x0 && p.x1 <= loss.x1 && p.y0 >= loss.y0 && p.y1 <= loss.y1) << what;
+      }
+      EXPECT_GT(loss_lines, 300) << what << ": one segment a pixel column at most";
+      for (const char* d : {"previous-token", "induction", "duplicate-token", "first-token"})
+        EXPECT_NE(a.hit(std::string("detector_") + d), nullptr) << what << " " << d;
+    }
+  }
+}
+
+// The copy's curve falls where the losses do: its last point is low in the plot, the first
+// occurrence's stays high.
+TEST(Figures, TrainLossCurvesDrawTheirValues) {
+  const TrainRun r = train_run();
+  const figure::Figure f = figure::build_train_figure(r.c, nullptr, screen({1000, 620}));
+  const figure::Hit& loss = *f.hit("loss_plot");
+  float repeat_end = 0, first_end = 0, chance_y = -1;
+  for (const figure::Prim& p : f.prims) {
+    if (p.cls == "loss-repeat") repeat_end = p.y1;
+    if (p.cls == "loss-first") first_end = p.y1;
+    if (p.cls == "chance" && p.kind == figure::Prim::Kind::Line) chance_y = p.y0;
+  }
+  // y range 0 .. 5 (ticks of 1): 0.3 near the bottom, 4.2 near the top; ln 64 = 4.16 just under it.
+  const float h = loss.y1 - loss.y0;
+  EXPECT_NEAR((loss.y1 - repeat_end) / h, 0.3f / 5.0f, 0.02f);
+  EXPECT_NEAR((loss.y1 - first_end) / h, 4.2f / 5.0f, 0.02f);
+  EXPECT_NEAR((loss.y1 - chance_y) / h, std::log(64.0f) / 5.0f, 0.02f);
+}
+
+TEST(Figures, TrainLogIsReadAsTheViewHoldsIt) {
+  std::istringstream log(
+      "{\"step\": 1, \"loss\": 4.2, \"loss_first\": 4.3, \"loss_repeat\": 4.1}\n"
+      "{\"step\": 2, \"loss\": 4.0, \"eval\": {\"loss\": 4, \"heads\": {\"previous-token\": [[0.1, 0.2]], "
+      "\"first-token\": [[0.3, null]], \"duplicate-token\": [[0.5, 0.6]], \"induction\": [[0.7, 0.8]]}}}\n");
+  const figure::TrainCurves c = figure::read_train_log(log);
+  EXPECT_EQ(c.steps, (std::vector<std::int64_t>{1, 2}));
+  EXPECT_FLOAT_EQ(c.loss_first[0], 4.3f);
+  EXPECT_TRUE(std::isnan(c.loss_first[1]));
+  EXPECT_EQ(c.n_layer, 1);
+  EXPECT_EQ(c.n_head, 2);
+  ASSERT_EQ(c.eval_steps, (std::vector<std::int64_t>{2}));
+  // (layer 0 head 1) · 4 + induction (3): 0.8; first-token of head 1 has no score.
+  EXPECT_FLOAT_EQ(c.eval_scores[0][1 * kHeadPatternCount + 3], 0.8f);
+  EXPECT_TRUE(std::isnan(c.eval_scores[0][1 * kHeadPatternCount + 1]));
+  for (const char* bad :
+       {"{\"loss\": 1}\n", "not json\n", "{\"step\": 2, \"loss\": 1}\n{\"step\": 1, \"loss\": 1}\n", ""}) {
+    std::istringstream in(bad);
+    EXPECT_THROW(figure::read_train_log(in), std::invalid_argument) << bad;
+  }
 }
 
 }  // namespace

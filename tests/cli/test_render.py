@@ -119,6 +119,38 @@ def check_cells(path, side, session, tensor, label):
     return n_masked
 
 
+def check_train_log(tmp):
+    """--train-log: a run's curves drawn from its log (here one made up: the copy's loss falls
+    after step 40, a probe every 20 steps). Returns a good log and a bad one for the error cases."""
+    good, bad = os.path.join(tmp, "log.jsonl"), os.path.join(tmp, "bad.jsonl")
+    with open(good, "w") as f:
+        for s in range(1, 61):
+            line = {"step": s, "loss": 4.2, "loss_first": 4.2, "loss_repeat": 4.2 if s <= 40 else 0.5}
+            if s % 20 == 0:
+                heads = {p: [[0.1, 0.1], [0.1, 0.9 if s > 40 else 0.1]]
+                         for p in ("previous-token", "first-token", "duplicate-token", "induction")}
+                line["eval"] = {"loss": 4.0, "heads": heads}
+            f.write(json.dumps(line) + "\n")
+    with open(bad, "w") as f:
+        f.write('{"step": 1, "loss": 4.2}\n{"step": 1, "loss": 4.1}\n')
+    out = os.path.join(tmp, "loss.png")
+    r = run(["render", "--train-log", good, "-o", out, "--size", "1000x600", "--scale", "1", "--no-caption"])
+    if check(r.returncode == 0 and os.path.exists(out), "render --train-log (stderr: %s)" % r.stderr.strip()):
+        w, h, px = read_png(out)
+        check(w <= 1000 and h <= 600, "the plots fill the --size canvas (%dx%d)" % (w, h))
+        # The copy's curve (head colour 1, orange) is drawn, low in the loss plot after step 40.
+        orange = [(x, y) for y in range(0, h, 2) for x in range(0, w, 2)
+                  if max(abs(a - b) for a, b in zip(px(x, y)[:3], (242, 142, 43))) < 30]
+        check(len(orange) > 50, "the copy's loss is drawn in its colour (%d pixels)" % len(orange))
+    svg = os.path.join(tmp, "loss.svg")
+    r = run(["render", "--train-log", good, "-o", svg])
+    if check(r.returncode == 0, "render --train-log as SVG (%s)" % r.stderr.strip()):
+        classes = [e.get("class") for e in ET.parse(svg).getroot().iter()]
+        check(classes.count("loss-repeat") >= 40 and "detector" not in classes,
+              "one line segment a step of the copy's loss (%d)" % classes.count("loss-repeat"))
+    return good, bad
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="mhaviz-render-test-")
     try:
@@ -219,6 +251,7 @@ def main():
         os.makedirs(os.path.join(tmp, "bad"))
         adir = os.path.join(tmp, "bad", "adir.png")
         os.makedirs(adir)
+        train_log, bad_log = check_train_log(tmp)
         bad = [
             (["seed003-wrapper", "-o", "/nonexistent/dir/x.png"], "output:"),
             (["seed003-wrapper", "-o", adir], "output:"),
@@ -234,9 +267,14 @@ def main():
             (["seed003-wrapper", "-o", os.path.join(tmp, "bad", "x.png"), "--colormap", "jet"], "--colormap:"),
             (["seed003-wrapper", "-o", os.path.join(tmp, "bad", "x.png"), "--theme", "sepia"], "--theme:"),
             (["no-such-lesson", "-o", os.path.join(tmp, "bad", "x.png")], ""),
+            (["--train-log", os.path.join(tmp, "no-such.jsonl"), "-o", os.path.join(tmp, "bad", "x.png")], "--train-log:"),
+            (["--train-log", bad_log, "-o", os.path.join(tmp, "bad", "x.png")], "--train-log:"),
+            (["--train-log", tmp, "-o", os.path.join(tmp, "bad", "x.png")], "--train-log:"),
+            (["seed003-wrapper", "--train-log", train_log, "-o", os.path.join(tmp, "bad", "x.png")], "--train-log:"),
         ]
         for args, field in bad:
             r = run(["render"] + args)
+            args = args if args[0] != "--train-log" else ["", ""] + args
             lines = r.stderr.strip().splitlines()
             check(r.returncode == 2 and len(lines) == 1 and lines[0].startswith("mhaviz: " + field),
                   "render %s: exit 2, one line naming %r (got %d: %r)" % (" ".join(args[2:]) or args[0], field or "the session",

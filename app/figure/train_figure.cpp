@@ -1,0 +1,423 @@
+// The Train view's figure (train_figure.hpp): line plots with axes, ticks and legends in the
+// figure library's primitives, and the probe's grid of heads (model_figure.cpp) placed beside
+// them.
+//
+// Index
+//   [SECTION] Axes: nice ticks, the frame, a series as lines
+//   [SECTION] The loss plot
+//   [SECTION] The detectors' small plots
+//   [SECTION] The figure
+//   [SECTION] The log of `mhaviz train`
+#include "figure/train_figure.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+
+#include "figure/builder.hpp"
+#include "figure/text.hpp"
+
+namespace mhaviz::figure {
+
+void TrainCurves::add_step(std::int64_t step, float l, float first, float repeat) {
+  steps.push_back(step);
+  loss.push_back(l);
+  loss_first.push_back(first);
+  loss_repeat.push_back(repeat);
+}
+
+namespace detail {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+// The order the view names the detectors in: the two heads of the induction circuit first.
+constexpr HeadPattern kPlotOrder[kHeadPatternCount] = {HeadPattern::PreviousToken, HeadPattern::Induction,
+                                                       HeadPattern::DuplicateToken, HeadPattern::FirstToken};
+
+// [SECTION] Axes: nice ticks, the frame, a series as lines
+
+// A tick step of 1, 2 or 5 × 10^k that cuts `range` into at most `most` parts.
+double nice_step(double range, int most) {
+  if (!(range > 0)) return 1;
+  const double raw = range / std::max(1, most);
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (const double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * p >= raw) return m * p;
+  return 10 * p;
+}
+
+std::string tick_text(double v, double step) {
+  char buf[32];
+  if (step >= 1 && std::fabs(v) >= 1000 && std::fmod(v, 1000) == 0)
+    std::snprintf(buf, sizeof buf, "%.0fk", v / 1000);
+  else if (step >= 1)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.*f", std::clamp(static_cast<int>(std::ceil(-std::log10(step))), 1, 4), v);
+  return buf;
+}
+
+// A plot's data rectangle (logical pixels) and the ranges it maps.
+struct Axes {
+  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  double xmin = 0, xmax = 1, ymin = 0, ymax = 1;
+  float sx(double x) const { return x0 + static_cast<float>((x - xmin) / (xmax - xmin)) * (x1 - x0); }
+  float sy(double y) const {
+    return y1 - static_cast<float>((std::clamp(y, ymin, ymax) - ymin) / (ymax - ymin)) * (y1 - y0);
+  }
+};
+
+// The room the y ticks' text takes left of a plot.
+float y_tick_room(const Builder& B, double ymax, double step) {
+  return text_width(tick_text(ymax, step), B.ty.small) + 10.0f;
+}
+
+// The frame, grid lines at every tick, the tick labels and the axes' titles.
+void draw_axes(Builder& B, const Axes& a, const std::string& title, const std::string& xlabel, int xticks, int yticks) {
+  const Color grid{B.th.frame.r, B.th.frame.g, B.th.frame.b, 70};
+  const double ys = nice_step(a.ymax - a.ymin, yticks);
+  for (double y = std::ceil(a.ymin / ys) * ys; y <= a.ymax + ys * 1e-6; y += ys) {
+    const float py = a.sy(y);
+    B.line(a.x0, py, a.x1, py, grid, 1.0f, "grid");
+    B.text(a.x0 - 6.0f, py + text_ascent(B.ty.small) * 0.5f - 1.0f, tick_text(y, ys), B.ty.small, B.th.text, 2, "tick");
+  }
+  const double xs = nice_step(a.xmax - a.xmin, xticks);
+  for (double x = std::ceil(a.xmin / xs) * xs; x <= a.xmax + xs * 1e-6; x += xs) {
+    const float px = a.sx(x);
+    B.line(px, a.y1, px, a.y1 + 4.0f, B.th.text, 1.0f, "tick");
+    B.text(px, a.y1 + 6.0f + text_ascent(B.ty.small), tick_text(x, xs), B.ty.small, B.th.text, 1, "tick");
+  }
+  B.frame(a.x0, a.y0, a.x1, a.y1, B.th.frame, 1.0f, "axes");
+  B.text(a.x0, a.y0 - 6.0f, title, B.ty.tile, B.th.text, 0, "plot-title");
+  if (!xlabel.empty())
+    B.text(a.x1, a.y1 + 6.0f + text_ascent(B.ty.small) + line_h(B.ty.small), xlabel, B.ty.small, B.th.dim, 2, "axis");
+}
+
+// values[k] at steps[k] as lines; NaN breaks the line. With more points than pixels across,
+// each pixel column draws the mean of its points (every step stays in the curve).
+void draw_series(Builder& B, const Axes& a, const std::vector<std::int64_t>& steps, const std::vector<float>& values,
+                 Color c, float width, const std::string& cls) {
+  float px = 0, py = 0;
+  bool have = false;
+  int column = std::numeric_limits<int>::min();
+  double sum = 0;
+  int count = 0;
+  auto flush = [&] {
+    if (count == 0) return;
+    const float x = static_cast<float>(column) + 0.5f;
+    const float y = a.sy(sum / count);
+    if (have) B.line(px, py, x, y, c, width, cls);
+    px = x, py = y, have = true;
+    sum = 0, count = 0;
+  };
+  for (std::size_t k = 0; k < steps.size() && k < values.size(); ++k) {
+    const int col = static_cast<int>(std::floor(a.sx(static_cast<double>(steps[k]))));
+    if (col != column) flush(), column = col;
+    if (!std::isfinite(values[k])) {
+      have = false;
+      continue;
+    }
+    sum += values[k];
+    ++count;
+  }
+  flush();
+}
+
+// A horizontal dashed line across a plot.
+void dashed(Builder& B, const Axes& a, double y, Color c, const std::string& cls) {
+  const float py = a.sy(y);
+  for (float x = a.x0; x < a.x1; x += 10.0f) B.line(x, py, std::min(a.x1, x + 5.0f), py, c, 1.0f, cls);
+}
+
+void marker(Builder& B, const Axes& a, const TrainCurves& c) {
+  if (c.marker < 0) return;
+  const float x = a.sx(static_cast<double>(c.marker));
+  B.line(x, a.y0, x, a.y1, B.th.accent, 2.0f, "marker");
+}
+
+// A legend entry: a short line of the series' colour and its name; returns the next x.
+float key(Builder& B, float x, float y, Color c, const std::string& text) {
+  B.line(x, y - B.ty.small * 0.35f, x + 18.0f, y - B.ty.small * 0.35f, c, 3.0f, "legend-line");
+  return x + 24.0f + B.text(x + 24.0f, y, text, B.ty.small, B.th.text, 0, "legend") + 16.0f;
+}
+
+double x_end(const TrainCurves& c) {
+  double end = static_cast<double>(std::max<std::int64_t>(c.total_steps, 1));
+  if (!c.steps.empty()) end = std::max(end, static_cast<double>(c.steps.back()));
+  if (!c.eval_steps.empty()) end = std::max(end, static_cast<double>(c.eval_steps.back()));
+  return end;
+}
+
+// [SECTION] The loss plot
+
+Color first_color() { return head_color(0); }
+Color repeat_color() { return head_color(1); }
+
+void loss_plot(Builder& B, const TrainCurves& c, float x0, float y0, float x1, float y1) {
+  float top = 0;
+  for (const auto* v : {&c.loss, &c.loss_first, &c.loss_repeat})
+    for (const float f : *v)
+      if (std::isfinite(f)) top = std::max(top, f);
+  const double chance = c.vocab > 1 ? std::log(static_cast<double>(c.vocab)) : 0.0;
+  top = std::max(top, static_cast<float>(chance));
+  const double ys = nice_step(top > 0 ? top : 1.0, 5);
+  Axes a;
+  a.ymax = std::ceil((top > 0 ? top : 1.0) * 1.02 / ys) * ys;
+  a.xmax = x_end(c);
+  a.x0 = x0 + y_tick_room(B, a.ymax, ys);
+  a.x1 = x1 - 12.0f;  // the last tick's label is centred on the axis's end
+  a.y0 = y0 + line_h(B.ty.tile) + 4.0f;
+  a.y1 = y1 - 3.0f * line_h(B.ty.small) - 8.0f;
+  draw_axes(B, a, "Loss by training step", "", 8, 5);
+  if (chance > 0) {
+    dashed(B, a, chance, B.th.dim, "chance");
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "ln %d = %.2f: chance", c.vocab, chance);
+    // Under the line at the right end, where the losses have fallen away from it by then.
+    B.text(a.x1 - 4.0f, a.sy(chance) + text_ascent(B.ty.small) + 3.0f, buf, B.ty.small, B.th.dim, 2, "chance");
+  }
+  const bool halves = std::any_of(c.loss_repeat.begin(), c.loss_repeat.end(), [](float v) { return std::isfinite(v); });
+  draw_series(B, a, c.steps, c.loss, B.th.text, 1.5f, "loss");
+  if (halves) {
+    draw_series(B, a, c.steps, c.loss_first, first_color(), 1.5f, "loss-first");
+    draw_series(B, a, c.steps, c.loss_repeat, repeat_color(), 2.0f, "loss-repeat");
+  }
+  marker(B, a, c);
+  B.hit("loss_plot", a.x0, a.y0, a.x1, a.y1);
+  // The legend, under the x axis's ticks.
+  float ly = a.y1 + 6.0f + text_ascent(B.ty.small) + line_h(B.ty.small) + 2.0f, x = a.x0;
+  const std::pair<Color, const char*> keys[] = {{B.th.text, "every position"},
+                                                {first_color(), "predicting the segment's first occurrence"},
+                                                {repeat_color(), "predicting its copy"}};
+  for (int k = 0; k < (halves ? 3 : 1); ++k) {
+    if (x > a.x0 && x + 40.0f + text_width(keys[k].second, B.ty.small) > a.x1)
+      x = a.x0, ly += line_h(B.ty.small) + 2.0f;
+    x = key(B, x, ly, keys[k].first, keys[k].second);
+  }
+}
+
+// [SECTION] The detectors' small plots
+
+float legend_heads(Builder& B, const TrainCurves& c, float x0, float y, float right) {
+  float x = x0 + B.text(x0, y, "heads (layer.head):", B.ty.small, B.th.dim, 0, "legend") + 12.0f;
+  for (int l = 0; l < c.n_layer; ++l)
+    for (int h = 0; h < c.n_head; ++h) {
+      const std::string name = std::to_string(l) + "." + std::to_string(h);
+      const float w = 24.0f + text_width(name, B.ty.small) + 16.0f;
+      if (x + w > right && x > x0) x = x0, y += line_h(B.ty.small) + 2.0f;
+      x = key(B, x, y, head_color(l * c.n_head + h), name);
+    }
+  return y;
+}
+
+void detector_plot(Builder& B, const TrainCurves& c, HeadPattern p, float x0, float y0, float x1, float y1) {
+  Axes a;
+  a.ymax = 1.0;
+  a.xmax = x_end(c);
+  a.x0 = x0 + y_tick_room(B, 1.0, 0.5);
+  a.x1 = x1 - 12.0f;  // the last tick's label is centred on the axis's end
+  a.y0 = y0 + line_h(B.ty.tile) + 4.0f;
+  a.y1 = y1 - line_h(B.ty.small) - 6.0f;
+  const std::string name(head_pattern_name(p));
+  draw_axes(B, a, name, "", 4, 2);
+  const int heads = c.n_layer * c.n_head;
+  std::vector<float> v(c.eval_steps.size());
+  for (int k = 0; k < heads; ++k) {
+    for (std::size_t e = 0; e < c.eval_steps.size(); ++e) {
+      const auto& s = c.eval_scores[e];
+      const std::size_t at = static_cast<std::size_t>(k) * kHeadPatternCount + static_cast<std::size_t>(p);
+      v[e] = at < s.size() ? s[at] : kNaN;
+    }
+    draw_series(B, a, c.eval_steps, v, head_color(k), 1.5f, "score");
+  }
+  marker(B, a, c);
+  B.hit("detector_" + name, a.x0, a.y0, a.x1, a.y1);
+}
+
+// [SECTION] The figure
+
+// src's display list into dst, moved by (dx, dy).
+void append(Figure& dst, Figure src, float dx, float dy) {
+  const int base = static_cast<int>(dst.heatmaps.size());
+  for (Prim& p : src.prims) {
+    p.x0 += dx, p.x1 += dx, p.y0 += dy, p.y1 += dy;
+    if (p.heatmap >= 0) p.heatmap += base;
+    dst.prims.push_back(std::move(p));
+  }
+  for (HeatmapInfo& h : src.heatmaps) {
+    h.x0 += dx, h.y0 += dy;
+    dst.heatmaps.push_back(std::move(h));
+  }
+  for (Hit& h : src.hits) {
+    h.x0 += dx, h.x1 += dx, h.y0 += dy, h.y1 += dy;
+    dst.hits.push_back(std::move(h));
+  }
+  dst.cells += src.cells;
+}
+
+// The detectors' four small plots in two rows, then the heads' colours, within a rectangle.
+void detector_plots(Builder& B, const TrainCurves& c, float x0, float y0, float x1, float y1) {
+  const float legend_h = 2.0f * (line_h(B.ty.small) + 2.0f) + 8.0f;
+  const float row_h = std::floor((y1 - y0 - legend_h) * 0.5f);
+  const float half = std::floor((x1 - x0 - 16.0f) * 0.5f);
+  for (int k = 0; k < kHeadPatternCount; ++k) {
+    const float px = x0 + static_cast<float>(k % 2) * (half + 16.0f);
+    const float py = y0 + static_cast<float>(k / 2) * row_h;
+    detector_plot(B, c, kPlotOrder[k], px, py, px + half, py + row_h - 6.0f);
+  }
+  if (c.n_layer > 0) legend_heads(B, c, x0, y0 + 2.0f * row_h + B.ty.small + 4.0f, x1);
+}
+
+// Where each part goes. Wide canvases (a projector's 1920 × 1080): the plots in the left half,
+// the loss above the detectors, the probe's heads in the right half. Narrower ones (the
+// default 1280 × 800 window): the loss and the detectors side by side above, the heads below
+// across the whole width, so that a head shown large keeps cells of several pixels.
+struct TrainLayout {
+  float loss[4], detectors[4], probe[4];  // x0, y0, x1, y1
+};
+constexpr float kWideFrom = 1200.0f;
+
+TrainLayout train_layout(float W, float top, float bottom, bool probe) {
+  TrainLayout L{};
+  const float x0 = kMargin, x1 = W - kMargin, gap = 16.0f, h = bottom - top;
+  auto set = [](float* r, float a, float b, float c, float d) { r[0] = a, r[1] = b, r[2] = c, r[3] = d; };
+  if (!probe) {
+    const float mid = top + std::floor(h * 0.5f);
+    set(L.loss, x0, top, x1, mid);
+    set(L.detectors, x0, mid + 10.0f, x1, bottom);
+  } else if (W >= kWideFrom) {
+    const float split = x0 + std::floor((x1 - x0) * 0.5f), mid = top + std::floor(h * 0.5f);
+    set(L.loss, x0, top, split, mid);
+    set(L.detectors, x0, mid + 10.0f, split, bottom);
+    set(L.probe, split + gap, top, x1, bottom);
+  } else {
+    const float split = x0 + std::floor((x1 - x0) * 0.55f), mid = top + std::floor(h * 0.45f);
+    set(L.loss, x0, top, split, mid);
+    set(L.detectors, split + gap, top, x1, mid);
+    set(L.probe, x0, mid + 10.0f, x1, bottom);
+  }
+  return L;
+}
+
+Figure train_figure(const TrainCurves& c, const ModelView* probe, const Options& o) {
+  Builder B(o);
+  const float W = std::max(o.canvas.width, 480.0f), H = std::max(o.canvas.height, 360.0f);
+  float y = kMargin + text_ascent(B.ty.title);
+  B.text(kMargin, y, c.title.empty() ? std::string("Training") : c.title, B.ty.title, B.th.text, 0, "title");
+  y += 14.0f;
+  // A capture's caption goes below what the screen lays out: the same picture, taller.
+  const float bottom = H - kMargin;
+  const TrainLayout L = train_layout(W, y, bottom, probe != nullptr);
+  loss_plot(B, c, L.loss[0], L.loss[1], L.loss[2], L.loss[3]);
+  detector_plots(B, c, L.detectors[0], L.detectors[1], L.detectors[2], L.detectors[3]);
+  if (probe) {
+    Options po = o;
+    po.caption = false;
+    // The grid's content starts kMargin into its canvas: its canvas is its rectangle and a
+    // margin around it.
+    po.canvas = {L.probe[2] - L.probe[0] + 2 * kMargin, L.probe[3] - L.probe[1] + 2 * kMargin};
+    Figure g = build_model_figure(*probe, po);
+    const float dx = L.probe[0] - kMargin, dy = L.probe[1] - kMargin;
+    B.grow(dx + static_cast<float>(g.width) - kMargin, dy + static_cast<float>(g.height) - kMargin);
+    append(B.f, std::move(g), dx, dy);
+  }
+  B.grow(L.loss[2], bottom);
+  std::vector<std::string> lines;
+  if (!c.caption.empty()) lines.push_back(c.caption);
+  lines.push_back(
+      "loss: mean next-token cross-entropy of each step's batch; detector scores: mean attention on the pattern's keys "
+      "over the probe");
+  caption(B, o, lines);
+  return finish(B);
+}
+
+}  // namespace
+}  // namespace detail
+
+Figure build_train_figure(const TrainCurves& c, const ModelView* probe, const Options& o) {
+  const std::size_t per = static_cast<std::size_t>(c.n_layer) * static_cast<std::size_t>(c.n_head) * kHeadPatternCount;
+  if (c.loss.size() != c.steps.size() || c.loss_first.size() != c.steps.size() ||
+      c.loss_repeat.size() != c.steps.size())
+    throw std::invalid_argument("train figure: " + std::to_string(c.loss.size()) + " losses for " +
+                                std::to_string(c.steps.size()) + " steps");
+  if (c.eval_scores.size() != c.eval_steps.size())
+    throw std::invalid_argument("train figure: " + std::to_string(c.eval_scores.size()) + " probes for " +
+                                std::to_string(c.eval_steps.size()) + " probe steps");
+  for (const auto& s : c.eval_scores)
+    if (s.size() != per)
+      throw std::invalid_argument("train figure: " + std::to_string(s.size()) + " scores in a probe of " +
+                                  std::to_string(c.n_layer) + " layers x " + std::to_string(c.n_head) + " heads");
+  return detail::train_figure(c, probe, o);
+}
+
+// [SECTION] The log of `mhaviz train`
+
+namespace {
+using json = nlohmann::json;
+
+float number_or_nan(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<float>() : std::numeric_limits<float>::quiet_NaN();
+}
+
+// eval.heads {pattern: [[layer 0's heads], …]} -> scores in TrainCurves' order; sets the sizes
+// on the first probe and holds later ones to them.
+std::vector<float> probe_scores(const json& heads, TrainCurves& c, const std::string& where) {
+  if (!heads.is_object()) throw std::invalid_argument(where + ": eval.heads is not an object");
+  for (int p = 0; p < kHeadPatternCount; ++p) {
+    const std::string name(head_pattern_name(kHeadPatterns[p]));
+    if (!heads.contains(name) || !heads[name].is_array() || heads[name].empty() || !heads[name][0].is_array())
+      throw std::invalid_argument(where + ": eval.heads has no layers of \"" + name + "\"");
+    const int L = static_cast<int>(heads[name].size()), H = static_cast<int>(heads[name][0].size());
+    if (c.n_layer == 0) c.n_layer = L, c.n_head = H;
+    if (L != c.n_layer || H != c.n_head)
+      throw std::invalid_argument(where + ": eval.heads \"" + name + "\" has " + std::to_string(L) + " layers x " +
+                                  std::to_string(H) + " heads, the first probe " + std::to_string(c.n_layer) + " x " +
+                                  std::to_string(c.n_head));
+  }
+  std::vector<float> out(static_cast<std::size_t>(c.n_layer * c.n_head) * kHeadPatternCount,
+                         std::numeric_limits<float>::quiet_NaN());
+  for (int p = 0; p < kHeadPatternCount; ++p) {
+    const json& layers = heads[std::string(head_pattern_name(kHeadPatterns[p]))];
+    for (int l = 0; l < c.n_layer; ++l) {
+      if (!layers[l].is_array() || static_cast<int>(layers[l].size()) != c.n_head)
+        throw std::invalid_argument(where + ": eval.heads layer " + std::to_string(l) + " does not have " +
+                                    std::to_string(c.n_head) + " heads");
+      for (int h = 0; h < c.n_head; ++h)
+        if (layers[l][h].is_number())
+          out[static_cast<std::size_t>((l * c.n_head + h) * kHeadPatternCount + p)] = layers[l][h].get<float>();
+    }
+  }
+  return out;
+}
+}  // namespace
+
+TrainCurves read_train_log(std::istream& in) {
+  TrainCurves c;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = "line " + std::to_string(n);
+    const json j = json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() || !j.contains("loss") ||
+        !j["loss"].is_number())
+      throw std::invalid_argument(where + ": not a `mhaviz train --log` object with \"step\" and \"loss\"");
+    const std::int64_t step = j["step"].get<std::int64_t>();
+    if (!c.steps.empty() && step <= c.steps.back())
+      throw std::invalid_argument(where + ": step " + std::to_string(step) + " after step " +
+                                  std::to_string(c.steps.back()));
+    c.add_step(step, j["loss"].get<float>(), number_or_nan(j, "loss_first"), number_or_nan(j, "loss_repeat"));
+    if (j.contains("eval") && j["eval"].is_object() && j["eval"].contains("heads")) {
+      c.eval_scores.push_back(probe_scores(j["eval"]["heads"], c, where));
+      c.eval_steps.push_back(step);
+    }
+  }
+  if (c.steps.empty()) throw std::invalid_argument("the log has no step (one JSON object per line)");
+  c.total_steps = c.steps.back();
+  return c;
+}
+
+}  // namespace mhaviz::figure

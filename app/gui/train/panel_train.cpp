@@ -1,0 +1,301 @@
+// The Train view's left panel: the next run's settings as valid choices only, Start / Pause /
+// Step / Reset, where the checkpoint is, the scrubber over the probe's snapshots, the
+// ablation of the selected head, "Open in model view"; and the actions behind them.
+//
+// Index
+//   [SECTION] Choices
+//   [SECTION] Actions
+//   [SECTION] The panel
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "app_state.hpp"
+
+namespace mhaviz::gui {
+namespace fs = std::filesystem;
+namespace {
+
+// [SECTION] Choices
+// What each control offers. Every combination the panel can make passes validate_settings:
+// d_model only as multiples of the heads, contexts only those the induction task can fill
+// with its 64 tokens.
+constexpr int kVocab = 64;
+// The worker's nice value: under load the window's frames go first and the training takes the
+// rest of the CPU (measured: README, "The Train view").
+constexpr int kTrainNice = 10;
+const int kHeads[] = {1, 2, 4, 8};
+const int kWidths[] = {16, 32, 48, 64, 96, 128};
+const int kContexts[] = {16, 24, 32, 48, 64};
+const int kBatches[] = {8, 16, 32, 64, 128};
+const double kRates[] = {1e-3, 3e-3, 1e-2, 2e-2, 3e-2};
+const double kDecays[] = {0.0, 0.01, 0.1, 0.3};
+const int kSteps[] = {100, 250, 500, 1000, 1500, 2000, 3000, 5000};
+
+bool context_fits(const TrainUi& t, int T) {
+  return t.task != 0 || (T >= train::kInductionMinContext && train::induction_min_vocab(T) <= kVocab);
+}
+
+template <class V, std::size_t N>
+bool combo(AppState& s, const char* label, const char* id, V& value, const V (&choices)[N], const char* fmt,
+           bool (*allowed)(const TrainUi&, V) = nullptr) {
+  char shown[32];
+  std::snprintf(shown, sizeof shown, fmt, value);
+  bool changed = false;
+  if (ImGui::BeginCombo(label, shown)) {
+    for (const V v : choices) {
+      if (allowed && !allowed(s.train, v)) continue;
+      char item[32];
+      std::snprintf(item, sizeof item, fmt, v);
+      if (ImGui::Selectable(item, v == value)) value = v, changed = true;
+    }
+    ImGui::EndCombo();
+  }
+  record_widget(s, id);
+  return changed;
+}
+
+bool width_fits(const TrainUi& t, int d) { return d % t.heads == 0; }
+bool context_allowed(const TrainUi& t, int T) { return context_fits(t, T); }
+
+train::TrainSettings settings_of(const TrainUi& t) {
+  train::TrainSettings s;
+  s.task = t.task == 0 ? train::TaskKind::Induction : train::TaskKind::Copy;
+  s.model.n_layers = t.layers;
+  s.model.n_heads = t.heads;
+  s.model.emb_dim = t.d_model;
+  s.model.context_length = t.context;
+  s.model.vocab_size = kVocab;
+  s.model.attn_only = t.attn_only;
+  s.batch = t.batch;
+  s.lr = t.lr;
+  s.weight_decay = t.weight_decay;
+  s.seed = static_cast<std::uint64_t>(t.seed);
+  return s;
+}
+
+// [SECTION] Actions
+// A new folder for the run under the app's state folder: runs/TASK-YYYYMMDD-HHMMSS[-N].
+fs::path new_run_folder(const AppState& s) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  const fs::path base =
+      fs::path(s.paths.state_dir) / "runs" / ((s.train.task == 0 ? "induction-" : "copy-") + std::string(stamp));
+  fs::path p = base;
+  for (int n = 2; fs::exists(p); ++n) p = base.string() + "-" + std::to_string(n);
+  return p;
+}
+
+}  // namespace
+
+bool make_train_run(AppState& s) {
+  TrainUi& t = s.train;
+  if (t.worker) return true;
+  try {
+    TrainWorker::Plan plan;
+    plan.settings = settings_of(t);
+    plan.steps = std::max<std::int64_t>(t.steps, t.until);
+    const fs::path dir = new_run_folder(s);
+    fs::create_directories(dir);
+    plan.model_file = dir / "model.safetensors";
+    plan.pause_at = t.until;
+    plan.nice = kTrainNice;
+    t.worker = std::make_unique<TrainWorker>(std::move(plan));
+    t.error.clear();
+    t.scrub = -1;
+    t.seen = 0;
+  } catch (const std::exception& e) {
+    t.error = e.what();
+    notify(s, "Training not started: " + t.error, true);
+    return false;
+  }
+  return true;
+}
+
+void poll_train(AppState& s) {
+  TrainUi& t = s.train;
+  if (!t.worker) {
+    if (t.snap) t.snap.reset(), ++t.data;
+    return;
+  }
+  if (t.worker->generation() != t.seen) {
+    t.seen = t.worker->generation();
+    t.snap = t.worker->snapshot();
+    ++t.data;
+  }
+}
+
+bool train_busy(const AppState& s) { return s.train.worker && s.train.worker->busy(); }
+
+// Closing: the run pauses (its checkpoint written) and the view takes its last snapshot.
+void finish_training(AppState& s) {
+  TrainUi& t = s.train;
+  if (!t.worker) return;
+  t.worker->pause();
+  while (t.worker->busy()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  poll_train(s);
+}
+
+// [SECTION] The panel
+namespace {
+
+void settings_controls(AppState& s) {
+  TrainUi& t = s.train;
+  const bool fixed = t.worker != nullptr;
+  ImGui::BeginDisabled(fixed);
+  const char* tasks[] = {"induction", "copy"};
+  if (ImGui::Combo("task", &t.task, tasks, 2) && !context_fits(t, t.context)) t.context = 32;
+  record_widget(s, "train_task");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "induction: random tokens with a segment that repeats once later (lengths 5, 9, 13 never "
+        "trained, only probed); copy: a random half and the same half again");
+  ImGui::SliderInt("layers", &t.layers, 1, 4);
+  record_widget(s, "train_layers");
+  if (combo(s, "heads", "train_heads", t.heads, kHeads, "%d") && t.d_model % t.heads != 0)
+    t.d_model = std::max(t.heads, t.d_model / t.heads * t.heads);
+  combo(s, "d_model", "train_d_model", t.d_model, kWidths, "%d", &width_fits);
+  ImGui::TextDisabled("head_dim %d (d_model / heads)", t.d_model / t.heads);
+  ImGui::Checkbox("attention-only", &t.attn_only);
+  record_widget(s, "train_attn_only");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "x += att(x): no LayerNorm, no MLP (the induction-head experiment); off: the book's GPTModel "
+        "blocks");
+  combo(s, "context", "train_context", t.context, kContexts, "%d", &context_allowed);
+  combo(s, "batch", "train_batch", t.batch, kBatches, "%d");
+  combo(s, "lr", "train_lr", t.lr, kRates, "%g");
+  combo(s, "weight decay", "train_wd", t.weight_decay, kDecays, "%g");
+  combo(s, "steps", "train_steps", t.steps, kSteps, "%d");
+  if (ImGui::InputInt("seed", &t.seed)) t.seed = std::clamp(t.seed, 0, 1 << 30);
+  record_widget(s, "train_seed");
+  ImGui::EndDisabled();
+  if (fixed) ImGui::TextDisabled("Reset to change the settings.");
+  if (!t.error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+    ImGui::TextWrapped("%s", t.error.c_str());
+    ImGui::PopStyleColor();
+  }
+}
+
+void transport(AppState& s) {
+  TrainUi& t = s.train;
+  const bool running = t.snap && t.snap->running;
+  const bool done = t.snap && t.snap->step >= t.snap->target;
+  ImGui::BeginDisabled(running || done);
+  if (ImGui::Button(t.worker && t.snap && t.snap->step > 0 ? "Resume" : "Start") && make_train_run(s)) t.worker->run();
+  record_widget(s, "train_start");
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  ImGui::BeginDisabled(!running);
+  if (ImGui::Button("Pause")) t.worker->pause();
+  record_widget(s, "train_pause");
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  ImGui::BeginDisabled(running || done);
+  if (ImGui::Button("Step") && make_train_run(s)) t.worker->step();
+  record_widget(s, "train_step");
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  ImGui::BeginDisabled(!t.worker);
+  if (ImGui::Button("Reset")) {
+    t.worker.reset();  // writes the checkpoint of steps not yet written, in the run's folder
+    t.layer = t.head = -1;
+    poll_train(s);
+  }
+  record_widget(s, "train_reset");
+  ImGui::EndDisabled();
+  if (!t.snap) {
+    ImGui::TextWrapped("Start trains on a worker thread, one step at a time; the window keeps drawing.");
+    return;
+  }
+  const TrainSnapshot& n = *t.snap;
+  ImGui::Text("step %lld of %lld%s", static_cast<long long>(n.step), static_cast<long long>(n.target),
+              running ? "" : (done ? " (done)" : " (paused)"));
+  if (n.tokens_per_s > 0)
+    ImGui::TextDisabled("%s tokens/s", thousands(static_cast<std::int64_t>(n.tokens_per_s)).c_str());
+  if (!n.checkpoint.empty()) {
+    ImGui::TextWrapped("Checkpoint (step %lld): %s", static_cast<long long>(n.saved_step), n.checkpoint.c_str());
+    record_widget(s, "train_checkpoint");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "Written on pause, every 250 steps, at the end and on closing (with config.json and the "
+          "optimizer's state beside it)");
+  }
+  if (!n.error.empty()) ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.35f, 1.0f), "%s", n.error.c_str());
+  ImGui::BeginDisabled(running || n.checkpoint.empty());
+  if (ImGui::Button("Open in model view")) open_model(s, n.checkpoint);
+  record_widget(s, "train_open_model");
+  ImGui::EndDisabled();
+}
+
+// The scrubber over the probe's snapshots (one every 25 steps): the heads as they were then,
+// and the step marked on the plots.
+void replay(AppState& s) {
+  TrainUi& t = s.train;
+  if (!t.snap || t.snap->probes.empty()) return;
+  ImGui::Separator();
+  const int last = static_cast<int>(t.snap->probes.size()) - 1;
+  int shown = t.scrub < 0 ? last : std::min(t.scrub, last);
+  char fmt[48];
+  std::snprintf(fmt, sizeof fmt, "step %lld",
+                static_cast<long long>(t.snap->probes[static_cast<std::size_t>(shown)]->step));
+  if (ImGui::SliderInt("snapshot", &shown, 0, last, fmt)) t.scrub = shown == last ? -1 : shown, ++t.data;
+  record_widget(s, "train_scrub");
+  bool live = t.scrub < 0;
+  if (ImGui::Checkbox("follow the training", &live)) t.scrub = live ? -1 : last, ++t.data;
+  record_widget(s, "train_live");
+  const char* names[kHeadPatternCount];
+  for (int k = 0; k < kHeadPatternCount; ++k) names[k] = head_pattern_name(kHeadPatterns[k]).data();
+  if (ImGui::Combo("scores shown", &t.pattern, names, kHeadPatternCount)) ++t.data;
+  record_widget(s, "train_pattern");
+}
+
+// The selected head's output removed on the probe: how much the copy's loss rises.
+void ablation(AppState& s) {
+  TrainUi& t = s.train;
+  if (!t.snap) return;
+  if (t.layer < 0) {
+    ImGui::TextDisabled("Click a head in the grid to select it (and ablate it).");
+    return;
+  }
+  char label[48];
+  std::snprintf(label, sizeof label, "Ablate head %d.%d", t.layer, t.head);
+  ImGui::BeginDisabled(t.snap->running);
+  if (ImGui::Button(label)) t.worker->ablate(t.layer, t.head);
+  record_widget(s, "train_ablate");
+  ImGui::EndDisabled();
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "The probe's loss with this head's context zeroed before out_proj, at the current step "
+        "(pause first)");
+  const auto& a = t.snap->ablation;
+  if (!a) return;
+  ImGui::TextWrapped("Head %d.%d ablated at step %lld, on the probe: loss %.3f \xE2\x86\x92 %.3f", a->layer, a->head,
+                     static_cast<long long>(a->step), a->loss, a->loss_ablated);
+  if (std::isfinite(a->loss_repeat))
+    ImGui::TextWrapped("on the copy: %.3f \xE2\x86\x92 %.3f", a->loss_repeat, a->loss_repeat_ablated);
+  record_widget(s, "train_ablation");
+}
+
+}  // namespace
+
+void draw_train_panel(AppState& s) {
+  settings_controls(s);
+  ImGui::Separator();
+  transport(s);
+  replay(s);
+  ablation(s);
+}
+
+}  // namespace mhaviz::gui
