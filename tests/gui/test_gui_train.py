@@ -3,12 +3,15 @@ worker thread while the window keeps drawing (the step advances and the loss fal
 state), Pause writes the checkpoint, which the model loader opens (`mhaviz dump --model`) and
 whose step is the state's; training on and closing the window writes the steps since; a head
 clicked in the grid is ablated on the probe. Frames per second while training are measured and,
-in optimised builds (MHAVIZ_JUDGE_SPEED), held to at least 30.
+in optimised builds (MHAVIZ_JUDGE_SPEED), held to at least 30 where the machine draws the idle
+Train view at 33 or more (measured first, in the same run); where it cannot even idle, training
+may cost the window at most a fifth of its idle frame rate.
 
 usage (under xvfb-run): test_gui_train.py PATH/TO/mhaviz [data dir]
 """
 import json
 import os
+import re
 import struct
 import sys
 import time
@@ -43,6 +46,14 @@ def loads(path, what):
             "%s: the model loader opens it (%s)" % (what, r.stderr.strip()[-200:]))
 
 
+# The reference: the same view idle at the same size, drawing every frame (--frame-stats).
+r = g.run(["gui", "--no-restore", "--config-dir", os.path.join(tmp, "cfg-idle"), "--state-dir", os.path.join(tmp, "st-idle"),
+           "--width", "1280", "--height", "800", "--train-until", "0", "--exit-after-frames", "150", "--frame-stats"])
+m = re.search(r"frame_median_ms=([0-9.]+)", r.stdout + r.stderr)
+g.check(r.returncode == 0 and m is not None, "the idle Train view ran with --frame-stats (%s)" % r.stderr.strip()[-200:])
+idle_fps = 1000.0 / float(m.group(1)) if m else 0.0
+print("  the idle Train view: %.1f frames/s (median frame)" % idle_fps)
+
 p = g.start(["gui", "--no-restore", "--config-dir", os.path.join(tmp, "cfg"), "--state-dir", state_dir,
              "--width", "1280", "--height", "800", "--layout-out", lay, "--state-out", state])
 try:
@@ -72,7 +83,14 @@ try:
     print("  frames while training: %.1f frames/s over %d steps, %.0f tokens/s, load average %.1f" %
           (fps, t["step"] - t0["step"], t["tokens_per_s"], load))
     if g.judge_speed("%.1f frames/s while training" % fps):
-        g.check(fps >= 30, "the window draws at 30 frames/s or more while training (%.1f, load average %.1f)" % (fps, load))
+        if idle_fps >= 33:
+            g.check(fps >= 30, "the window draws at 30 frames/s or more while training (%.1f; idle %.1f; load average %.1f)" %
+                    (fps, idle_fps, load))
+        else:
+            print("note: this machine draws the idle view at %.1f frames/s now (load average %.1f): 30 while training is "
+                  "not judged here, training's cost is" % (idle_fps, load))
+            g.check(fps >= 0.8 * idle_fps, "training costs the window at most a fifth of its idle frame rate (%.1f of %.1f)" %
+                    (fps, idle_fps))
 
     # Pause: the checkpoint is written at the step paused, in a run folder under --state-dir.
     click_widget("train_pause", p, ox, oy)

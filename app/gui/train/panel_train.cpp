@@ -110,6 +110,7 @@ bool make_train_run(AppState& s) {
     plan.model_file = dir / "model.safetensors";
     plan.pause_at = t.until;
     plan.nice = kTrainNice;
+    plan.alone = true;
     t.worker = std::make_unique<TrainWorker>(std::move(plan));
     t.error.clear();
     t.scrub = -1;

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "mhaviz/backend.hpp"  // set_thread_serial
 #include "mhaviz/session.hpp"  // write_file_atomic
 
 namespace mhaviz::gui {
@@ -162,6 +163,7 @@ bool TrainWorker::busy() const {
 // [SECTION] The thread
 void TrainWorker::loop() {
   if (plan_.nice > 0) setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), plan_.nice);
+  if (plan_.alone) set_thread_serial(true);
   for (;;) {
     bool train = false, save_now = false;
     std::optional<std::pair<int, int>> ablation;

@@ -66,6 +66,8 @@ class TrainWorker {
     std::filesystem::path model_file;  // RUN/model.safetensors (its folder is made)
     std::int64_t pause_at = 0;         // > 0: pause after this step (then write the checkpoint)
     int nice = 0;                      // > 0: the worker thread's nice value (the window's frames first)
+    bool alone = false;                // the trainer's loops on the worker thread only, never the pool's
+                                       // (those run at the window's priority): the other core draws
   };
   // Builds the trainer (throws train::TrainError for bad settings, naming the setting) and starts
   // the thread, paused at step 0 with the untrained heads measured.

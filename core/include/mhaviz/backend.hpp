@@ -22,4 +22,9 @@ Backend backend();
 // Returns false, changing nothing, when b is not supported here.
 bool set_backend(Backend b);
 
+// On: the calling thread's loops run on it alone, never on the pool's threads (the same bits:
+// loops split work, never sums). For a background job, such as the Train view's trainer, that
+// must leave the other cores to the window's drawing (llvmpipe draws on the same cores).
+void set_thread_serial(bool on);
+
 }  // namespace mhaviz

@@ -11,6 +11,7 @@ namespace mhaviz::detail {
 namespace {
 
 thread_local bool in_loop = false;  // a nested loop runs inline: the workers are taken
+thread_local bool serial = false;   // set_thread_serial: this thread's loops run inline
 
 // Returns once a != old: spins for up to `budget`, then sleeps in atomic::wait. A futex
 // wake-up costs tens of µs on this kind of virtual machine, as much as a whole stage of
@@ -95,7 +96,7 @@ void parallel_for(std::int64_t n, std::int64_t work_per_item, const std::functio
   }
   Pool& p = pool();
   std::unique_lock<std::mutex> lock(p.busy, std::defer_lock);
-  if (in_loop || p.size() <= 1 || !lock.try_lock()) {
+  if (in_loop || serial || p.size() <= 1 || !lock.try_lock()) {
     fn(0, n);
     return;
   }
@@ -105,3 +106,7 @@ void parallel_for(std::int64_t n, std::int64_t work_per_item, const std::functio
 }
 
 }  // namespace mhaviz::detail
+
+namespace mhaviz {
+void set_thread_serial(bool on) { detail::serial = on; }
+}  // namespace mhaviz
