@@ -8,9 +8,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <mutex>
 #include <random>
+#include <set>
+#include <thread>
+#include <utility>
 
 #include "kernels/gemm.hpp"
+#include "kernels/parallel.hpp"
 #include "mhaviz/backend.hpp"
 #include "test_util.hpp"
 
@@ -141,6 +146,36 @@ TEST(Packing, IntoAReusedBufferEqualsAFreshPack) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, Gemm, ::testing::Values(Backend::Avx512, Backend::Avx2), test::backend_label);
+
+}  // namespace
+}  // namespace mhaviz
+
+namespace mhaviz {
+namespace {
+
+// A serial thread's loops never leave it: one call over the whole range, on this thread; the
+// flag is the thread's own, and the pool serves the others again when it is off.
+TEST(Parallel, ASerialThreadRunsItsLoopsAlone) {
+  const auto threads_of = [] {
+    std::mutex mu;
+    std::set<std::thread::id> ids;
+    int calls = 0;
+    detail::parallel_for(1 << 12, 1 << 12, [&](std::int64_t, std::int64_t) {
+      std::lock_guard lk(mu);
+      ids.insert(std::this_thread::get_id());
+      ++calls;
+    });
+    return std::pair{ids, calls};
+  };
+  set_thread_serial(true);
+  const auto [alone, calls] = threads_of();
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(alone, std::set<std::thread::id>{std::this_thread::get_id()});
+  set_thread_serial(false);
+  if (std::thread::hardware_concurrency() > 1) {
+    EXPECT_GT(threads_of().second, 1);
+  }
+}
 
 }  // namespace
 }  // namespace mhaviz
