@@ -10,6 +10,7 @@
 #include "cli.hpp"
 #include "figure/figure.hpp"
 #include "figure/gpt_figures.hpp"
+#include "figure/interv_figures.hpp"
 #include "mhaviz/gpt_forward.hpp"
 #include "mhaviz/gpt_interventions.hpp"
 #include "mhaviz/gpt_layer.hpp"
@@ -62,11 +63,7 @@ figure::Figure build_model_render(const RenderOptions& o, figure::Options fo) {
         tr.layers[static_cast<std::size_t>(l)].weights = norm_weighted_attention(in.model, tr, l);
     figure::ModelView mv = figure::gpt_model_view(in.model, tr, in.tokenizer, o.model.path,
                                                   detect ? std::optional(pattern) : std::nullopt);
-    if (o.norm_weighted)
-      mv.title =
-          "Norm-weighted (\xCE\xB1\xC2\xB7\xE2\x80\x96"
-          "f(x)\xE2\x80\x96): " +
-          mv.title;
+    if (o.norm_weighted) mv.title = figure::norm_weighted_title(mv.title);
     mv.selected_layer = sel_layer;
     mv.selected_head = sel_head;
     fo.log_scale = o.log_scale || (!o.linear_scale && T >= figure::kLogScaleFromTokens);

@@ -198,6 +198,8 @@ GridView patch_view(const GptModel& m, const InterventionGrid& g, const Tokenize
   return v;
 }
 
+std::string norm_weighted_title(const std::string& title) { return "Norm-weighted (\xCE\xB1\xC2\xB7|f(x)|): " + title; }
+
 GridView lens_view(const GptModel& m, const LogitLens& lens, const Tokenizer& tok,
                    const std::vector<std::string>& tokens, const std::string& path) {
   GridView v;

@@ -41,6 +41,10 @@ GridView sweep_view(const GptModel& m, const InterventionGrid& g, const Tokenize
 GridView patch_view(const GptModel& m, const InterventionGrid& g, const Tokenizer& tok, const TokenMetric& metric,
                     PatchPer per, const std::vector<std::string>& clean, const std::vector<std::string>& corrupt,
                     const std::string& path);
+// The model view's title when it shows norm-weighted attention ("Norm-weighted (α·|f(x)|): "
+// before it), on screen, in captures and in render alike.
+std::string norm_weighted_title(const std::string& title);
+
 // The lens table: cell (l, t) coloured by the top token's probability, its text the token.
 GridView lens_view(const GptModel& m, const LogitLens& lens, const Tokenizer& tok,
                    const std::vector<std::string>& tokens, const std::string& path);

@@ -224,8 +224,20 @@ nlohmann::json model_state_json(const AppState& s) {
   nlohmann::json next = nlohmann::json::array();
   for (std::size_t i = 0; i < v.next.size(); ++i) {
     const NextRow& r = v.next[i];
-    next.push_back({{"id", r.id}, {"token", r.token}, {"p", r.p}, {"logp", r.logp}, {"shown", v.next_shown[i]}});
+    next.push_back({{"id", r.id},
+                    {"token", r.token},
+                    {"p", r.p},
+                    {"logp", r.logp},
+                    {"clean_p", r.clean_p},
+                    {"shown", v.next_shown[i]}});
   }
+  nlohmann::json ablated = nlohmann::json::array();
+  for (const HeadIndex& h : v.key.ablate) ablated.push_back(std::to_string(h.layer) + "." + std::to_string(h.head));
+  j["ablated"] = ablated;
+  j["ablation"] = v.key.ablation_mode == AblationMode::Mean ? "mean" : "zero";
+  j["norm_weighted"] = v.key.norm_weighted;
+  j["loss"] = std::isfinite(v.loss) ? nlohmann::json(v.loss) : nlohmann::json(nullptr);
+  j["clean_loss"] = std::isfinite(v.clean_loss) ? nlohmann::json(v.clean_loss) : nlohmann::json(nullptr);
   j["n_layer"] = v.n_layer;
   j["n_head"] = v.n_head;
   j["tokens"] = v.token_strings;

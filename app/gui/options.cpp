@@ -52,6 +52,9 @@ void add_options(CLI::App& sub, Options& opts) {
   sub.add_flag("--prepend-eot", opts.prepend_eot, "Put <|endoftext|> before the text, as TransformerLens does");
   sub.add_option("--model-head", opts.model_head, "Show head LAYER.HEAD (e.g. 5.1) large in the model view");
   sub.add_option("--detector", opts.detector, "Head detector: previous-token, first-token, duplicate-token, induction");
+  sub.add_option("--model-ablate", opts.model_ablate,
+                 "Ablate heads LAYER.HEAD in the model view, e.g. 5.1,6.9 (':mean': by their mean, not zero)");
+  sub.add_flag("--norm-weighted", opts.norm_weighted, "Show the model view's attention norm-weighted (α·‖f(x)‖)");
   sub.add_option("--walkthrough", opts.walkthrough,
                  "Open the walkthrough at STEP (name or number; STEP+0.5 is halfway into the next step), "
                  "then comma-separated: mistake, compare, pane=q|k|v|all, pin=FLAT, play, no-numbers, no-weights")

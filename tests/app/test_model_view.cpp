@@ -285,7 +285,8 @@ TEST(ModelViewDerive, TheScreenFigureIsTheCapturesAndRendersFigure) {
   // A capture: the screen's figure in the light theme with a caption.
   figure::Options cap = key.fig;
   cap.dark = false, cap.caption = true;
-  EXPECT_EQ(figure::prims_json(model_figure_for(*d, cap), true), figure::prims_json(figure::build_model_figure(mv, cap), true));
+  EXPECT_EQ(figure::prims_json(model_figure_for(*d, cap), true),
+            figure::prims_json(figure::build_model_figure(mv, cap), true));
   // Next tokens: log-probabilities and the percentages printed.
   ASSERT_EQ(d->next.size(), 5u);
   for (const NextRow& n : d->next) EXPECT_DOUBLE_EQ(n.logp, std::log(static_cast<double>(n.p)));
@@ -307,6 +308,90 @@ TEST(ModelViewDerive, ANewSelectionReusesTheScoresAndThumbnails) {
   EXPECT_EQ(b->view.scores, a->view.scores);
   EXPECT_EQ(b->thumbs.pooled, a->thumbs.pooled);
   EXPECT_EQ(b->next_shown, a->next_shown);
+}
+
+// Heads ablated with a modifier-click: the view is the ablated run's (what gpt_forward_intervened
+// gives), each ablated thumbnail crossed out on screen and in a capture alike, the next tokens
+// with their clean probabilities beside, the loss of both runs; the same run is reused when
+// only the selection changes.
+TEST(ModelViewDerive, AnAblatedRunIsShownWithTheCleanRunsNumbersBeside) {
+  const Forward fw("ab a ba ab");
+  const GptModel& m = *fw.r->loaded.model;
+  ModelViewKey key;
+  key.generation = 1;
+  key.fig = screen(1000.0f, 700.0f);
+  const auto clean = derive_model_view(fw.r, key, nullptr);
+  EXPECT_TRUE(std::isnan(clean->loss));
+  key.ablate = {{0, 1}, {0, 2}};
+  key.ablation_mode = AblationMode::Mean;
+  const auto d = derive_model_view(fw.r, key, clean);
+  ASSERT_NE(d->ablated, nullptr);
+  Intervention iv;
+  iv.ablate = key.ablate;
+  iv.mode = AblationMode::Mean;
+  const GptTrace want = gpt_forward_intervened(m, *fw.r->trace, iv);
+  const std::size_t TT = static_cast<std::size_t>(d->tokens) * static_cast<std::size_t>(d->tokens);
+  const float* l1h0 = d->view.weights[3];  // layer 1, head 0: changed by the ablation below it
+  EXPECT_TRUE(std::equal(l1h0, l1h0 + TT, want.layers[1].weights.data.begin()));
+  EXPECT_FALSE(std::equal(l1h0, l1h0 + TT, fw.r->trace->layers[1].weights.data.begin()));
+  const NextToken nt = next_token(m, want, d->tokens - 1, 5), base = next_token(m, *fw.r->trace, d->tokens - 1, 0);
+  ASSERT_EQ(d->next.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(d->next[i].id, nt.top[i].id);
+    EXPECT_EQ(d->next[i].p, nt.top[i].p);
+    EXPECT_EQ(d->next[i].clean_p, base.probs[static_cast<std::size_t>(nt.top[i].id)]);
+  }
+  EXPECT_DOUBLE_EQ(d->loss, text_loss(m, want));
+  EXPECT_DOUBLE_EQ(d->clean_loss, text_loss(m, *fw.r->trace));
+  EXPECT_NE(d->loss, d->clean_loss);
+  int crosses = 0;
+  for (const figure::Prim& p : d->figure.prims) crosses += p.cls == "ablated";
+  EXPECT_EQ(crosses, 4);  // two lines over each of the two heads
+  figure::Options cap = key.fig;
+  cap.dark = false, cap.caption = true;
+  figure::ModelView mv = figure::gpt_model_view(m, want, *fw.r->loaded.tokenizer, "tiny-model", std::nullopt);
+  mv.ablated = {1, 2};
+  EXPECT_EQ(figure::prims_json(model_figure_for(*d, cap), true),
+            figure::prims_json(figure::build_model_figure(mv, cap), true));
+  key.layer = 1, key.head = 0;
+  const auto e = derive_model_view(fw.r, key, d);
+  EXPECT_EQ(e->ablated, d->ablated);  // a new selection: the same ablated run
+}
+
+// The loss on the text: mean −log p of each next token, from the model's own logits.
+TEST(ModelViewDerive, TheTextLossIsTheMeanNegativeLogProbabilityOfEachNextToken) {
+  const Forward fw("ab a ba ab");
+  const GptModel& m = *fw.r->loaded.model;
+  const GptTrace& tr = *fw.r->trace;
+  double sum = 0;
+  for (int i = 0; i + 1 < tr.tokens(); ++i)
+    sum -= std::log(static_cast<double>(next_token(m, tr, i, 0).probs[static_cast<std::size_t>(tr.ids[i + 1])]));
+  EXPECT_NEAR(text_loss(m, tr), sum / (tr.tokens() - 1), 1e-6);
+}
+
+// Norm-weighted: the thumbnails and the large head are α·‖f(x)‖, the detector still scores α.
+TEST(ModelViewDerive, NormWeightedShowsTheWeightTimesTheValueNorm) {
+  const Forward fw("ab a ba ab");
+  const GptModel& m = *fw.r->loaded.model;
+  ModelViewKey key;
+  key.generation = 1;
+  key.pattern = 0;
+  key.norm_weighted = true;
+  key.fig = screen(1000.0f, 700.0f);
+  const auto d = derive_model_view(fw.r, key, nullptr);
+  const std::size_t TT = static_cast<std::size_t>(d->tokens) * static_cast<std::size_t>(d->tokens);
+  for (int l = 0; l < d->n_layer; ++l) {
+    const Tensor nw = norm_weighted_attention(m, *fw.r->trace, l);
+    for (int h = 0; h < d->n_head; ++h) {
+      const float* w = d->view.weights[static_cast<std::size_t>(l * d->n_head + h)];
+      EXPECT_TRUE(std::equal(w, w + TT, nw.data.begin() + static_cast<std::ptrdiff_t>(h * TT)));
+    }
+  }
+  EXPECT_NE(d->view.title.find("Norm-weighted"), std::string::npos);
+  key.norm_weighted = false;
+  const auto plain = derive_model_view(fw.r, key, d);
+  EXPECT_EQ(plain->view.scores, d->view.scores);
+  EXPECT_EQ(plain->view.weights[0], fw.r->trace->layers[0].weights.data.data());
 }
 
 }  // namespace

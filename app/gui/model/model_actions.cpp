@@ -42,6 +42,14 @@ void set_model_text(AppState& s, std::string text) {
   }
 }
 
+void toggle_ablation(ModelUi& m, HeadIndex head) {
+  const auto it = std::find(m.ablate.begin(), m.ablate.end(), head);
+  if (it == m.ablate.end())
+    m.ablate.push_back(head);
+  else
+    m.ablate.erase(it);
+}
+
 void run_induction_probe(AppState& s) {
   ModelUi& m = s.gpt;
   const auto loaded = m.worker ? m.worker->loaded() : std::nullopt;
@@ -74,6 +82,12 @@ ModelViewKey wanted_key(const AppState& s, const GptWorker::Result& r) {
   k.position = m.position;
   k.layer = m.layer;
   k.head = m.head;
+  // Heads the model shown has (a smaller model opened since keeps the others for later).
+  const GptConfig& c = r.loaded.model->config;
+  for (const HeadIndex& h : m.ablate)
+    if (h.layer < c.n_layer && h.head < c.n_head) k.ablate.push_back(h);
+  k.ablation_mode = m.ablation_mode;
+  k.norm_weighted = m.norm_weighted;
   k.fig = m.fig;
   // With many tokens most weights are near 1/T: a log scale, as `mhaviz render` chooses.
   k.fig.log_scale = s.settings.log_weights || r.trace->tokens() >= figure::kLogScaleFromTokens;

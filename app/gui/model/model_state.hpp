@@ -25,8 +25,12 @@ struct ModelUi {
   int layer = -1, head = -1;          // the selected head (the big heatmap); -1: none
   int pattern = -1;                   // detector (index into kHeadPatterns); -1: none
   int position = -1;                  // next-token position; -1: the last token
-  int hover_k = -1;                   // thumbnail under the pointer this frame
-  std::string hover_big;              // the large head's cell under the pointer ("query 3 -> key 1"), this frame
+  // Heads ablated (Ctrl- or Shift-click a thumbnail), how, and the norm-weighted toggle.
+  std::vector<HeadIndex> ablate;
+  AblationMode ablation_mode = AblationMode::Zero;
+  bool norm_weighted = false;
+  int hover_k = -1;       // thumbnail under the pointer this frame
+  std::string hover_big;  // the large head's cell under the pointer ("query 3 -> key 1"), this frame
   // File → Open model…
   bool open_dialog = false, open_dialog_just_opened = false;
   std::string open_edit;

@@ -117,7 +117,7 @@ void thumbnail_tooltip(const ModelViewData& v, int k) {
     else
       ImGui::Text("%s: no score (no row qualifies)", name.c_str());
   }
-  ImGui::TextDisabled("click: show it large");
+  ImGui::TextDisabled("click: show it large; Ctrl+click: ablate it (again: restore)");
   ImGui::EndTooltip();
 }
 
@@ -158,7 +158,11 @@ void interact(AppState& s, const ScreenFigure& f, const ModelViewData& v) {
   if (c.heatmap < thumbs) {
     m.hover_k = c.heatmap;
     thumbnail_tooltip(v, c.heatmap);
-    if (ImGui::IsItemClicked()) m.layer = c.heatmap / v.n_head, m.head = c.heatmap % v.n_head;
+    const HeadIndex head{c.heatmap / v.n_head, c.heatmap % v.n_head};
+    if (ImGui::IsItemClicked() && (ImGui::GetIO().KeyCtrl || ImGui::GetIO().KeyShift))
+      toggle_ablation(m, head);
+    else if (ImGui::IsItemClicked())
+      m.layer = head.layer, m.head = head.head;
     return;
   }
   // The large head: the cell under the pointer outlined, its tokens and weight.
@@ -212,8 +216,8 @@ void draw_model_shapes(AppState& s) {
       c.attn_only ? "" : "LayerNorm \xE2\x86\x92 ", c.n_head, v.tokens, c.head_dim(), c.n_head, v.tokens, v.tokens,
       c.vocab_size);
   ImGui::TextDisabled("Parameters: %s   last forward %s (rows %d to %d computed)",
-                      thousands(m.result->loaded.model->parameter_count()).c_str(), ms_text(m.result->forward_ms).c_str(),
-                      m.result->recomputed_from, v.tokens - 1);
+                      thousands(m.result->loaded.model->parameter_count()).c_str(),
+                      ms_text(m.result->forward_ms).c_str(), m.result->recomputed_from, v.tokens - 1);
 }
 
 void draw_model_view(AppState& s) {
