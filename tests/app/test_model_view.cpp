@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <random>
 #include <set>
@@ -16,6 +17,7 @@
 
 #include "../core/gpt_test_util.hpp"
 #include "figure/gpt_figures.hpp"
+#include "model_sweep.hpp"
 #include "model_view.hpp"
 
 namespace mhaviz::gui {
@@ -392,6 +394,80 @@ TEST(ModelViewDerive, NormWeightedShowsTheWeightTimesTheValueNorm) {
   const auto plain = derive_model_view(fw.r, key, d);
   EXPECT_EQ(plain->view.scores, d->view.scores);
   EXPECT_EQ(plain->view.weights[0], fw.r->trace->layers[0].weights.data.data());
+}
+
+}  // namespace
+}  // namespace mhaviz::gui
+
+// [SECTION] The ablation sweep, off the drawing thread
+namespace mhaviz::gui {
+namespace {
+
+TEST(ModelSweep, TheTargetIsTheTextsLastTokenOrOneTyped) {
+  const Tokenizer tok = tiny();
+  const std::vector<int> ids = tok.encode("ab a ba ab");
+  // None typed: the last token, judged from the position before it.
+  SweepTarget t = sweep_target(tok, ids, "", "");
+  EXPECT_EQ(t.error, "");
+  EXPECT_EQ(t.ids, std::vector<int>(ids.begin(), ids.end() - 1));
+  EXPECT_EQ(t.metric.target, ids.back());
+  EXPECT_EQ(t.metric.vs, -1);
+  // Typed: at the whole text's last position, with vs a logit difference.
+  t = sweep_target(tok, ids, " a", "b");
+  EXPECT_EQ(t.error, "");
+  EXPECT_EQ(t.ids, ids);
+  EXPECT_EQ(t.metric.target, tok.encode(" a", false).front());
+  EXPECT_EQ(t.metric.vs, tok.encode("b", false).front());
+  EXPECT_EQ(sweep_target(tok, ids, "ab", "").error, "target: 'ab' is 2 tokens, not one token of the vocabulary");
+  EXPECT_EQ(sweep_target(tok, ids, "a", "").error, "");
+  EXPECT_EQ(sweep_target(tok, ids, "", "ba").error, "vs: 'ba' is 2 tokens, not one token of the vocabulary");
+  EXPECT_NE(sweep_target(tok, tok.encode("a"), "", "").error.find("target: the text is one token"), std::string::npos);
+}
+
+TEST(ModelSweep, TheJobsGridIsTheCoresSweepAndRendersFigure) {
+  const Forward fw("ab a ba ab");
+  const GptModel& m = *fw.r->loaded.model;
+  const Tokenizer& tok = *fw.r->loaded.tokenizer;
+  for (const bool typed : {false, true}) {
+    SweepTarget t = sweep_target(tok, fw.r->trace->ids, typed ? " a" : "", typed ? "b" : "");
+    ASSERT_EQ(t.error, "");
+    SweepJob job(fw.r, t, AblationMode::Mean);
+    EXPECT_EQ(job.total(), 6);
+    const auto d = job.take();
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(job.done(), 6);
+    const GptTrace clean = gpt_forward(m, t.ids);
+    const auto want = ablation_sweep(m, clean, t.metric, AblationMode::Mean);
+    ASSERT_TRUE(want.has_value());
+    EXPECT_EQ((d->grid.rows), 2);
+    EXPECT_EQ(d->grid.values, want->values) << "typed " << typed;
+    EXPECT_EQ(d->grid.clean, want->clean);
+    // render --view sweep's figure of the same tokens and target.
+    const figure::Options o = screen(900.0f, 600.0f);
+    const figure::GridView v = figure::sweep_view(m, *want, tok, t.metric, AblationMode::Mean,
+                                                  figure::display_tokens(tok, t.ids), "tiny-model");
+    EXPECT_EQ(figure::prims_json(figure::build_grid_figure(d->view, o), true),
+              figure::prims_json(figure::build_grid_figure(v, o), true));
+  }
+}
+
+TEST(ModelSweep, CancelStopsTheSweepAndGivesNoGrid) {
+  const Forward fw("ab a ba ab");
+  const SweepTarget t = sweep_target(*fw.r->loaded.tokenizer, fw.r->trace->ids, "", "");
+  std::atomic<SweepJob*> self{nullptr};
+  std::atomic<int> runs{0};
+  // Cancel as a click would, after the second head's run.
+  SweepJob job(fw.r, t, AblationMode::Zero, [&](int done) {
+    runs = done;
+    while (self.load() == nullptr) {
+    }
+    if (done == 2) self.load()->cancel();
+  });
+  self = &job;
+  EXPECT_EQ(job.take(), nullptr);
+  EXPECT_EQ(runs.load(), 2);
+  EXPECT_EQ(job.done(), 2);
+  EXPECT_TRUE(job.cancelling());
 }
 
 }  // namespace

@@ -1,0 +1,65 @@
+// The ablation sweep of the app's model view (gpt_interventions.hpp's ablation_sweep over
+// every head), run on a thread of its own so the window keeps drawing: its progress, Cancel,
+// and the layers × heads grid it ends with (figure/interv_figures.hpp's sweep_view, the
+// figure `mhaviz render --view sweep` draws). No GL, GLFW or ImGui; tested in-process.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "figure/interv_figures.hpp"
+#include "mhaviz/gpt_worker.hpp"
+
+namespace mhaviz::gui {
+
+// What a sweep judges and on which tokens. A typed target (and vs) is judged at the text's
+// last position; none typed: the text's own last token, judged from the position before it
+// (the sweep runs on the text without it), so "... gave a drink to Mary" asks which heads
+// make " Mary" likely. error (one line naming the field) when a typed token is not one
+// token, or the text is one token with no target typed.
+struct SweepTarget {
+  std::vector<int> ids;  // the tokens swept
+  TokenMetric metric;
+  std::string error;
+};
+SweepTarget sweep_target(const Tokenizer& tok, const std::vector<int>& text_ids, const std::string& target,
+                         const std::string& vs);
+
+struct SweepData {
+  std::shared_ptr<const GptWorker::Result> result;  // the forward of the text box it was asked on
+  SweepTarget target;
+  AblationMode mode = AblationMode::Zero;
+  InterventionGrid grid;  // (n_layer, n_head): change of the metric with that head ablated alone
+  figure::GridView view;  // the figure's grid, as render --view sweep builds it
+};
+
+// One sweep on its own thread from construction; the destructor cancels it and waits.
+// after_run, when given, is called on that thread after each head's run (before Cancel is
+// looked at), with the count done.
+class SweepJob {
+ public:
+  SweepJob(std::shared_ptr<const GptWorker::Result> r, SweepTarget target, AblationMode mode,
+           std::function<void(int)> after_run = {});
+  ~SweepJob();
+  SweepJob(const SweepJob&) = delete;
+  SweepJob& operator=(const SweepJob&) = delete;
+
+  void cancel() { cancel_ = true; }
+  bool cancelling() const { return cancel_; }
+  int done() const { return done_; }
+  int total() const { return total_; }
+  bool finished() const;
+  // Once finished: the grid, or null when cancelled; rethrows what the sweep threw.
+  std::shared_ptr<const SweepData> take();
+
+ private:
+  std::atomic<int> done_{0}, total_{0};
+  std::atomic<bool> cancel_{false};
+  std::future<std::shared_ptr<const SweepData>> future_;
+};
+
+}  // namespace mhaviz::gui
