@@ -100,12 +100,13 @@ struct Renderer {
   float proj[16] = {};
   float display_x = 0, display_y = 0, display_w = 0, display_h = 0, fb_scale_x = 1, fb_scale_y = 1;
   bool dark = true;
-  HeadTexture colorbar;  // a 1 x 256 ramp
-  ScreenFigure lesson;   // the lesson's heatmaps (panel_heatmaps.cpp)
-  ScreenFigure walk;     // the walkthrough's picture (panel_walkthrough.cpp)
-  ScreenFigure compare;  // the wrapper vs weight split patterns (panel_walk_compare.cpp)
-  ScreenFigure shapes;   // the shapes strip (panel_shapes.cpp)
-  ScreenFigure model;    // the model view of a trained GPT (panel_model_view.cpp; set by poll_model)
+  HeadTexture colorbar;     // a 1 x 256 ramp
+  ScreenFigure lesson;      // the lesson's heatmaps (panel_heatmaps.cpp)
+  ScreenFigure walk;        // the walkthrough's picture (panel_walkthrough.cpp)
+  ScreenFigure compare;     // the wrapper vs weight split patterns (panel_walk_compare.cpp)
+  ScreenFigure shapes;      // the shapes strip (panel_shapes.cpp)
+  ScreenFigure model;       // the model view of a trained GPT (panel_model_view.cpp; set by poll_model)
+  ScreenFigure model_grid;  // the model view's ablation sweep grid, when shown (panel_model_view.cpp)
   // The figure the centre view drew this frame (one of the above): what F12 captures, and
   // what the tests compare a capture with.
   const ScreenFigure* centre = nullptr;
@@ -372,7 +373,8 @@ void set_model_text(AppState& s, std::string text);  // the text box changed
 void run_induction_probe(AppState& s);               // random tokens repeated, instead of the text
 void toggle_ablation(ModelUi& m, HeadIndex head);    // ablates the head, or restores it when ablated
 void poll_model(AppState& s);                        // once a frame: errors, new results, derived view
-bool model_busy(const AppState& s);                  // a load or forward is under way or waiting
+bool model_busy(const AppState& s);                  // a load, forward or sweep is under way or waiting
+void start_sweep(AppState& s);                       // the ablation sweep of the text box, on its own thread
 bool model_view_active(AppState& s);                 // centre_view(s) == Centre::Model
 // The open model's name: its folder's, or its file's stem ("gpt2", "run"); window titles and captures.
 std::string model_name(const ModelUi& m);

@@ -186,6 +186,27 @@ namespace {
 // scores and top five, the next tokens as printed, the canvas and font its figure was laid
 // out for (`mhaviz render --view model --size W x H --font PX` draws the same figure), and
 // how long edits of the text took to show.
+// The ablation sweep: under way (its progress), and the last grid with what it judged.
+nlohmann::json sweep_state_json(const ModelUi& m) {
+  nlohmann::json j = {{"running", m.sweep_job != nullptr},
+                      {"done", m.sweep_job ? m.sweep_job->done() : 0},
+                      {"total", m.sweep_job ? m.sweep_job->total() : 0},
+                      {"shown", m.show_sweep && m.sweep != nullptr},
+                      {"target_text", m.sweep_target},
+                      {"vs_text", m.sweep_vs}};
+  if (!m.sweep) return j;
+  const SweepData& d = *m.sweep;
+  j["rows"] = d.grid.rows;
+  j["cols"] = d.grid.cols;
+  j["values"] = d.grid.values;
+  j["clean"] = d.grid.clean;
+  j["ids"] = d.target.ids;
+  j["target"] = d.target.metric.target;
+  j["vs"] = d.target.metric.vs;
+  j["mode"] = d.mode == AblationMode::Mean ? "mean" : "zero";
+  return j;
+}
+
 nlohmann::json model_state_json(const AppState& s) {
   const ModelUi& m = s.gpt;
   const figure::Options& fo = s.renderer.model.opts;
@@ -215,6 +236,7 @@ nlohmann::json model_state_json(const AppState& s) {
     j["forward_ms"] = m.result->forward_ms;
     j["recomputed_from"] = m.result->recomputed_from;
   }
+  j["sweep"] = sweep_state_json(m);
   if (!m.view) return j;
   const ModelViewData& v = *m.view;
   nlohmann::json scores = nlohmann::json::array();
@@ -262,7 +284,11 @@ nlohmann::json centre_figure_json(const AppState& s) {
   const Renderer& r = s.renderer;
   const ScreenFigure* f = r.centre;
   if (!f) return nullptr;
-  const char* name = f == &r.lesson ? "lesson" : f == &r.walk ? "walk" : f == &r.compare ? "compare" : "model";
+  const char* name = f == &r.lesson       ? "lesson"
+                     : f == &r.walk       ? "walk"
+                     : f == &r.compare    ? "compare"
+                     : f == &r.model_grid ? "model_sweep"
+                                          : "model";
   return {{"name", name},
           {"origin", {f->origin.x, f->origin.y}},
           {"canvas", {f->opts.canvas.width, f->opts.canvas.height}},

@@ -55,7 +55,6 @@ SweepJob::SweepJob(std::shared_ptr<const GptWorker::Result> r, SweepTarget targe
         });
         if (!g) return std::shared_ptr<const SweepData>();
         auto d = std::make_shared<SweepData>();
-        d->result = r;
         d->target = target;
         d->mode = mode;
         d->grid = std::move(*g);

@@ -30,7 +30,6 @@ SweepTarget sweep_target(const Tokenizer& tok, const std::vector<int>& text_ids,
                          const std::string& vs);
 
 struct SweepData {
-  std::shared_ptr<const GptWorker::Result> result;  // the forward of the text box it was asked on
   SweepTarget target;
   AblationMode mode = AblationMode::Zero;
   InterventionGrid grid;  // (n_layer, n_head): change of the metric with that head ablated alone

@@ -50,6 +50,19 @@ void toggle_ablation(ModelUi& m, HeadIndex head) {
     m.ablate.erase(it);
 }
 
+// Each head ablated alone on the forward shown, on the sweep's own thread (a sweep under way
+// goes on; Cancel stops it). A target that is not one token is said in the status bar.
+void start_sweep(AppState& s) {
+  ModelUi& m = s.gpt;
+  if (!m.result || m.sweep_job) return;
+  SweepTarget t = sweep_target(*m.result->loaded.tokenizer, m.result->trace->ids, m.sweep_target, m.sweep_vs);
+  if (!t.error.empty()) {
+    notify(s, t.error, true);
+    return;
+  }
+  m.sweep_job = std::make_unique<SweepJob>(m.result, std::move(t), m.ablation_mode);
+}
+
 void run_induction_probe(AppState& s) {
   ModelUi& m = s.gpt;
   const auto loaded = m.worker ? m.worker->loaded() : std::nullopt;
@@ -68,7 +81,9 @@ bool model_busy(const AppState& s) {
   const GptWorker::Status st = s.gpt.worker->status();
   // A text sent to a model still loading waits in poll_model until it has loaded.
   const bool text_waits = !s.gpt.requested && !s.gpt.text.empty() && s.gpt.path.empty() && st.error.empty();
-  return !st.idle || text_waits || s.gpt.deriving.valid() || st.generation != s.gpt.seen_generation;
+  // A sweep under way: its progress bar moves every frame, its grid shows the frame it ends.
+  return !st.idle || text_waits || s.gpt.deriving.valid() || st.generation != s.gpt.seen_generation ||
+         s.gpt.sweep_job != nullptr;
 }
 
 // [SECTION] Poll: once a frame, never waits
@@ -119,6 +134,24 @@ void take_view(AppState& s) {
   }
 }
 
+// A sweep that ended: its grid shown in the centre, or a word that it was cancelled.
+void take_sweep(AppState& s) {
+  ModelUi& m = s.gpt;
+  try {
+    if (auto d = m.sweep_job->take()) {
+      m.sweep = std::move(d);
+      ++m.sweep_generation;
+      m.show_sweep = true;
+      notify(s, "Ablation sweep: " + std::to_string(m.sweep->grid.rows * m.sweep->grid.cols) + " heads");
+    } else {
+      notify(s, "Ablation sweep cancelled");
+    }
+  } catch (const std::exception& e) {
+    notify(s, e.what(), true);
+  }
+  m.sweep_job.reset();
+}
+
 }  // namespace
 
 void poll_model(AppState& s) {
@@ -139,6 +172,10 @@ void poll_model(AppState& s) {
   if (const auto loaded = m.worker->loaded(); loaded && loaded->path.string() != m.path) {
     // Another model: its heads are not the old ones (the first keeps --model-head).
     if (!m.path.empty()) m.layer = m.head = m.position = -1;
+    // Nor is the last sweep's grid of it (a sweep under way stops at its next head).
+    m.sweep.reset();
+    m.show_sweep = false;
+    if (m.sweep_job) m.sweep_job->cancel();
     m.path = loaded->path.string();
     add_recent_model(s, m.path);
     // It becomes the view shown, unless the walkthrough is open.
@@ -151,6 +188,7 @@ void poll_model(AppState& s) {
     }
   }
   if (m.deriving.valid() && m.deriving.wait_for(std::chrono::seconds(0)) == std::future_status::ready) take_view(s);
+  if (m.sweep_job && m.sweep_job->finished()) take_sweep(s);
   const auto r = m.worker->result();
   m.seen_generation = st.generation;
   // The figure needs the canvas the view is drawn in (known once it was drawn).

@@ -138,7 +138,30 @@ std::string change_text(float dp) {
   return buf;
 }
 
-// [SECTION] Interventions: ablated heads, norm-weighted attention
+// [SECTION] Interventions: ablated heads, the sweep's target, norm-weighted attention
+void draw_sweep_target(AppState& s) {
+  ModelUi& m = s.gpt;
+  const float w = ImGui::GetFontSize() * 5.0f;
+  ImGui::SetNextItemWidth(w);
+  ImGui::InputTextWithHint("##sweep_target", "last token", &m.sweep_target);
+  record_widget(s, "model_sweep_target");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "The token the sweep judges at the last position, e.g. \" Mary\" (the leading space is part of it).\n"
+        "Empty: the text's own last token, judged from the position before it.");
+  ImGui::SameLine();
+  ImGui::TextUnformatted("vs");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(w);
+  ImGui::InputTextWithHint("##sweep_vs", "none", &m.sweep_vs);
+  record_widget(s, "model_sweep_vs");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "A second token: the sweep then judges the logit difference target \xE2\x88\x92 vs (e.g. \" John\").");
+  ImGui::SameLine();
+  ImGui::TextDisabled("sweep target");
+}
+
 void draw_interventions(AppState& s) {
   ModelUi& m = s.gpt;
   ImGui::Checkbox("Norm-weighted attention", &m.norm_weighted);
@@ -149,6 +172,7 @@ void draw_interventions(AppState& s) {
         "the output projection, |f(x)| (Kobayashi et al. 2020).\nA head parking its weight "
         "on a first token whose value is near zero (the attention sink) then shows where its output really comes "
         "from.");
+  draw_sweep_target(s);
   if (m.ablate.empty()) {
     ImGui::TextDisabled("Ctrl+click a head: ablate it");
     return;

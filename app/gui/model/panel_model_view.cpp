@@ -11,6 +11,7 @@
 #include <string>
 
 #include "app_state.hpp"
+#include "figure/interv_figures.hpp"
 #include "figure/walk_values.hpp"
 
 namespace mhaviz::gui {
@@ -32,6 +33,39 @@ figure::Options model_options(const AppState& s, ImVec2 canvas) {
 }
 
 // [SECTION] Toolbar
+// Sweep (each head ablated alone, on its own thread), its progress and Cancel while it runs,
+// and once it has run the switch between its grid and the heads.
+void sweep_tools(AppState& s) {
+  ModelUi& m = s.gpt;
+  ImGui::SameLine();
+  if (m.sweep_job) {
+    const int done = m.sweep_job->done(), total = std::max(1, m.sweep_job->total());
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "sweep %d / %d heads", done, total);
+    ImGui::ProgressBar(static_cast<float>(done) / static_cast<float>(total), ImVec2(ImGui::GetFontSize() * 10.0f, 0.0f),
+                       buf);
+    record_widget(s, "model_sweep_progress");
+    ImGui::SameLine();
+    ImGui::BeginDisabled(m.sweep_job->cancelling());
+    if (ImGui::Button("Cancel")) m.sweep_job->cancel();
+    ImGui::EndDisabled();
+    record_widget(s, "model_sweep_cancel");
+  } else {
+    if (ImGui::Button("Sweep")) start_sweep(s);
+    record_widget(s, "model_sweep");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "Ablate each head alone (%s) and show the layers \xC3\x97 heads grid of the change in %s",
+          m.ablation_mode == AblationMode::Mean ? "replaced by its mean" : "zeroed",
+          m.sweep_vs.empty() ? "the target's log-probability" : "the logit difference target \xE2\x88\x92 vs");
+  }
+  if (m.sweep) {
+    ImGui::SameLine();
+    if (ImGui::Button(m.show_sweep ? "Show heads" : "Show sweep")) m.show_sweep = !m.show_sweep;
+    record_widget(s, "model_show_sweep");
+  }
+}
+
 void toolbar(AppState& s) {
   ModelUi& m = s.gpt;
   if (ImGui::Button("Capture")) capture(s, CaptureKind::Shown);
@@ -54,6 +88,7 @@ void toolbar(AppState& s) {
     if (ImGui::Button("Capture layer")) capture(s, CaptureKind::Grid);
     record_widget(s, "model_capture_layer");
   }
+  sweep_tools(s);
   // A forward that takes a while (an edit early in a long text): its progress, the last view
   // still shown and the window still answering.
   const GptWorker::Status st = m.worker->status();
@@ -71,7 +106,9 @@ void toolbar(AppState& s) {
   }
   // What a click does, where there is room for it.
   char hint[96];
-  if (head_selected(m))
+  if (m.show_sweep && m.sweep)
+    std::snprintf(hint, sizeof hint, "click a cell to show its head large");
+  else if (head_selected(m))
     std::snprintf(hint, sizeof hint, "head %d.%d large: click it or Esc to close", m.layer, m.head);
   else
     std::snprintf(hint, sizeof hint, "click a head to show it large");
@@ -177,6 +214,39 @@ void interact(AppState& s, const ScreenFigure& f, const ModelViewData& v) {
   if (ImGui::IsItemClicked()) m.layer = m.head = -1;
 }
 
+// The sweep's grid: one invisible button; a cell's change on hover, a click shows its head.
+void interact_sweep(AppState& s, const ScreenFigure& f, const SweepData& d) {
+  ModelUi& m = s.gpt;
+  ImGui::SetCursorScreenPos(f.origin);
+  ImGui::InvisibleButton("model_sweep_canvas", ImVec2(std::max(1.0f, static_cast<float>(f.fig.width)),
+                                                      std::max(1.0f, static_cast<float>(f.fig.height))));
+  if (!ImGui::IsItemHovered() || s.opts.ignore_mouse) return;
+  const CellUnder c = cell_under(f, ImGui::GetIO().MousePos);
+  if (c.heatmap != 0 || c.row < 0 || c.col < 0) return;
+  m.hover_k = c.row * d.grid.cols + c.col;
+  ImGui::BeginTooltip();
+  ImGui::Text("Head %d.%d ablated alone", c.row, c.col);
+  ImGui::Text("%s %+.4f  (clean %.4f)", d.target.metric.vs < 0 ? "\xCE\x94 log p" : "\xCE\x94 logit difference",
+              static_cast<double>(d.grid.at(c.row, c.col)), d.grid.clean);
+  ImGui::TextDisabled("click: show this head large");
+  ImGui::EndTooltip();
+  if (ImGui::IsItemClicked()) {
+    m.layer = c.row, m.head = c.col;
+    m.show_sweep = false;
+  }
+}
+
+// The sweep's grid in the centre, the figure render --view sweep draws for this canvas.
+void draw_sweep(AppState& s, ImVec2 origin) {
+  ModelUi& m = s.gpt;
+  ScreenFigure& f = s.renderer.model_grid;
+  const std::shared_ptr<const SweepData> d = m.sweep;
+  f.ensure(m.fig, m.sweep_generation, [d](const figure::Options& o) { return figure::build_grid_figure(d->view, o); });
+  draw_figure(s, f, origin);
+  s.renderer.centre = &f;
+  interact_sweep(s, f, *d);
+}
+
 // The tests' and sidecars' record of where the heatmaps are (framebuffer pixels).
 void record_cells(AppState& s, const ScreenFigure& f, int thumbs) {
   for (std::size_t k = 0; k < f.fig.heatmaps.size(); ++k) {
@@ -235,6 +305,10 @@ void draw_model_view(AppState& s) {
   }
   if (!m.view) {
     waiting(s);
+    return;
+  }
+  if (m.show_sweep && m.sweep) {
+    draw_sweep(s, origin);
     return;
   }
   ScreenFigure& f = s.renderer.model;
