@@ -375,7 +375,9 @@ void toggle_ablation(ModelUi& m, HeadIndex head);    // ablates the head, or res
 void poll_model(AppState& s);                        // once a frame: errors, new results, derived view
 bool model_busy(const AppState& s);                  // a load, forward or sweep is under way or waiting
 void start_sweep(AppState& s);                       // the ablation sweep of the text box, on its own thread
-bool model_view_active(AppState& s);                 // centre_view(s) == Centre::Model
+// The grid the model view's centre shows (the sweep's, the lens table), or null: the heads.
+const figure::GridView* shown_grid(const ModelUi& m);
+bool model_view_active(AppState& s);  // centre_view(s) == Centre::Model
 // The open model's name: its folder's, or its file's stem ("gpt2", "run"); window titles and captures.
 std::string model_name(const ModelUi& m);
 void open_layer_walkthrough(AppState& s, int layer);  // that layer as the chapter-3 module, in the walkthrough

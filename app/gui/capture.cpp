@@ -191,7 +191,7 @@ nlohmann::json sweep_state_json(const ModelUi& m) {
   nlohmann::json j = {{"running", m.sweep_job != nullptr},
                       {"done", m.sweep_job ? m.sweep_job->done() : 0},
                       {"total", m.sweep_job ? m.sweep_job->total() : 0},
-                      {"shown", m.show_sweep && m.sweep != nullptr},
+                      {"shown", m.show == ModelUi::Show::Sweep && m.sweep != nullptr},
                       {"target_text", m.sweep_target},
                       {"vs_text", m.sweep_vs}};
   if (!m.sweep) return j;
@@ -237,6 +237,7 @@ nlohmann::json model_state_json(const AppState& s) {
     j["recomputed_from"] = m.result->recomputed_from;
   }
   j["sweep"] = sweep_state_json(m);
+  j["lens_shown"] = m.show == ModelUi::Show::Lens && m.view && m.view->lens;
   if (!m.view) return j;
   const ModelViewData& v = *m.view;
   nlohmann::json scores = nlohmann::json::array();
@@ -287,7 +288,7 @@ nlohmann::json centre_figure_json(const AppState& s) {
   const char* name = f == &r.lesson       ? "lesson"
                      : f == &r.walk       ? "walk"
                      : f == &r.compare    ? "compare"
-                     : f == &r.model_grid ? "model_sweep"
+                     : f == &r.model_grid ? "model_grid"
                                           : "model";
   return {{"name", name},
           {"origin", {f->origin.x, f->origin.y}},

@@ -141,10 +141,11 @@ void capture_model(AppState& s, CaptureKind kind, bool svg) {
   std::string stem = model_name(m);
   try {
     figure::Figure f;
-    if (kind == CaptureKind::Shown && m.show_sweep && m.sweep) {
-      // The sweep's grid as shown, in the capture's theme: `mhaviz render --view sweep`'s.
-      f = figure::build_grid_figure(m.sweep->view, for_capture(s, s.renderer.model_grid.opts));
-      stem += "-sweep";
+    if (const figure::GridView* g = shown_grid(m); kind == CaptureKind::Shown && g) {
+      // The sweep's grid or the lens table as shown, in the capture's theme: `mhaviz render
+      // --view sweep | lens`'s.
+      f = figure::build_grid_figure(*g, for_capture(s, s.renderer.model_grid.opts));
+      stem += m.show == ModelUi::Show::Lens ? "-lens" : "-sweep";
     } else if (kind == CaptureKind::Shown) {
       // The figure on screen (its canvas, typography and selection) in the capture's theme,
       // with a caption: `mhaviz render --view model --size --font` draws the same.

@@ -472,3 +472,40 @@ TEST(ModelSweep, CancelStopsTheSweepAndGivesNoGrid) {
 
 }  // namespace
 }  // namespace mhaviz::gui
+
+// [SECTION] The logit lens, derived with the view
+namespace mhaviz::gui {
+namespace {
+
+TEST(ModelViewDerive, TheLensIsRendersTableOfTheRunShown) {
+  const Forward fw("ab a ba ab");
+  const GptModel& m = *fw.r->loaded.model;
+  const Tokenizer& tok = *fw.r->loaded.tokenizer;
+  ModelViewKey key;
+  key.generation = 1;
+  key.fig = screen(1000.0f, 700.0f);
+  const auto plain = derive_model_view(fw.r, key, nullptr);
+  EXPECT_EQ(plain->lens, nullptr);
+  key.lens = true;
+  const auto d = derive_model_view(fw.r, key, plain);
+  ASSERT_NE(d->lens, nullptr);
+  const std::vector<std::string> tokens = figure::display_tokens(tok, fw.r->trace->ids);
+  const figure::GridView want = figure::lens_view(m, logit_lens(m, *fw.r->trace, 1), tok, tokens, "tiny-model");
+  EXPECT_EQ(figure::prims_json(figure::build_grid_figure(*d->lens, key.fig), true),
+            figure::prims_json(figure::build_grid_figure(want, key.fig), true));
+  EXPECT_EQ(d->lens->values, want.values);
+  // A new selection keeps it; heads ablated give the ablated run's lens.
+  key.layer = 0, key.head = 1;
+  EXPECT_EQ(derive_model_view(fw.r, key, d)->lens, d->lens);
+  key.ablate = {{0, 0}};
+  const auto a = derive_model_view(fw.r, key, d);
+  ASSERT_NE(a->lens, nullptr);
+  Intervention iv;
+  iv.ablate = key.ablate;
+  const GptTrace ablated = gpt_forward_intervened(m, *fw.r->trace, iv);
+  EXPECT_EQ(a->lens->values, figure::lens_view(m, logit_lens(m, ablated, 1), tok, tokens, "tiny-model").values);
+  EXPECT_NE(a->lens->values, want.values);
+}
+
+}  // namespace
+}  // namespace mhaviz::gui

@@ -5,7 +5,8 @@
   without its last token, --target that token, --cells-json); a target typed (and "vs") sweeps
   again; F12 captures the very figure shown (the display list of the state's "figure",
   primitive by primitive) and `render --view sweep --size --font` writes the capture's bytes;
-  a click on a cell shows that head large in the heads view;
+  a click on a cell shows that head large in the heads view; "Logit lens" shows the lens
+  table, `render --view lens`'s figure, and F12 captures it the same way;
 - on a GPT-2-small-sized checkpoint (144 heads, slow enough to watch): the progress bar moves
   while the window keeps drawing, Cancel stops the sweep and no grid replaces the view.
 
@@ -67,6 +68,27 @@ def cells_of_render(args, out):
     return g.read_json(cells)["heads"][0]["values"] if r.returncode == 0 else []
 
 
+def check_f12(state, caps, name, render_args, p):
+    """F12 saves name: the display list of the figure on screen, and render's bytes for the
+    app's canvas and font."""
+    g.wait_frames(state, 2, p)
+    g.key("F12")
+    cap = os.path.join(caps, name)
+    g.check(g.wait_for_file(cap, proc=p), "F12 saves %s" % name)
+    fig = g.read_json(state)["figure"]
+    side = g.read_json(cap + ".json")
+    a = [comparable(q) for q in fig["display_list"]["prims"]]
+    b = [comparable(q) for q in side["prims"]]
+    g.check(a == b and len(a) > 0, "%s: the capture's %d primitives are the screen's %d" % (name, len(b), len(a)))
+    out = cap + ".render.png"
+    r = g.run(["render", "--model", MODEL] + render_args + ["-o", out, "--size", "%dx%d" % tuple(
+        int(v) for v in fig["canvas"]), "--font", "%g" % fig["font"], "--no-caption", "--theme", "light", "--scale", "1"])
+    with open(out, "rb") as f1, open(cap, "rb") as f2:
+        g.check(r.returncode == 0 and f1.read() == f2.read(),
+                "%s: render %s --size --font writes the capture's bytes (%s)" % (name, render_args[2:4], r.stderr.strip()))
+    return side
+
+
 def test_sweep_grid_capture_and_click():
     p, lay, state, caps = start("small", MODEL, TEXT)
     try:
@@ -86,7 +108,7 @@ def test_sweep_grid_capture_and_click():
         click("model_sweep")
         st = sweep("the sweep's grid shown", lambda s: s["shown"] and not s["running"])
         sw = st["model"]["sweep"]
-        g.check(st["figure"]["name"] == "model_sweep", "the centre shows the sweep's grid (%s)" % st["figure"]["name"])
+        g.check(st["figure"]["name"] == "model_grid", "the centre shows the sweep's grid (%s)" % st["figure"]["name"])
         want = cells_of_render(["--text", TEXT[:-1], "--target", TEXT[-1]], os.path.join(tmp, "last.png"))
         g.check(sw["rows"] == 3 and sw["cols"] == 4 and sw["vs"] == -1 and max_diff(sw["values"], want) < 1e-6,
                 "nothing typed: the change of log p('h') after 'abcdefg', as render --view sweep computes it "
@@ -106,22 +128,7 @@ def test_sweep_grid_capture_and_click():
         g.check(max_diff(sw["values"], want) < 1e-6 and sw["ids"] == st["model"]["ids"],
                 "typed 'i' vs 'j': render --view sweep --target i --vs j's grid (max diff %.1e)" %
                 max_diff(sw["values"], want))
-        g.wait_frames(state, 2, p)
-        g.key("F12")
-        cap = os.path.join(caps, "hf_tied-sweep.png")
-        g.check(g.wait_for_file(cap, proc=p), "F12 on the grid saves hf_tied-sweep.png")
-        fig = g.read_json(state)["figure"]
-        side = g.read_json(cap + ".json")
-        a = [comparable(q) for q in fig["display_list"]["prims"]]
-        b = [comparable(q) for q in side["prims"]]
-        g.check(a == b and len(a) > 0, "the capture's %d primitives are the screen's %d" % (len(b), len(a)))
-        out = os.path.join(tmp, "typed-capture-render.png")
-        r = g.run(["render", "--model", MODEL, "--text", TEXT, "--view", "sweep", "--target", "i", "--vs", "j", "-o",
-                   out, "--size", "%dx%d" % tuple(int(v) for v in fig["canvas"]), "--font", "%g" % fig["font"],
-                   "--no-caption", "--theme", "light", "--scale", "1"])
-        with open(out, "rb") as f1, open(cap, "rb") as f2:
-            g.check(r.returncode == 0 and f1.read() == f2.read(),
-                    "render --view sweep --size --font writes the capture's bytes (%s)" % r.stderr.strip())
+        check_f12(state, caps, "hf_tied-sweep.png", ["--text", TEXT, "--view", "sweep", "--target", "i", "--vs", "j"], p)
         # A click on cell (1, 2) shows head 1.2 large.
         click("grid_1_2")
         m = g.wait_state(state, "head 1.2 large", lambda j: j["model"]["big"] == "1.2" and not j["model"]["busy"],
@@ -132,6 +139,25 @@ def test_sweep_grid_capture_and_click():
         g.wait_state(state, "the grid shown again", lambda j: j["model"]["sweep"]["shown"], p)
         g.settle(state, p)
         window_shot(caps, "small-window.png", p)
+        # The logit lens table: render --view lens's cells, F12 the same figure; again: the heads.
+        click("model_show_lens")
+        st = g.wait_state(state, "the lens table shown", lambda j: j["model"]["lens_shown"] and
+                          j["figure"]["name"] == "model_grid" and not j["model"]["busy"], p)
+        cells = os.path.join(tmp, "lens.json")
+        r = g.run(["render", "--model", MODEL, "--text", TEXT, "--view", "lens", "-o", os.path.join(tmp, "lens.png"),
+                   "--cells-json", cells])
+        want = g.read_json(cells)["heads"][0] if r.returncode == 0 else {"values": []}
+        got = [h for h in st["figure"]["display_list"]["heatmaps"]]
+        g.check(len(got) == 1 and (got[0]["rows"], got[0]["cols"]) == (3, 8) == (want["rows"], want["cols"]),
+                "the lens table: 3 layers x 8 positions, as render --view lens")
+        side = check_f12(state, caps, "hf_tied-lens.png", ["--text", TEXT, "--view", "lens"], p)
+        got = side["heatmaps"][0]["values"] if side["heatmaps"] else []
+        g.check(max_diff(got, want["values"]) < 1e-6,
+                "each cell the top token's probability, as render --view lens (max diff %.1e)" %
+                max_diff(got, want["values"]))
+        window_shot(caps, "small-lens.png", p)
+        click("model_show_lens")
+        g.wait_state(state, "the heads again", lambda j: not j["model"]["lens_shown"] and j["figure"]["name"] == "model", p)
         g.stop(p)
     finally:
         if p.poll() is None:

@@ -160,6 +160,11 @@ std::shared_ptr<const ModelViewData> derive_model_view(std::shared_ptr<const Gpt
     d->clean_loss =
         prev && prev->result == r && !std::isnan(prev->clean_loss) ? prev->clean_loss : text_loss(m, *r->trace);
   }
+  if (key.lens)
+    d->lens = same_run && prev->lens
+                  ? prev->lens
+                  : std::make_shared<const figure::GridView>(figure::lens_view(
+                        m, logit_lens(m, tr, 1), tok, figure::display_tokens(tok, tr.ids), r->loaded.path.string()));
   std::vector<float> ps;
   for (const NextRow& n : d->next) ps.push_back(n.p);
   d->next_shown = percent_texts(ps);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "figure/figure.hpp"
+#include "figure/interv_figures.hpp"
 #include "mhaviz/gpt_interventions.hpp"
 #include "mhaviz/gpt_worker.hpp"
 #include "mhaviz/heads.hpp"
@@ -54,6 +55,7 @@ struct ModelViewKey {
   std::vector<HeadIndex> ablate;
   AblationMode ablation_mode = AblationMode::Zero;
   bool norm_weighted = false;
+  bool lens = false;    // the logit lens table of the run shown is wanted
   figure::Options fig;  // the figure's options: canvas, typography, theme, colours
   bool operator==(const ModelViewKey&) const = default;
 };
@@ -80,6 +82,9 @@ struct ModelViewData {
   double loss = std::numeric_limits<double>::quiet_NaN(), clean_loss = std::numeric_limits<double>::quiet_NaN();
   // Norm-weighted: the (1, H, T, T) tensors the view points into, one per layer.
   std::shared_ptr<const std::vector<Tensor>> norm_weights;
+  // With key.lens: the logit lens of the run shown (top token and its probability at every
+  // layer and position), the grid `mhaviz render --view lens` draws; else null.
+  std::shared_ptr<const figure::GridView> lens;
 };
 
 // Mean over positions 0 .. T-2 of −log p(ids[i + 1]) from tr's logits (the LM head on every

@@ -63,6 +63,12 @@ void start_sweep(AppState& s) {
   m.sweep_job = std::make_unique<SweepJob>(m.result, std::move(t), m.ablation_mode);
 }
 
+const figure::GridView* shown_grid(const ModelUi& m) {
+  if (m.show == ModelUi::Show::Sweep && m.sweep) return &m.sweep->view;
+  if (m.show == ModelUi::Show::Lens && m.view && m.view->lens) return m.view->lens.get();
+  return nullptr;
+}
+
 void run_induction_probe(AppState& s) {
   ModelUi& m = s.gpt;
   const auto loaded = m.worker ? m.worker->loaded() : std::nullopt;
@@ -103,6 +109,7 @@ ModelViewKey wanted_key(const AppState& s, const GptWorker::Result& r) {
     if (h.layer < c.n_layer && h.head < c.n_head) k.ablate.push_back(h);
   k.ablation_mode = m.ablation_mode;
   k.norm_weighted = m.norm_weighted;
+  k.lens = m.show == ModelUi::Show::Lens;
   k.fig = m.fig;
   // With many tokens most weights are near 1/T: a log scale, as `mhaviz render` chooses.
   k.fig.log_scale = s.settings.log_weights || r.trace->tokens() >= figure::kLogScaleFromTokens;
@@ -140,8 +147,7 @@ void take_sweep(AppState& s) {
   try {
     if (auto d = m.sweep_job->take()) {
       m.sweep = std::move(d);
-      ++m.sweep_generation;
-      m.show_sweep = true;
+      m.show = ModelUi::Show::Sweep;
       notify(s, "Ablation sweep: " + std::to_string(m.sweep->grid.rows * m.sweep->grid.cols) + " heads");
     } else {
       notify(s, "Ablation sweep cancelled");
@@ -174,7 +180,7 @@ void poll_model(AppState& s) {
     if (!m.path.empty()) m.layer = m.head = m.position = -1;
     // Nor is the last sweep's grid of it (a sweep under way stops at its next head).
     m.sweep.reset();
-    m.show_sweep = false;
+    if (m.show == ModelUi::Show::Sweep) m.show = ModelUi::Show::Heads;
     if (m.sweep_job) m.sweep_job->cancel();
     m.path = loaded->path.string();
     add_recent_model(s, m.path);

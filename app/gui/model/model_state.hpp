@@ -30,17 +30,16 @@ struct ModelUi {
   std::vector<HeadIndex> ablate;
   AblationMode ablation_mode = AblationMode::Zero;
   bool norm_weighted = false;
+  // What the centre shows: every head, the last sweep's grid, or the logit lens table.
+  enum class Show { Heads, Sweep, Lens };
+  Show show = Show::Heads;
   // The ablation sweep (model_sweep.hpp): the tokens typed for its target and vs (empty: the
-  // text's last token, a log-probability), the sweep running, the last grid, and whether the
-  // centre shows that grid instead of the heads. sweep_fig: the options its figure was built
-  // for (the screen's, on the model view's canvas).
+  // text's last token, a log-probability), the sweep running, and its last grid.
   std::string sweep_target, sweep_vs;
   std::unique_ptr<SweepJob> sweep_job;
   std::shared_ptr<const SweepData> sweep;
-  bool show_sweep = false;
-  std::uint64_t sweep_generation = 0;  // bumped by every grid taken (ScreenFigure::ensure's data)
-  int hover_k = -1;                    // thumbnail under the pointer this frame
-  std::string hover_big;               // the large head's cell under the pointer ("query 3 -> key 1"), this frame
+  int hover_k = -1;       // thumbnail under the pointer this frame
+  std::string hover_big;  // the large head's cell under the pointer ("query 3 -> key 1"), this frame
   // File → Open model…
   bool open_dialog = false, open_dialog_just_opened = false;
   std::string open_edit;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -33,8 +34,19 @@ figure::Options model_options(const AppState& s, ImVec2 canvas) {
 }
 
 // [SECTION] Toolbar
+// A button that shows `what` in the centre, lit while it does; pressed again: the heads.
+void show_button(AppState& s, const char* label, ModelUi::Show what, const char* widget) {
+  ModelUi& m = s.gpt;
+  ImGui::SameLine();
+  const bool on = m.show == what;
+  if (on) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
+  if (ImGui::Button(label)) m.show = on ? ModelUi::Show::Heads : what;
+  if (on) ImGui::PopStyleColor();
+  record_widget(s, widget);
+}
+
 // Sweep (each head ablated alone, on its own thread), its progress and Cancel while it runs,
-// and once it has run the switch between its grid and the heads.
+// and the switches to its grid and to the logit lens table (again: the heads).
 void sweep_tools(AppState& s) {
   ModelUi& m = s.gpt;
   ImGui::SameLine();
@@ -59,11 +71,12 @@ void sweep_tools(AppState& s) {
           m.ablation_mode == AblationMode::Mean ? "replaced by its mean" : "zeroed",
           m.sweep_vs.empty() ? "the target's log-probability" : "the logit difference target \xE2\x88\x92 vs");
   }
-  if (m.sweep) {
-    ImGui::SameLine();
-    if (ImGui::Button(m.show_sweep ? "Show heads" : "Show sweep")) m.show_sweep = !m.show_sweep;
-    record_widget(s, "model_show_sweep");
-  }
+  if (m.sweep) show_button(s, "Sweep grid", ModelUi::Show::Sweep, "model_show_sweep");
+  show_button(s, "Logit lens", ModelUi::Show::Lens, "model_show_lens");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "What each layer would predict if the model stopped there: the final norm and the LM head on the residual "
+        "after each layer.\nThe table: layers \xC3\x97 positions, the top token and its probability.");
 }
 
 void toolbar(AppState& s) {
@@ -72,7 +85,8 @@ void toolbar(AppState& s) {
   record_widget(s, "model_capture");
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("Save the model view as shown (F12), as `mhaviz render --view model` draws it");
-  if (head_selected(m)) {
+  // The selected head's buttons with the heads shown (a grid fills the toolbar's line otherwise).
+  if (head_selected(m) && m.show == ModelUi::Show::Heads) {
     ImGui::SameLine();
     if (ImGui::Button("Open layer in the walkthrough")) open_layer_walkthrough(s, m.layer);
     record_widget(s, "model_view_walk");
@@ -106,8 +120,10 @@ void toolbar(AppState& s) {
   }
   // What a click does, where there is room for it.
   char hint[96];
-  if (m.show_sweep && m.sweep)
+  if (m.show == ModelUi::Show::Sweep && m.sweep)
     std::snprintf(hint, sizeof hint, "click a cell to show its head large");
+  else if (m.show == ModelUi::Show::Lens)
+    std::snprintf(hint, sizeof hint, "layers down, positions across: each layer's guess");
   else if (head_selected(m))
     std::snprintf(hint, sizeof hint, "head %d.%d large: click it or Esc to close", m.layer, m.head);
   else
@@ -214,15 +230,21 @@ void interact(AppState& s, const ScreenFigure& f, const ModelViewData& v) {
   if (ImGui::IsItemClicked()) m.layer = m.head = -1;
 }
 
-// The sweep's grid: one invisible button; a cell's change on hover, a click shows its head.
+// A grid in the centre: one invisible button; the cell under the pointer, or -1s.
+CellUnder grid_cell(AppState& s, const ScreenFigure& f) {
+  ImGui::SetCursorScreenPos(f.origin);
+  ImGui::InvisibleButton("model_grid_canvas", ImVec2(std::max(1.0f, static_cast<float>(f.fig.width)),
+                                                     std::max(1.0f, static_cast<float>(f.fig.height))));
+  if (!ImGui::IsItemHovered() || s.opts.ignore_mouse) return {};
+  const CellUnder c = cell_under(f, ImGui::GetIO().MousePos);
+  return c.heatmap == 0 && c.row >= 0 && c.col >= 0 ? c : CellUnder{};
+}
+
+// The sweep's grid: a cell's change on hover, a click shows its head.
 void interact_sweep(AppState& s, const ScreenFigure& f, const SweepData& d) {
   ModelUi& m = s.gpt;
-  ImGui::SetCursorScreenPos(f.origin);
-  ImGui::InvisibleButton("model_sweep_canvas", ImVec2(std::max(1.0f, static_cast<float>(f.fig.width)),
-                                                      std::max(1.0f, static_cast<float>(f.fig.height))));
-  if (!ImGui::IsItemHovered() || s.opts.ignore_mouse) return;
-  const CellUnder c = cell_under(f, ImGui::GetIO().MousePos);
-  if (c.heatmap != 0 || c.row < 0 || c.col < 0) return;
+  const CellUnder c = grid_cell(s, f);
+  if (c.heatmap < 0) return;
   m.hover_k = c.row * d.grid.cols + c.col;
   ImGui::BeginTooltip();
   ImGui::Text("Head %d.%d ablated alone", c.row, c.col);
@@ -232,19 +254,41 @@ void interact_sweep(AppState& s, const ScreenFigure& f, const SweepData& d) {
   ImGui::EndTooltip();
   if (ImGui::IsItemClicked()) {
     m.layer = c.row, m.head = c.col;
-    m.show_sweep = false;
+    m.show = ModelUi::Show::Heads;
   }
 }
 
-// The sweep's grid in the centre, the figure render --view sweep draws for this canvas.
-void draw_sweep(AppState& s, ImVec2 origin) {
+// The lens table: a cell's layer, position, top token and its probability on hover.
+void interact_lens(AppState& s, const ScreenFigure& f, const figure::GridView& g) {
+  const CellUnder c = grid_cell(s, f);
+  if (c.heatmap < 0) return;
+  const std::size_t k =
+      static_cast<std::size_t>(c.row) * static_cast<std::size_t>(g.cols) + static_cast<std::size_t>(c.col);
+  ImGui::BeginTooltip();
+  ImGui::Text("After layer %d, position %d (\xE2\x80\x9C%s\xE2\x80\x9D)", c.row, c.col,
+              g.col_names[static_cast<std::size_t>(c.col)].c_str());
+  ImGui::Text("top next token \xE2\x80\x9C%s\xE2\x80\x9D  p = %.4g", g.cell_text.empty() ? "" : g.cell_text[k].c_str(),
+              static_cast<double>(g.values[k]));
+  ImGui::EndTooltip();
+}
+
+// The sweep's grid or the lens table in the centre: the figure render --view sweep | lens
+// draws for this canvas, rebuilt when the grid or the canvas changes.
+void draw_grid(AppState& s, ImVec2 origin) {
   ModelUi& m = s.gpt;
   ScreenFigure& f = s.renderer.model_grid;
-  const std::shared_ptr<const SweepData> d = m.sweep;
-  f.ensure(m.fig, m.sweep_generation, [d](const figure::Options& o) { return figure::build_grid_figure(d->view, o); });
+  const bool lens = m.show == ModelUi::Show::Lens;
+  // The grid stays alive in the rebuild function, so its address names it while it is shown.
+  const std::shared_ptr<const figure::GridView> g =
+      lens ? m.view->lens : std::shared_ptr<const figure::GridView>(m.sweep, &m.sweep->view);
+  f.ensure(m.fig, reinterpret_cast<std::uintptr_t>(g.get()),
+           [g](const figure::Options& o) { return figure::build_grid_figure(*g, o); });
   draw_figure(s, f, origin);
   s.renderer.centre = &f;
-  interact_sweep(s, f, *d);
+  if (lens)
+    interact_lens(s, f, *g);
+  else
+    interact_sweep(s, f, *m.sweep);
 }
 
 // The tests' and sidecars' record of where the heatmaps are (framebuffer pixels).
@@ -307,8 +351,8 @@ void draw_model_view(AppState& s) {
     waiting(s);
     return;
   }
-  if (m.show_sweep && m.sweep) {
-    draw_sweep(s, origin);
+  if (shown_grid(m)) {
+    draw_grid(s, origin);
     return;
   }
   ScreenFigure& f = s.renderer.model;
