@@ -374,7 +374,9 @@ void run_induction_probe(AppState& s);               // random tokens repeated, 
 void toggle_ablation(ModelUi& m, HeadIndex head);    // ablates the head, or restores it when ablated
 void poll_model(AppState& s);                        // once a frame: errors, new results, derived view
 bool model_busy(const AppState& s);                  // a load, forward or sweep is under way or waiting
-void start_sweep(AppState& s);                       // the ablation sweep of the text box, on its own thread
+// The ablation sweep of the text box (patch: activation patching into the corrupted text),
+// on its own thread.
+void start_sweep(AppState& s, bool patch = false);
 // The grid the model view's centre shows (the sweep's, the lens table), or null: the heads.
 const figure::GridView* shown_grid(const ModelUi& m);
 bool model_view_active(AppState& s);  // centre_view(s) == Centre::Model

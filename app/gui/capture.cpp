@@ -193,7 +193,8 @@ nlohmann::json sweep_state_json(const ModelUi& m) {
                       {"total", m.sweep_job ? m.sweep_job->total() : 0},
                       {"shown", m.show == ModelUi::Show::Sweep && m.sweep != nullptr},
                       {"target_text", m.sweep_target},
-                      {"vs_text", m.sweep_vs}};
+                      {"vs_text", m.sweep_vs},
+                      {"corrupt_text", m.corrupt_text}};
   if (!m.sweep) return j;
   const SweepData& d = *m.sweep;
   j["rows"] = d.grid.rows;
@@ -204,6 +205,8 @@ nlohmann::json sweep_state_json(const ModelUi& m) {
   j["target"] = d.target.metric.target;
   j["vs"] = d.target.metric.vs;
   j["mode"] = d.mode == AblationMode::Mean ? "mean" : "zero";
+  j["corrupt"] = d.target.corrupt;  // patching: the corrupted text's tokens; empty: ablation
+  j["metric_corrupt"] = d.grid.corrupt;
   return j;
 }
 

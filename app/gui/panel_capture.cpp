@@ -145,7 +145,7 @@ void capture_model(AppState& s, CaptureKind kind, bool svg) {
       // The sweep's grid or the lens table as shown, in the capture's theme: `mhaviz render
       // --view sweep | lens`'s.
       f = figure::build_grid_figure(*g, for_capture(s, s.renderer.model_grid.opts));
-      stem += m.show == ModelUi::Show::Lens ? "-lens" : "-sweep";
+      stem += m.show == ModelUi::Show::Lens ? "-lens" : m.sweep->patching() ? "-patch" : "-sweep";
     } else if (kind == CaptureKind::Shown) {
       // The figure on screen (its canvas, typography and selection) in the capture's theme,
       // with a caption: `mhaviz render --view model --size --font` draws the same.

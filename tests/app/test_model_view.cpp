@@ -509,3 +509,40 @@ TEST(ModelViewDerive, TheLensIsRendersTableOfTheRunShown) {
 
 }  // namespace
 }  // namespace mhaviz::gui
+
+// [SECTION] Activation patching, the same job
+namespace mhaviz::gui {
+namespace {
+
+TEST(ModelSweep, PatchingNeedsEquallyManyTokensAndGivesTheCoresGrid) {
+  const Forward fw("ab a ba ab");
+  const GptModel& m = *fw.r->loaded.model;
+  const Tokenizer& tok = *fw.r->loaded.tokenizer;
+  const std::vector<int>& ids = fw.r->trace->ids;
+  EXPECT_EQ(patch_target(tok, ids, tok.encode("ab a ba"), "", "").error,
+            "corrupted text: " + std::to_string(tok.encode("ab a ba").size()) + " tokens, the text has " +
+                std::to_string(ids.size()) + " (patching needs equally many)");
+  const std::vector<int> corrupt = tok.encode("ab a bb ab");
+  ASSERT_EQ(corrupt.size(), ids.size());
+  for (const bool typed : {false, true}) {
+    const SweepTarget t = patch_target(tok, ids, corrupt, typed ? " a" : "", typed ? "b" : "");
+    ASSERT_EQ(t.error, "");
+    EXPECT_EQ(t.corrupt.size(), t.ids.size());
+    SweepJob job(fw.r, t, AblationMode::Zero);
+    const auto d = job.take();
+    ASSERT_NE(d, nullptr);
+    EXPECT_TRUE(d->patching());
+    const auto want = patch_sweep(m, gpt_forward(m, t.ids), gpt_forward(m, t.corrupt), t.metric, PatchPer::Head);
+    ASSERT_TRUE(want.has_value());
+    EXPECT_EQ(d->grid.values, want->values) << "typed " << typed;
+    const figure::Options o = screen(900.0f, 600.0f);
+    const figure::GridView v =
+        figure::patch_view(m, *want, tok, t.metric, PatchPer::Head, figure::display_tokens(tok, t.ids),
+                           figure::display_tokens(tok, t.corrupt), "tiny-model");
+    EXPECT_EQ(figure::prims_json(figure::build_grid_figure(d->view, o), true),
+              figure::prims_json(figure::build_grid_figure(v, o), true));
+  }
+}
+
+}  // namespace
+}  // namespace mhaviz::gui

@@ -6,7 +6,8 @@
   again; F12 captures the very figure shown (the display list of the state's "figure",
   primitive by primitive) and `render --view sweep --size --font` writes the capture's bytes;
   a click on a cell shows that head large in the heads view; "Logit lens" shows the lens
-  table, `render --view lens`'s figure, and F12 captures it the same way;
+  table, `render --view lens`'s figure, and F12 captures it the same way; a corrupted text
+  typed, "Patch" shows `mhaviz patch --per head`'s grid, F12 `render --view patch`'s figure;
 - on a GPT-2-small-sized checkpoint (144 heads, slow enough to watch): the progress bar moves
   while the window keeps drawing, Cancel stops the sweep and no grid replaces the view.
 
@@ -25,6 +26,7 @@ MODEL = os.path.join(sys.argv[2], "hf_tied")  # 3 layers x 4 heads, one token a 
 MODELS = sys.argv[3]
 GPT2_SMALL = sys.argv[4] if len(sys.argv) > 4 else None
 TEXT = "abcdefgh"
+CORRUPT = "abcdxfgh"
 SIZE = ["--width", "1280", "--height", "800"]
 
 
@@ -158,6 +160,23 @@ def test_sweep_grid_capture_and_click():
         window_shot(caps, "small-lens.png", p)
         click("model_show_lens")
         g.wait_state(state, "the heads again", lambda j: not j["model"]["lens_shown"] and j["figure"]["name"] == "model", p)
+        # Activation patching: a corrupted text of as many tokens; "Patch" gives patch --per head's grid.
+        click("model_corrupt_text")
+        g.type_text(CORRUPT)
+        g.key("Tab")
+        g.wait_state(state, "the corrupted text typed", lambda j: j["model"]["sweep"]["corrupt_text"] == CORRUPT, p)
+        click("model_patch")
+        st = g.wait_state(state, "the patching grid shown", lambda j: j["model"]["sweep"]["shown"] and
+                          j["model"]["sweep"].get("corrupt") and not j["model"]["sweep"]["running"], p)
+        sw = st["model"]["sweep"]
+        r = g.run(["patch", "--model", MODEL, "--clean", TEXT, "--corrupt", CORRUPT, "--target", "i", "--vs", "j",
+                   "--per", "head"])
+        want = [x for row in json.loads(r.stdout)["effect"] for x in row] if r.returncode == 0 else []
+        g.check(max_diff(sw["values"], want) < 1e-6 and sw["metric_corrupt"] != sw["clean"],
+                "Patch: mhaviz patch --per head's effects, 1 = restored (max diff %.1e)" % max_diff(sw["values"], want))
+        check_f12(state, caps, "hf_tied-patch.png",
+                  ["--text", TEXT, "--view", "patch", "--corrupt", CORRUPT, "--target", "i", "--vs", "j"], p)
+        window_shot(caps, "small-patch.png", p)
         g.stop(p)
     finally:
         if p.poll() is None:

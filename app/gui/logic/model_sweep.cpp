@@ -36,6 +36,20 @@ SweepTarget sweep_target(const Tokenizer& tok, const std::vector<int>& text_ids,
   return t;
 }
 
+SweepTarget patch_target(const Tokenizer& tok, const std::vector<int>& text_ids, const std::vector<int>& corrupt_ids,
+                         const std::string& target, const std::string& vs) {
+  if (corrupt_ids.size() != text_ids.size()) {
+    SweepTarget t;
+    t.error = "corrupted text: " + std::to_string(corrupt_ids.size()) + " tokens, the text has " +
+              std::to_string(text_ids.size()) + " (patching needs equally many)";
+    return t;
+  }
+  SweepTarget t = sweep_target(tok, text_ids, target, vs);
+  if (t.error.empty())
+    t.corrupt.assign(corrupt_ids.begin(), corrupt_ids.begin() + static_cast<std::ptrdiff_t>(t.ids.size()));
+  return t;
+}
+
 SweepJob::SweepJob(std::shared_ptr<const GptWorker::Result> r, SweepTarget target, AblationMode mode,
                    std::function<void(int)> after_run) {
   const GptConfig& c = r->loaded.model->config;
@@ -48,18 +62,24 @@ SweepJob::SweepJob(std::shared_ptr<const GptWorker::Result> r, SweepTarget targe
         const bool whole = target.ids == r->trace->ids;
         const GptTrace prefix = whole ? GptTrace{} : gpt_forward(m, target.ids);
         const GptTrace& clean = whole ? *r->trace : prefix;
-        auto g = ablation_sweep(m, clean, target.metric, mode, [&](int done, int) {
+        const SweepProgress progress = [&](int done, int) {
           done_ = done;
           if (after_run) after_run(done);
           return !cancel_.load();
-        });
+        };
+        const bool patching = !target.corrupt.empty();
+        auto g = patching
+                     ? patch_sweep(m, clean, gpt_forward(m, target.corrupt), target.metric, PatchPer::Head, progress)
+                     : ablation_sweep(m, clean, target.metric, mode, progress);
         if (!g) return std::shared_ptr<const SweepData>();
         auto d = std::make_shared<SweepData>();
         d->target = target;
         d->mode = mode;
         d->grid = std::move(*g);
-        d->view = figure::sweep_view(m, d->grid, tok, target.metric, mode, figure::display_tokens(tok, target.ids),
-                                     r->loaded.path.string());
+        const std::vector<std::string> tokens = figure::display_tokens(tok, target.ids);
+        d->view = patching ? figure::patch_view(m, d->grid, tok, target.metric, PatchPer::Head, tokens,
+                                                figure::display_tokens(tok, target.corrupt), r->loaded.path.string())
+                           : figure::sweep_view(m, d->grid, tok, target.metric, mode, tokens, r->loaded.path.string());
         return std::shared_ptr<const SweepData>(std::move(d));
       });
 }

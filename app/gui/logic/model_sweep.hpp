@@ -25,15 +25,26 @@ struct SweepTarget {
   std::vector<int> ids;  // the tokens swept
   TokenMetric metric;
   std::string error;
+  // Activation patching: the corrupted text's tokens (as many as ids, cut the same way); each
+  // head's context is patched from the run on ids into the run on these. Empty: ablation.
+  std::vector<int> corrupt;
 };
 SweepTarget sweep_target(const Tokenizer& tok, const std::vector<int>& text_ids, const std::string& target,
                          const std::string& vs);
+// The same for patching the text's run (clean) into corrupt_ids' (the corrupted text): error
+// "corrupted text: 9 tokens, the text has 8 (patching needs equally many)" when the counts
+// differ.
+SweepTarget patch_target(const Tokenizer& tok, const std::vector<int>& text_ids, const std::vector<int>& corrupt_ids,
+                         const std::string& target, const std::string& vs);
 
 struct SweepData {
   SweepTarget target;
   AblationMode mode = AblationMode::Zero;
-  InterventionGrid grid;  // (n_layer, n_head): change of the metric with that head ablated alone
-  figure::GridView view;  // the figure's grid, as render --view sweep builds it
+  // (n_layer, n_head): change of the metric with that head ablated alone, or (patching) the
+  // effect of patching it, 1 = the clean metric restored, 0 = none.
+  InterventionGrid grid;
+  figure::GridView view;  // the figure's grid, as render --view sweep | patch --per head builds it
+  bool patching() const { return !target.corrupt.empty(); }
 };
 
 // One sweep on its own thread from construction; the destructor cancels it and waits.

@@ -11,6 +11,7 @@
 #include "app_state.hpp"
 #include "figure/gpt_figures.hpp"
 #include "mhaviz/gpt_layer.hpp"
+#include "mhaviz/prompt.hpp"
 #include "mhaviz/safetensors.hpp"
 
 namespace mhaviz::gui {
@@ -50,12 +51,24 @@ void toggle_ablation(ModelUi& m, HeadIndex head) {
     m.ablate.erase(it);
 }
 
-// Each head ablated alone on the forward shown, on the sweep's own thread (a sweep under way
-// goes on; Cancel stops it). A target that is not one token is said in the status bar.
-void start_sweep(AppState& s) {
+// Each head ablated alone on the forward shown, or (patch) each head's context patched from
+// it into the corrupted text's run, on the sweep's own thread (a sweep under way goes on;
+// Cancel stops it). A target that is not one token, or a corrupted text of another length, is
+// said in the status bar.
+void start_sweep(AppState& s, bool patch) {
   ModelUi& m = s.gpt;
   if (!m.result || m.sweep_job) return;
-  SweepTarget t = sweep_target(*m.result->loaded.tokenizer, m.result->trace->ids, m.sweep_target, m.sweep_vs);
+  const Tokenizer& tok = *m.result->loaded.tokenizer;
+  const std::vector<int>& ids = m.result->trace->ids;
+  SweepTarget t;
+  if (patch) {
+    const Prompt c = encode_prompt(tok, m.corrupt_text, {m.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None},
+                                   {m.result->loaded.model->config.n_ctx, 0});
+    t = c.error.empty() ? patch_target(tok, ids, c.ids, m.sweep_target, m.sweep_vs) : SweepTarget{};
+    if (!c.error.empty()) t.error = "corrupted " + c.error;
+  } else {
+    t = sweep_target(tok, ids, m.sweep_target, m.sweep_vs);
+  }
   if (!t.error.empty()) {
     notify(s, t.error, true);
     return;
@@ -148,7 +161,8 @@ void take_sweep(AppState& s) {
     if (auto d = m.sweep_job->take()) {
       m.sweep = std::move(d);
       m.show = ModelUi::Show::Sweep;
-      notify(s, "Ablation sweep: " + std::to_string(m.sweep->grid.rows * m.sweep->grid.cols) + " heads");
+      notify(s, std::string(m.sweep->patching() ? "Activation patching: " : "Ablation sweep: ") +
+                    std::to_string(m.sweep->grid.rows * m.sweep->grid.cols) + " heads");
     } else {
       notify(s, "Ablation sweep cancelled");
     }

@@ -33,9 +33,10 @@ struct ModelUi {
   // What the centre shows: every head, the last sweep's grid, or the logit lens table.
   enum class Show { Heads, Sweep, Lens };
   Show show = Show::Heads;
-  // The ablation sweep (model_sweep.hpp): the tokens typed for its target and vs (empty: the
+  // The ablation sweep or patching grid (model_sweep.hpp): the tokens typed for its target and vs (empty: the
   // text's last token, a log-probability), the sweep running, and its last grid.
   std::string sweep_target, sweep_vs;
+  std::string corrupt_text;  // activation patching: the corrupted text (as many tokens as the text)
   std::unique_ptr<SweepJob> sweep_job;
   std::shared_ptr<const SweepData> sweep;
   int hover_k = -1;       // thumbnail under the pointer this frame

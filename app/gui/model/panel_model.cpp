@@ -160,6 +160,13 @@ void draw_sweep_target(AppState& s) {
         "A second token: the sweep then judges the logit difference target \xE2\x88\x92 vs (e.g. \" John\").");
   ImGui::SameLine();
   ImGui::TextDisabled("sweep target");
+  ImGui::SetNextItemWidth(-1.0f);
+  ImGui::InputTextWithHint("##corrupt_text", "corrupted text (patching)", &m.corrupt_text);
+  record_widget(s, "model_corrupt_text");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "A text of as many tokens as the text above, e.g. the same with two names swapped: \"Patch\" then "
+        "asks which heads carry what the difference changes.");
 }
 
 void draw_interventions(AppState& s) {

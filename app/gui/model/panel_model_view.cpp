@@ -70,8 +70,19 @@ void sweep_tools(AppState& s) {
           "Ablate each head alone (%s) and show the layers \xC3\x97 heads grid of the change in %s",
           m.ablation_mode == AblationMode::Mean ? "replaced by its mean" : "zeroed",
           m.sweep_vs.empty() ? "the target's log-probability" : "the logit difference target \xE2\x88\x92 vs");
+    if (!m.corrupt_text.empty()) {
+      ImGui::SameLine();
+      if (ImGui::Button("Patch")) start_sweep(s, true);
+      record_widget(s, "model_patch");
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "Run the corrupted text, patch each head's output (at every position) from this text's run into it, and "
+            "show the layers \xC3\x97 heads grid of how much of the target's metric comes back: 1 = fully restored, "
+            "0 = no effect");
+    }
   }
-  if (m.sweep) show_button(s, "Sweep grid", ModelUi::Show::Sweep, "model_show_sweep");
+  if (m.sweep)
+    show_button(s, m.sweep->patching() ? "Patching grid" : "Sweep grid", ModelUi::Show::Sweep, "model_show_sweep");
   show_button(s, "Logit lens", ModelUi::Show::Lens, "model_show_lens");
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip(
@@ -247,9 +258,16 @@ void interact_sweep(AppState& s, const ScreenFigure& f, const SweepData& d) {
   if (c.heatmap < 0) return;
   m.hover_k = c.row * d.grid.cols + c.col;
   ImGui::BeginTooltip();
-  ImGui::Text("Head %d.%d ablated alone", c.row, c.col);
-  ImGui::Text("%s %+.4f  (clean %.4f)", d.target.metric.vs < 0 ? "\xCE\x94 log p" : "\xCE\x94 logit difference",
-              static_cast<double>(d.grid.at(c.row, c.col)), d.grid.clean);
+  if (d.patching()) {
+    ImGui::Text("Head %d.%d patched from this text's run into the corrupted one", c.row, c.col);
+    ImGui::Text("effect %.4f  (1 = restored; %s clean %.4f, corrupted %.4f)",
+                static_cast<double>(d.grid.at(c.row, c.col)), d.target.metric.vs < 0 ? "log p" : "logit difference",
+                d.grid.clean, d.grid.corrupt);
+  } else {
+    ImGui::Text("Head %d.%d ablated alone", c.row, c.col);
+    ImGui::Text("%s %+.4f  (clean %.4f)", d.target.metric.vs < 0 ? "\xCE\x94 log p" : "\xCE\x94 logit difference",
+                static_cast<double>(d.grid.at(c.row, c.col)), d.grid.clean);
+  }
   ImGui::TextDisabled("click: show this head large");
   ImGui::EndTooltip();
   if (ImGui::IsItemClicked()) {
