@@ -164,7 +164,7 @@ void take_sweep(AppState& s) {
       notify(s, std::string(m.sweep->patching() ? "Activation patching: " : "Ablation sweep: ") +
                     std::to_string(m.sweep->grid.rows * m.sweep->grid.cols) + " heads");
     } else {
-      notify(s, "Ablation sweep cancelled");
+      notify(s, "Sweep cancelled");
     }
   } catch (const std::exception& e) {
     notify(s, e.what(), true);
