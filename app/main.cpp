@@ -17,8 +17,8 @@ namespace {
 
 // Arguments that the top level handles itself; anything else is the GUI's.
 bool is_top_level(const char* arg) {
-  for (const char* s :
-       {"gui", "dump", "export", "render", "bench", "train", "kv-memory", "lessons", "-h", "--help", "--version"})
+  for (const char* s : {"gui", "dump", "patch", "lens", "export", "render", "bench", "train", "kv-memory", "lessons",
+                        "-h", "--help", "--version"})
     if (std::strcmp(arg, s) == 0) return true;
   return false;
 }
@@ -37,6 +37,10 @@ int main(int argc, char** argv) {
 
   mhaviz::cli::DumpOptions dump;
   mhaviz::cli::add_dump(app, dump);
+  mhaviz::cli::PatchOptions patch;
+  mhaviz::cli::add_patch(app, patch);
+  mhaviz::cli::LensOptions lens;
+  mhaviz::cli::add_lens(app, lens);
   mhaviz::cli::ExportOptions exp;
   mhaviz::cli::add_export(app, exp);
   mhaviz::cli::RenderOptions render;
@@ -72,6 +76,8 @@ int main(int argc, char** argv) {
   }
 
   if (app.got_subcommand("dump")) return mhaviz::cli::run_dump(dump);
+  if (app.got_subcommand("patch")) return mhaviz::cli::run_patch(patch);
+  if (app.got_subcommand("lens")) return mhaviz::cli::run_lens(lens);
   if (app.got_subcommand("export")) return mhaviz::cli::run_export(exp);
   if (app.got_subcommand("render")) return mhaviz::cli::run_render(render);
   if (app.got_subcommand("bench")) return mhaviz::cli::run_bench(bench);
@@ -84,7 +90,8 @@ int main(int argc, char** argv) {
 #ifdef MHAVIZ_WITH_GUI
   if (gui->parsed()) return mhaviz::gui::run(gui_options);
 #else
-  if (gui->parsed()) return mhaviz::cli::usage_error("gui: this build has no desktop app (configure with -DMHAVIZ_GUI=ON)");
+  if (gui->parsed())
+    return mhaviz::cli::usage_error("gui: this build has no desktop app (configure with -DMHAVIZ_GUI=ON)");
 #endif
   return 0;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@ struct DumpOptions {
   ModelOptions model;
   std::string output;  // empty: standard output
   bool eval = false;
+  std::string ablate;  // --ablate 5.1,6.9[:mean] (with --model)
 };
 void add_dump(CLI::App& app, DumpOptions& o);
 int run_dump(const DumpOptions& o);
@@ -36,8 +38,9 @@ struct BenchOptions {
   int window = 0;      // --window W: the sliding window (0: off)
   int latent_dim = 0;  // --latent-dim L: mla's latent (0: max(16, d_out // 8))
   std::string backend = "auto";
-  std::string model;  // --model: time a trained GPT's forward instead
-  int edit_at = -1;   // --edit-at P (with --model): time the recompute after a change at P
+  std::string model;   // --model: time a trained GPT's forward instead
+  int edit_at = -1;    // --edit-at P (with --model): time the recompute after a change at P
+  bool sweep = false;  // --sweep (with --model): time an ablation sweep over every head
 };
 void add_bench(CLI::App& app, BenchOptions& o);
 int run_bench(const BenchOptions& o);
@@ -67,6 +70,11 @@ struct RenderOptions {
   ModelOptions model;    // --model: a trained GPT; --view model | layer L | head L.H
   std::string detector;  // --detector (with --view model): previous-token, first-token, duplicate-token, induction
   std::string train_log;  // --train-log: a `mhaviz train --log` file (or a Train view run's log.jsonl): its plots
+  bool norm_weighted = false;  // --norm-weighted (with --view model): α·‖f(x)‖ instead of α
+  // --view sweep | patch | lens (with --model): the token judged, the one it is set against,
+  // the corrupted text (patch; --text is the clean one), patch per head or layer-position,
+  // the ablation of the sweep (zero or mean).
+  std::string target, vs, corrupt, per = "head", ablation = "zero";
 };
 void add_render(CLI::App& app, RenderOptions& o);
 int run_render(const RenderOptions& o);
@@ -81,11 +89,32 @@ struct KvMemoryOptions {
 void add_kv_memory(CLI::App& app, KvMemoryOptions& o);
 int run_kv_memory(const KvMemoryOptions& o);
 
+// `mhaviz patch`: activation patching from a clean text into a corrupted one of equally many
+// tokens, one run per head or per layer × position, as a JSON grid.
+struct PatchOptions {
+  ModelOptions model;  // --model (the texts are --clean and --corrupt)
+  std::string clean, corrupt, target, vs, per = "head", output;
+};
+void add_patch(CLI::App& app, PatchOptions& o);
+int run_patch(const PatchOptions& o);
+
+// `mhaviz lens`: the logit lens of every layer at every position, as JSON.
+struct LensOptions {
+  ModelOptions model;
+  int top = 5;
+  std::string target, output;  // --target: also its rank and probability at every layer and position
+};
+void add_lens(CLI::App& app, LensOptions& o);
+int run_lens(const LensOptions& o);
+
 // Prints "mhaviz: <message>" on stderr and returns the usage-error status 2.
 int usage_error(const std::string& message);
 // text to standard output (output empty or "-") or atomically to the file output. Returns 0,
 // or usage_error's 2 when standard output cannot be written; a file that cannot be written
 // throws SessionError.
 int write_output(const std::string& output, const std::string& text);
+// Writes what make() returns as write_output does; a SessionError, LoadError or
+// std::invalid_argument it throws is usage_error's one line and status 2, nothing written.
+int write_made_output(const std::string& output, const std::function<std::string()>& make);
 
 }  // namespace mhaviz::cli

@@ -7,6 +7,7 @@
 #include "cli.hpp"
 #include "mhaviz/backend.hpp"
 #include "mhaviz/gpt_forward.hpp"
+#include "mhaviz/gpt_interventions.hpp"
 #include "mhaviz/hf_model.hpp"
 #include "mhaviz/session.hpp"
 #include "mhaviz/trace.hpp"
@@ -52,6 +53,38 @@ std::vector<double> time_runs(int warmup, int repeat, Step step) {
   return ms;
 }
 
+// --sweep: an ablation sweep over every head (gpt_interventions.hpp) on ids, alternated with a
+// fresh forward of the same ids, so both are timed under the same load.
+int bench_sweep(const GptModel& model, const std::vector<int>& ids, const BenchOptions& o) {
+  const GptConfig& c = model.config;
+  const TokenMetric metric{ids.back(), -1};
+  std::vector<double> fwd, sweep;
+  using clock = std::chrono::steady_clock;
+  const int runs = o.repeat > 0 ? o.repeat : 5;
+  for (int i = -std::min(o.warmup, 1); i < runs; ++i) {
+    const auto t0 = clock::now();
+    const GptTrace clean = gpt_forward(model, ids);
+    const auto t1 = clock::now();
+    ablation_sweep(model, clean, metric, AblationMode::Zero);
+    const auto t2 = clock::now();
+    if (i < 0) continue;  // warm-up
+    fwd.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    sweep.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+  }
+  const int heads = c.n_layer * c.n_head;
+  std::printf("mhaviz bench: model %s (%d layers, %d heads, %d wide, vocab %d), T=%zu, products in %s\n",
+              o.model.c_str(), c.n_layer, c.n_head, c.n_embd, c.vocab_size, ids.size(),
+              std::string(backend_name(backend())).c_str());
+  const double s = median_of(sweep), f = median_of(fwd);
+  std::printf("ablation sweep over %d heads: %d runs, median %.1f ms (%.2f ms a head), min %.1f ms, max %.1f ms\n",
+              heads, runs, s, s / heads, *std::min_element(sweep.begin(), sweep.end()),
+              *std::max_element(sweep.begin(), sweep.end()));
+  std::printf("full forward, alternated with it: median %.2f ms; the sweep costs %.1f forwards (%d without reuse)\n", f,
+              s / f, heads);
+  std::printf("sweep_median_ms=%.1f forward_median_ms=%.2f\n", s, f);
+  return 0;
+}
+
 // A trained GPT's forward keeping every layer's attention, to the last position's logits,
 // into one reused trace as the app recomputes. Each run changes the token at P (0 unless
 // --edit-at), alternating between two ids, so rows >= P are really recomputed every time.
@@ -70,6 +103,7 @@ int bench_model(const BenchOptions& o) {
   std::vector<int> ids(static_cast<std::size_t>(T));
   for (int& id : ids) id = static_cast<int>(gen() % static_cast<unsigned>(c.vocab_size));
   const int other = (ids[static_cast<std::size_t>(P)] + 1) % c.vocab_size, original = ids[static_cast<std::size_t>(P)];
+  if (o.sweep) return bench_sweep(model, ids, o);
   GptTrace trace = gpt_forward(model, ids);
   bool flip = false;
   const std::vector<double> ms = time_runs(o.warmup, o.repeat, [&] {
@@ -158,6 +192,8 @@ void add_bench(CLI::App& app, BenchOptions& o) {
                   "Time a trained model's forward instead (a GPT folder or its .safetensors file, or a Qwen, Llama or "
                   "Gemma 3 folder): every layer's attention kept, "
                   "to the last position's logits; --tokens T, --seed for the ids");
+  sub->add_flag("--sweep", o.sweep,
+                "With --model: time an ablation sweep (each head zero-ablated in turn) against a full forward");
   sub->add_option("--edit-at", o.edit_at,
                   "With --model: time the recompute after the token at P changes (rows P to T-1)");
 }
@@ -189,14 +225,18 @@ int run_bench(const BenchOptions& o) {
   }
   if (o.warmup < 0 || o.warmup > 1000)
     return usage_error("--warmup: " + std::to_string(o.warmup) + " is out of range [0, 1000]");
+  if (o.sweep && o.edit_at >= 0) return usage_error("--sweep: not with --edit-at (a sweep times whole runs)");
   if (!o.model.empty()) {
     try {
+      if (o.sweep && is_hf_model_folder(o.model))
+        return usage_error("--sweep: only for GPT-2 and the book's GPTModel, not " + o.model);
       return is_hf_model_folder(o.model) ? bench_hf_model(o) : bench_model(o);
     } catch (const LoadError& e) {
       return usage_error(e.what());
     }
   }
   if (o.edit_at >= 0) return usage_error("--edit-at: needs --model");
+  if (o.sweep) return usage_error("--sweep: needs --model");
   try {
     validate_model(c, o.d_in, o.tokens, o.batch);
   } catch (const SessionError& e) {

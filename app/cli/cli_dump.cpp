@@ -1,5 +1,6 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <optional>
 
 #include "cli.hpp"
 #include "mhaviz/dump.hpp"
@@ -27,22 +28,40 @@ void add_dump(CLI::App& app, DumpOptions& o) {
   add_model_options(*sub, o.model, true);
   sub->add_option("-o,--output", o.output, "Output file (written atomically); default: standard output");
   sub->add_flag("--eval", o.eval, "Evaluation mode: no dropout, whatever the session says");
+  sub->add_option("--ablate", o.ablate,
+                  "With --model: heads LAYER.HEAD whose output is removed before the output projection, e.g. "
+                  "5.1,6.9; ':mean' replaces it by its mean over the positions instead of zero");
 }
 
 namespace {
 
 // A trained model's forward on --text or --ids: every layer's attention and the last logits.
-std::string dump_model(const ModelOptions& o) {
+std::string dump_model(const ModelOptions& o, const std::string& ablate) {
+  const std::optional<Intervention> ablation = ablate.empty() ? std::nullopt : std::optional(parse_ablation(ablate));
   if (is_hf_model_folder(o.path)) {
+    if (ablation) throw std::invalid_argument("--ablate: only for GPT-2 and the book's GPTModel, not " + o.path);
     const HfModelInput in = load_hf_model_input(o);
     return hf_dump_json(in.model, in.tokenizer, hf_forward(in.model, in.ids));
   }
   const ModelInput in = load_model_input(o);
   const GptTrace trace = gpt_forward(in.model, in.ids);
-  return gpt_dump_json(in.model, in.tokenizer, trace);
+  if (!ablation) return gpt_dump_json(in.model, in.tokenizer, trace);
+  return gpt_dump_json(in.model, in.tokenizer, gpt_forward_intervened(in.model, trace, *ablation), 5, &*ablation);
 }
 
 }  // namespace
+
+int write_made_output(const std::string& output, const std::function<std::string()>& make) {
+  try {
+    return write_output(output, make());
+  } catch (const SessionError& e) {
+    return usage_error(e.what());
+  } catch (const LoadError& e) {
+    return usage_error(e.what());
+  } catch (const std::invalid_argument& e) {
+    return usage_error(e.what());
+  }
+}
 
 int run_dump(const DumpOptions& o) {
   const bool model = !o.model.path.empty();
@@ -51,25 +70,15 @@ int run_dump(const DumpOptions& o) {
     return usage_error("session: give a SESSION (a file, - or a lesson name) or --model PATH");
   if (!model && (o.model.text || !o.model.ids.empty() || o.model.prepend_eot || o.model.no_special))
     return usage_error("--text: --text, --ids, --prepend-eot and --no-special-tokens need --model");
-  try {
-    std::string text;
-    if (model) {
-      text = dump_model(o.model);
-    } else {
-      Session s = load_session(o.session);
-      if (o.eval) s.model.training = false;
-      const Model m = build_model(s.model, s.d_in());
-      const Trace trace = forward(m, s.input_tensor());
-      text = dump_json(s, m, trace);
-    }
-    return write_output(o.output, text);
-  } catch (const SessionError& e) {
-    return usage_error(e.what());
-  } catch (const LoadError& e) {
-    return usage_error(e.what());
-  } catch (const std::invalid_argument& e) {
-    return usage_error(e.what());
-  }
+  if (!model && !o.ablate.empty()) return usage_error("--ablate: needs --model");
+  return write_made_output(o.output, [&] {
+    if (model) return dump_model(o.model, o.ablate);
+    Session s = load_session(o.session);
+    if (o.eval) s.model.training = false;
+    const Model m = build_model(s.model, s.d_in());
+    const Trace trace = forward(m, s.input_tensor());
+    return dump_json(s, m, trace);
+  });
 }
 
 }  // namespace mhaviz::cli

@@ -50,6 +50,23 @@ ModelInput load_model_input(const ModelOptions& o) {
   return ModelInput{std::move(model), std::move(tokenizer), std::move(ids)};
 }
 
+int one_token(const Tokenizer& tok, const std::string& text, const char* field) {
+  const std::vector<int> ids = tok.encode(text, false);
+  if (ids.size() != 1)
+    throw std::invalid_argument(std::string(field) + ": '" + text + "' is " + std::to_string(ids.size()) +
+                                " tokens, not one token of the vocabulary");
+  return ids.front();
+}
+
+std::vector<int> text_ids(const Tokenizer& tok, const GptModel& m, const std::string& text, const std::string& field) {
+  Prompt p = encode_prompt(tok, text, {}, {m.config.n_ctx, m.config.vocab_size});
+  if (!p.error.empty()) {
+    const std::string e = p.error.rfind("text:", 0) == 0 ? field + ":" + p.error.substr(5) : field + ": " + p.error;
+    throw std::invalid_argument(e);
+  }
+  return std::move(p.ids);
+}
+
 HfModelInput load_hf_model_input(const ModelOptions& o) {
   check_input(o);
   HfModel model = load_hf_model(o.path);

@@ -36,6 +36,12 @@ struct ModelInput {
 // 1024") for the input; both one line.
 ModelInput load_model_input(const ModelOptions& o);
 
+// A token given as text (" Mary") -> its id; std::invalid_argument naming `field` unless the
+// text is exactly one token of the vocabulary.
+int one_token(const Tokenizer& tok, const std::string& text, const char* field);
+// A text -> the ids m runs on (no special tokens added); std::invalid_argument naming `field`.
+std::vector<int> text_ids(const Tokenizer& tok, const GptModel& m, const std::string& text, const std::string& field);
+
 // The same for a Qwen, Llama or Gemma folder (is_hf_model_folder): ids of at most
 // max_position_embeddings, the tokenizer.json beside the weights.
 struct HfModelInput {

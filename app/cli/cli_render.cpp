@@ -19,6 +19,8 @@ namespace mhaviz::cli {
 // cli_render_model.cpp: the figure of --model's --view model | layer L | head L.H. Throws
 // LoadError or std::invalid_argument (one line).
 figure::Figure build_model_render(const RenderOptions& o, figure::Options fo);
+// cli_render_interv.cpp: --view sweep | patch | lens, the same way.
+figure::Figure build_interv_render(const RenderOptions& o, figure::Options fo);
 
 namespace {
 
@@ -34,7 +36,9 @@ bool parse_size(const std::string& s, figure::Canvas& out) {
   const auto x = s.find('x');
   if (x == std::string::npos) return false;
   const std::string w = s.substr(0, x), h = s.substr(x + 1);
-  const auto ok = [](const std::string& t) { return !t.empty() && t.size() <= 5 && t.find_first_not_of("0123456789") == std::string::npos; };
+  const auto ok = [](const std::string& t) {
+    return !t.empty() && t.size() <= 5 && t.find_first_not_of("0123456789") == std::string::npos;
+  };
   if (!ok(w) || !ok(h)) return false;
   out = {static_cast<float>(std::stoi(w)), static_cast<float>(std::stoi(h))};
   return out.width >= 160 && out.height >= 160 && out.width <= 16384 && out.height <= 16384;
@@ -49,7 +53,8 @@ bool parse_int(const std::string& s, int& out) {
 // PNG at --scale or SVG, and the --cells-json sidecar, each written atomically.
 void write_figure(const RenderOptions& o, const figure::Figure& f, bool svg) {
   const std::string bytes =
-      svg ? figure::to_svg(f) : figure::encode_png(figure::rasterize(f, o.scale), f.width * o.scale, f.height * o.scale);
+      svg ? figure::to_svg(f)
+          : figure::encode_png(figure::rasterize(f, o.scale), f.width * o.scale, f.height * o.scale);
   write_file_atomic(o.output, bytes);
   if (!o.cells_json.empty()) write_file_atomic(o.cells_json, figure::sidecar_json(f, svg ? 1 : o.scale, o.output));
 }
@@ -101,11 +106,20 @@ void add_render(CLI::App& app, RenderOptions& o) {
                   "With --model --view model: score every head for previous-token, first-token, duplicate-token or "
                   "induction (measured on a random sequence repeated twice) and frame the top five");
   sub->add_option("-o,--output", o.output, "OUT.png or OUT.svg (format by extension; written atomically)")->required();
+  sub->add_flag("--norm-weighted", o.norm_weighted,
+                "With --model --view model: each weight times the norm of its value vector after the output projection "
+                "(Kobayashi et al. 2020), which hides most attention-sink weight");
+  sub->add_option("--target", o.target, "With --view sweep or patch: the next token judged (one token, e.g. ' Mary')");
+  sub->add_option("--vs", o.vs, "With --view sweep or patch: judge logit(target) − logit(vs) instead of log p(target)");
+  sub->add_option("--corrupt", o.corrupt, "With --view patch: the corrupted text (--text is the clean one)");
+  sub->add_option("--per", o.per, "With --view patch: head or layer-position")->capture_default_str();
+  sub->add_option("--ablation", o.ablation, "With --view sweep: zero or mean")->capture_default_str();
   sub->add_option(
          "--view", o.view,
          "grid (every head), head [N] (one head, also --head N), step [K] (walkthrough step K: "
          "number from 0 or name, also --step K); put SESSION before --view. With --model: model [L.H] (every layer "
-         "x head, head L.H large beside them), layer L (every head of layer L), head L.H")
+         "x head, head L.H large beside them), layer L (every head of layer L), head L.H, sweep (each head ablated), "
+         "patch (activation patching), lens (the logit lens)")
       ->expected(1, 2)
       ->capture_default_str();
   sub->add_option("--head", o.head, "Head of --view head (default 0); with --view grid, the head framed as selected");
@@ -124,7 +138,8 @@ void add_render(CLI::App& app, RenderOptions& o) {
       ->capture_default_str();
   sub->add_option("--font", o.font, "Text size in logical pixels (the title's; labels and numbers follow)")
       ->capture_default_str();
-  sub->add_option("--scale", o.scale, "Pixels per logical pixel, 1 to 4 (PNG size = scale x logical size)")->capture_default_str();
+  sub->add_option("--scale", o.scale, "Pixels per logical pixel, 1 to 4 (PNG size = scale x logical size)")
+      ->capture_default_str();
   sub->add_option("--colormap", o.colormap, "viridis, cividis, magma or diverging (signed scores always use diverging)")
       ->capture_default_str();
   sub->add_option("--theme", o.theme, "light (print) or dark")->capture_default_str();
@@ -145,13 +160,16 @@ int run_render(const RenderOptions& o) {
   try {
     figure::Options fo;
     const bool svg = ends_with(o.output, ".svg");
-    if (!svg && !ends_with(o.output, ".png")) return usage_error("--output: '" + o.output + "' does not end in .png or .svg");
-    if (o.scale < 1 || o.scale > 4) return usage_error("--scale: " + std::to_string(o.scale) + " is out of range [1, 4]");
+    if (!svg && !ends_with(o.output, ".png"))
+      return usage_error("--output: '" + o.output + "' does not end in .png or .svg");
+    if (o.scale < 1 || o.scale > 4)
+      return usage_error("--scale: " + std::to_string(o.scale) + " is out of range [1, 4]");
     if (!parse_stage(o.stage, fo.stage))
       return usage_error("--stage: '" + o.stage + "' is not one of scores, masked, scaled, weights, dropped");
     if (!figure::parse_colormap(o.colormap, fo.colormap))
       return usage_error("--colormap: '" + o.colormap + "' is not one of viridis, cividis, magma, diverging");
-    if (o.theme != "light" && o.theme != "dark") return usage_error("--theme: '" + o.theme + "' is not one of light, dark");
+    if (o.theme != "light" && o.theme != "dark")
+      return usage_error("--theme: '" + o.theme + "' is not one of light, dark");
     if (!parse_size(o.size, fo.canvas))
       return usage_error("--size: '" + o.size + "' is not WIDTHxHEIGHT with each from 160 to 16384 (e.g. 1920x1080)");
     if (!(o.font >= 8.0f && o.font <= 64.0f)) {
@@ -173,21 +191,25 @@ int run_render(const RenderOptions& o) {
     }
     const bool use_model = !o.model.path.empty();
     if (use_model && !o.session.empty()) return usage_error("session: give a SESSION or --model, not both");
-    if (!use_model && o.session.empty()) return usage_error("session: give a SESSION (a file, - or a lesson name) or --model PATH");
+    if (!use_model && o.session.empty())
+      return usage_error("session: give a SESSION (a file, - or a lesson name) or --model PATH");
     if (!use_model && (o.model.text || !o.model.ids.empty() || !o.detector.empty()))
       return usage_error("--model: --text, --ids and --detector need --model");
     if (use_model) {
       const std::string& v = o.view.front();
-      if (v != "model" && v != "layer" && v != "head")
-        return usage_error("--view: '" + v + "' is not one of model, layer L, head L.H (with --model)");
-      const figure::Figure f = build_model_render(o, fo);
+      if (v != "model" && v != "layer" && v != "head" && v != "sweep" && v != "patch" && v != "lens")
+        return usage_error("--view: '" + v +
+                           "' is not one of model, layer L, head L.H, sweep, patch, lens (with --model)");
+      const figure::Figure f =
+          v == "sweep" || v == "patch" || v == "lens" ? build_interv_render(o, fo) : build_model_render(o, fo);
       write_figure(o, f, svg);
       return 0;
     }
     const std::string& kind = o.view.front();
     if (kind != "grid" && kind != "head" && kind != "step")
       return usage_error("--view: '" + kind + "' is not one of grid, head, step");
-    if (kind == "grid" && o.view.size() > 1) return usage_error("--view: grid takes no number, got '" + o.view[1] + "'");
+    if (kind == "grid" && o.view.size() > 1)
+      return usage_error("--view: grid takes no number, got '" + o.view[1] + "'");
     fo.view = kind == "grid" ? figure::View::Grid : kind == "head" ? figure::View::Head : figure::View::Step;
     fo.mistaken = o.mistake;
     fo.batch = o.batch;

@@ -10,7 +10,9 @@
 #include "cli.hpp"
 #include "figure/figure.hpp"
 #include "figure/gpt_figures.hpp"
+#include "figure/interv_figures.hpp"
 #include "mhaviz/gpt_forward.hpp"
+#include "mhaviz/gpt_interventions.hpp"
 #include "mhaviz/gpt_layer.hpp"
 #include "mhaviz/heads.hpp"
 
@@ -34,12 +36,16 @@ figure::Figure build_model_render(const RenderOptions& o, figure::Options fo) {
   const GptConfig& c = in.model.config;
   const std::string& kind = o.view.front();
   if (kind != "model" && o.view.size() < 2)
-    throw std::invalid_argument("--view: " + kind + " needs " + (kind == "layer" ? "a layer (--view layer 5)" : "a head L.H (--view head 5.1)"));
+    throw std::invalid_argument("--view: " + kind + " needs " +
+                                (kind == "layer" ? "a layer (--view layer 5)" : "a head L.H (--view head 5.1)"));
   if (kind == "model") {
     HeadPattern pattern{};
     const bool detect = !o.detector.empty();
+    // A detector's score is a mean of weights in [0, 1]: norm-weighted values are no weights.
+    if (detect && o.norm_weighted) throw std::invalid_argument("--norm-weighted: not with --detector");
     if (detect && !parse_head_pattern(o.detector, pattern))
-      throw std::invalid_argument("--detector: '" + o.detector + "' is not one of previous-token, first-token, duplicate-token, induction");
+      throw std::invalid_argument("--detector: '" + o.detector +
+                                  "' is not one of previous-token, first-token, duplicate-token, induction");
     // --view model L.H: that head large beside the grid, as the app shows a selected head.
     int sel_layer = -1, sel_head = -1;
     if (o.view.size() > 1) {
@@ -49,10 +55,15 @@ figure::Figure build_model_render(const RenderOptions& o, figure::Options fo) {
     }
     // Induction is measured where every row qualifies: on the repeated random probe.
     if (detect && pattern == HeadPattern::Induction) in.ids = figure::induction_probe(in.model, in.tokenizer);
-    const GptTrace tr = gpt_forward(in.model, in.ids);
+    GptTrace tr = gpt_forward(in.model, in.ids);
     const int T = tr.tokens();
+    // Norm-weighted: the view reads each layer's weights, so they are replaced in the trace.
+    if (o.norm_weighted)
+      for (int l = 0; l < c.n_layer; ++l)
+        tr.layers[static_cast<std::size_t>(l)].weights = norm_weighted_attention(in.model, tr, l);
     figure::ModelView mv = figure::gpt_model_view(in.model, tr, in.tokenizer, o.model.path,
                                                   detect ? std::optional(pattern) : std::nullopt);
+    if (o.norm_weighted) mv.title = figure::norm_weighted_title(mv.title);
     mv.selected_layer = sel_layer;
     mv.selected_head = sel_head;
     fo.log_scale = o.log_scale || (!o.linear_scale && T >= figure::kLogScaleFromTokens);
@@ -72,6 +83,7 @@ figure::Figure build_model_render(const RenderOptions& o, figure::Options fo) {
   }
   check_head(c, layer, head);
   if (!o.detector.empty()) throw std::invalid_argument("--detector: only with --view model");
+  if (o.norm_weighted) throw std::invalid_argument("--norm-weighted: only with --view model");
   // That layer as the chapter-3 module, its LayerNorm output as X.
   const GptTrace tr = gpt_forward(in.model, in.ids);
   fo.log_scale = o.log_scale || (!o.linear_scale && tr.tokens() >= 64);

@@ -51,8 +51,8 @@ struct Canvas {
 
 struct Options {
   View view = View::Grid;
-  int head = 0;        // View::Head: the head shown; View::Grid: the selected head (framed)
-  int step = 0;        // View::Step: index into layout::steps_for(variant, mistaken)
+  int head = 0;           // View::Head: the head shown; View::Grid: the selected head (framed)
+  int step = 0;           // View::Step: index into layout::steps_for(variant, mistaken)
   bool mistaken = false;  // View::Step: the seeds' merge without the transpose back
   int pane = 3;           // View::Step: which of Q | K | V the projection steps show (0, 1, 2; 3 all)
   // View::Step with the mistake: the model whose out_proj turns the scrambled merge into the
@@ -66,9 +66,9 @@ struct Options {
   // One range for stages 1-3 (raw, masked, scaled scores): the 1/√hd of stage 3 then shows
   // as paler colours instead of being undone by a new range.
   bool scores_one_scale = false;
-  bool log_scale = false;                 // weights on a logarithmic scale (long sequences)
-  bool values = true;                     // numbers in cells when they fit
-  bool dropout_marks = true;              // a cross on each cell dropout zeroed, when cells are large enough
+  bool log_scale = false;     // weights on a logarithmic scale (long sequences)
+  bool values = true;         // numbers in cells when they fit
+  bool dropout_marks = true;  // a cross on each cell dropout zeroed, when cells are large enough
   bool dark = false;
   bool transparent = false;
   bool caption = true;
@@ -101,7 +101,7 @@ struct Prim {
   Colormap cmap = Colormap::Viridis;     // gradient: t = 1 at y0, 0 at y1
   int heatmap = -1;                      // cells: index into Figure::heatmaps (one class "cell" rect per cell)
   std::string text;
-  std::string cls;                       // SVG class: "cell", "cell masked", "label", "caption", ...
+  std::string cls;  // SVG class: "cell", "cell masked", "label", "caption", ...
   bool operator==(const Prim&) const = default;
 };
 
@@ -118,9 +118,9 @@ struct HeatmapInfo {
   float x0 = 0, y0 = 0, cell = 1;  // logical pixels; cell (i, j) at (x0 + j*cell, y0 + i*cell)
   int rows = 0, cols = 0;
   ColorScale scale;
-  std::vector<float> values;          // row-major; hidden cells -inf
-  std::vector<CellMask> mask;         // row-major why a cell is hidden; empty: by values alone
-  float gap = 0;                      // background left between cells (right and bottom of each cell)
+  std::vector<float> values;                      // row-major; hidden cells -inf
+  std::vector<CellMask> mask;                     // row-major why a cell is hidden; empty: by values alone
+  float gap = 0;                                  // background left between cells (right and bottom of each cell)
   std::vector<std::string> row_names, col_names;  // queries, keys (SVG cell titles, tooltips)
   bool hidden(std::size_t k) const { return std::isinf(values[k]) && values[k] < 0; }
   bool windowed(std::size_t k) const { return !mask.empty() && mask[k] == CellMask::Window; }
@@ -175,6 +175,8 @@ struct ModelView {
   std::string pattern;
   std::vector<float> scores;
   int selected_layer = -1, selected_head = -1;  // framed, and drawn large beside the grid
+  // Heads ablated in the run shown (layer * n_head + head): each thumbnail crossed out.
+  std::vector<int> ablated;
   // Thumbnails pooled already (the app pools them off its drawing thread); used when they
   // are the pooling, colormap and scale this figure chooses, else pooled again.
   const ModelThumbnails* thumbs = nullptr;

@@ -271,6 +271,11 @@ void grid(Builder& B, const ModelView& m, const Grid& g, const ModelThumbnails& 
       spec.scale = th.scale;
       draw_heatmap(B, spec, tx, ty, g.cell, LabelPlan{}, false, false);
       B.hit("thumb_" + std::to_string(l) + "_" + std::to_string(h), tx, ty, tx + g.side, ty + g.side);
+      if (std::find(m.ablated.begin(), m.ablated.end(), k) != m.ablated.end()) {
+        // Ablated: its output never reaches the output projection; its weights are still these.
+        B.line(tx, ty, tx + g.side, ty + g.side, B.th.top, 3.0f, "ablated");
+        B.line(tx, ty + g.side, tx + g.side, ty, B.th.top, 3.0f, "ablated");
+      }
       const bool is_top = std::find(top.begin(), top.end(), k) != top.end();
       if (l == m.selected_layer && h == m.selected_head)
         B.frame(tx - 2.5f, ty - 2.5f, tx + g.side + 2.5f, ty + g.side + 2.5f, B.th.accent, 3.0f, "selected");

@@ -34,9 +34,9 @@ extern "C" void on_terminate_signal(int) { g_terminate = 1; }
 
 // Latin-1 plus the symbols the UI and the stage titles use (quotes, ellipsis, arrows, √, ∞, ᵀ,
 // −, and ␣: GPT-2's leading space made visible in tokens).
-const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2018, 0x201D, 0x2026, 0x2026,
-                                0x2190, 0x2193, 0x2212, 0x2212, 0x221A, 0x221A, 0x221E, 0x221E, 0x2264, 0x2265,
-                                0x2423, 0x2423, 0};
+const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2018, 0x201D,
+                                0x2026, 0x2026, 0x2190, 0x2193, 0x2212, 0x2212, 0x221A, 0x221A,
+                                0x221E, 0x221E, 0x2264, 0x2265, 0x2423, 0x2423, 0};
 
 constexpr int kWarmupFrames = 10;
 
@@ -113,10 +113,10 @@ struct Loop {
   AppState* s = nullptr;
   bool measuring = false;
   int status = 0;
-  InputQueue input;        // events not yet seen by a frame (input_queue.hpp)
+  InputQueue input;         // events not yet seen by a frame (input_queue.hpp)
   double imgui_time = 0.0;  // glfwGetTime() where ImGui's clock stands (apply_input)
-  Introspection written;   // test hooks as last written to --layout-out
-  double state_at = -1.0;  // glfwGetTime() of the last --state-out write
+  Introspection written;    // test hooks as last written to --layout-out
+  double state_at = -1.0;   // glfwGetTime() of the last --state-out write
   Clock::time_point prev_start = Clock::now();
   // The previous frame is presented at the start of the next iteration, so that a
   // recompute (CPU) overlaps with the rasterisation and presentation of the last frame
@@ -362,10 +362,11 @@ int init_model(AppState& s) {
   const Options& o = s.opts;
   if (o.model.empty()) {
     const bool train = o.train || o.train_until >= 0;
-    if (!o.text.empty() || o.prepend_eot || (!o.model_head.empty() && !train) || !o.detector.empty()) {
+    if (!o.text.empty() || o.prepend_eot || (!o.model_head.empty() && !train) || !o.detector.empty() ||
+        !o.model_ablate.empty() || o.norm_weighted) {
       std::fprintf(stderr,
-                   "mhaviz: --text: --text, --prepend-eot and --detector need --model; --model-head, --model "
-                   "or --train\n");
+                   "mhaviz: --text: --text, --prepend-eot, --detector, --model-ablate and --norm-weighted need "
+                   "--model; --model-head, --model or --train\n");
       return 2;
     }
     // The Train view's head shown large.
@@ -386,7 +387,8 @@ int init_model(AppState& s) {
   if (!o.detector.empty()) {
     HeadPattern p{};
     if (!parse_head_pattern(o.detector, p)) {
-      std::fprintf(stderr, "mhaviz: --detector: '%s' is not one of previous-token, first-token, duplicate-token, induction\n",
+      std::fprintf(stderr,
+                   "mhaviz: --detector: '%s' is not one of previous-token, first-token, duplicate-token, induction\n",
                    o.detector.c_str());
       return 2;
     }
@@ -396,6 +398,17 @@ int init_model(AppState& s) {
     std::fprintf(stderr, "mhaviz: --model-head: '%s' is not LAYER.HEAD (e.g. 5.1)\n", o.model_head.c_str());
     return 2;
   }
+  if (!o.model_ablate.empty()) {
+    try {
+      const Intervention iv = parse_ablation(o.model_ablate);
+      m.ablate = iv.ablate;
+      m.ablation_mode = iv.mode;
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "mhaviz: --model-%s\n", e.what());  // "ablate: ..." names the option
+      return 2;
+    }
+  }
+  m.norm_weighted = o.norm_weighted;
   open_model(s, o.model);
   // The app opens on the model view, while it loads too (a walkthrough the autosave had open
   // stays closed unless --walkthrough asks for it).
@@ -554,8 +567,8 @@ void present_and_refresh(AppState& s, Loop& L) {
   if (s.ui.window.fonts_dirty) build_fonts(s, true);
   if (s.ui.window.style_dirty) apply_style(s);
   // The model view names its model; the lesson and the walkthrough, the document.
-  const std::string title =
-      model_view_active(s) ? "mhaviz - model " + model_name(s.gpt) : "mhaviz - " + s.doc.origin + (s.doc.modified ? " *" : "");
+  const std::string title = model_view_active(s) ? "mhaviz - model " + model_name(s.gpt)
+                                                 : "mhaviz - " + s.doc.origin + (s.doc.modified ? " *" : "");
   if (title != s.ui.window.title) {
     glfwSetWindowTitle(s.window, title.c_str());
     s.ui.window.title = title;

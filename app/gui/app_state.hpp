@@ -40,10 +40,10 @@ struct Settings {
   bool variant_keeps_d_out = false;       // switching the variant keeps d_out (else num_heads and head_dim)
   bool show_values = true;                // print values in cells when they fit
   bool log_weights = false;               // logarithmic colour scale for weights (large T)
-  float left_width = 0.0f;  // the controls panel, dragged by its edge (0: from the font size)
+  float left_width = 0.0f;                // the controls panel, dragged by its edge (0: from the font size)
   int window_width = 1280;
   int window_height = 800;
-  std::vector<std::string> recent;  // most recent first
+  std::vector<std::string> recent;         // most recent first
   std::vector<std::string> recent_models;  // trained GPTs opened, most recent first
   // Captures (Capture menu): figures are drawn at this scale, light by default for print.
   int capture_scale = 2;
@@ -68,12 +68,12 @@ struct Document {
 struct Compute {
   Model model;
   Trace trace;
-  bool have_trace = false;   // trace holds a valid forward (maybe of an older input)
-  bool model_dirty = true;   // config or d_in changed: rebuild parameters
-  bool input_dirty = true;   // tokens/embeddings/batch changed: forward again
-  std::uint64_t generation = 0;  // bumped on every forward
+  bool have_trace = false;          // trace holds a valid forward (maybe of an older input)
+  bool model_dirty = true;          // config or d_in changed: rebuild parameters
+  bool input_dirty = true;          // tokens/embeddings/batch changed: forward again
+  std::uint64_t generation = 0;     // bumped on every forward
   std::vector<std::string> tokens;  // the tokens of the trace (the session may be ahead of it)
-  std::string error;         // last validation error (one line); empty when current
+  std::string error;                // last validation error (one line); empty when current
   double forward_ms = 0.0;
   double build_ms = 0.0;
 };
@@ -109,11 +109,12 @@ struct Renderer {
   ScreenFigure compare;          // the wrapper vs weight split patterns (panel_walk_compare.cpp)
   ScreenFigure shapes;           // the shapes strip (panel_shapes.cpp)
   ScreenFigure model;            // the model view of a trained GPT (panel_model_view.cpp; set by poll_model)
+  ScreenFigure model_grid;       // the model view's ablation sweep grid, when shown (panel_model_view.cpp)
   ScreenFigure train;            // the Train view: curves, detectors, the probe's heads (train_view.cpp)
   // The figure the centre view drew this frame (one of the above): what F12 captures, and
   // what the tests compare a capture with.
   const ScreenFigure* centre = nullptr;
-  int uploads_last_frame = 0;    // textures re-uploaded this frame
+  int uploads_last_frame = 0;  // textures re-uploaded this frame
   std::int64_t uploads_total = 0;
   std::deque<HeatmapDraw> draws;  // stable addresses for draw callbacks
 };
@@ -122,8 +123,8 @@ struct Renderer {
 struct View {
   Stage stage = Stage::Weights;
   int batch = 0;
-  int head = 0;          // selected head (next/previous keys)
-  bool enlarged = false;  // show only the selected head
+  int head = 0;               // selected head (next/previous keys)
+  bool enlarged = false;      // show only the selected head
   bool show_controls = true;  // the left panel (hide it to give the heatmaps the window)
 };
 
@@ -138,26 +139,26 @@ enum class Dialog { None, Open, SaveAs, ConfirmQuit, ConfirmOpen, Recover };
 // (1-5 [ ] E C W Space), a run of them is someone typing, which goes to the tokens field
 // instead of firing shortcuts.
 struct KeyboardUi {
-  std::string typed;             // characters not yet decided (UTF-8)
-  double typed_at = 0.0;         // when the last one came
+  std::string typed;      // characters not yet decided (UTF-8)
+  double typed_at = 0.0;  // when the last one came
   int typed_count = 0;
-  unsigned shortcut = 0;         // the printable shortcut to run this frame (0: none)
-  bool focus_tokens = false;     // give the tokens field the keyboard
+  unsigned shortcut = 0;      // the printable shortcut to run this frame (0: none)
+  bool focus_tokens = false;  // give the tokens field the keyboard
   double focus_asked_at = 0.0;
-  std::string tokens_insert;     // then append this at its end (the run typed so far)
+  std::string tokens_insert;         // then append this at its end (the run typed so far)
   double typed_to_tokens_at = -1e9;  // when typing with nothing focused last went to the tokens (said under the field)
 };
 
 // The lesson's editors (left panel): the tokens field, the embedding table, the size
 // sliders typed into, and the edit the session format refused.
 struct EditorUi {
-  int first_column = 0;          // the embedding table's first value column shown (d_in > 60)
-  std::string typing_slider;     // the size slider Ctrl+clicked to type a value (its label)
+  int first_column = 0;       // the embedding table's first value column shown (d_in > 60)
+  std::string typing_slider;  // the size slider Ctrl+clicked to type a value (its label)
   int typing_value = 0;
   bool typing_focus = false;
-  std::string token_text;        // the tokens field (applied on every edit)
-  bool token_text_stale = true;  // rebuild from the session
-  int preferred_heads = 0;       // the head count the user chose; d_out changes stay near it
+  std::string token_text;                      // the tokens field (applied on every edit)
+  bool token_text_stale = true;                // rebuild from the session
+  int preferred_heads = 0;                     // the head count the user chose; d_out changes stay near it
   std::vector<std::vector<float>> d_in_stash;  // embeddings before a d_in drag (columns come back)
   // An edit the session format refused, shown under the field it was made in ("tokens",
   // "table", "d_in", "context_length", "batch", "model") until refusal_until.
@@ -172,26 +173,26 @@ struct DialogUi {
   bool just_opened = false;
   std::string path;
   std::string error;
-  bool refocus = false;                 // give the path field the keyboard again next frame
-  std::string browse_dir;               // the folder the Open / Save dialog shows
-  std::string browse_listed;            // the folder browse_rows were listed from
-  std::vector<FileRow> browse_rows;     // its rows (file_list.hpp)
+  bool refocus = false;              // give the path field the keyboard again next frame
+  std::string browse_dir;            // the folder the Open / Save dialog shows
+  std::string browse_listed;         // the folder browse_rows were listed from
+  std::vector<FileRow> browse_rows;  // its rows (file_list.hpp)
   std::string browse_error;
-  int browse_sel = -1;                  // row chosen with Up / Down or a click (recent files first)
+  int browse_sel = -1;  // row chosen with Up / Down or a click (recent files first)
   bool browse_scroll = false;
-  std::string pending_open;             // lesson or file to open after confirming
+  std::string pending_open;  // lesson or file to open after confirming
 };
 
 // A restore that failed: the autosave moved aside, and what could be recovered from it.
 struct RestoreUi {
-  std::string error;     // one line: why the autosave was refused
-  std::string kept_at;   // where the refused file now is
+  std::string error;    // one line: why the autosave was refused
+  std::string kept_at;  // where the refused file now is
   std::vector<std::string> repairs;
   std::optional<DocState> recovered;
 };
 
 struct StatusUi {
-  std::string text;      // one-line notice in the status bar
+  std::string text;  // one-line notice in the status bar
   bool is_error = false;
   double until = 0.0;
 };
@@ -202,11 +203,11 @@ struct DrawnUi {
   std::vector<CellLayout> model_cells;  // the model view's thumbnails (head = layer * n_head + head)
   CellLayout model_big;                 // the selected head's big heatmap (rows 0: not drawn)
   CellLayout colorbar_layout;
-  float shapes_content_h = 0.0f;        // height of the shapes strip's content last frame
+  float shapes_content_h = 0.0f;  // height of the shapes strip's content last frame
 };
 
 struct WindowUi {
-  std::string title;       // as last set on the OS window
+  std::string title;  // as last set on the OS window
   bool fonts_dirty = true;
   bool style_dirty = true;
   ImFont* font_ui = nullptr;
@@ -217,7 +218,7 @@ struct CaptureUi {
   bool settings_open = false;
   bool window_pending = false;  // read the framebuffer after this frame is drawn
   std::string dir_edit;
-  std::string last;             // path of the last file saved by a capture or export
+  std::string last;  // path of the last file saved by a capture or export
 };
 
 // What the window remembers between frames and no document holds, by the part it serves.
@@ -233,8 +234,8 @@ struct Ui {
 };
 
 struct Paths {
-  std::string config_dir;  // settings.json
-  std::string state_dir;   // autosave.json, autosave-meta.json, autosave-refused-*.json
+  std::string config_dir;     // settings.json
+  std::string state_dir;      // autosave.json, autosave-meta.json, autosave-refused-*.json
   bool autosave_off = false;  // a refused autosave could not be moved aside: never write over it
 };
 
@@ -253,11 +254,12 @@ struct Introspection {
     std::vector<std::string> inspector;  // the inspector's lines (strings built before drawing)
     bool operator==(const Walk&) const = default;
   } walk;
-  std::string refusal;     // the last edit refused, as shown
+  std::string refusal;  // the last edit refused, as shown
   std::vector<std::string> token_cells;
-  std::vector<std::string> browse_rows;  // the file dialog's rows as listed  // the embedding table's first token cells as shown (elided)
-  bool text_input = false; // a text field has the keyboard (ImGui's WantTextInput)
-  std::string edit_menu;   // the Edit menu's undo and redo items as labelled ("Undo change d_out|Redo ...")
+  std::vector<std::string>
+      browse_rows;  // the file dialog's rows as listed  // the embedding table's first token cells as shown (elided)
+  bool text_input = false;  // a text field has the keyboard (ImGui's WantTextInput)
+  std::string edit_menu;    // the Edit menu's undo and redo items as labelled ("Undo change d_out|Redo ...")
   // The main loop's own hooks (app.cpp, capture.cpp), not the panels': the input taken and
   // still queued, when a frame took its events, and --state-out's cache. They change every
   // frame and are no change of the layout: the comparison leaves them out.
@@ -267,7 +269,7 @@ struct Introspection {
     std::int64_t input_pending = 0;
     std::vector<int> keys_held;     // GLFW key codes down in the frame, as ImGui saw them
     std::vector<int> buttons_held;  // mouse buttons down in the frame
-    double polled_at = 0.0;  // wall clock (seconds since 1970) when this frame began taking events
+    double polled_at = 0.0;         // wall clock (seconds since 1970) when this frame began taking events
     // The session's JSON (the costly part of the state at 256 x 768), for one revision and view.
     std::uint64_t session_revision = ~std::uint64_t{0};
     std::optional<SessionView> session_view;
@@ -311,8 +313,8 @@ struct AppState {
   TrainUi train;            // the Train view's run (train_state.hpp)
   Introspection hooks;      // test hooks (written to --layout-out / --state-out)
   GLFWwindow* window = nullptr;
-  bool quit = false;              // leave the main loop
-  bool quit_requested = false;    // window close / Ctrl+Q: may ask first
+  bool quit = false;            // leave the main loop
+  bool quit_requested = false;  // window close / Ctrl+Q: may ask first
   std::int64_t frame = 0;
   std::uint64_t autosaved_revision = 0;
   SessionView autosaved_view;  // the view last autosaved (a view change alone is autosaved too)
@@ -330,30 +332,31 @@ struct AppState {
 // shown under `where`, see draw_refusal); label names the edit for undo ("change d_out";
 // consecutive edits with one label while a widget is held are one step).
 bool mark_model_dirty(AppState& s, const std::string& label = "edit", const char* where = "model");  // config or d_in
-bool mark_input_dirty(AppState& s, const std::string& label = "edit", const char* where = "model");  // tokens, embeddings, batch
+bool mark_input_dirty(AppState& s, const std::string& label = "edit",
+                      const char* where = "model");  // tokens, embeddings, batch
 void undo(AppState& s);
 void redo(AppState& s);
 DocState doc_state(const AppState& s);
 SessionView current_view(const AppState& s);  // what is shown, as a session's "view" saves it
 Session with_view(const AppState& s);         // the document as files hold it (persistence.cpp)
-void refresh(AppState& s);            // recompute model/trace if dirty (once)
+void refresh(AppState& s);                    // recompute model/trace if dirty (once)
 void set_document(AppState& s, Session session, std::string path, std::string origin);
 void apply_token_text(AppState& s, const std::string& text);  // split, keep vectors by token
 void set_d_in(AppState& s, int d_in);
 void move_token(AppState& s, int from, int to);
 void remove_token(AppState& s, int index);
 void sync_token_text(AppState& s);
-std::string short_token(const std::string& t);  // at most 24 bytes and an ellipsis, for labels
+std::string short_token(const std::string& t);             // at most 24 bytes and an ellipsis, for labels
 std::vector<int> valid_head_counts(const ModelConfig& c);  // num_heads choices for the variant
 int nearest_valid_heads(const ModelConfig& c, int wanted);
 void notify(AppState& s, std::string message, bool error = false);
 
 // [SECTION] Panels (one file each)
-void draw_menu_bar(AppState& s);        // panel_menu.cpp
-void draw_controls(AppState& s);        // panel_controls.cpp
-void draw_shapes(AppState& s);          // panel_shapes.cpp
-void draw_tokens(AppState& s);          // panel_tokens.cpp
-void draw_heatmaps(AppState& s);        // panel_heatmaps.cpp
+void draw_menu_bar(AppState& s);  // panel_menu.cpp
+void draw_controls(AppState& s);  // panel_controls.cpp
+void draw_shapes(AppState& s);    // panel_shapes.cpp
+void draw_tokens(AppState& s);    // panel_tokens.cpp
+void draw_heatmaps(AppState& s);  // panel_heatmaps.cpp
 // The view shown in the centre: the one asked for, but the lesson while the model view has
 // no model opened. Applies --walkthrough on its first call (panel_walkthrough.cpp).
 Centre centre_view(AppState& s);
@@ -367,24 +370,31 @@ void handle_shortcuts(AppState& s);     // panel_menu.cpp
 void record_widget(AppState& s, const char* name);  // last item's rectangle
 void record_frame(AppState& s, const char* name);   // last item's frame (without its label)
 void draw_refusal(AppState& s, const char* where);  // the refused edit's reason, if it was made there
-void draw_edit_menu(AppState& s);       // panel_menu.cpp: Undo NAME, Redo NAME
+void draw_edit_menu(AppState& s);                   // panel_menu.cpp: Undo NAME, Redo NAME
 std::string ms_text(double ms);         // panel_model.cpp: "12.3 µs" below 0.1 ms, else ms; < 0: "not timed"
 std::string thousands(std::int64_t v);  // figure/shapes_figure.hpp: 124439808 -> "124,439,808"
 
 // [SECTION] The trained model (model_actions.cpp, panel_model.cpp, panel_model_view.cpp)
-void open_model(AppState& s, const std::string& path);  // loads on the worker; the current model stays until it succeeds
-void set_model_text(AppState& s, std::string text);     // the text box changed
-void run_induction_probe(AppState& s);                  // random tokens repeated, instead of the text
-void poll_model(AppState& s);                            // once a frame: errors, new results, derived view
-bool model_busy(const AppState& s);                      // a load or forward is under way or waiting
-bool model_view_active(AppState& s);                     // centre_view(s) == Centre::Model
+void open_model(AppState& s,
+                const std::string& path);            // loads on the worker; the current model stays until it succeeds
+void set_model_text(AppState& s, std::string text);  // the text box changed
+void run_induction_probe(AppState& s);               // random tokens repeated, instead of the text
+void toggle_ablation(ModelUi& m, HeadIndex head);    // ablates the head, or restores it when ablated
+void poll_model(AppState& s);                        // once a frame: errors, new results, derived view
+bool model_busy(const AppState& s);                  // a load, forward or sweep is under way or waiting
+// The ablation sweep of the text box (patch: activation patching into the corrupted text),
+// on its own thread.
+void start_sweep(AppState& s, bool patch = false);
+// The grid the model view's centre shows (the sweep's, the lens table), or null: the heads.
+const figure::GridView* shown_grid(const ModelUi& m);
+bool model_view_active(AppState& s);  // centre_view(s) == Centre::Model
 // The open model's name: its folder's, or its file's stem ("gpt2", "run"); window titles and captures.
 std::string model_name(const ModelUi& m);
-void open_layer_walkthrough(AppState& s, int layer);     // that layer as the chapter-3 module, in the walkthrough
-void draw_model_panel(AppState& s);                      // panel_model.cpp: open, text, detector, next token
-void draw_model_open_dialog(AppState& s);                // panel_model.cpp: File → Open model…
-void draw_model_view(AppState& s);                       // panel_model_view.cpp
-void draw_model_shapes(AppState& s);                     // panel_model_view.cpp: the strip below it
+void open_layer_walkthrough(AppState& s, int layer);  // that layer as the chapter-3 module, in the walkthrough
+void draw_model_panel(AppState& s);                   // panel_model.cpp: open, text, detector, next token
+void draw_model_open_dialog(AppState& s);             // panel_model.cpp: File → Open model…
+void draw_model_view(AppState& s);                    // panel_model_view.cpp
+void draw_model_shapes(AppState& s);                  // panel_model_view.cpp: the strip below it
 void upload_texture(HeadTexture& t, int w, int h, const float* data);  // renderer.cpp
 
 // [SECTION] The Train view (train/panel_train.cpp, train/train_view.cpp)
@@ -402,10 +412,10 @@ void resolve_paths(AppState& s);
 void load_settings(AppState& s);
 void save_settings(AppState& s);
 bool restore_autosave(AppState& s);  // false: none, or refused (then kept aside, Dialog::Recover)
-void open_recovered(AppState& s);     // what recover_session kept of a refused autosave
+void open_recovered(AppState& s);    // what recover_session kept of a refused autosave
 void autosave(AppState& s);
 bool open_document(AppState& s, const std::string& path_or_lesson);  // false: error shown, nothing changed
-bool save_document(AppState& s, const std::string& path);           // false: error shown, nothing changed
+bool save_document(AppState& s, const std::string& path);            // false: error shown, nothing changed
 void add_recent(AppState& s, const std::string& path);
 void add_recent_model(AppState& s, const std::string& path);
 
@@ -429,9 +439,9 @@ std::vector<std::uint8_t> read_framebuffer(AppState& s, int& width, int& height)
 // capture takes the options a panel last built its figure with and changes only the theme
 // and the caption, so the picture is the same.
 figure::Options figure_options(const AppState& s, figure::View view, ImVec2 canvas);
-enum class CaptureKind { Shown, Grid, Head, Step, Window };  // Shown: the walkthrough step, enlarged head or grid
+enum class CaptureKind { Shown, Grid, Head, Step, Window };     // Shown: the walkthrough step, enlarged head or grid
 void capture(AppState& s, CaptureKind kind, bool svg = false);  // svg: vector figure instead of PNG
-void capture_window_now(AppState& s);  // after the frame is rendered, before the swap
+void capture_window_now(AppState& s);                           // after the frame is rendered, before the swap
 void export_matrix(AppState& s, const std::string& format, bool clipboard);  // latex | csv | npy
 std::string capture_folder(const AppState& s);
 void draw_capture_menu(AppState& s);

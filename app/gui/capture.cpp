@@ -222,6 +222,30 @@ nlohmann::json train_state_json(const TrainUi& t) {
 // scores and top five, the next tokens as printed, the canvas and font its figure was laid
 // out for (`mhaviz render --view model --size W x H --font PX` draws the same figure), and
 // how long edits of the text took to show.
+// The ablation sweep: under way (its progress), and the last grid with what it judged.
+nlohmann::json sweep_state_json(const ModelUi& m) {
+  nlohmann::json j = {{"running", m.sweep_job != nullptr},
+                      {"done", m.sweep_job ? m.sweep_job->done() : 0},
+                      {"total", m.sweep_job ? m.sweep_job->total() : 0},
+                      {"shown", m.show == ModelUi::Show::Sweep && m.sweep != nullptr},
+                      {"target_text", m.sweep_target},
+                      {"vs_text", m.sweep_vs},
+                      {"corrupt_text", m.corrupt_text}};
+  if (!m.sweep) return j;
+  const SweepData& d = *m.sweep;
+  j["rows"] = d.grid.rows;
+  j["cols"] = d.grid.cols;
+  j["values"] = d.grid.values;
+  j["clean"] = d.grid.clean;
+  j["ids"] = d.target.ids;
+  j["target"] = d.target.metric.target;
+  j["vs"] = d.target.metric.vs;
+  j["mode"] = d.mode == AblationMode::Mean ? "mean" : "zero";
+  j["corrupt"] = d.target.corrupt;  // patching: the corrupted text's tokens; empty: ablation
+  j["metric_corrupt"] = d.grid.corrupt;
+  return j;
+}
+
 nlohmann::json model_state_json(const AppState& s) {
   const ModelUi& m = s.gpt;
   const figure::Options& fo = s.renderer.model.opts;
@@ -251,6 +275,8 @@ nlohmann::json model_state_json(const AppState& s) {
     j["forward_ms"] = m.result->forward_ms;
     j["recomputed_from"] = m.result->recomputed_from;
   }
+  j["sweep"] = sweep_state_json(m);
+  j["lens_shown"] = m.show == ModelUi::Show::Lens && m.view && m.view->lens;
   if (!m.view) return j;
   const ModelViewData& v = *m.view;
   nlohmann::json scores = nlohmann::json::array();
@@ -260,8 +286,20 @@ nlohmann::json model_state_json(const AppState& s) {
   nlohmann::json next = nlohmann::json::array();
   for (std::size_t i = 0; i < v.next.size(); ++i) {
     const NextRow& r = v.next[i];
-    next.push_back({{"id", r.id}, {"token", r.token}, {"p", r.p}, {"logp", r.logp}, {"shown", v.next_shown[i]}});
+    next.push_back({{"id", r.id},
+                    {"token", r.token},
+                    {"p", r.p},
+                    {"logp", r.logp},
+                    {"clean_p", r.clean_p},
+                    {"shown", v.next_shown[i]}});
   }
+  nlohmann::json ablated = nlohmann::json::array();
+  for (const HeadIndex& h : v.key.ablate) ablated.push_back(std::to_string(h.layer) + "." + std::to_string(h.head));
+  j["ablated"] = ablated;
+  j["ablation"] = v.key.ablation_mode == AblationMode::Mean ? "mean" : "zero";
+  j["norm_weighted"] = v.key.norm_weighted;
+  j["loss"] = std::isfinite(v.loss) ? nlohmann::json(v.loss) : nlohmann::json(nullptr);
+  j["clean_loss"] = std::isfinite(v.clean_loss) ? nlohmann::json(v.clean_loss) : nlohmann::json(nullptr);
   j["n_layer"] = v.n_layer;
   j["n_head"] = v.n_head;
   j["tokens"] = v.token_strings;
@@ -286,11 +324,12 @@ nlohmann::json centre_figure_json(const AppState& s) {
   const Renderer& r = s.renderer;
   const ScreenFigure* f = r.centre;
   if (!f) return nullptr;
-  const char* name = f == &r.lesson    ? "lesson"
-                     : f == &r.walk    ? "walk"
-                     : f == &r.compare ? "compare"
-                     : f == &r.train   ? "train"
-                                       : "model";
+  const char* name = f == &r.lesson       ? "lesson"
+                     : f == &r.walk       ? "walk"
+                     : f == &r.compare    ? "compare"
+                     : f == &r.train      ? "train"
+                     : f == &r.model_grid ? "model_grid"
+                                          : "model";
   return {{"name", name},
           {"origin", {f->origin.x, f->origin.y}},
           {"canvas", {f->opts.canvas.width, f->opts.canvas.height}},

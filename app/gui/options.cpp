@@ -58,6 +58,9 @@ void add_options(CLI::App& sub, Options& opts) {
                  "Make a run of the Train view's default settings at once, train it to step N (0: not at all) and "
                  "pause; with --exit-after-frames the last frame waits for it")
       ->check(CLI::Range(0LL, 1000000LL));
+  sub.add_option("--model-ablate", opts.model_ablate,
+                 "Ablate heads LAYER.HEAD in the model view, e.g. 5.1,6.9 (':mean': by their mean, not zero)");
+  sub.add_flag("--norm-weighted", opts.norm_weighted, "Show the model view's attention norm-weighted (α·‖f(x)‖)");
   sub.add_option("--walkthrough", opts.walkthrough,
                  "Open the walkthrough at STEP (name or number; STEP+0.5 is halfway into the next step), "
                  "then comma-separated: mistake, compare, pane=q|k|v|all, pin=FLAT, play, no-numbers, no-weights")

@@ -18,6 +18,7 @@
 #include "app_state.hpp"
 #include "figure/figure.hpp"
 #include "figure/gpt_figures.hpp"
+#include "figure/interv_figures.hpp"
 #include "figure/walk_figure.hpp"
 #include "walk_frame.hpp"
 #include "mhaviz/export.hpp"
@@ -140,7 +141,12 @@ void capture_model(AppState& s, CaptureKind kind, bool svg) {
   std::string stem = model_name(m);
   try {
     figure::Figure f;
-    if (kind == CaptureKind::Shown) {
+    if (const figure::GridView* g = shown_grid(m); kind == CaptureKind::Shown && g) {
+      // The sweep's grid or the lens table as shown, in the capture's theme: `mhaviz render
+      // --view sweep | lens`'s.
+      f = figure::build_grid_figure(*g, for_capture(s, s.renderer.model_grid.opts));
+      stem += m.show == ModelUi::Show::Lens ? "-lens" : m.sweep->patching() ? "-patch" : "-sweep";
+    } else if (kind == CaptureKind::Shown) {
       // The figure on screen (its canvas, typography and selection) in the capture's theme,
       // with a caption: `mhaviz render --view model --size --font` draws the same.
       f = model_figure_for(*m.view, for_capture(s, m.view->key.fig));

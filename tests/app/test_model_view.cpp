@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <random>
 #include <set>
@@ -16,6 +17,7 @@
 
 #include "../core/gpt_test_util.hpp"
 #include "figure/gpt_figures.hpp"
+#include "model_sweep.hpp"
 #include "model_view.hpp"
 
 namespace mhaviz::gui {
@@ -285,7 +287,8 @@ TEST(ModelViewDerive, TheScreenFigureIsTheCapturesAndRendersFigure) {
   // A capture: the screen's figure in the light theme with a caption.
   figure::Options cap = key.fig;
   cap.dark = false, cap.caption = true;
-  EXPECT_EQ(figure::prims_json(model_figure_for(*d, cap), true), figure::prims_json(figure::build_model_figure(mv, cap), true));
+  EXPECT_EQ(figure::prims_json(model_figure_for(*d, cap), true),
+            figure::prims_json(figure::build_model_figure(mv, cap), true));
   // Next tokens: log-probabilities and the percentages printed.
   ASSERT_EQ(d->next.size(), 5u);
   for (const NextRow& n : d->next) EXPECT_DOUBLE_EQ(n.logp, std::log(static_cast<double>(n.p)));
@@ -307,6 +310,238 @@ TEST(ModelViewDerive, ANewSelectionReusesTheScoresAndThumbnails) {
   EXPECT_EQ(b->view.scores, a->view.scores);
   EXPECT_EQ(b->thumbs.pooled, a->thumbs.pooled);
   EXPECT_EQ(b->next_shown, a->next_shown);
+}
+
+// Heads ablated with a modifier-click: the view is the ablated run's (what gpt_forward_intervened
+// gives), each ablated thumbnail crossed out on screen and in a capture alike, the next tokens
+// with their clean probabilities beside, the loss of both runs; the same run is reused when
+// only the selection changes.
+TEST(ModelViewDerive, AnAblatedRunIsShownWithTheCleanRunsNumbersBeside) {
+  const Forward fw("ab a ba ab");
+  const GptModel& m = *fw.r->loaded.model;
+  ModelViewKey key;
+  key.generation = 1;
+  key.fig = screen(1000.0f, 700.0f);
+  const auto clean = derive_model_view(fw.r, key, nullptr);
+  EXPECT_TRUE(std::isnan(clean->loss));
+  key.ablate = {{0, 1}, {0, 2}};
+  key.ablation_mode = AblationMode::Mean;
+  const auto d = derive_model_view(fw.r, key, clean);
+  ASSERT_NE(d->ablated, nullptr);
+  Intervention iv;
+  iv.ablate = key.ablate;
+  iv.mode = AblationMode::Mean;
+  const GptTrace want = gpt_forward_intervened(m, *fw.r->trace, iv);
+  const std::size_t TT = static_cast<std::size_t>(d->tokens) * static_cast<std::size_t>(d->tokens);
+  const float* l1h0 = d->view.weights[3];  // layer 1, head 0: changed by the ablation below it
+  EXPECT_TRUE(std::equal(l1h0, l1h0 + TT, want.layers[1].weights.data.begin()));
+  EXPECT_FALSE(std::equal(l1h0, l1h0 + TT, fw.r->trace->layers[1].weights.data.begin()));
+  const NextToken nt = next_token(m, want, d->tokens - 1, 5), base = next_token(m, *fw.r->trace, d->tokens - 1, 0);
+  ASSERT_EQ(d->next.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(d->next[i].id, nt.top[i].id);
+    EXPECT_EQ(d->next[i].p, nt.top[i].p);
+    EXPECT_EQ(d->next[i].clean_p, base.probs[static_cast<std::size_t>(nt.top[i].id)]);
+  }
+  EXPECT_DOUBLE_EQ(d->loss, text_loss(m, want));
+  EXPECT_DOUBLE_EQ(d->clean_loss, text_loss(m, *fw.r->trace));
+  EXPECT_NE(d->loss, d->clean_loss);
+  int crosses = 0;
+  for (const figure::Prim& p : d->figure.prims) crosses += p.cls == "ablated";
+  EXPECT_EQ(crosses, 4);  // two lines over each of the two heads
+  figure::Options cap = key.fig;
+  cap.dark = false, cap.caption = true;
+  figure::ModelView mv = figure::gpt_model_view(m, want, *fw.r->loaded.tokenizer, "tiny-model", std::nullopt);
+  mv.ablated = {1, 2};
+  EXPECT_EQ(figure::prims_json(model_figure_for(*d, cap), true),
+            figure::prims_json(figure::build_model_figure(mv, cap), true));
+  key.layer = 1, key.head = 0;
+  const auto e = derive_model_view(fw.r, key, d);
+  EXPECT_EQ(e->ablated, d->ablated);  // a new selection: the same ablated run
+}
+
+// The loss on the text: mean −log p of each next token, from the model's own logits.
+TEST(ModelViewDerive, TheTextLossIsTheMeanNegativeLogProbabilityOfEachNextToken) {
+  const Forward fw("ab a ba ab");
+  const GptModel& m = *fw.r->loaded.model;
+  const GptTrace& tr = *fw.r->trace;
+  double sum = 0;
+  for (int i = 0; i + 1 < tr.tokens(); ++i)
+    sum -= std::log(static_cast<double>(next_token(m, tr, i, 0).probs[static_cast<std::size_t>(tr.ids[i + 1])]));
+  EXPECT_NEAR(text_loss(m, tr), sum / (tr.tokens() - 1), 1e-6);
+}
+
+// Norm-weighted: the thumbnails and the large head are α·‖f(x)‖, the detector still scores α.
+TEST(ModelViewDerive, NormWeightedShowsTheWeightTimesTheValueNorm) {
+  const Forward fw("ab a ba ab");
+  const GptModel& m = *fw.r->loaded.model;
+  ModelViewKey key;
+  key.generation = 1;
+  key.pattern = 0;
+  key.norm_weighted = true;
+  key.fig = screen(1000.0f, 700.0f);
+  const auto d = derive_model_view(fw.r, key, nullptr);
+  const std::size_t TT = static_cast<std::size_t>(d->tokens) * static_cast<std::size_t>(d->tokens);
+  for (int l = 0; l < d->n_layer; ++l) {
+    const Tensor nw = norm_weighted_attention(m, *fw.r->trace, l);
+    for (int h = 0; h < d->n_head; ++h) {
+      const float* w = d->view.weights[static_cast<std::size_t>(l * d->n_head + h)];
+      EXPECT_TRUE(std::equal(w, w + TT, nw.data.begin() + static_cast<std::ptrdiff_t>(h * TT)));
+    }
+  }
+  EXPECT_NE(d->view.title.find("Norm-weighted"), std::string::npos);
+  key.norm_weighted = false;
+  const auto plain = derive_model_view(fw.r, key, d);
+  EXPECT_EQ(plain->view.scores, d->view.scores);
+  EXPECT_EQ(plain->view.weights[0], fw.r->trace->layers[0].weights.data.data());
+}
+
+}  // namespace
+}  // namespace mhaviz::gui
+
+// [SECTION] The ablation sweep, off the drawing thread
+namespace mhaviz::gui {
+namespace {
+
+TEST(ModelSweep, TheTargetIsTheTextsLastTokenOrOneTyped) {
+  const Tokenizer tok = tiny();
+  const std::vector<int> ids = tok.encode("ab a ba ab");
+  // None typed: the last token, judged from the position before it.
+  SweepTarget t = sweep_target(tok, ids, "", "");
+  EXPECT_EQ(t.error, "");
+  EXPECT_EQ(t.ids, std::vector<int>(ids.begin(), ids.end() - 1));
+  EXPECT_EQ(t.metric.target, ids.back());
+  EXPECT_EQ(t.metric.vs, -1);
+  // Typed: at the whole text's last position, with vs a logit difference.
+  t = sweep_target(tok, ids, " a", "b");
+  EXPECT_EQ(t.error, "");
+  EXPECT_EQ(t.ids, ids);
+  EXPECT_EQ(t.metric.target, tok.encode(" a", false).front());
+  EXPECT_EQ(t.metric.vs, tok.encode("b", false).front());
+  EXPECT_EQ(sweep_target(tok, ids, "ab", "").error, "target: 'ab' is 2 tokens, not one token of the vocabulary");
+  EXPECT_EQ(sweep_target(tok, ids, "a", "").error, "");
+  EXPECT_EQ(sweep_target(tok, ids, "", "ba").error, "vs: 'ba' is 2 tokens, not one token of the vocabulary");
+  EXPECT_NE(sweep_target(tok, tok.encode("a"), "", "").error.find("target: the text is one token"), std::string::npos);
+}
+
+TEST(ModelSweep, TheJobsGridIsTheCoresSweepAndRendersFigure) {
+  const Forward fw("ab a ba ab");
+  const GptModel& m = *fw.r->loaded.model;
+  const Tokenizer& tok = *fw.r->loaded.tokenizer;
+  for (const bool typed : {false, true}) {
+    SweepTarget t = sweep_target(tok, fw.r->trace->ids, typed ? " a" : "", typed ? "b" : "");
+    ASSERT_EQ(t.error, "");
+    SweepJob job(fw.r, t, AblationMode::Mean);
+    EXPECT_EQ(job.total(), 6);
+    const auto d = job.take();
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(job.done(), 6);
+    const GptTrace clean = gpt_forward(m, t.ids);
+    const auto want = ablation_sweep(m, clean, t.metric, AblationMode::Mean);
+    ASSERT_TRUE(want.has_value());
+    EXPECT_EQ((d->grid.rows), 2);
+    EXPECT_EQ(d->grid.values, want->values) << "typed " << typed;
+    EXPECT_EQ(d->grid.clean, want->clean);
+    // render --view sweep's figure of the same tokens and target.
+    const figure::Options o = screen(900.0f, 600.0f);
+    const figure::GridView v = figure::sweep_view(m, *want, tok, t.metric, AblationMode::Mean,
+                                                  figure::display_tokens(tok, t.ids), "tiny-model");
+    EXPECT_EQ(figure::prims_json(figure::build_grid_figure(d->view, o), true),
+              figure::prims_json(figure::build_grid_figure(v, o), true));
+  }
+}
+
+TEST(ModelSweep, CancelStopsTheSweepAndGivesNoGrid) {
+  const Forward fw("ab a ba ab");
+  const SweepTarget t = sweep_target(*fw.r->loaded.tokenizer, fw.r->trace->ids, "", "");
+  std::atomic<SweepJob*> self{nullptr};
+  std::atomic<int> runs{0};
+  // Cancel as a click would, after the second head's run.
+  SweepJob job(fw.r, t, AblationMode::Zero, [&](int done) {
+    runs = done;
+    while (self.load() == nullptr) {
+    }
+    if (done == 2) self.load()->cancel();
+  });
+  self = &job;
+  EXPECT_EQ(job.take(), nullptr);
+  EXPECT_EQ(runs.load(), 2);
+  EXPECT_EQ(job.done(), 2);
+  EXPECT_TRUE(job.cancelling());
+}
+
+}  // namespace
+}  // namespace mhaviz::gui
+
+// [SECTION] The logit lens, derived with the view
+namespace mhaviz::gui {
+namespace {
+
+TEST(ModelViewDerive, TheLensIsRendersTableOfTheRunShown) {
+  const Forward fw("ab a ba ab");
+  const GptModel& m = *fw.r->loaded.model;
+  const Tokenizer& tok = *fw.r->loaded.tokenizer;
+  ModelViewKey key;
+  key.generation = 1;
+  key.fig = screen(1000.0f, 700.0f);
+  const auto plain = derive_model_view(fw.r, key, nullptr);
+  EXPECT_EQ(plain->lens, nullptr);
+  key.lens = true;
+  const auto d = derive_model_view(fw.r, key, plain);
+  ASSERT_NE(d->lens, nullptr);
+  const std::vector<std::string> tokens = figure::display_tokens(tok, fw.r->trace->ids);
+  const figure::GridView want = figure::lens_view(m, logit_lens(m, *fw.r->trace, 1), tok, tokens, "tiny-model");
+  EXPECT_EQ(figure::prims_json(figure::build_grid_figure(*d->lens, key.fig), true),
+            figure::prims_json(figure::build_grid_figure(want, key.fig), true));
+  EXPECT_EQ(d->lens->values, want.values);
+  // A new selection keeps it; heads ablated give the ablated run's lens.
+  key.layer = 0, key.head = 1;
+  EXPECT_EQ(derive_model_view(fw.r, key, d)->lens, d->lens);
+  key.ablate = {{0, 0}};
+  const auto a = derive_model_view(fw.r, key, d);
+  ASSERT_NE(a->lens, nullptr);
+  Intervention iv;
+  iv.ablate = key.ablate;
+  const GptTrace ablated = gpt_forward_intervened(m, *fw.r->trace, iv);
+  EXPECT_EQ(a->lens->values, figure::lens_view(m, logit_lens(m, ablated, 1), tok, tokens, "tiny-model").values);
+  EXPECT_NE(a->lens->values, want.values);
+}
+
+}  // namespace
+}  // namespace mhaviz::gui
+
+// [SECTION] Activation patching, the same job
+namespace mhaviz::gui {
+namespace {
+
+TEST(ModelSweep, PatchingNeedsEquallyManyTokensAndGivesTheCoresGrid) {
+  const Forward fw("ab a ba ab");
+  const GptModel& m = *fw.r->loaded.model;
+  const Tokenizer& tok = *fw.r->loaded.tokenizer;
+  const std::vector<int>& ids = fw.r->trace->ids;
+  EXPECT_EQ(patch_target(tok, ids, tok.encode("ab a ba"), "", "").error,
+            "corrupted text: " + std::to_string(tok.encode("ab a ba").size()) + " tokens, the text has " +
+                std::to_string(ids.size()) + " (patching needs equally many)");
+  const std::vector<int> corrupt = tok.encode("ab a bb ab");
+  ASSERT_EQ(corrupt.size(), ids.size());
+  for (const bool typed : {false, true}) {
+    const SweepTarget t = patch_target(tok, ids, corrupt, typed ? " a" : "", typed ? "b" : "");
+    ASSERT_EQ(t.error, "");
+    EXPECT_EQ(t.corrupt.size(), t.ids.size());
+    SweepJob job(fw.r, t, AblationMode::Zero);
+    const auto d = job.take();
+    ASSERT_NE(d, nullptr);
+    EXPECT_TRUE(d->patching());
+    const auto want = patch_sweep(m, gpt_forward(m, t.ids), gpt_forward(m, t.corrupt), t.metric, PatchPer::Head);
+    ASSERT_TRUE(want.has_value());
+    EXPECT_EQ(d->grid.values, want->values) << "typed " << typed;
+    const figure::Options o = screen(900.0f, 600.0f);
+    const figure::GridView v =
+        figure::patch_view(m, *want, tok, t.metric, PatchPer::Head, figure::display_tokens(tok, t.ids),
+                           figure::display_tokens(tok, t.corrupt), "tiny-model");
+    EXPECT_EQ(figure::prims_json(figure::build_grid_figure(d->view, o), true),
+              figure::prims_json(figure::build_grid_figure(v, o), true));
+  }
 }
 
 }  // namespace

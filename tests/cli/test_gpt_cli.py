@@ -206,7 +206,7 @@ class Render(unittest.TestCase):
                              (["model", "1.4"], "--view: head 1.4 is out of range (heads 0 to 3)"),
                              (["model", "x"], "--view: model takes a head L.H (e.g. 5.1), got 'x'"),
                              (["layer"], "--view: layer needs a layer"),
-                             (["grid"], "--view: 'grid' is not one of model, layer L, head L.H (with --model)")]:
+                             (["grid"], "--view: 'grid' is not one of model, layer L, head L.H, sweep, patch, lens (with --model)")]:
             with tempfile.TemporaryDirectory() as tmp:
                 r = run("render", "--model", folder, "--text", "the", "--view", *view, "-o", os.path.join(tmp, "x.png"))
                 self.assertEqual(r.returncode, 2, view)

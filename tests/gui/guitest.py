@@ -275,6 +275,17 @@ def type_text(text, delay_ms=12):
     subprocess.run(XDOTOOL + ["type", "--delay", str(delay_ms), text], check=True, timeout=120)
 
 
+def gpt2_small_checkpoint(folder, models):
+    """Makes the random GPT-2-small-sized checkpoint in folder when missing (make_checkpoints.py
+    --gpt2-small, about 500 MB, kept for the next run) and gives it the test tokenizer of
+    models/hf_f32 (its ids are GPT-2 ids below 263)."""
+    if not os.path.exists(os.path.join(folder, "model.safetensors")):
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models", "make_checkpoints.py")
+        subprocess.run(["/usr/bin/python3", script, "--gpt2-small", folder], check=True, timeout=600)
+    for f in ("vocab.json", "merges.txt"):
+        shutil.copy(os.path.join(models, "hf_f32", f), folder)
+
+
 # PNG reader for 8-bit RGB/RGBA, non-interlaced (what stb_image_write produces).
 def read_png(path):
     with open(path, "rb") as f:

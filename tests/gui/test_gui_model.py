@@ -38,8 +38,6 @@ import json
 import math
 import os
 import struct
-import shutil
-import subprocess
 import sys
 import time
 
@@ -482,11 +480,7 @@ def test_responsive():
     if not GPT2_SMALL:
         print("skip responsiveness: no GPT2_SMALL_DIR given")
         return
-    if not os.path.exists(os.path.join(GPT2_SMALL, "model.safetensors")):
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models", "make_checkpoints.py")
-        subprocess.run(["/usr/bin/python3", script, "--gpt2-small", GPT2_SMALL], check=True, timeout=600)
-    for f in ("vocab.json", "merges.txt"):  # the test tokenizer: its ids are GPT-2 ids below 263
-        shutil.copy(os.path.join(MODELS, "hf_f32", f), GPT2_SMALL)
+    g.gpt2_small_checkpoint(GPT2_SMALL, MODELS)
     state = os.path.join(tmp, "big.state.json")
     text = "the heat in the heater " * 30
     t0 = time.time()

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "figure/gpt_figures.hpp"
+#include "figure/interv_figures.hpp"
 #include "mhaviz/prompt.hpp"
 
 namespace mhaviz::gui {
@@ -53,31 +54,92 @@ std::vector<std::string> percent_texts(const std::vector<float>& p) {
 }
 
 // [SECTION] The view of a forward
+double text_loss(const GptModel& m, const GptTrace& tr) {
+  const int T = tr.tokens(), V = m.config.vocab_size;
+  if (T < 2) return std::numeric_limits<double>::quiet_NaN();
+  // The last layer's lens is the LM head on every row, bit for bit gpt_logits, in one product.
+  const std::vector<float> logits = lens_logits(m, tr, m.config.n_layer - 1);
+  double sum = 0.0;
+  for (int i = 0; i + 1 < T; ++i) {
+    const TokenMetric next{tr.ids[static_cast<std::size_t>(i + 1)], -1};
+    sum -= next.of(
+        std::span<const float>(logits.data() + static_cast<std::ptrdiff_t>(i) * V, static_cast<std::size_t>(V)));
+  }
+  return sum / (T - 1);
+}
+
+namespace {
+
+// The run key shows: the clean forward, or (heads ablated) its ablated run, reused from prev.
+std::shared_ptr<const GptTrace> shown_run(const GptWorker::Result& r, const ModelViewKey& key,
+                                          const ModelViewData* same_run) {
+  if (key.ablate.empty()) return r.trace;
+  if (same_run != nullptr) return same_run->ablated;
+  Intervention iv;
+  iv.ablate = key.ablate;
+  iv.mode = key.ablation_mode;
+  return std::make_shared<const GptTrace>(gpt_forward_intervened(*r.loaded.model, *r.trace, iv));
+}
+
+// The next tokens after position pos of tr, with each one's p in the clean run.
+std::vector<NextRow> next_rows(const GptModel& m, const Tokenizer& tok, const GptTrace& tr, const GptTrace& clean,
+                               int pos) {
+  const NextToken nt = next_token(m, tr, pos, 5);
+  const NextToken base = &tr == &clean ? nt : next_token(m, clean, pos, 0);
+  std::vector<NextRow> out;
+  for (const TokenProbability& t : nt.top)
+    out.push_back({t.id, figure::display_tokens(tok, {t.id}).front(), t.p, std::log(static_cast<double>(t.p)),
+                   base.probs[static_cast<std::size_t>(t.id)]});
+  return out;
+}
+
+}  // namespace
+
 std::shared_ptr<const ModelViewData> derive_model_view(std::shared_ptr<const GptWorker::Result> r,
                                                        const ModelViewKey& key,
                                                        std::shared_ptr<const ModelViewData> prev) {
   const GptModel& m = *r->loaded.model;
   const Tokenizer& tok = *r->loaded.tokenizer;
-  const GptTrace& tr = *r->trace;
   auto d = std::make_shared<ModelViewData>();
   d->key = key;
   d->result = r;
   d->n_layer = m.config.n_layer;
   d->n_head = m.config.n_head;
-  d->tokens = tr.tokens();
-  d->ids = tr.ids;
   // What the view shown computed for this forward stays: scoring and pooling 144 heads of
   // 1024 x 1024 weights take tens of milliseconds.
-  const bool same = prev && prev->result == r;
+  const bool same_run =
+      prev && prev->result == r && prev->key.ablate == key.ablate && prev->key.ablation_mode == key.ablation_mode;
+  const bool same = same_run && prev->key.norm_weighted == key.norm_weighted;
+  d->ablated = key.ablate.empty() ? nullptr : shown_run(*r, key, same_run ? prev.get() : nullptr);
+  const GptTrace& tr = d->ablated ? *d->ablated : *r->trace;
+  d->tokens = tr.tokens();
+  d->ids = tr.ids;
   if (same && prev->key.pattern == key.pattern) {
     d->view = prev->view;
     d->top = prev->top;
+    d->norm_weights = prev->norm_weights;
   } else {
     std::optional<HeadPattern> pattern;
     if (key.pattern >= 0 && key.pattern < kHeadPatternCount) pattern = kHeadPatterns[key.pattern];
     d->view = figure::gpt_model_view(m, tr, tok, r->loaded.path.string(), pattern);
     d->top = figure::model_top_heads(d->view);
+    if (key.norm_weighted) {
+      // The detector scores the weights; the thumbnails and the large head show α·‖f(x)‖.
+      d->norm_weights = same_run && prev->norm_weights ? prev->norm_weights : [&] {
+        auto t = std::make_shared<std::vector<Tensor>>();
+        for (int l = 0; l < d->n_layer; ++l) t->push_back(norm_weighted_attention(m, tr, l));
+        return std::shared_ptr<const std::vector<Tensor>>(std::move(t));
+      }();
+      const std::size_t TT = static_cast<std::size_t>(d->tokens) * static_cast<std::size_t>(d->tokens);
+      for (int k = 0; k < d->n_layer * d->n_head; ++k)
+        d->view.weights[static_cast<std::size_t>(k)] =
+            (*d->norm_weights)[static_cast<std::size_t>(k / d->n_head)].data.data() +
+            static_cast<std::size_t>(k % d->n_head) * TT;
+      d->view.title = figure::norm_weighted_title(d->view.title);
+    }
   }
+  d->view.ablated.clear();
+  for (const HeadIndex& h : key.ablate) d->view.ablated.push_back(h.layer * d->n_head + h.head);
   d->token_strings = d->view.token_names;
   d->view.selected_layer = key.layer;
   d->view.selected_head = key.head;
@@ -89,13 +151,20 @@ std::shared_ptr<const ModelViewData> derive_model_view(std::shared_ptr<const Gpt
     d->thumbs = figure::model_thumbnails(d->view, f, key.fig.colormap, key.fig.log_scale);
   d->figure = model_figure_for(*d, key.fig);
   d->position = key.position < 0 ? d->tokens - 1 : std::clamp(key.position, 0, d->tokens - 1);
-  if (same && prev->position == d->position) {
+  if (same_run && prev->position == d->position)
     d->next = prev->next;
-  } else {
-    const NextToken nt = next_token(m, tr, d->position, 5);
-    for (const TokenProbability& t : nt.top)
-      d->next.push_back({t.id, figure::display_tokens(tok, {t.id}).front(), t.p, std::log(static_cast<double>(t.p))});
+  else
+    d->next = next_rows(m, tok, tr, *r->trace, d->position);
+  if (d->ablated) {
+    d->loss = same_run ? prev->loss : text_loss(m, tr);
+    d->clean_loss =
+        prev && prev->result == r && !std::isnan(prev->clean_loss) ? prev->clean_loss : text_loss(m, *r->trace);
   }
+  if (key.lens)
+    d->lens = same_run && prev->lens
+                  ? prev->lens
+                  : std::make_shared<const figure::GridView>(figure::lens_view(
+                        m, logit_lens(m, tr, 1), tok, figure::display_tokens(tok, tr.ids), r->loaded.path.string()));
   std::vector<float> ps;
   for (const NextRow& n : d->next) ps.push_back(n.p);
   d->next_shown = percent_texts(ps);

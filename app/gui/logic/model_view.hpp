@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,8 @@
 #include <vector>
 
 #include "figure/figure.hpp"
+#include "figure/interv_figures.hpp"
+#include "mhaviz/gpt_interventions.hpp"
 #include "mhaviz/gpt_worker.hpp"
 #include "mhaviz/heads.hpp"
 
@@ -31,7 +34,8 @@ struct NextRow {
   int id = 0;
   std::string token;  // display form
   float p = 0;
-  double logp = 0;  // natural log of p
+  double logp = 0;    // natural log of p
+  float clean_p = 0;  // with heads ablated: this token's p in the clean run (else p)
 };
 
 // Next-token probabilities as percentages with enough digits to tell them apart: two
@@ -46,7 +50,13 @@ struct ModelViewKey {
   int pattern = -1;              // index into kHeadPatterns, -1: no detector
   int position = -1;             // next token after this position (-1: the last)
   int layer = -1, head = -1;     // the head shown large (-1: none)
-  figure::Options fig;           // the figure's options: canvas, typography, theme, colours
+  // Heads ablated (gpt_interventions.hpp): the view shows that run, next tokens and loss
+  // with their change from the clean run. Norm-weighted: α·‖f(x)‖ drawn instead of α.
+  std::vector<HeadIndex> ablate;
+  AblationMode ablation_mode = AblationMode::Zero;
+  bool norm_weighted = false;
+  bool lens = false;    // the logit lens table of the run shown is wanted
+  figure::Options fig;  // the figure's options: canvas, typography, theme, colours
   bool operator==(const ModelViewKey&) const = default;
 };
 
@@ -66,7 +76,20 @@ struct ModelViewData {
   int position = 0;                     // the position predicted from (0..T-1)
   std::vector<NextRow> next;            // the top five next tokens there
   std::vector<std::string> next_shown;  // their probabilities as printed (percent_texts)
+  // With heads ablated: the run shown (the weights the view points into) and the loss on the
+  // text (mean −log p of each next token, nats) of it and of the clean run; else null, NaN.
+  std::shared_ptr<const GptTrace> ablated;
+  double loss = std::numeric_limits<double>::quiet_NaN(), clean_loss = std::numeric_limits<double>::quiet_NaN();
+  // Norm-weighted: the (1, H, T, T) tensors the view points into, one per layer.
+  std::shared_ptr<const std::vector<Tensor>> norm_weights;
+  // With key.lens: the logit lens of the run shown (top token and its probability at every
+  // layer and position), the grid `mhaviz render --view lens` draws; else null.
+  std::shared_ptr<const figure::GridView> lens;
 };
+
+// Mean over positions 0 .. T-2 of −log p(ids[i + 1]) from tr's logits (the LM head on every
+// row): the loss the model has on its own text, in nats. NaN for one token.
+double text_loss(const GptModel& m, const GptTrace& tr);
 
 // r: a published forward. The figure for key (its thumbnails pooled as it chooses for the
 // canvas); the detector's scores when key.pattern >= 0; next tokens after key.position

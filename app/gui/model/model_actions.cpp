@@ -11,6 +11,7 @@
 #include "app_state.hpp"
 #include "figure/gpt_figures.hpp"
 #include "mhaviz/gpt_layer.hpp"
+#include "mhaviz/prompt.hpp"
 #include "mhaviz/safetensors.hpp"
 
 namespace mhaviz::gui {
@@ -42,6 +43,45 @@ void set_model_text(AppState& s, std::string text) {
   }
 }
 
+void toggle_ablation(ModelUi& m, HeadIndex head) {
+  const auto it = std::find(m.ablate.begin(), m.ablate.end(), head);
+  if (it == m.ablate.end())
+    m.ablate.push_back(head);
+  else
+    m.ablate.erase(it);
+}
+
+// Each head ablated alone on the forward shown, or (patch) each head's context patched from
+// it into the corrupted text's run, on the sweep's own thread (a sweep under way goes on;
+// Cancel stops it). A target that is not one token, or a corrupted text of another length, is
+// said in the status bar.
+void start_sweep(AppState& s, bool patch) {
+  ModelUi& m = s.gpt;
+  if (!m.result || m.sweep_job) return;
+  const Tokenizer& tok = *m.result->loaded.tokenizer;
+  const std::vector<int>& ids = m.result->trace->ids;
+  SweepTarget t;
+  if (patch) {
+    const Prompt c = encode_prompt(tok, m.corrupt_text, {m.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None},
+                                   {m.result->loaded.model->config.n_ctx, 0});
+    t = c.error.empty() ? patch_target(tok, ids, c.ids, m.sweep_target, m.sweep_vs) : SweepTarget{};
+    if (!c.error.empty()) t.error = "corrupted " + c.error;
+  } else {
+    t = sweep_target(tok, ids, m.sweep_target, m.sweep_vs);
+  }
+  if (!t.error.empty()) {
+    notify(s, t.error, true);
+    return;
+  }
+  m.sweep_job = std::make_unique<SweepJob>(m.result, std::move(t), m.ablation_mode);
+}
+
+const figure::GridView* shown_grid(const ModelUi& m) {
+  if (m.show == ModelUi::Show::Sweep && m.sweep) return &m.sweep->view;
+  if (m.show == ModelUi::Show::Lens && m.view && m.view->lens) return m.view->lens.get();
+  return nullptr;
+}
+
 void run_induction_probe(AppState& s) {
   ModelUi& m = s.gpt;
   const auto loaded = m.worker ? m.worker->loaded() : std::nullopt;
@@ -60,7 +100,9 @@ bool model_busy(const AppState& s) {
   const GptWorker::Status st = s.gpt.worker->status();
   // A text sent to a model still loading waits in poll_model until it has loaded.
   const bool text_waits = !s.gpt.requested && !s.gpt.text.empty() && s.gpt.path.empty() && st.error.empty();
-  return !st.idle || text_waits || s.gpt.deriving.valid() || st.generation != s.gpt.seen_generation;
+  // A sweep under way: its progress bar moves every frame, its grid shows the frame it ends.
+  return !st.idle || text_waits || s.gpt.deriving.valid() || st.generation != s.gpt.seen_generation ||
+         s.gpt.sweep_job != nullptr;
 }
 
 // [SECTION] Poll: once a frame, never waits
@@ -74,6 +116,13 @@ ModelViewKey wanted_key(const AppState& s, const GptWorker::Result& r) {
   k.position = m.position;
   k.layer = m.layer;
   k.head = m.head;
+  // Heads the model shown has (a smaller model opened since keeps the others for later).
+  const GptConfig& c = r.loaded.model->config;
+  for (const HeadIndex& h : m.ablate)
+    if (h.layer < c.n_layer && h.head < c.n_head) k.ablate.push_back(h);
+  k.ablation_mode = m.ablation_mode;
+  k.norm_weighted = m.norm_weighted;
+  k.lens = m.show == ModelUi::Show::Lens;
   k.fig = m.fig;
   // With many tokens most weights are near 1/T: a log scale, as `mhaviz render` chooses.
   k.fig.log_scale = s.settings.log_weights || r.trace->tokens() >= figure::kLogScaleFromTokens;
@@ -105,6 +154,24 @@ void take_view(AppState& s) {
   }
 }
 
+// A sweep that ended: its grid shown in the centre, or a word that it was cancelled.
+void take_sweep(AppState& s) {
+  ModelUi& m = s.gpt;
+  try {
+    if (auto d = m.sweep_job->take()) {
+      m.sweep = std::move(d);
+      m.show = ModelUi::Show::Sweep;
+      notify(s, std::string(m.sweep->patching() ? "Activation patching: " : "Ablation sweep: ") +
+                    std::to_string(m.sweep->grid.rows * m.sweep->grid.cols) + " heads");
+    } else {
+      notify(s, "Sweep cancelled");
+    }
+  } catch (const std::exception& e) {
+    notify(s, e.what(), true);
+  }
+  m.sweep_job.reset();
+}
+
 }  // namespace
 
 void poll_model(AppState& s) {
@@ -125,6 +192,10 @@ void poll_model(AppState& s) {
   if (const auto loaded = m.worker->loaded(); loaded && loaded->path.string() != m.path) {
     // Another model: its heads are not the old ones (the first keeps --model-head).
     if (!m.path.empty()) m.layer = m.head = m.position = -1;
+    // Nor is the last sweep's grid of it (a sweep under way stops at its next head).
+    m.sweep.reset();
+    if (m.show == ModelUi::Show::Sweep) m.show = ModelUi::Show::Heads;
+    if (m.sweep_job) m.sweep_job->cancel();
     m.path = loaded->path.string();
     add_recent_model(s, m.path);
     // It becomes the view shown, unless the walkthrough is open.
@@ -137,6 +208,7 @@ void poll_model(AppState& s) {
     }
   }
   if (m.deriving.valid() && m.deriving.wait_for(std::chrono::seconds(0)) == std::future_status::ready) take_view(s);
+  if (m.sweep_job && m.sweep_job->finished()) take_sweep(s);
   const auto r = m.worker->result();
   m.seen_generation = st.generation;
   // The figure needs the canvas the view is drawn in (known once it was drawn).

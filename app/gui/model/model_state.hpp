@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mhaviz/gpt_worker.hpp"
+#include "model_sweep.hpp"
 #include "model_view.hpp"
 
 namespace mhaviz::gui {
@@ -25,8 +26,21 @@ struct ModelUi {
   int layer = -1, head = -1;          // the selected head (the big heatmap); -1: none
   int pattern = -1;                   // detector (index into kHeadPatterns); -1: none
   int position = -1;                  // next-token position; -1: the last token
-  int hover_k = -1;                   // thumbnail under the pointer this frame
-  std::string hover_big;              // the large head's cell under the pointer ("query 3 -> key 1"), this frame
+  // Heads ablated (Ctrl- or Shift-click a thumbnail), how, and the norm-weighted toggle.
+  std::vector<HeadIndex> ablate;
+  AblationMode ablation_mode = AblationMode::Zero;
+  bool norm_weighted = false;
+  // What the centre shows: every head, the last sweep's grid, or the logit lens table.
+  enum class Show { Heads, Sweep, Lens };
+  Show show = Show::Heads;
+  // The ablation sweep or patching grid (model_sweep.hpp): the tokens typed for its target and vs (empty: the
+  // text's last token, a log-probability), the sweep running, and its last grid.
+  std::string sweep_target, sweep_vs;
+  std::string corrupt_text;  // activation patching: the corrupted text (as many tokens as the text)
+  std::unique_ptr<SweepJob> sweep_job;
+  std::shared_ptr<const SweepData> sweep;
+  int hover_k = -1;       // thumbnail under the pointer this frame
+  std::string hover_big;  // the large head's cell under the pointer ("query 3 -> key 1"), this frame
   // File → Open model…
   bool open_dialog = false, open_dialog_just_opened = false;
   std::string open_edit;

@@ -17,7 +17,11 @@ namespace mhaviz::gui {
 std::string ms_text(double ms) {
   if (ms < 0) return "not timed";
   char buf[32];
-  std::snprintf(buf, sizeof buf, ms < 0.1 ? "%.1f \xC2\xB5s" : ms < 1.0 ? "%.3f ms" : "%.2f ms", ms < 0.1 ? ms * 1000.0 : ms);
+  std::snprintf(buf, sizeof buf,
+                ms < 0.1   ? "%.1f \xC2\xB5s"
+                : ms < 1.0 ? "%.3f ms"
+                           : "%.2f ms",
+                ms < 0.1 ? ms * 1000.0 : ms);
   return buf;
 }
 namespace {
@@ -126,6 +130,80 @@ void draw_text(AppState& s, const GptWorker::Status& st) {
   }
 }
 
+// "+1.20 pp" / "-0.031 pp": a change of probability in percentage points.
+std::string change_text(float dp) {
+  char buf[32];
+  const double pp = static_cast<double>(dp) * 100.0;
+  std::snprintf(buf, sizeof buf, std::fabs(pp) >= 0.1 ? "%+.2f pp" : "%+.2g pp", pp);
+  return buf;
+}
+
+// [SECTION] Interventions: ablated heads, the sweep's target, norm-weighted attention
+void draw_sweep_target(AppState& s) {
+  ModelUi& m = s.gpt;
+  const float w = ImGui::GetFontSize() * 5.0f;
+  ImGui::SetNextItemWidth(w);
+  ImGui::InputTextWithHint("##sweep_target", "last token", &m.sweep_target);
+  record_widget(s, "model_sweep_target");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "The token the sweep judges at the last position, e.g. \" Mary\" (the leading space is part of it).\n"
+        "Empty: the text's own last token, judged from the position before it.");
+  ImGui::SameLine();
+  ImGui::TextUnformatted("vs");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(w);
+  ImGui::InputTextWithHint("##sweep_vs", "none", &m.sweep_vs);
+  record_widget(s, "model_sweep_vs");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "A second token: the sweep then judges the logit difference target \xE2\x88\x92 vs (e.g. \" John\").");
+  ImGui::SameLine();
+  ImGui::TextDisabled("sweep target");
+  ImGui::SetNextItemWidth(-1.0f);
+  ImGui::InputTextWithHint("##corrupt_text", "corrupted text (patching)", &m.corrupt_text);
+  record_widget(s, "model_corrupt_text");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "A text of as many tokens as the text above, e.g. the same with two names swapped: \"Patch\" then "
+        "asks which heads carry what the difference changes.");
+}
+
+void draw_interventions(AppState& s) {
+  ModelUi& m = s.gpt;
+  ImGui::Checkbox("Norm-weighted attention", &m.norm_weighted);
+  record_widget(s, "model_norm_weighted");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "Each weight \xCE\xB1 times the length of what that key sends: its value vector after this head's part of "
+        "the output projection, |f(x)| (Kobayashi et al. 2020).\nA head parking its weight "
+        "on a first token whose value is near zero (the attention sink) then shows where its output really comes "
+        "from.");
+  draw_sweep_target(s);
+  if (m.ablate.empty()) {
+    ImGui::TextDisabled("Ctrl+click a head: ablate it");
+    return;
+  }
+  std::string heads;
+  for (const HeadIndex& h : m.ablate)
+    heads += (heads.empty() ? "" : ", ") + std::to_string(h.layer) + "." + std::to_string(h.head);
+  ImGui::TextWrapped("Ablated: %s", heads.c_str());
+  int mode = m.ablation_mode == AblationMode::Mean ? 1 : 0;
+  if (ImGui::RadioButton("zero", &mode, 0)) m.ablation_mode = AblationMode::Zero;
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("The head's output (its context, before the output projection) set to 0.");
+  ImGui::SameLine();
+  if (ImGui::RadioButton("mean", &mode, 1)) m.ablation_mode = AblationMode::Mean;
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("The head's output replaced at every position by its mean over the positions of this text.");
+  ImGui::SameLine();
+  if (ImGui::SmallButton("Restore all")) m.ablate.clear();
+  record_widget(s, "model_restore");
+  if (m.view && m.view->ablated && std::isfinite(m.view->loss))
+    ImGui::Text("loss on the text %.4f  (clean %.4f, %+.4f)", m.view->loss, m.view->clean_loss,
+                m.view->loss - m.view->clean_loss);
+}
+
 // [SECTION] Detector, next token
 void draw_detector(AppState& s) {
   ModelUi& m = s.gpt;
@@ -183,11 +261,15 @@ void draw_next_token(AppState& s) {
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(r.token.c_str());
       ImGui::TableNextColumn();
-      ImGui::ProgressBar(r.p, ImVec2(-1.0f, 0.0f), v.next_shown[i].c_str());
+      // With heads ablated, the change from the clean run in percentage points beside.
+      const std::string shown =
+          v.ablated ? v.next_shown[i] + "  (" + change_text(r.p - r.clean_p) + ")" : v.next_shown[i];
+      ImGui::ProgressBar(r.p, ImVec2(-1.0f, 0.0f), shown.c_str());
       record_widget(s, ("model_next_" + std::to_string(i)).c_str());
       if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("p = %.6g  (softmax of the logits at position %d)\nlog p = %.4f  (natural log)",
-                          static_cast<double>(r.p), v.position, r.logp);
+        ImGui::SetTooltip("p = %.6g  (softmax of the logits at position %d)\nlog p = %.4f  (natural log)%s",
+                          static_cast<double>(r.p), v.position, r.logp,
+                          v.ablated ? ("\nclean run: p = " + std::to_string(r.clean_p)).c_str() : "");
     }
     ImGui::EndTable();
   }
@@ -206,6 +288,8 @@ void draw_model_panel(AppState& s) {
   if (!m.view) return;
   ImGui::Separator();
   draw_detector(s);
+  ImGui::Separator();
+  draw_interventions(s);
   if (m.layer >= 0) {
     ImGui::Separator();
     ImGui::Text("Head %d.%d", m.layer, m.head);

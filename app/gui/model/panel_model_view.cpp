@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
 #include "app_state.hpp"
+#include "figure/interv_figures.hpp"
 #include "figure/walk_values.hpp"
 
 namespace mhaviz::gui {
@@ -32,13 +34,70 @@ figure::Options model_options(const AppState& s, ImVec2 canvas) {
 }
 
 // [SECTION] Toolbar
+// A button that shows `what` in the centre, lit while it does; pressed again: the heads.
+void show_button(AppState& s, const char* label, ModelUi::Show what, const char* widget) {
+  ModelUi& m = s.gpt;
+  ImGui::SameLine();
+  const bool on = m.show == what;
+  if (on) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
+  if (ImGui::Button(label)) m.show = on ? ModelUi::Show::Heads : what;
+  if (on) ImGui::PopStyleColor();
+  record_widget(s, widget);
+}
+
+// Sweep (each head ablated alone, on its own thread), its progress and Cancel while it runs,
+// and the switches to its grid and to the logit lens table (again: the heads).
+void sweep_tools(AppState& s) {
+  ModelUi& m = s.gpt;
+  ImGui::SameLine();
+  if (m.sweep_job) {
+    const int done = m.sweep_job->done(), total = std::max(1, m.sweep_job->total());
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "sweep %d / %d heads", done, total);
+    ImGui::ProgressBar(static_cast<float>(done) / static_cast<float>(total), ImVec2(ImGui::GetFontSize() * 10.0f, 0.0f),
+                       buf);
+    record_widget(s, "model_sweep_progress");
+    ImGui::SameLine();
+    ImGui::BeginDisabled(m.sweep_job->cancelling());
+    if (ImGui::Button("Cancel")) m.sweep_job->cancel();
+    ImGui::EndDisabled();
+    record_widget(s, "model_sweep_cancel");
+  } else {
+    if (ImGui::Button("Sweep")) start_sweep(s);
+    record_widget(s, "model_sweep");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "Ablate each head alone (%s) and show the layers \xC3\x97 heads grid of the change in %s",
+          m.ablation_mode == AblationMode::Mean ? "replaced by its mean" : "zeroed",
+          m.sweep_vs.empty() ? "the target's log-probability" : "the logit difference target \xE2\x88\x92 vs");
+    if (!m.corrupt_text.empty()) {
+      ImGui::SameLine();
+      if (ImGui::Button("Patch")) start_sweep(s, true);
+      record_widget(s, "model_patch");
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "Run the corrupted text, patch each head's output (at every position) from this text's run into it, and "
+            "show the layers \xC3\x97 heads grid of how much of the target's metric comes back: 1 = fully restored, "
+            "0 = no effect");
+    }
+  }
+  if (m.sweep)
+    show_button(s, m.sweep->patching() ? "Patching grid" : "Sweep grid", ModelUi::Show::Sweep, "model_show_sweep");
+  show_button(s, "Logit lens", ModelUi::Show::Lens, "model_show_lens");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "What each layer would predict if the model stopped there: the final norm and the LM head on the residual "
+        "after each layer.\nThe table: layers \xC3\x97 positions, the top token and its probability.");
+}
+
 void toolbar(AppState& s) {
   ModelUi& m = s.gpt;
   if (ImGui::Button("Capture")) capture(s, CaptureKind::Shown);
   record_widget(s, "model_capture");
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("Save the model view as shown (F12), as `mhaviz render --view model` draws it");
-  if (head_selected(m)) {
+  // The selected head's buttons with the heads shown (a grid fills the toolbar's line otherwise).
+  if (head_selected(m) && m.show == ModelUi::Show::Heads) {
     ImGui::SameLine();
     if (ImGui::Button("Open layer in the walkthrough")) open_layer_walkthrough(s, m.layer);
     record_widget(s, "model_view_walk");
@@ -54,6 +113,7 @@ void toolbar(AppState& s) {
     if (ImGui::Button("Capture layer")) capture(s, CaptureKind::Grid);
     record_widget(s, "model_capture_layer");
   }
+  sweep_tools(s);
   // A forward that takes a while (an edit early in a long text): its progress, the last view
   // still shown and the window still answering.
   const GptWorker::Status st = m.worker->status();
@@ -71,7 +131,11 @@ void toolbar(AppState& s) {
   }
   // What a click does, where there is room for it.
   char hint[96];
-  if (head_selected(m))
+  if (m.show == ModelUi::Show::Sweep && m.sweep)
+    std::snprintf(hint, sizeof hint, "click a cell to show its head large");
+  else if (m.show == ModelUi::Show::Lens)
+    std::snprintf(hint, sizeof hint, "layers down, positions across: each layer's guess");
+  else if (head_selected(m))
     std::snprintf(hint, sizeof hint, "head %d.%d large: click it or Esc to close", m.layer, m.head);
   else
     std::snprintf(hint, sizeof hint, "click a head to show it large");
@@ -117,7 +181,7 @@ void thumbnail_tooltip(const ModelViewData& v, int k) {
     else
       ImGui::Text("%s: no score (no row qualifies)", name.c_str());
   }
-  ImGui::TextDisabled("click: show it large");
+  ImGui::TextDisabled("click: show it large; Ctrl+click: ablate it (again: restore)");
   ImGui::EndTooltip();
 }
 
@@ -158,7 +222,11 @@ void interact(AppState& s, const ScreenFigure& f, const ModelViewData& v) {
   if (c.heatmap < thumbs) {
     m.hover_k = c.heatmap;
     thumbnail_tooltip(v, c.heatmap);
-    if (ImGui::IsItemClicked()) m.layer = c.heatmap / v.n_head, m.head = c.heatmap % v.n_head;
+    const HeadIndex head{c.heatmap / v.n_head, c.heatmap % v.n_head};
+    if (ImGui::IsItemClicked() && (ImGui::GetIO().KeyCtrl || ImGui::GetIO().KeyShift))
+      toggle_ablation(m, head);
+    else if (ImGui::IsItemClicked())
+      m.layer = head.layer, m.head = head.head;
     return;
   }
   // The large head: the cell under the pointer outlined, its tokens and weight.
@@ -171,6 +239,74 @@ void interact(AppState& s, const ScreenFigure& f, const ModelViewData& v) {
   }
   big_tooltip(v, h, c.row, c.col, m);
   if (ImGui::IsItemClicked()) m.layer = m.head = -1;
+}
+
+// A grid in the centre: one invisible button; the cell under the pointer, or -1s.
+CellUnder grid_cell(AppState& s, const ScreenFigure& f) {
+  ImGui::SetCursorScreenPos(f.origin);
+  ImGui::InvisibleButton("model_grid_canvas", ImVec2(std::max(1.0f, static_cast<float>(f.fig.width)),
+                                                     std::max(1.0f, static_cast<float>(f.fig.height))));
+  if (!ImGui::IsItemHovered() || s.opts.ignore_mouse) return {};
+  const CellUnder c = cell_under(f, ImGui::GetIO().MousePos);
+  return c.heatmap == 0 && c.row >= 0 && c.col >= 0 ? c : CellUnder{};
+}
+
+// The sweep's grid: a cell's change on hover, a click shows its head.
+void interact_sweep(AppState& s, const ScreenFigure& f, const SweepData& d) {
+  ModelUi& m = s.gpt;
+  const CellUnder c = grid_cell(s, f);
+  if (c.heatmap < 0) return;
+  m.hover_k = c.row * d.grid.cols + c.col;
+  ImGui::BeginTooltip();
+  if (d.patching()) {
+    ImGui::Text("Head %d.%d patched from this text's run into the corrupted one", c.row, c.col);
+    ImGui::Text("effect %.4f  (1 = restored; %s clean %.4f, corrupted %.4f)",
+                static_cast<double>(d.grid.at(c.row, c.col)), d.target.metric.vs < 0 ? "log p" : "logit difference",
+                d.grid.clean, d.grid.corrupt);
+  } else {
+    ImGui::Text("Head %d.%d ablated alone", c.row, c.col);
+    ImGui::Text("%s %+.4f  (clean %.4f)", d.target.metric.vs < 0 ? "\xCE\x94 log p" : "\xCE\x94 logit difference",
+                static_cast<double>(d.grid.at(c.row, c.col)), d.grid.clean);
+  }
+  ImGui::TextDisabled("click: show this head large");
+  ImGui::EndTooltip();
+  if (ImGui::IsItemClicked()) {
+    m.layer = c.row, m.head = c.col;
+    m.show = ModelUi::Show::Heads;
+  }
+}
+
+// The lens table: a cell's layer, position, top token and its probability on hover.
+void interact_lens(AppState& s, const ScreenFigure& f, const figure::GridView& g) {
+  const CellUnder c = grid_cell(s, f);
+  if (c.heatmap < 0) return;
+  const std::size_t k =
+      static_cast<std::size_t>(c.row) * static_cast<std::size_t>(g.cols) + static_cast<std::size_t>(c.col);
+  ImGui::BeginTooltip();
+  ImGui::Text("After layer %d, position %d (\xE2\x80\x9C%s\xE2\x80\x9D)", c.row, c.col,
+              g.col_names[static_cast<std::size_t>(c.col)].c_str());
+  ImGui::Text("top next token \xE2\x80\x9C%s\xE2\x80\x9D  p = %.4g", g.cell_text.empty() ? "" : g.cell_text[k].c_str(),
+              static_cast<double>(g.values[k]));
+  ImGui::EndTooltip();
+}
+
+// The sweep's grid or the lens table in the centre: the figure render --view sweep | lens
+// draws for this canvas, rebuilt when the grid or the canvas changes.
+void draw_grid(AppState& s, ImVec2 origin) {
+  ModelUi& m = s.gpt;
+  ScreenFigure& f = s.renderer.model_grid;
+  const bool lens = m.show == ModelUi::Show::Lens;
+  // The grid stays alive in the rebuild function, so its address names it while it is shown.
+  const std::shared_ptr<const figure::GridView> g =
+      lens ? m.view->lens : std::shared_ptr<const figure::GridView>(m.sweep, &m.sweep->view);
+  f.ensure(m.fig, reinterpret_cast<std::uintptr_t>(g.get()),
+           [g](const figure::Options& o) { return figure::build_grid_figure(*g, o); });
+  draw_figure(s, f, origin);
+  s.renderer.centre = &f;
+  if (lens)
+    interact_lens(s, f, *g);
+  else
+    interact_sweep(s, f, *m.sweep);
 }
 
 // The tests' and sidecars' record of where the heatmaps are (framebuffer pixels).
@@ -212,8 +348,8 @@ void draw_model_shapes(AppState& s) {
       c.attn_only ? "" : "LayerNorm \xE2\x86\x92 ", c.n_head, v.tokens, c.head_dim(), c.n_head, v.tokens, v.tokens,
       c.vocab_size);
   ImGui::TextDisabled("Parameters: %s   last forward %s (rows %d to %d computed)",
-                      thousands(m.result->loaded.model->parameter_count()).c_str(), ms_text(m.result->forward_ms).c_str(),
-                      m.result->recomputed_from, v.tokens - 1);
+                      thousands(m.result->loaded.model->parameter_count()).c_str(),
+                      ms_text(m.result->forward_ms).c_str(), m.result->recomputed_from, v.tokens - 1);
 }
 
 void draw_model_view(AppState& s) {
@@ -231,6 +367,10 @@ void draw_model_view(AppState& s) {
   }
   if (!m.view) {
     waiting(s);
+    return;
+  }
+  if (shown_grid(m)) {
+    draw_grid(s, origin);
     return;
   }
   ScreenFigure& f = s.renderer.model;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "mhaviz/gpt_forward.hpp"
+#include "mhaviz/gpt_interventions.hpp"
 #include "mhaviz/model.hpp"
 #include "mhaviz/session.hpp"
 #include "mhaviz/tokenizer.hpp"
@@ -20,6 +21,9 @@ std::string dump_json(const Session& session, const Model& model, const Trace& t
 //  n_ctx, vocab_size, parameters}, "token_ids": [T], "tokens": [T display strings],
 //  "next_token": {"position": T - 1, "top": [{"id", "token", "p"} x top_k]},
 //  "tensors": {"layers.{L}.attn_weights": (1, n_head, T, T) for every L, "logits_last": (V)}}
-std::string gpt_dump_json(const GptModel& model, const Tokenizer& tokenizer, const GptTrace& trace, int top_k = 5);
+// With `ablation` (trace is that ablated run, `mhaviz dump --ablate`) the header also holds
+// "ablation": {"heads": ["L.H", ...], "mode": "zero" | "mean"}.
+std::string gpt_dump_json(const GptModel& model, const Tokenizer& tokenizer, const GptTrace& trace, int top_k = 5,
+                          const Intervention* ablation = nullptr);
 
 }  // namespace mhaviz

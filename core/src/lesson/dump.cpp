@@ -11,15 +11,15 @@ std::string dump_json(const Session& session, const Model& model, const Trace& t
   head["format"] = "mhaviz-dump";
   head["version"] = 1;
   head["session"] = nlohmann::json::parse(session_to_json(session));
-  head["cost"] = {{"matmul_calls", trace.cost.matmul_calls},
-                  {"flops", trace.cost.flops},
-                  {"parameters", model.parameter_count()}};
+  head["cost"] = {
+      {"matmul_calls", trace.cost.matmul_calls}, {"flops", trace.cost.flops}, {"parameters", model.parameter_count()}};
   TensorJson out(head);
   for (const auto& nt : named_tensors(model, trace)) out.add(nt.name, nt.tensor.shape, nt.tensor.data);
   return out.finish();
 }
 
-std::string gpt_dump_json(const GptModel& model, const Tokenizer& tokenizer, const GptTrace& trace, int top_k) {
+std::string gpt_dump_json(const GptModel& model, const Tokenizer& tokenizer, const GptTrace& trace, int top_k,
+                          const Intervention* ablation) {
   const GptConfig& c = model.config;
   nlohmann::json head;
   head["format"] = "mhaviz-gpt-dump";
@@ -39,8 +39,14 @@ std::string gpt_dump_json(const GptModel& model, const Tokenizer& tokenizer, con
   nlohmann::json top = nlohmann::json::array();
   const NextToken next = next_token(model, trace, trace.tokens() - 1, top_k);
   for (const TokenProbability& t : next.top)
-    top.push_back({{"id", t.id}, {"token", t.id < tokenizer.vocab_size() ? tokenizer.display_token(t.id) : ""}, {"p", t.p}});
+    top.push_back(
+        {{"id", t.id}, {"token", t.id < tokenizer.vocab_size() ? tokenizer.display_token(t.id) : ""}, {"p", t.p}});
   head["next_token"] = {{"position", trace.tokens() - 1}, {"top", std::move(top)}};
+  if (ablation != nullptr) {
+    nlohmann::json heads = nlohmann::json::array();
+    for (const HeadIndex& h : ablation->ablate) heads.push_back(std::to_string(h.layer) + "." + std::to_string(h.head));
+    head["ablation"] = {{"heads", std::move(heads)}, {"mode", ablation->mode == AblationMode::Mean ? "mean" : "zero"}};
+  }
   TensorJson out(head);
   for (int l = 0; l < c.n_layer; ++l) {
     const Tensor& w = trace.layers[static_cast<std::size_t>(l)].weights;

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "gpt_block.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/head_split.hpp"
@@ -112,9 +113,12 @@ int first_changed(const GptModel& m, std::span<const int> ids, const GptTrace& t
   return static_cast<int>(t);
 }
 
-// One block over rows [start, T): in (T, C) is the block's input residual.
-void block_rows(const GptModel& m, const GptBlock& blk, const float* in, GptLayerTrace& L, GptTrace& tr, int start,
-                int T, bool kernel) {
+}  // namespace
+
+namespace detail {
+
+void gpt_block_rows(const GptModel& m, const GptBlock& blk, const float* in, GptLayerTrace& L, GptTrace& tr, int start,
+                    int T, bool kernel, const ContextEdit* edit) {
   const GptConfig& c = m.config;
   const int C = c.n_embd, H = c.n_head, hd = c.head_dim(), F = blk.fc.out, R = T - start;
   const std::int64_t off = static_cast<std::int64_t>(start) * C;
@@ -139,6 +143,7 @@ void block_rows(const GptModel& m, const GptBlock& blk, const float* in, GptLaye
                                                   L.context.ptr(), kernel);
   job.mask = L.mask;
   detail::attention(job, tr.scratch_keys);
+  if (edit != nullptr) (*edit)(L);
 
   // 6. Merge heads (R, C), project, residual.
   tr.scratch_merged.resize(static_cast<std::size_t>(R) * C);
@@ -163,7 +168,32 @@ void block_rows(const GptModel& m, const GptBlock& blk, const float* in, GptLaye
     L.resid.data[off + i] = L.resid_mid.data[off + i] + tr.scratch_proj[i];
 }
 
-}  // namespace
+void gpt_final_norm_rows(const GptModel& m, const float* in, float* out, int rows) {
+  const GptConfig& c = m.config;
+  if (c.attn_only)  // no final norm: the head reads the residual
+    std::copy(in, in + static_cast<std::int64_t>(rows) * c.n_embd, out);
+  else
+    layer_norm_rows(in, out, rows, c.n_embd, m.lnf_weight, m.lnf_bias, c.layer_norm_eps);
+}
+
+void gpt_head_rows(const GptModel& m, const float* x, int rows, float* logits, Backend be) {
+  const int C = m.config.n_embd, V = m.config.vocab_size;
+  const bool kernel = be != Backend::OpenBlas;
+  if (!m.tied_head()) {
+    // The kernel sums every element in the same order whatever the row count; OpenBLAS may not.
+    for (int r = 0; r < rows; r += kernel ? rows : 1)
+      detail::linear_into(m.lm_head, x + static_cast<std::int64_t>(r) * C, kernel ? rows : 1,
+                          logits + static_cast<std::int64_t>(r) * V, V, kernel);
+  } else if (!m.tied_packed.packed.empty()) {
+    detail::linear_into(m.tied_packed, x, rows, logits, V, true);
+  } else {
+    for (int r = 0; r < rows; ++r)
+      Eigen::Map<Eigen::VectorXf>(logits + static_cast<std::int64_t>(r) * V, V).noalias() =
+          CMap(m.wte.data(), V, C) * Eigen::Map<const Eigen::VectorXf>(x + static_cast<std::int64_t>(r) * C, C);
+  }
+}
+
+}  // namespace detail
 
 AttentionMask gpt_attention_mask(const GptConfig&) {
   AttentionMask m;
@@ -244,14 +274,11 @@ void gpt_forward(const GptModel& m, std::span<const int> ids, GptTrace& tr) {
     }
     const float* in = tr.embeddings.ptr();
     for (std::size_t l = 0; l < m.blocks.size(); ++l) {
-      block_rows(m, m.blocks[l], in, tr.layers[l], tr, start, T, kernel);
+      detail::gpt_block_rows(m, m.blocks[l], in, tr.layers[l], tr, start, T, kernel, nullptr);
       in = tr.layers[l].resid.ptr();
     }
     const std::int64_t off = static_cast<std::int64_t>(start) * C;
-    if (c.attn_only)  // no final norm: the head reads the residual
-      std::copy(in + off, in + static_cast<std::int64_t>(T) * C, tr.final_norm.ptr() + off);
-    else
-      layer_norm_rows(in + off, tr.final_norm.ptr() + off, T - start, C, m.lnf_weight, m.lnf_bias, c.layer_norm_eps);
+    detail::gpt_final_norm_rows(m, in + off, tr.final_norm.ptr() + off, T - start);
   }
   tr.logits_last.shape = {c.vocab_size};
   tr.logits_last.data = gpt_logits(m, tr, T - 1);
@@ -268,17 +295,8 @@ std::vector<float> gpt_logits(const GptModel& m, const GptTrace& tr, int pos) {
   if (pos < 0 || pos >= tr.tokens())
     throw std::out_of_range("gpt_logits: position " + std::to_string(pos) + " is not in [0, " +
                             std::to_string(tr.tokens()) + ")");
-  const bool kernel = tr.backend != Backend::OpenBlas;
-  const float* x = tr.final_norm.ptr() + static_cast<std::int64_t>(pos) * C;
   std::vector<float> logits(static_cast<std::size_t>(V));
-  if (!m.tied_head()) {
-    detail::linear_into(m.lm_head, x, 1, logits.data(), V, kernel);
-  } else if (!m.tied_packed.packed.empty()) {
-    detail::linear_into(m.tied_packed, x, 1, logits.data(), V, true);
-  } else {
-    Eigen::Map<Eigen::VectorXf>(logits.data(), V).noalias() =
-        CMap(m.wte.data(), V, C) * Eigen::Map<const Eigen::VectorXf>(x, C);
-  }
+  detail::gpt_head_rows(m, tr.final_norm.ptr() + static_cast<std::int64_t>(pos) * C, 1, logits.data(), tr.backend);
   return logits;
 }
 

@@ -1,0 +1,148 @@
+// `mhaviz patch` and `mhaviz lens`: activation patching and the logit lens of a trained GPT
+// (gpt_interventions.hpp) as JSON. Every input is checked before anything is written: a bad
+// one is one line naming the option and the value, exit 2, no output file.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "cli.hpp"
+#include "mhaviz/gpt_interventions.hpp"
+#include "mhaviz/prompt.hpp"
+
+namespace mhaviz::cli {
+
+void add_patch(CLI::App& app, PatchOptions& o) {
+  auto* sub = app.add_subcommand(
+      "patch",
+      "Activation patching: each head's output (or each layer's residual at each position) from the clean "
+      "text's run into the corrupted text's, as a JSON grid (1 = fully restored, 0 = no effect)");
+  add_model_options(*sub, o.model, false);
+  sub->add_option("--clean", o.clean, "The clean text")->required();
+  sub->add_option("--corrupt", o.corrupt, "The corrupted text, as many tokens as the clean one")->required();
+  sub->add_option("--target", o.target, "The token judged at the last position, e.g. ' Mary' (one token)")->required();
+  sub->add_option("--vs", o.vs,
+                  "Judge the logit difference target − vs (e.g. ' John') instead of the target's log-probability");
+  sub->add_option("--per", o.per, "head (layers × heads) or layer-position (layers × positions); default head");
+  sub->add_option("-o,--output", o.output, "Output file (written atomically); default: standard output");
+}
+
+void add_lens(CLI::App& app, LensOptions& o) {
+  auto* sub = app.add_subcommand(
+      "lens", "Logit lens: the final norm and the LM head on the residual after every layer, at every position (JSON)");
+  add_model_options(*sub, o.model, true);
+  sub->add_option("--top", o.top, "How many tokens per layer and position (default 5)");
+  sub->add_option("--target", o.target, "Also this token's rank and probability at every layer and position");
+  sub->add_option("-o,--output", o.output, "Output file (written atomically); default: standard output");
+}
+
+namespace {
+
+using nlohmann::json;
+
+json tokens_json(const Tokenizer& tok, const std::vector<int>& ids) {
+  json out = json::array();
+  for (const int id : ids) out.push_back(id < tok.vocab_size() ? tok.display_token(id) : "#" + std::to_string(id));
+  return out;
+}
+
+json model_json(const GptModel& m) {
+  return {{"path", m.weights_file.string()},
+          {"n_layer", m.config.n_layer},
+          {"n_head", m.config.n_head},
+          {"vocab_size", m.config.vocab_size}};
+}
+
+json grid_json(const InterventionGrid& g) {
+  json rows = json::array();
+  for (int r = 0; r < g.rows; ++r) {
+    json row = json::array();
+    for (int c = 0; c < g.cols; ++c) row.push_back(g.at(r, c));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string patch_json(const PatchOptions& o) {
+  if (o.per != "head" && o.per != "layer-position")
+    throw std::invalid_argument("--per: '" + o.per + "' is not head or layer-position");
+  GptModel m = load_gpt(o.model.path);
+  const Tokenizer tok = Tokenizer::from_folder(m.folder);
+  const std::vector<int> clean_ids = text_ids(tok, m, o.clean, "--clean"),
+                         corrupt_ids = text_ids(tok, m, o.corrupt, "--corrupt");
+  if (clean_ids.size() != corrupt_ids.size())
+    throw std::invalid_argument("--corrupt: " + std::to_string(corrupt_ids.size()) + " tokens, the clean text has " +
+                                std::to_string(clean_ids.size()) + " (patching needs equally many)");
+  const TokenMetric metric{one_token(tok, o.target, "--target"), o.vs.empty() ? -1 : one_token(tok, o.vs, "--vs")};
+  prepare_gpt_forward(m);
+  const GptTrace clean = gpt_forward(m, clean_ids), corrupt = gpt_forward(m, corrupt_ids);
+  const PatchPer per = o.per == "head" ? PatchPer::Head : PatchPer::LayerPosition;
+  const std::optional<InterventionGrid> g = patch_sweep(m, clean, corrupt, metric, per);
+  json out = {{"format", "mhaviz-patch"},
+              {"version", 1},
+              {"model", model_json(m)},
+              {"clean", {{"text", o.clean}, {"token_ids", clean_ids}, {"tokens", tokens_json(tok, clean_ids)}}},
+              {"corrupt", {{"text", o.corrupt}, {"token_ids", corrupt_ids}, {"tokens", tokens_json(tok, corrupt_ids)}}},
+              {"target", {{"id", metric.target}, {"token", tok.display_token(metric.target)}}},
+              {"vs", metric.vs < 0 ? json(nullptr) : json{{"id", metric.vs}, {"token", tok.display_token(metric.vs)}}},
+              {"metric", metric.vs < 0 ? "log_prob" : "logit_diff"},
+              {"metric_clean", g->clean},
+              {"metric_corrupt", g->corrupt},
+              {"per", o.per},
+              {"rows", g->rows},
+              {"cols", g->cols},
+              {"effect", grid_json(*g)}};
+  return out.dump(1) + "\n";
+}
+
+std::string lens_json(const LensOptions& o) {
+  const ModelInput in = load_model_input(o.model);
+  const int target = o.target.empty() ? -1 : one_token(in.tokenizer, o.target, "--target");
+  if (o.top < 1 || o.top > in.model.config.vocab_size)
+    throw std::invalid_argument("--top: " + std::to_string(o.top) + " is not in [1, " +
+                                std::to_string(in.model.config.vocab_size) + "]");
+  const GptTrace tr = gpt_forward(in.model, in.ids);
+  const LogitLens lens = logit_lens(in.model, tr, o.top, target);
+  json layers = json::array();
+  for (int l = 0; l < lens.layers; ++l) {
+    json positions = json::array();
+    for (int pos = 0; pos < lens.tokens; ++pos) {
+      json top = json::array();
+      for (int i = 0; i < lens.k; ++i) {
+        const TokenProbability& e = lens.at(l, pos, i);
+        top.push_back({{"id", e.id}, {"token", in.tokenizer.display_token(e.id)}, {"p", e.p}});
+      }
+      json entry = {{"position", pos}, {"top", std::move(top)}};
+      if (target >= 0) {
+        const std::size_t at = static_cast<std::size_t>(l) * static_cast<std::size_t>(lens.tokens) + pos;
+        entry["target_rank"] = lens.rank[at];
+        entry["target_p"] = lens.target_p[at];
+      }
+      positions.push_back(std::move(entry));
+    }
+    layers.push_back({{"layer", l}, {"positions", std::move(positions)}});
+  }
+  json out = {
+      {"format", "mhaviz-lens"},
+      {"version", 1},
+      {"model", model_json(in.model)},
+      {"token_ids", in.ids},
+      {"tokens", tokens_json(in.tokenizer, in.ids)},
+      {"k", lens.k},
+      {"target", target < 0 ? json(nullptr) : json{{"id", target}, {"token", in.tokenizer.display_token(target)}}},
+      {"layers", std::move(layers)}};
+  return out.dump(1) + "\n";
+}
+
+}  // namespace
+
+int run_patch(const PatchOptions& o) {
+  if (o.model.path.empty()) return usage_error("--model: give the model to patch (a folder or its .safetensors)");
+  return write_made_output(o.output, [&] { return patch_json(o); });
+}
+
+int run_lens(const LensOptions& o) {
+  if (o.model.path.empty()) return usage_error("--model: give the model to read (a folder or its .safetensors)");
+  return write_made_output(o.output, [&] { return lens_json(o); });
+}
+
+}  // namespace mhaviz::cli

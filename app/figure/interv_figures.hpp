@@ -1,0 +1,52 @@
+// Figures of the interventions on a trained GPT (gpt_interventions.hpp), shared by `mhaviz
+// render --model --view sweep | patch | lens` and the app: the ablation sweep's layers × heads
+// grid, a patching grid (layers × heads, or layers × positions), and the logit-lens table
+// (layers × positions, the top token and its probability in each cell). Each is one labelled
+// heatmap with its colour bar, built by build_grid_figure.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "figure/figure.hpp"
+#include "mhaviz/gpt_interventions.hpp"
+#include "mhaviz/tokenizer.hpp"
+
+namespace mhaviz::figure {
+
+// A grid of one number per cell, rows and columns named, drawn as a heatmap.
+struct GridView {
+  std::string title, subtitle, caption;
+  int rows = 0, cols = 0;
+  std::vector<float> values;                      // (rows, cols), row-major
+  std::vector<std::string> row_names, col_names;  // rows, cols
+  std::vector<std::string> cell_text;  // (rows, cols) drawn in the cells instead of the numbers; empty: numbers
+  bool value_under_text = false;       // with cell_text: the value under it where the cell has room
+  std::string bar_title;               // above the colour bar
+  // Signed values (changes, patching effects) on the diverging map centred on 0, at least
+  // [-1, 1]; else a sequential map from 0 to 1 (probabilities).
+  bool signed_values = true;
+};
+
+// The figure within o.canvas (title, subtitle, the labelled grid, the colour bar, the caption
+// when o.caption). Hits "grid_R_C" for every cell; one heatmap (id 0). Throws
+// std::invalid_argument when the sizes of values, names or cell_text do not match.
+Figure build_grid_figure(const GridView& g, const Options& o);
+
+// The ablation sweep of metric on tokens (the clean run's display strings).
+GridView sweep_view(const GptModel& m, const InterventionGrid& g, const Tokenizer& tok, const TokenMetric& metric,
+                    AblationMode mode, const std::vector<std::string>& tokens, const std::string& path);
+// A patching grid: per head (L, H) or per layer × position (L, T, columns the corrupted
+// text's tokens, the positions where it differs from the clean one marked with *).
+GridView patch_view(const GptModel& m, const InterventionGrid& g, const Tokenizer& tok, const TokenMetric& metric,
+                    PatchPer per, const std::vector<std::string>& clean, const std::vector<std::string>& corrupt,
+                    const std::string& path);
+// The model view's title when it shows norm-weighted attention ("Norm-weighted (α·|f(x)|): "
+// before it), on screen, in captures and in render alike.
+std::string norm_weighted_title(const std::string& title);
+
+// The lens table: cell (l, t) coloured by the top token's probability, its text the token.
+GridView lens_view(const GptModel& m, const LogitLens& lens, const Tokenizer& tok,
+                   const std::vector<std::string>& tokens, const std::string& path);
+
+}  // namespace mhaviz::figure

@@ -1,0 +1,98 @@
+// The model view's ablation sweep (see model_sweep.hpp).
+#include "model_sweep.hpp"
+
+#include <chrono>
+#include <stdexcept>
+
+#include "figure/gpt_figures.hpp"
+
+namespace mhaviz::gui {
+namespace {
+
+// The id of a typed token, or -1 with error naming field.
+int typed_token(const Tokenizer& tok, const std::string& text, const char* field, std::string& error) {
+  const std::vector<int> ids = tok.encode(text, false);
+  if (ids.size() == 1) return ids.front();
+  error = std::string(field) + ": '" + text + "' is " + std::to_string(ids.size()) +
+          " tokens, not one token of the vocabulary";
+  return -1;
+}
+
+}  // namespace
+
+SweepTarget sweep_target(const Tokenizer& tok, const std::vector<int>& text_ids, const std::string& target,
+                         const std::string& vs) {
+  SweepTarget t;
+  if (!target.empty()) {
+    t.ids = text_ids;
+    t.metric.target = typed_token(tok, target, "target", t.error);
+  } else if (text_ids.size() >= 2) {
+    t.ids.assign(text_ids.begin(), text_ids.end() - 1);
+    t.metric.target = text_ids.back();
+  } else {
+    t.error = "target: the text is one token, with no next token to judge; type a target";
+  }
+  if (t.error.empty() && !vs.empty()) t.metric.vs = typed_token(tok, vs, "vs", t.error);
+  return t;
+}
+
+SweepTarget patch_target(const Tokenizer& tok, const std::vector<int>& text_ids, const std::vector<int>& corrupt_ids,
+                         const std::string& target, const std::string& vs) {
+  if (corrupt_ids.size() != text_ids.size()) {
+    SweepTarget t;
+    t.error = "corrupted text: " + std::to_string(corrupt_ids.size()) + " tokens, the text has " +
+              std::to_string(text_ids.size()) + " (patching needs equally many)";
+    return t;
+  }
+  SweepTarget t = sweep_target(tok, text_ids, target, vs);
+  if (t.error.empty())
+    t.corrupt.assign(corrupt_ids.begin(), corrupt_ids.begin() + static_cast<std::ptrdiff_t>(t.ids.size()));
+  return t;
+}
+
+SweepJob::SweepJob(std::shared_ptr<const GptWorker::Result> r, SweepTarget target, AblationMode mode,
+                   std::function<void(int)> after_run) {
+  const GptConfig& c = r->loaded.model->config;
+  total_ = c.n_layer * c.n_head;
+  future_ =
+      std::async(std::launch::async, [this, r, target = std::move(target), mode, after_run = std::move(after_run)]() {
+        const GptModel& m = *r->loaded.model;
+        const Tokenizer& tok = *r->loaded.tokenizer;
+        // The text box's forward when the sweep judges its last position, else its prefix's.
+        const bool whole = target.ids == r->trace->ids;
+        const GptTrace prefix = whole ? GptTrace{} : gpt_forward(m, target.ids);
+        const GptTrace& clean = whole ? *r->trace : prefix;
+        const SweepProgress progress = [&](int done, int) {
+          done_ = done;
+          if (after_run) after_run(done);
+          return !cancel_.load();
+        };
+        const bool patching = !target.corrupt.empty();
+        auto g = patching
+                     ? patch_sweep(m, clean, gpt_forward(m, target.corrupt), target.metric, PatchPer::Head, progress)
+                     : ablation_sweep(m, clean, target.metric, mode, progress);
+        if (!g) return std::shared_ptr<const SweepData>();
+        auto d = std::make_shared<SweepData>();
+        d->target = target;
+        d->mode = mode;
+        d->grid = std::move(*g);
+        const std::vector<std::string> tokens = figure::display_tokens(tok, target.ids);
+        d->view = patching ? figure::patch_view(m, d->grid, tok, target.metric, PatchPer::Head, tokens,
+                                                figure::display_tokens(tok, target.corrupt), r->loaded.path.string())
+                           : figure::sweep_view(m, d->grid, tok, target.metric, mode, tokens, r->loaded.path.string());
+        return std::shared_ptr<const SweepData>(std::move(d));
+      });
+}
+
+SweepJob::~SweepJob() {
+  cancel_ = true;
+  if (future_.valid()) future_.wait();
+}
+
+bool SweepJob::finished() const {
+  return future_.valid() && future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+std::shared_ptr<const SweepData> SweepJob::take() { return future_.get(); }
+
+}  // namespace mhaviz::gui
