@@ -567,8 +567,9 @@ void present_and_refresh(AppState& s, Loop& L) {
   if (s.ui.window.fonts_dirty) build_fonts(s, true);
   if (s.ui.window.style_dirty) apply_style(s);
   // The model view names its model; the lesson and the walkthrough, the document.
-  const std::string title = model_view_active(s) ? "mhaviz - model " + model_name(s.gpt)
-                                                 : "mhaviz - " + s.doc.origin + (s.doc.modified ? " *" : "");
+  const std::string title = model_view_active(s)                ? "mhaviz - model " + model_name(s.gpt)
+                            : centre_view(s) == Centre::Train ? "mhaviz - " + train_run_name(s)
+                                                              : "mhaviz - " + s.doc.origin + (s.doc.modified ? " *" : "");
   if (title != s.ui.window.title) {
     glfwSetWindowTitle(s.window, title.c_str());
     s.ui.window.title = title;

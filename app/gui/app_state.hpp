@@ -405,6 +405,9 @@ void finish_training(AppState& s);   // closing: pause, the checkpoint written, 
 void draw_train_panel(AppState& s);  // the settings, Start / Pause / Step / Reset, scrubber, ablation
 void draw_train_view(AppState& s);   // the centre: train_view_figure through the canvas
 void draw_train_strip(AppState& s);  // the strip below it
+// The Train view's run as captures and the window title name it: its folder ("induction-
+// 20261126-030424") and the step shown, or "train" before a run (train_view.cpp).
+std::string train_run_name(const AppState& s);
 figure::Figure train_view_figure(const AppState& s, const figure::Options& o);  // the view's figure (needs a run)
 
 // [SECTION] Files (persistence.cpp)

@@ -215,7 +215,7 @@ void capture(AppState& s, CaptureKind kind, bool svg) {
     try {
       const figure::Figure f = shown->rebuild(for_capture(s, shown->opts));
       const int scale = std::clamp(s.settings.capture_scale, 1, 4);
-      const std::string stem = doc_stem(s) + "-" + shown->stem;
+      const std::string stem = (shown == &s.renderer.train ? train_run_name(s) : doc_stem(s)) + "-" + shown->stem;
       if (svg) save(s, stem, ".svg", figure::to_svg(f), &f);
       else save(s, stem, ".png", figure::encode_png(figure::rasterize(f, scale), f.width * scale, f.height * scale), &f);
     } catch (const std::exception& e) {

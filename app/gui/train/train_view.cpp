@@ -136,4 +136,18 @@ void draw_train_strip(AppState& s) {
                       thousands(params).c_str(), st.batch, st.model.context_length);
 }
 
+std::string train_run_name(const AppState& s) {
+  const TrainUi& t = s.train;
+  if (!t.worker) return "train";
+  std::string name = t.worker->plan().model_file.parent_path().filename().string();
+  if (t.snap) {
+    // The step the view shows: the scrubber's snapshot, else the newest.
+    const auto& probes = t.snap->probes;
+    const std::int64_t step = t.scrub >= 0 && t.scrub < static_cast<int>(probes.size()) ? probes[static_cast<std::size_t>(t.scrub)]->step
+                                                                                      : t.snap->step;
+    name += "-step" + std::to_string(step);
+  }
+  return name;
+}
+
 }  // namespace mhaviz::gui
