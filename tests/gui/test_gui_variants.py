@@ -45,8 +45,11 @@ def slider_end(name, right):
 
 
 try:
-    g.wait_for_layout(layout, ["kv_heads", "window", "qk_norm", "rope", "num_heads", "variant"], proc=proc)
+    g.wait_for_layout(layout, ["kv_heads", "variant_options", "num_heads", "variant"], proc=proc)
     g.focus_window()
+    # The window, QK-norm and RoPE sit in a section closed while none is on.
+    g.click(*g.center(g.settled_widget(layout, state, "variant_options", proc)))
+    g.wait_for_layout(layout, ["window", "qk_norm", "rope"], proc=proc)
     # K/V heads: 4 query heads allow 1, 2, 4; the left end is multi-query attention.
     slider_end("kv_heads", right=False)
     wait_model("K/V heads slider to its left end: 1 (multi-query)", lambda m: m["num_kv_groups"] == 1)

@@ -122,6 +122,16 @@ void draw_variant_options(AppState& s, ModelConfig& c) {
     draw_refusal(s, "latent_dim");
   }
   if (!is_split(c.variant)) return;
+  // One line while none is set (the chapter-3 lessons keep their room for the token table);
+  // open, and held open, while one is.
+  const bool set = c.sliding_window > 0 || c.qk_norm || c.rope_base != 0.0;
+  if (set) ImGui::SetNextItemOpen(true, ImGuiCond_Always);
+  const bool open = ImGui::TreeNodeEx("sliding window, QK-norm, RoPE", ImGuiTreeNodeFlags_NoTreePushOnOpen);
+  record_widget(s, "variant_options");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("The options of the book's bonus material on every split variant (%s)",
+                      set ? "some are on: the section stays open" : "all off");
+  if (!open) return;
   const int T = std::max(1, s.doc.session.num_tokens());
   int window = c.sliding_window;
   ImGui::BeginDisabled(!c.causal);
