@@ -1,6 +1,7 @@
 // The oracle: forward() written as plain loops over PyTorch's index formulas, with
 // double accumulation. Slow on purpose; tests compare the fast path against it.
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "kernels/attention_reference.hpp"
@@ -62,6 +63,27 @@ Tensor rope_loops(const Tensor& t, double base) {
           out.at({bi, h, p, i}) = static_cast<float>(x * std::cos(angle) + rotated * std::sin(angle));
         }
   return out;
+}
+
+// QK-norm, then RoPE, on tr.q (b, H, T, hd) and tr.k (b, G, T, hd), kept in the trace; returns
+// the q and k attention reads (the last of q -> q_normed -> q_rotated, k likewise).
+std::pair<const Tensor*, const Tensor*> norm_and_rotate_loops(const Model& model, Trace& tr) {
+  const ModelConfig& c = model.config;
+  const Tensor* q = &tr.q;
+  const Tensor* k = &tr.k;
+  if (c.qk_norm) {
+    tr.q_normed = rms_norm_loops(tr.q, model.q_norm);
+    tr.k_normed = rms_norm_loops(tr.k, model.k_norm);
+    q = &tr.q_normed;
+    k = &tr.k_normed;
+  }
+  if (c.rope_base != 0.0) {
+    tr.q_rotated = rope_loops(*q, c.rope_base);
+    tr.k_rotated = rope_loops(*k, c.rope_base);
+    q = &tr.q_rotated;
+    k = &tr.k_rotated;
+  }
+  return {q, k};
 }
 
 }  // namespace
@@ -127,21 +149,7 @@ Trace forward_reference(const Model& model, const Tensor& input) {
           }
     }
   }
-  // QK-norm, then RoPE: the q and k that attention reads.
-  const Tensor* q_att = &tr.q;
-  const Tensor* k_att = &tr.k;
-  if (c.qk_norm) {
-    tr.q_normed = rms_norm_loops(tr.q, model.q_norm);
-    tr.k_normed = rms_norm_loops(tr.k, model.k_norm);
-    q_att = &tr.q_normed;
-    k_att = &tr.k_normed;
-  }
-  if (c.rope_base != 0.0) {
-    tr.q_rotated = rope_loops(*q_att, c.rope_base);
-    tr.k_rotated = rope_loops(*k_att, c.rope_base);
-    q_att = &tr.q_rotated;
-    k_att = &tr.k_rotated;
-  }
+  const auto [q_att, k_att] = norm_and_rotate_loops(model, tr);
   // gqa: query head h reads K/V head h / (H / G), as repeat_interleave(H / G, dim=1) lays them out.
   const auto kv_of = [&](int h) { return h / (H / G); };
   if (c.variant == Variant::Gqa) {
