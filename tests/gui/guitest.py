@@ -264,6 +264,13 @@ def click(x, y, check=True):
     xdo("mousemove", x, y, "click", 1, check=check)
 
 
+def click_widget(layout, state, name, proc, origin=(0, 0)):
+    """Clicks the middle of a widget once it has settled; origin: the window's top-left on the
+    screen (the layout's window_x, window_y) when the window is not at 0, 0."""
+    x, y = center(settled_widget(layout, state, name, proc))
+    click(origin[0] + x, origin[1] + y)
+
+
 def key(combo, check=True):
     """Presses and releases the key (combination), with no pause between."""
     xdo("key", "--delay", 0, combo, check=check)

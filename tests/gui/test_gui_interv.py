@@ -99,8 +99,7 @@ def test_click_to_ablate_and_capture():
         g.focus_window()
 
         def click(name):
-            x, y = g.center(g.settled_widget(lay, state, name, p))
-            g.click(ox + x, oy + y)
+            g.click_widget(lay, state, name, p, (ox, oy))
 
         def model(what, pred):
             return g.wait_state(state, what, lambda j: pred(j["model"]), p)["model"]

@@ -100,8 +100,7 @@ def test_sweep_grid_capture_and_click():
         g.focus_window()
 
         def click(name):
-            x, y = g.center(g.settled_widget(lay, state, name, p))
-            g.click(ox + x, oy + y)
+            g.click_widget(lay, state, name, p, (ox, oy))
 
         def sweep(what, pred):
             return g.wait_state(state, what, lambda j: pred(j["model"]["sweep"]), p)

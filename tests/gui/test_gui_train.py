@@ -29,8 +29,7 @@ def train_state(what, predicate, proc):
 
 
 def click_widget(name, proc, ox, oy):
-    x, y = g.center(g.settled_widget(lay, state, name, proc))
-    g.click(ox + x, oy + y)
+    g.click_widget(lay, state, name, proc, (ox, oy))
 
 
 def checkpoint_step(path):

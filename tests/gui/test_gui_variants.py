@@ -48,7 +48,7 @@ try:
     g.wait_for_layout(layout, ["kv_heads", "variant_options", "num_heads", "variant"], proc=proc)
     g.focus_window()
     # The window, QK-norm and RoPE sit in a section closed while none is on.
-    g.click(*g.center(g.settled_widget(layout, state, "variant_options", proc)))
+    g.click_widget(layout, state, "variant_options", proc)
     g.wait_for_layout(layout, ["window", "qk_norm", "rope"], proc=proc)
     # K/V heads: 4 query heads allow 1, 2, 4; the left end is multi-query attention.
     slider_end("kv_heads", right=False)
@@ -56,9 +56,9 @@ try:
     slider_end("kv_heads", right=True)
     wait_model("K/V heads slider to its right end: 4 (one per query head)", lambda m: m["num_kv_groups"] == 4)
     # QK-norm, then RoPE (base 10,000 when turned on).
-    g.click(*g.center(g.settled_widget(layout, state, "qk_norm", proc)))
+    g.click_widget(layout, state, "qk_norm", proc)
     wait_model("QK-norm on", lambda m: m.get("qk_norm") is True)
-    g.click(*g.center(g.settled_widget(layout, state, "rope", proc)))
+    g.click_widget(layout, state, "rope", proc)
     wait_model("RoPE on at base 10000", lambda m: m.get("rope_base") == 10000)
     # num_heads with RoPE on: d_out 8 offers 1, 2, 4 (head_dim 8, 4, 2), never 8 (head_dim 1).
     slider_end("num_heads", right=True)
@@ -68,7 +68,7 @@ try:
     # The window: its right end is every token; turning the causal mask off takes it away.
     slider_end("window", right=True)
     wait_model("sliding window to its right end: 6 tokens", lambda m: m.get("sliding_window") == 6)
-    g.click(*g.center(g.settled_widget(layout, state, "causal", proc)))
+    g.click_widget(layout, state, "causal", proc)
     wait_model("causal mask off takes the window with it", lambda m: not m["causal"] and "sliding_window" not in m)
     # W: this session's walkthrough is refused with a notice, and the lesson stays.
     g.click(5, 795)
@@ -76,7 +76,7 @@ try:
     st = g.wait_state(state, "W refused with a notice", lambda j: "walkthrough shows" in j["status"], proc)
     g.check(st["centre"] == "lesson", "the lesson stays in the centre (%s)" % st["centre"])
     # RoPE off again.
-    g.click(*g.center(g.settled_widget(layout, state, "rope", proc)))
+    g.click_widget(layout, state, "rope", proc)
     wait_model("RoPE off", lambda m: "rope_base" not in m)
 finally:
     rc, out, err = g.stop(proc)
