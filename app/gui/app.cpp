@@ -204,7 +204,6 @@ void apply_input(AppState& s, Loop& L) {
 // [SECTION] Frame
 void draw_frame(AppState& s) {
   s.renderer.draws.clear();
-  s.renderer.centre = nullptr;
   s.ui.drawn.cell_layout.clear();
   s.ui.drawn.model_cells.clear();
   s.ui.drawn.model_big = CellLayout{};
@@ -215,8 +214,11 @@ void draw_frame(AppState& s) {
                                  ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_MenuBar |
                                  ImGuiWindowFlags_NoBringToFrontOnFocus;
   ImGui::Begin("mhaviz", nullptr, flags);
+  // The menu's and F12's "what is shown" is the centre figure the user saw last frame; this
+  // frame's centre panel sets it again.
   draw_menu_bar(s);
   handle_shortcuts(s);
+  s.renderer.centre = nullptr;
 
   const float fh = ImGui::GetFontSize();
   const float status_h = ImGui::GetFrameHeightWithSpacing();

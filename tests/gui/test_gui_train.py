@@ -53,7 +53,8 @@ g.check(r.returncode == 0 and m is not None, "the idle Train view ran with --fra
 idle_fps = 1000.0 / float(m.group(1)) if m else 0.0
 print("  the idle Train view: %.1f frames/s (median frame)" % idle_fps)
 
-p = g.start(["gui", "--no-restore", "--config-dir", os.path.join(tmp, "cfg"), "--state-dir", state_dir,
+caps = os.path.join(tmp, "captures")
+p = g.start(["gui", "--no-restore", "--capture-dir", caps, "--config-dir", os.path.join(tmp, "cfg"), "--state-dir", state_dir,
              "--width", "1280", "--height", "800", "--layout-out", lay, "--state-out", state])
 try:
     g.wait_for_layout(lay, ["menu_edit"], proc=p)
@@ -102,6 +103,12 @@ try:
     g.check(os.path.isfile(os.path.join(os.path.dirname(ck), "config.json")), "config.json beside it")
     g.check("train_checkpoint" in g.read_json(lay)["shown"], "the panel says where it is")
     loads(ck, "the paused run's checkpoint")
+    # F12 captures what is shown, the Train view, named after the run and its step.
+    g.key("F12")
+    pngs = g.wait_until("F12's capture written", lambda: [n for n in os.listdir(caps) if n.endswith(".png")],
+                        lambda v: len(v) == 1, proc=p)
+    run = os.path.basename(os.path.dirname(ck))
+    g.check(pngs[0] == "%s-step%d-train.png" % (run, t["step"]), "F12 captured the Train view (%s)" % pngs[0])
     with open(os.path.join(os.path.dirname(ck), "log.jsonl")) as f:
         lines = [json.loads(x) for x in f]
     g.check(len(lines) == t["step"] and lines[-1]["step"] == t["step"], "log.jsonl holds every step (%d)" % len(lines))
