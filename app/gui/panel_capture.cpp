@@ -261,7 +261,10 @@ void capture_window_now(AppState& s) {
   int w = 0, h = 0;
   std::vector<std::uint8_t> rgba = read_framebuffer(s, w, h);
   try {
-    save(s, (model_view_active(s) ? model_name(s.gpt) : doc_stem(s)) + "-window", ".png", figure::encode_png(rgba, w, h));
+    const std::string stem = model_view_active(s)                ? model_name(s.gpt)
+                             : centre_view(s) == Centre::Train ? train_run_name(s)
+                                                               : doc_stem(s);
+    save(s, stem + "-window", ".png", figure::encode_png(rgba, w, h));
   } catch (const std::exception& e) {
     notify(s, std::string("Capture failed: ") + e.what(), true);
   }
