@@ -122,12 +122,13 @@ def _app_report(proc):
     return "\n".join(lines)
 
 
-def wait_until(what, read, predicate, timeout=None, proc=None, interval=0.05):
+def wait_until(what, read, predicate, timeout=None, proc=None, interval=0.05, exit_ok=False):
     """Polls read() until predicate(its value) holds and returns that value. read() raising
     OSError or ValueError (a file not written yet) reads as None; predicate raising KeyError,
     TypeError or IndexError is false. When the deadline passes, or proc exits without the
     condition holding, prints what did not hold, the last value seen and the app's exit status
-    and stderr, and raises WaitTimeout."""
+    and stderr, and raises WaitTimeout; with exit_ok, proc exiting returns None instead (a
+    wait the app's exit also ends, as while it quits)."""
     deadline = time.time() + (WAIT_SECONDS if timeout is None else timeout)
     t0 = time.time()
     value = None
@@ -142,6 +143,8 @@ def wait_until(what, read, predicate, timeout=None, proc=None, interval=0.05):
                 return value
         except (KeyError, TypeError, IndexError, AttributeError):
             pass
+        if exited and exit_ok:
+            return None
         if exited or time.time() > deadline:
             break
         time.sleep(interval)
@@ -162,9 +165,11 @@ def read_json(path):
         return json.load(f)
 
 
-def wait_state(path, what, predicate, proc=None, timeout=None):
-    """Waits until the JSON file at path (--state-out, --layout-out) satisfies predicate; returns it."""
-    return wait_until("%s (%s)" % (what, os.path.basename(path)), lambda: read_json(path), predicate, timeout, proc)
+def wait_state(path, what, predicate, proc=None, timeout=None, exit_ok=False):
+    """Waits until the JSON file at path (--state-out, --layout-out) satisfies predicate; returns
+    it (None when proc exited first and exit_ok)."""
+    return wait_until("%s (%s)" % (what, os.path.basename(path)), lambda: read_json(path), predicate, timeout, proc,
+                      exit_ok=exit_ok)
 
 
 def wait_for_file(path, proc=None, timeout=None):
@@ -186,27 +191,39 @@ def wait_dialog_field(state, proc=None):
                       proc)
 
 
-def settled_widget(layout, state, name, proc=None):
+def settled_widget(layout, state, name, proc=None, exit_ok=False):
     """The rectangle of a widget drawn in the latest frame (the layout's "widgets" keep where
     each was last drawn: a closed menu's items too) that may still move, as a popup sizing
-    itself over its first frames: read again after a few frames until two readings agree."""
+    itself over its first frames: read again after a few frames until two readings agree.
+    With exit_ok, None when proc exits meanwhile."""
     def drawn():
-        return wait_state(layout, "%s drawn" % name, lambda j: name in j["shown"], proc)["widgets"][name]
+        j = wait_state(layout, "%s drawn" % name, lambda j: name in j["shown"], proc, exit_ok=exit_ok)
+        return None if j is None else j["widgets"][name]
 
     seen = [drawn()]
 
     def again():
-        wait_frames(state, 2, proc)
+        if wait_frames(state, 2, proc, exit_ok) is None:
+            return None
         seen.append(drawn())
         return seen
 
-    return wait_until("%s to stay in place for two frames" % name, again, lambda r: r[-1] == r[-2], proc=proc)[-1]
+    if seen[0] is None:
+        return None
+    r = wait_until("%s to stay in place for two frames" % name, again, lambda r: r[-1] == r[-2], proc=proc,
+                   exit_ok=exit_ok)
+    return None if r is None or r[-1] is None else r[-1]
 
 
-def wait_frames(path, n, proc=None):
-    """Waits until the app has drawn n more frames than its state file says now; returns the state."""
-    first = wait_state(path, "a state with a frame number", lambda j: j["frames"] >= 0, proc)["frames"]
-    return wait_state(path, "%d frames after frame %d" % (n, first), lambda j: j["frames"] >= first + n, proc)
+def wait_frames(path, n, proc=None, exit_ok=False):
+    """Waits until the app has drawn n more frames than its state file says now; returns the
+    state (None when proc exited first and exit_ok)."""
+    j = wait_state(path, "a state with a frame number", lambda j: j["frames"] >= 0, proc, exit_ok=exit_ok)
+    if j is None:
+        return None
+    first = j["frames"]
+    return wait_state(path, "%d frames after frame %d" % (n, first), lambda j: j["frames"] >= first + n, proc,
+                      exit_ok=exit_ok)
 
 
 def settle(path, proc=None):

@@ -42,6 +42,9 @@ peak_kib = [0]
 sampling = [True]
 
 
+CONFIRM_QUIT = 3  # app_state.hpp: Dialog::ConfirmQuit in the state's "dialog"
+
+
 def proc_status(field):
     try:
         with open("/proc/%d/status" % proc.pid) as f:
@@ -319,12 +322,20 @@ try:
         hold("ctrl+q")
 
         def answer():
-            if alive() and "quit_discard" in (g.read_json(layout).get("shown") or []):
-                first = g.read_json(state)["frames"]
-                click_at(*g.center(g.settled_widget(layout, state, "quit_discard", proc)))
-                # The answer acts: the app exits (the wait's success), or draws on (the question moved).
-                g.wait_until("the app exits or draws 3 more frames", lambda: (proc.poll(), g.read_json(state)),
-                             lambda v: v[0] is not None or v[1]["frames"] >= first + 3)
+            # The question is open in the state of a frame drawn now (the layout is rewritten
+            # only when it changes, so alone it may still show a question already answered).
+            if alive() and g.read_json(state)["dialog"] == CONFIRM_QUIT:
+                rect = g.settled_widget(layout, state, "quit_discard", proc, exit_ok=True)
+                if rect is None:
+                    return proc.poll()  # quitting already: what this wait is for
+                sent = time.time()
+                click_at(*g.center(rect))
+                # The answer acts: the app exits (the wait's success), or takes the click and
+                # draws on (the question moved under the pointer: the next pass answers again).
+                g.wait_until("the app exits or takes the click", lambda: (proc.poll(), g.read_json(state)),
+                             lambda v: v[0] is not None or (v[1]["input"]["polled_at"] > sent and
+                                                            v[1]["input"]["pending"] == 0),
+                             exit_ok=True, proc=proc)
             return proc.poll()
 
         try:
