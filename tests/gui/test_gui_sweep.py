@@ -77,6 +77,8 @@ def check_f12(state, caps, name, render_args, p):
     g.key("F12")
     cap = os.path.join(caps, name)
     g.check(g.wait_for_file(cap, proc=p), "F12 saves %s" % name)
+    # The sidecar is written after the picture: a slow machine can be read between the two.
+    g.wait_for_file(cap + ".json", proc=p)
     fig = g.read_json(state)["figure"]
     side = g.read_json(cap + ".json")
     a = [comparable(q) for q in fig["display_list"]["prims"]]
