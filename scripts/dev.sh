@@ -2,7 +2,7 @@
 # The README's two commands:
 #   scripts/dev.sh run   install what is missing, build the release preset, open the app
 #   scripts/dev.sh test  install what is missing, build and run every test in the dev
-#                        preset, again under ASan + UBSan (asan), then a bounded fuzz run
+#                        preset, then again under ASan + UBSan with bounded fuzz runs (asan)
 #   scripts/dev.sh package  build the release preset and a .deb of it with CPack, in
 #                        build/release/package/ (install it with apt-get install ./FILE.deb)
 # Idempotent; as root or as a user with sudo. Extra arguments after `run` go to mhaviz.
@@ -60,15 +60,11 @@ case "${1:-}" in
     command -v npm > /dev/null || install_missing npm
     build dev
     ctest --preset dev
-    # The same suite with AddressSanitizer + UndefinedBehaviorSanitizer (GUI tests included).
+    # The same suite with AddressSanitizer + UndefinedBehaviorSanitizer (clang; GUI tests
+    # included), with the libFuzzer targets over session parsing, safetensors and the
+    # tokenizers run for MHAVIZ_FUZZ_SECONDS (30) each beside it; longer runs by hand.
     build asan
     ctest --preset asan
-    # libFuzzer over session parsing, safetensors and the tokenizers for MHAVIZ_FUZZ_SECONDS
-    # (30) each; longer runs by hand. Only the fuzz targets: the rest of the suite has just run
-    # under ASan + UBSan, and building it again with clang took a quarter of the whole run.
-    cmake --preset fuzz
-    cmake --build --preset fuzz --target fuzz_session fuzz_safetensors fuzz_tokenizer
-    ctest --preset fuzz -L fuzz
     ;;
   package)
     install_missing "${PACKAGES[@]}" "${PACKAGE_PACKAGES[@]}"

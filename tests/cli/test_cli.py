@@ -377,7 +377,7 @@ class BadInput(unittest.TestCase):
             (["/nonexistent/session.json"], "/nonexistent/session.json"),
         ]
         # The desktop app refuses bad input before it opens a window (so without a display
-        # too). A build without the GUI (the fuzz preset) only says that it has none.
+        # too). A build without the GUI (-DMHAVIZ_GUI=OFF) only says that it has none.
         if "not built in this configuration" not in run("--help").stdout:
             cases += [
                 (["gui", "/nonexistent/session.json"], "/nonexistent/session.json"),

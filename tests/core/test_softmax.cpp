@@ -122,7 +122,7 @@ TEST(Softmax, ScalingGivesTheQuotientsBits) {
 
 // Scores that overflowed to +inf (a checkpoint can hold anything): inf − inf is NaN, which
 // each path must take to the same bits, and the scalar path without undefined behaviour (the
-// fuzz preset's UBSan checks the float-to-int conversion).
+// asan preset's clang UBSan checks the float-to-int conversion).
 TEST(Softmax, InfiniteScoresGiveTheSameBitsOnEveryPath) {
   int differing = 0;
   for (const std::size_t n : {5u, 40u}) {
