@@ -230,7 +230,8 @@ nlohmann::json sweep_state_json(const ModelUi& m) {
                       {"shown", m.show == ModelUi::Show::Sweep && m.sweep != nullptr},
                       {"target_text", m.sweep_target},
                       {"vs_text", m.sweep_vs},
-                      {"corrupt_text", m.corrupt_text}};
+                      {"corrupt_text", m.corrupt_text},
+                      {"patch_per", m.patch_per == PatchPer::LayerPosition ? "layer-position" : "head"}};
   if (!m.sweep) return j;
   const SweepData& d = *m.sweep;
   j["rows"] = d.grid.rows;
@@ -242,6 +243,7 @@ nlohmann::json sweep_state_json(const ModelUi& m) {
   j["vs"] = d.target.metric.vs;
   j["mode"] = d.mode == AblationMode::Mean ? "mean" : "zero";
   j["corrupt"] = d.target.corrupt;  // patching: the corrupted text's tokens; empty: ablation
+  j["per"] = d.per_position() ? "layer-position" : "head";
   j["metric_corrupt"] = d.grid.corrupt;
   return j;
 }

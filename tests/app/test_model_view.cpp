@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "../core/gpt_test_util.hpp"
@@ -542,6 +543,40 @@ TEST(ModelSweep, PatchingNeedsEquallyManyTokensAndGivesTheCoresGrid) {
     EXPECT_EQ(figure::prims_json(figure::build_grid_figure(d->view, o), true),
               figure::prims_json(figure::build_grid_figure(v, o), true));
   }
+}
+
+// Per layer × position: one run per layer and position (the progress counts them), the core's
+// (L, T) grid, the figure `render --view patch --per layer-position` draws.
+TEST(ModelSweep, PatchingPerLayerAndPositionGivesTheCoresGrid) {
+  const Forward fw("ab a ba ab");
+  const GptModel& m = *fw.r->loaded.model;
+  const Tokenizer& tok = *fw.r->loaded.tokenizer;
+  const std::vector<int>& ids = fw.r->trace->ids;
+  const SweepTarget t = patch_target(tok, ids, tok.encode("ab a bb ab"), " a", "b", PatchPer::LayerPosition);
+  ASSERT_EQ(t.error, "");
+  EXPECT_EQ(t.per, PatchPer::LayerPosition);
+  std::atomic<int> runs{0};
+  SweepJob job(fw.r, t, AblationMode::Zero, [&](int done) { runs = done; });
+  const int T = static_cast<int>(ids.size());
+  EXPECT_TRUE(job.per_position());
+  EXPECT_EQ(job.total(), 2 * T);
+  const auto d = job.take();
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(runs.load(), 2 * T);
+  EXPECT_TRUE(d->per_position());
+  const GptTrace clean = gpt_forward(m, t.ids), corrupt = gpt_forward(m, t.corrupt);
+  const auto want = patch_sweep(m, clean, corrupt, t.metric, PatchPer::LayerPosition);
+  ASSERT_TRUE(want.has_value());
+  EXPECT_EQ((std::pair{d->grid.rows, d->grid.cols}), (std::pair{2, T}));
+  EXPECT_EQ(d->grid.values, want->values);
+  // The residual after the last layer at the last position is all the head reads: restored.
+  EXPECT_EQ(d->grid.at(1, T - 1), 1.0f);
+  const figure::Options o = screen(900.0f, 600.0f);
+  const figure::GridView v =
+      figure::patch_view(m, *want, tok, t.metric, PatchPer::LayerPosition, figure::display_tokens(tok, t.ids),
+                         figure::display_tokens(tok, t.corrupt), "tiny-model");
+  EXPECT_EQ(figure::prims_json(figure::build_grid_figure(d->view, o), true),
+            figure::prims_json(figure::build_grid_figure(v, o), true));
 }
 
 }  // namespace

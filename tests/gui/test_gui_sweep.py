@@ -8,6 +8,8 @@
   a click on a cell shows that head large in the heads view; "Logit lens" shows the lens
   table, `render --view lens`'s figure, and F12 captures it the same way; a corrupted text
   typed, "Patch" shows `mhaviz patch --per head`'s grid, F12 `render --view patch`'s figure;
+  "layer x position" chosen, Patch shows `mhaviz patch --per layer-position`'s grid, F12 the
+  same figure as render;
 - on a GPT-2-small-sized checkpoint (144 heads, slow enough to watch): the progress bar moves
   while the window keeps drawing, Cancel stops the sweep and no grid replaces the view.
 
@@ -89,6 +91,28 @@ def check_f12(state, caps, name, render_args, p):
         g.check(r.returncode == 0 and f1.read() == f2.read(),
                 "%s: render %s --size --font writes the capture's bytes (%s)" % (name, render_args[2:4], r.stderr.strip()))
     return side
+
+
+def patch_per_layer_position(click, state, caps, p):
+    """"layer x position" beside Patch: mhaviz patch --per layer-position's (L, T) grid, F12
+    render --view patch --per layer-position's figure."""
+    click("model_patch_per_position")
+    g.wait_state(state, "layer x position chosen", lambda j: j["model"]["sweep"]["patch_per"] == "layer-position", p)
+    click("model_patch")
+    st = g.wait_state(state, "the layers x positions grid shown", lambda j: j["model"]["sweep"]["shown"] and
+                      j["model"]["sweep"].get("per") == "layer-position" and not j["model"]["sweep"]["running"], p)
+    sw = st["model"]["sweep"]
+    r = g.run(["patch", "--model", MODEL, "--clean", TEXT, "--corrupt", CORRUPT, "--target", "i", "--vs", "j",
+               "--per", "layer-position"])
+    want = [x for row in json.loads(r.stdout)["effect"] for x in row] if r.returncode == 0 else []
+    g.check((sw["rows"], sw["cols"]) == (3, len(TEXT)) and max_diff(sw["values"], want) < 1e-6,
+            "Patch per layer x position: mhaviz patch --per layer-position's 3 x %d effects (max diff %.1e)" %
+            (len(TEXT), max_diff(sw["values"], want)))
+    g.check(sw["values"][-1] == 1.0, "the residual after the last layer at the last position restores it all")
+    check_f12(state, caps, "hf_tied-patch-layer-position.png",
+              ["--text", TEXT, "--view", "patch", "--corrupt", CORRUPT, "--target", "i", "--vs", "j",
+               "--per", "layer-position"], p)
+    window_shot(caps, "small-patch-layer-position.png", p)
 
 
 def test_sweep_grid_capture_and_click():
@@ -176,6 +200,7 @@ def test_sweep_grid_capture_and_click():
         check_f12(state, caps, "hf_tied-patch.png",
                   ["--text", TEXT, "--view", "patch", "--corrupt", CORRUPT, "--target", "i", "--vs", "j"], p)
         window_shot(caps, "small-patch.png", p)
+        patch_per_layer_position(click, state, caps, p)
         g.stop(p)
     finally:
         if p.poll() is None:

@@ -51,10 +51,10 @@ void toggle_ablation(ModelUi& m, HeadIndex head) {
     m.ablate.erase(it);
 }
 
-// Each head ablated alone on the forward shown, or (patch) each head's context patched from
-// it into the corrupted text's run, on the sweep's own thread (a sweep under way goes on;
-// Cancel stops it). A target that is not one token, or a corrupted text of another length, is
-// said in the status bar.
+// Each head ablated alone on the forward shown, or (patch) each head's context, or each layer's
+// residual at each position, patched from it into the corrupted text's run, on the sweep's own thread (a sweep under
+// way goes on; Cancel stops it). A target that is not one token, or a corrupted text of another length, is said in the
+// status bar.
 void start_sweep(AppState& s, bool patch) {
   ModelUi& m = s.gpt;
   if (!m.result || m.sweep_job) return;
@@ -64,7 +64,7 @@ void start_sweep(AppState& s, bool patch) {
   if (patch) {
     const Prompt c = encode_prompt(tok, m.corrupt_text, {m.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None},
                                    {m.result->loaded.model->config.n_ctx, 0});
-    t = c.error.empty() ? patch_target(tok, ids, c.ids, m.sweep_target, m.sweep_vs) : SweepTarget{};
+    t = c.error.empty() ? patch_target(tok, ids, c.ids, m.sweep_target, m.sweep_vs, m.patch_per) : SweepTarget{};
     if (!c.error.empty()) t.error = "corrupted " + c.error;
   } else {
     t = sweep_target(tok, ids, m.sweep_target, m.sweep_vs);
@@ -161,8 +161,11 @@ void take_sweep(AppState& s) {
     if (auto d = m.sweep_job->take()) {
       m.sweep = std::move(d);
       m.show = ModelUi::Show::Sweep;
+      const InterventionGrid& g = m.sweep->grid;
       notify(s, std::string(m.sweep->patching() ? "Activation patching: " : "Ablation sweep: ") +
-                    std::to_string(m.sweep->grid.rows * m.sweep->grid.cols) + " heads");
+                    (m.sweep->per_position()
+                         ? std::to_string(g.rows) + " layers \xC3\x97 " + std::to_string(g.cols) + " positions"
+                         : std::to_string(g.rows * g.cols) + " heads"));
     } else {
       notify(s, "Sweep cancelled");
     }

@@ -139,34 +139,47 @@ std::string change_text(float dp) {
 }
 
 // [SECTION] Interventions: ablated heads, the sweep's target, norm-weighted attention
+// A one-line field `width` wide (-1: the panel's), its hint inside while empty, the test
+// hooks' name (widget) and a tooltip.
+void text_field(AppState& s, std::string& value, float width, const char* hint, const char* widget,
+                const char* tooltip) {
+  ImGui::SetNextItemWidth(width);
+  ImGui::InputTextWithHint((std::string("##") + widget).c_str(), hint, &value);
+  record_widget(s, widget);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tooltip);
+}
+
 void draw_sweep_target(AppState& s) {
   ModelUi& m = s.gpt;
   const float w = ImGui::GetFontSize() * 5.0f;
-  ImGui::SetNextItemWidth(w);
-  ImGui::InputTextWithHint("##sweep_target", "last token", &m.sweep_target);
-  record_widget(s, "model_sweep_target");
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip(
-        "The token the sweep judges at the last position, e.g. \" Mary\" (the leading space is part of it).\n"
-        "Empty: the text's own last token, judged from the position before it.");
+  text_field(s, m.sweep_target, w, "last token", "model_sweep_target",
+             "The token the sweep judges at the last position, e.g. \" Mary\" (the leading space is part of it).\n"
+             "Empty: the text's own last token, judged from the position before it.");
   ImGui::SameLine();
   ImGui::TextUnformatted("vs");
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(w);
-  ImGui::InputTextWithHint("##sweep_vs", "none", &m.sweep_vs);
-  record_widget(s, "model_sweep_vs");
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip(
-        "A second token: the sweep then judges the logit difference target \xE2\x88\x92 vs (e.g. \" John\").");
+  text_field(s, m.sweep_vs, w, "none", "model_sweep_vs",
+             "A second token: the sweep then judges the logit difference target \xE2\x88\x92 vs (e.g. \" John\").");
   ImGui::SameLine();
   ImGui::TextDisabled("sweep target");
-  ImGui::SetNextItemWidth(-1.0f);
-  ImGui::InputTextWithHint("##corrupt_text", "corrupted text (patching)", &m.corrupt_text);
-  record_widget(s, "model_corrupt_text");
+  text_field(s, m.corrupt_text, -1.0f, "corrupted text (patching)", "model_corrupt_text",
+             "A text of as many tokens as the text above, e.g. the same with two names swapped: \"Patch\" then "
+             "asks which heads carry what the difference changes.");
+  if (m.corrupt_text.empty()) return;
+  int per = m.patch_per == PatchPer::LayerPosition ? 1 : 0;
+  ImGui::TextDisabled("patch");
+  ImGui::SameLine();
+  if (ImGui::RadioButton("each head", &per, 0)) m.patch_per = PatchPer::Head;
+  record_widget(s, "model_patch_per_head");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Each head's output (its context, at every position): the layers \xC3\x97 heads grid.");
+  ImGui::SameLine();
+  if (ImGui::RadioButton("layer \xC3\x97 position", &per, 1)) m.patch_per = PatchPer::LayerPosition;
+  record_widget(s, "model_patch_per_position");
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip(
-        "A text of as many tokens as the text above, e.g. the same with two names swapped: \"Patch\" then "
-        "asks which heads carry what the difference changes.");
+        "The residual stream after each layer at one position: the layers \xC3\x97 positions grid, where the "
+        "information the difference changes sits, layer by layer.");
 }
 
 void draw_interventions(AppState& s) {
