@@ -279,6 +279,14 @@ nlohmann::json model_state_json(const AppState& s) {
   }
   j["sweep"] = sweep_state_json(m);
   j["lens_shown"] = m.show == ModelUi::Show::Lens && m.view && m.view->lens;
+  // The lens's ranked token: as typed, the position clicked, and (shown) its rank from 0 and
+  // probability after each layer there.
+  j["lens"] = {{"token_text", m.lens_token},
+               {"position_clicked", m.lens_position},
+               {"target", m.view ? m.view->key.lens_target : -1},
+               {"position", m.view ? m.view->lens_position : -1},
+               {"rank", m.view ? m.view->lens_rank : std::vector<int>{}},
+               {"p", m.view ? m.view->lens_p : std::vector<float>{}}};
   if (!m.view) return j;
   const ModelViewData& v = *m.view;
   nlohmann::json scores = nlohmann::json::array();

@@ -579,5 +579,55 @@ TEST(ModelSweep, PatchingPerLayerAndPositionGivesTheCoresGrid) {
             figure::prims_json(figure::build_grid_figure(v, o), true));
 }
 
+// The lens's rank of a typed token at a clicked position: the core's rank and probability
+// after each layer, printed beside the table (render --view lens --target --position's figure).
+TEST(ModelViewDerive, TheLensRanksAChosenTokenAfterEachLayer) {
+  const Forward fw("ab a ba ab");
+  const GptModel& m = *fw.r->loaded.model;
+  const Tokenizer& tok = *fw.r->loaded.tokenizer;
+  const GptTrace& tr = *fw.r->trace;
+  ModelViewKey key;
+  key.generation = 1;
+  key.fig = screen(1000.0f, 700.0f);
+  key.lens = true;
+  key.lens_target = tok.encode(" a", false).front();
+  key.lens_position = 2;
+  const auto d = derive_model_view(fw.r, key, nullptr);
+  ASSERT_NE(d->lens, nullptr);
+  const LogitLens lens = logit_lens(m, tr, 1, key.lens_target);
+  EXPECT_EQ(d->lens_position, 2);
+  ASSERT_EQ(d->lens_rank.size(), 2u);
+  for (int l = 0; l < 2; ++l) {
+    const std::size_t at = static_cast<std::size_t>(l * tr.tokens() + 2);
+    EXPECT_EQ(d->lens_rank[static_cast<std::size_t>(l)], lens.rank[at]);
+    EXPECT_EQ(d->lens_p[static_cast<std::size_t>(l)], lens.target_p[at]);
+    EXPECT_EQ(d->lens->side_text[static_cast<std::size_t>(l)], figure::rank_text(lens.rank[at], lens.target_p[at]));
+  }
+  EXPECT_EQ(d->lens->marked_col, 2);
+  const figure::GridView want = figure::lens_view(m, lens, tok, figure::display_tokens(tok, tr.ids), "tiny-model", 2);
+  const figure::Figure f = figure::build_grid_figure(*d->lens, key.fig);
+  EXPECT_EQ(figure::prims_json(f, true), figure::prims_json(figure::build_grid_figure(want, key.fig), true));
+  // The side column lies right of the table and left of the colour bar, inside the canvas.
+  float grid_right = 0, side_left = 1e9f, bar_left = 1e9f;
+  for (const figure::Prim& p : f.prims) {
+    if (p.cls == "side-text") side_left = std::min(side_left, p.x0);
+    if (p.cls == "colorbar-title") bar_left = std::min(bar_left, p.x0);
+  }
+  grid_right = f.heatmaps[0].x0 + f.heatmaps[0].cell * static_cast<float>(f.heatmaps[0].cols);
+  EXPECT_LT(grid_right, side_left);
+  EXPECT_LT(side_left, bar_left);
+  EXPECT_LE(f.width, static_cast<int>(key.fig.canvas.width));
+  // No position given: the last; a position past the text: clamped to the last.
+  key.lens_position = -1;
+  EXPECT_EQ(derive_model_view(fw.r, key, d)->lens_position, tr.tokens() - 1);
+  key.lens_position = 99;
+  EXPECT_EQ(derive_model_view(fw.r, key, d)->lens_position, tr.tokens() - 1);
+  // No token: no side column.
+  key.lens_target = -1;
+  const auto plain = derive_model_view(fw.r, key, d);
+  EXPECT_TRUE(plain->lens->side_text.empty());
+  EXPECT_TRUE(plain->lens_rank.empty());
+}
+
 }  // namespace
 }  // namespace mhaviz::gui

@@ -10,6 +10,8 @@
   typed, "Patch" shows `mhaviz patch --per head`'s grid, F12 `render --view patch`'s figure;
   "layer x position" chosen, Patch shows `mhaviz patch --per layer-position`'s grid, F12 the
   same figure as render;
+  the lens's rank of a typed token at the last position and at a clicked column, as `mhaviz
+  lens --target` gives it, F12 `render --view lens --target --position`'s figure;
 - on a GPT-2-small-sized checkpoint (144 heads, slow enough to watch): the progress bar moves
   while the window keeps drawing, Cancel stops the sweep and no grid replaces the view.
 
@@ -115,6 +117,39 @@ def patch_per_layer_position(click, state, caps, p):
     window_shot(caps, "small-patch-layer-position.png", p)
 
 
+def lens_rank(click, state, caps, p):
+    """The lens's rank of a typed token: at the last position, then at a column clicked; mhaviz
+    lens --target's ranks and probabilities; F12 render --view lens --target --position's figure."""
+    click("model_show_lens")
+    g.wait_state(state, "the lens table shown", lambda j: j["model"]["lens_shown"], p)
+    click("model_lens_token")
+    g.type_text("e")
+    g.key("Tab")
+    out = os.path.join(tmp, "lens-e.json")
+    r = g.run(["lens", "--model", MODEL, "--text", TEXT, "--target", "e", "-o", out])
+    lens = g.read_json(out)["layers"] if r.returncode == 0 else []
+
+    def at(pos):
+        return ([x["positions"][pos]["target_rank"] for x in lens], [x["positions"][pos]["target_p"] for x in lens])
+
+    for pos, how in ((len(TEXT) - 1, None), (3, "grid_0_3")):
+        if how:
+            click(how)
+        st = g.wait_state(state, "the rank of 'e' at position %d" % pos, lambda j: j["model"]["lens"]["position"] == pos
+                          and len(j["model"]["lens"]["rank"]) == 3 and not j["model"]["busy"], p)
+        ranks, ps = at(pos)
+        got = st["model"]["lens"]
+        g.check(got["rank"] == ranks and max_diff(got["p"], ps) < 1e-7,
+                "position %d: 'e' ranks %s after each layer (p %s), as mhaviz lens --target says" % (pos, got["rank"], got["p"]))
+        texts = [q["text"] for q in st["figure"]["display_list"]["prims"] if q.get("class") == "side-text"]
+        g.check(len(texts) == 3 and texts[0].startswith("rank %d" % (ranks[0] + 1)),
+                "beside the table, a line per layer (%s)" % texts)
+    check_f12(state, caps, "hf_tied-lens-2.png", ["--text", TEXT, "--view", "lens", "--target", "e", "--position", "3"], p)
+    window_shot(caps, "small-lens-rank.png", p)
+    click("model_show_lens")
+    g.wait_state(state, "the heads again", lambda j: not j["model"]["lens_shown"], p)
+
+
 def test_sweep_grid_capture_and_click():
     p, lay, state, caps = start("small", MODEL, TEXT)
     try:
@@ -201,6 +236,7 @@ def test_sweep_grid_capture_and_click():
                   ["--text", TEXT, "--view", "patch", "--corrupt", CORRUPT, "--target", "i", "--vs", "j"], p)
         window_shot(caps, "small-patch.png", p)
         patch_per_layer_position(click, state, caps, p)
+        lens_rank(click, state, caps, p)
         g.stop(p)
     finally:
         if p.poll() is None:

@@ -7,9 +7,7 @@
 #include "figure/gpt_figures.hpp"
 
 namespace mhaviz::gui {
-namespace {
 
-// The id of a typed token, or -1 with error naming field.
 int typed_token(const Tokenizer& tok, const std::string& text, const char* field, std::string& error) {
   const std::vector<int> ids = tok.encode(text, false);
   if (ids.size() == 1) return ids.front();
@@ -17,8 +15,6 @@ int typed_token(const Tokenizer& tok, const std::string& text, const char* field
           " tokens, not one token of the vocabulary";
   return -1;
 }
-
-}  // namespace
 
 SweepTarget sweep_target(const Tokenizer& tok, const std::vector<int>& text_ids, const std::string& target,
                          const std::string& vs) {

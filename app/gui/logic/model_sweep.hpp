@@ -39,6 +39,9 @@ SweepTarget sweep_target(const Tokenizer& tok, const std::vector<int>& text_ids,
 // equally many)" when the counts differ.
 SweepTarget patch_target(const Tokenizer& tok, const std::vector<int>& text_ids, const std::vector<int>& corrupt_ids,
                          const std::string& target, const std::string& vs, PatchPer per = PatchPer::Head);
+// The id of `text` typed as one token of tok, or -1 with error "FIELD: ' Mary' is 2 tokens, not
+// one token of the vocabulary" (the sweep's target and vs, the lens's token).
+int typed_token(const Tokenizer& tok, const std::string& text, const char* field, std::string& error);
 
 struct SweepData {
   SweepTarget target;

@@ -123,6 +123,11 @@ ModelViewKey wanted_key(const AppState& s, const GptWorker::Result& r) {
   k.ablation_mode = m.ablation_mode;
   k.norm_weighted = m.norm_weighted;
   k.lens = m.show == ModelUi::Show::Lens;
+  if (k.lens && !m.lens_token.empty()) {
+    std::string error;  // said under the field (panel_model.cpp)
+    k.lens_target = typed_token(*r.loaded.tokenizer, m.lens_token, "lens token", error);
+    k.lens_position = k.lens_target >= 0 ? m.lens_position : -1;
+  }
   k.fig = m.fig;
   // With many tokens most weights are near 1/T: a log scale, as `mhaviz render` chooses.
   k.fig.log_scale = s.settings.log_weights || r.trace->tokens() >= figure::kLogScaleFromTokens;
@@ -194,7 +199,7 @@ void poll_model(AppState& s) {
   // A model that finished loading becomes the one shown.
   if (const auto loaded = m.worker->loaded(); loaded && loaded->path.string() != m.path) {
     // Another model: its heads are not the old ones (the first keeps --model-head).
-    if (!m.path.empty()) m.layer = m.head = m.position = -1;
+    if (!m.path.empty()) m.layer = m.head = m.position = m.lens_position = -1;
     // Nor is the last sweep's grid of it (a sweep under way stops at its next head).
     m.sweep.reset();
     if (m.show == ModelUi::Show::Sweep) m.show = ModelUi::Show::Heads;

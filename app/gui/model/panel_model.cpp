@@ -182,6 +182,24 @@ void draw_sweep_target(AppState& s) {
         "information the difference changes sits, layer by layer.");
 }
 
+// With the lens table shown: the token it ranks after each layer (one token, as the sweep's
+// target is typed) at the position clicked in the table.
+void draw_lens_token(AppState& s) {
+  ModelUi& m = s.gpt;
+  if (m.show != ModelUi::Show::Lens || !m.result) return;
+  text_field(s, m.lens_token, ImGui::GetFontSize() * 5.0f, "token", "model_lens_token",
+             "A token (e.g. \" Mary\", the leading space part of it): its rank and probability after each layer, "
+             "beside the lens table, at the position clicked in the table (the last by default).");
+  ImGui::SameLine();
+  ImGui::TextDisabled("lens: rank of a token");
+  if (m.lens_token.empty()) return;
+  std::string error;
+  typed_token(*m.result->loaded.tokenizer, m.lens_token, "lens token", error);
+  error_line(error);
+  if (error.empty() && m.view && m.view->lens_position >= 0)
+    ImGui::TextDisabled("at position %d (click a column for another)", m.view->lens_position);
+}
+
 void draw_interventions(AppState& s) {
   ModelUi& m = s.gpt;
   ImGui::Checkbox("Norm-weighted attention", &m.norm_weighted);
@@ -193,6 +211,7 @@ void draw_interventions(AppState& s) {
         "on a first token whose value is near zero (the attention sink) then shows where its output really comes "
         "from.");
   draw_sweep_target(s);
+  draw_lens_token(s);
   if (m.ablate.empty()) {
     ImGui::TextDisabled("Ctrl+click a head: ablate it");
     return;

@@ -299,7 +299,9 @@ void interact_lens(AppState& s, const ScreenFigure& f, const figure::GridView& g
               g.col_names[static_cast<std::size_t>(c.col)].c_str());
   ImGui::Text("top next token \xE2\x80\x9C%s\xE2\x80\x9D  p = %.4g", g.cell_text.empty() ? "" : g.cell_text[k].c_str(),
               static_cast<double>(g.values[k]));
+  ImGui::TextDisabled("click: rank the lens token (typed on the left) at this position");
   ImGui::EndTooltip();
+  if (ImGui::IsItemClicked()) s.gpt.lens_position = c.col;
 }
 
 // The sweep's grid or the lens table in the centre: the figure render --view sweep | lens
