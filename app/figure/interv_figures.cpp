@@ -225,7 +225,13 @@ GridView patch_view(const GptModel& m, const InterventionGrid& g, const Tokenize
   return v;
 }
 
-std::string norm_weighted_title(const std::string& title) { return "Norm-weighted (\xCE\xB1\xC2\xB7|f(x)|): " + title; }
+void make_norm_weighted(ModelView& v) {
+  const std::string name =
+      "\xCE\xB1\xC2\xB7\xE2\x80\x96"
+      "f(x)\xE2\x80\x96";  // α·‖f(x)‖
+  v.title = "Norm-weighted (" + name + "): " + v.title;
+  v.bar_title = name;
+}
 
 std::string rank_text(int rank, float p) {
   char buf[64];

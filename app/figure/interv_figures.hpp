@@ -47,9 +47,10 @@ GridView sweep_view(const GptModel& m, const InterventionGrid& g, const Tokenize
 GridView patch_view(const GptModel& m, const InterventionGrid& g, const Tokenizer& tok, const TokenMetric& metric,
                     PatchPer per, const std::vector<std::string>& clean, const std::vector<std::string>& corrupt,
                     const std::string& path);
-// The model view's title when it shows norm-weighted attention ("Norm-weighted (α·|f(x)|): "
-// before it), on screen, in captures and in render alike.
-std::string norm_weighted_title(const std::string& title);
+// A model view made to show norm-weighted attention (its weights already replaced): the title
+// says so ("Norm-weighted (α·‖f(x)‖): " before it) and the colour bar is titled α·‖f(x)‖, on
+// screen, in captures and in render alike.
+void make_norm_weighted(ModelView& v);
 
 // The lens table: cell (l, t) coloured by the top token's probability, its text the token.
 // With lens.target ≥ 0 and 0 ≤ position < T: that column framed and, beside the table, the

@@ -18,6 +18,7 @@
 
 #include "../core/gpt_test_util.hpp"
 #include "figure/gpt_figures.hpp"
+#include "figure/text.hpp"
 #include "model_sweep.hpp"
 #include "model_view.hpp"
 
@@ -196,6 +197,39 @@ TEST(ModelFigure, StaysWithinItsCanvas) {
         }
       }
     }
+}
+
+// The large head's title line ("Head 1.2  rows: queries, columns: keys") never runs into the
+// colour bar's title, also where the head is short of height and narrower than its title
+// (a wide, low canvas): the bar moves right of it, or the line is cut where there is no room.
+TEST(ModelFigure, TheLargeHeadsTitleKeepsClearOfTheColourBar) {
+  for (const auto& [L, H, T] : {std::tuple{3, 4, 15}, {12, 12, 44}, {2, 4, 6}}) {
+    SyntheticView v(L, H, T, true);
+    v.mv.selected_layer = 1, v.mv.selected_head = 2;
+    for (const auto& [w, h] : {std::pair{1400.0f, 300.0f},
+                               {1400.0f, 380.0f},
+                               {900.0f, 260.0f},
+                               {835.0f, 590.0f},
+                               {1475.0f, 870.0f},
+                               {600.0f, 400.0f}}) {
+      const figure::Options o = screen(w, h);
+      const figure::Figure f = figure::build_model_figure(v.mv, o);
+      SCOPED_TRACE(std::to_string(L) + "x" + std::to_string(H) + " T " + std::to_string(T) + " at " +
+                   std::to_string(static_cast<int>(w)) + "x" + std::to_string(static_cast<int>(h)));
+      const figure::Prim* head = nullptr;
+      const figure::Prim* bar = nullptr;
+      for (const figure::Prim* p : texts(f, "subtitle"))
+        if (p->text.rfind("rows", 0) == 0) head = p;
+      for (const figure::Prim* p : texts(f, "colorbar-title")) bar = p;
+      ASSERT_NE(head, nullptr);
+      ASSERT_NE(bar, nullptr);
+      const float head_right = head->x0 + figure::text_width(head->text, head->size);
+      const bool same_band = std::fabs(head->y0 - bar->y0) < head->size + bar->size;
+      EXPECT_TRUE(!same_band || head_right + 4.0f <= bar->x0)
+          << "'" << head->text << "' ends at " << head_right << ", the bar's title begins at " << bar->x0;
+      EXPECT_LE(f.width, static_cast<int>(w));
+    }
+  }
 }
 
 // Without a head selected the grid fills the canvas (its larger side within a few per cent).
@@ -391,10 +425,22 @@ TEST(ModelViewDerive, NormWeightedShowsTheWeightTimesTheValueNorm) {
     }
   }
   EXPECT_NE(d->view.title.find("Norm-weighted"), std::string::npos);
+  // The colour bar names what it measures: α·‖f(x)‖, not a weight.
+  const auto bar_title = [](const figure::Figure& f) {
+    for (const figure::Prim& p : f.prims)
+      if (p.cls == "colorbar-title") return p.text;
+    return std::string("(no colour bar title)");
+  };
+  EXPECT_EQ(bar_title(d->figure).rfind("\xCE\xB1\xC2\xB7\xE2\x80\x96"
+                                       "f(x)\xE2\x80\x96",
+                                       0),
+            0u)
+      << bar_title(d->figure);
   key.norm_weighted = false;
   const auto plain = derive_model_view(fw.r, key, d);
   EXPECT_EQ(plain->view.scores, d->view.scores);
   EXPECT_EQ(plain->view.weights[0], fw.r->trace->layers[0].weights.data.data());
+  EXPECT_EQ(bar_title(plain->figure).rfind("weight", 0), 0u) << bar_title(plain->figure);
 }
 
 }  // namespace

@@ -163,7 +163,7 @@ std::shared_ptr<const ModelViewData> derive_model_view(std::shared_ptr<const Gpt
         d->view.weights[static_cast<std::size_t>(k)] =
             (*d->norm_weights)[static_cast<std::size_t>(k / d->n_head)].data.data() +
             static_cast<std::size_t>(k % d->n_head) * TT;
-      d->view.title = figure::norm_weighted_title(d->view.title);
+      figure::make_norm_weighted(d->view);
     }
   }
   d->view.ablated.clear();

@@ -207,7 +207,8 @@ void draw_interventions(AppState& s) {
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip(
         "Each weight \xCE\xB1 times the length of what that key sends: its value vector after this head's part of "
-        "the output projection, |f(x)| (Kobayashi et al. 2020).\nA head parking its weight "
+        "the output projection, \xE2\x80\x96"
+        "f(x)\xE2\x80\x96 (Kobayashi et al. 2020).\nA head parking its weight "
         "on a first token whose value is near zero (the attention sink) then shows where its output really comes "
         "from.");
   draw_sweep_target(s);
