@@ -80,7 +80,8 @@ def check_f12(state, caps, name, render_args, p):
     g.wait_frames(state, 2, p)
     g.key("F12")
     cap = os.path.join(caps, name)
-    g.check(g.wait_for_file(cap, proc=p), "F12 saves %s" % name)
+    # The sidecar is written after the image (each atomically): wait for both.
+    g.check(g.wait_for_file(cap, proc=p) and g.wait_for_file(cap + ".json", proc=p), "F12 saves %s" % name)
     fig = g.read_json(state)["figure"]
     side = g.read_json(cap + ".json")
     a = [comparable(q) for q in fig["display_list"]["prims"]]
