@@ -593,6 +593,7 @@ TEST(ModelSweep, PatchingNeedsEquallyManyTokensAndGivesTheCoresGrid) {
 
 // Per layer × position: one run per layer and position (the progress counts them), the core's
 // (L, T) grid, the figure `render --view patch --per layer-position` draws.
+// The job and its grid keep the text they were run on (a grid of another text is dropped).
 TEST(ModelSweep, PatchingPerLayerAndPositionGivesTheCoresGrid) {
   const Forward fw("ab a ba ab");
   const GptModel& m = *fw.r->loaded.model;
@@ -606,10 +607,12 @@ TEST(ModelSweep, PatchingPerLayerAndPositionGivesTheCoresGrid) {
   const int T = static_cast<int>(ids.size());
   EXPECT_TRUE(job.per_position());
   EXPECT_EQ(job.total(), 2 * T);
+  EXPECT_EQ(job.text_ids(), ids);
   const auto d = job.take();
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(runs.load(), 2 * T);
   EXPECT_TRUE(d->per_position());
+  EXPECT_EQ(d->text_ids, ids);
   const GptTrace clean = gpt_forward(m, t.ids), corrupt = gpt_forward(m, t.corrupt);
   const auto want = patch_sweep(m, clean, corrupt, t.metric, PatchPer::LayerPosition);
   ASSERT_TRUE(want.has_value());

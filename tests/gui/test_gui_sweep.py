@@ -12,6 +12,7 @@
   same figure as render;
   the lens's rank of a typed token at the last position and at a clicked column, as `mhaviz
   lens --target` gives it, F12 `render --view lens --target --position`'s figure;
+  an edit of the text drops the grid (no button brings it back) and Sweep runs on the new text;
 - on a GPT-2-small-sized checkpoint (144 heads, slow enough to watch): the progress bar moves
   while the window keeps drawing, Cancel stops the sweep and no grid replaces the view.
 
@@ -151,6 +152,31 @@ def lens_rank(click, state, caps, p):
     g.wait_state(state, "the heads again", lambda j: not j["model"]["lens_shown"], p)
 
 
+def edited_text_drops_the_grid(click, state, p):
+    """A grid of another text is not shown: after an edit of the text the heads come back, with
+    no grid to go back to, and Sweep runs for the new text."""
+    click("model_show_sweep")
+    g.wait_state(state, "the grid shown", lambda j: j["model"]["sweep"]["shown"], p)
+    click("model_text")
+    g.key("End")
+    g.type_text("i")
+    st = g.wait_state(state, "the edited text's view", lambda j: j["model"]["text"] == TEXT + "i" and
+                      len(j["model"].get("ids", [])) == len(TEXT) + 1 and not j["model"]["busy"], p)
+    sw = st["model"]["sweep"]
+    g.check(not sw["shown"] and "rows" not in sw and st["figure"]["name"] == "model",
+            "after the text is edited the old grid is gone and the heads are shown (%s)" % st["figure"]["name"])
+    g.check("model_show_sweep" not in g.read_json(st_layout(state))["shown"], "no button brings the old grid back")
+    g.key("Tab")
+    click("model_sweep")
+    st = g.wait_state(state, "the new text's grid", lambda j: j["model"]["sweep"]["shown"] and
+                      not j["model"]["sweep"]["running"], p)
+    g.check(st["model"]["sweep"]["ids"] == st["model"]["ids"], "Sweep again: a grid of the edited text")
+
+
+def st_layout(state):
+    return os.path.join(os.path.dirname(state), "layout.json")
+
+
 def test_sweep_grid_capture_and_click():
     p, lay, state, caps = start("small", MODEL, TEXT)
     try:
@@ -238,6 +264,7 @@ def test_sweep_grid_capture_and_click():
         window_shot(caps, "small-patch.png", p)
         patch_per_layer_position(click, state, caps, p)
         lens_rank(click, state, caps, p)
+        edited_text_drops_the_grid(click, state, p)
         g.stop(p)
     finally:
         if p.poll() is None:

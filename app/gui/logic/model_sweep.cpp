@@ -50,6 +50,7 @@ SweepTarget patch_target(const Tokenizer& tok, const std::vector<int>& text_ids,
 SweepJob::SweepJob(std::shared_ptr<const GptWorker::Result> r, SweepTarget target, AblationMode mode,
                    std::function<void(int)> after_run) {
   const GptConfig& c = r->loaded.model->config;
+  text_ids_ = r->trace->ids;
   per_position_ = !target.corrupt.empty() && target.per == PatchPer::LayerPosition;
   total_ = c.n_layer * (per_position_ ? static_cast<int>(target.ids.size()) : c.n_head);
   future_ =
@@ -71,6 +72,7 @@ SweepJob::SweepJob(std::shared_ptr<const GptWorker::Result> r, SweepTarget targe
         if (!g) return std::shared_ptr<const SweepData>();
         auto d = std::make_shared<SweepData>();
         d->target = target;
+        d->text_ids = r->trace->ids;
         d->mode = mode;
         d->grid = std::move(*g);
         const std::vector<std::string> tokens = figure::display_tokens(tok, target.ids);

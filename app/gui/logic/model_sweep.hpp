@@ -46,6 +46,9 @@ int typed_token(const Tokenizer& tok, const std::string& text, const char* field
 struct SweepData {
   SweepTarget target;
   AblationMode mode = AblationMode::Zero;
+  // The text box's tokens when it started: a grid of another text is not shown (the text
+  // edited since, the grid is dropped and Sweep or Patch runs again).
+  std::vector<int> text_ids;
   // (n_layer, n_head): change of the metric with that head ablated alone, or (patching) the
   // effect of patching it, 1 = the clean metric restored, 0 = none; patching per layer ×
   // position: (n_layer, T), the residual after layer l at position t patched.
@@ -70,7 +73,8 @@ class SweepJob {
   bool cancelling() const { return cancel_; }
   int done() const { return done_; }
   int total() const { return total_; }
-  bool per_position() const { return per_position_; }  // patching per layer × position: total counts those
+  bool per_position() const { return per_position_; }             // patching per layer × position: total counts those
+  const std::vector<int>& text_ids() const { return text_ids_; }  // the text box's tokens it started on
   bool finished() const;
   // Once finished: the grid, or null when cancelled; rethrows what the sweep threw.
   std::shared_ptr<const SweepData> take();
@@ -79,6 +83,7 @@ class SweepJob {
   std::atomic<int> done_{0}, total_{0};
   std::atomic<bool> cancel_{false};
   bool per_position_ = false;
+  std::vector<int> text_ids_;
   std::future<std::shared_ptr<const SweepData>> future_;
 };
 

@@ -180,6 +180,23 @@ void take_sweep(AppState& s) {
   m.sweep_job.reset();
 }
 
+// A grid of another text than the one shown (the text edited, the probe run) would answer a
+// question nobody asks any more: it is dropped, and a sweep under way for it cancelled;
+// Sweep or Patch runs again for the text shown.
+void drop_stale_sweep(AppState& s) {
+  ModelUi& m = s.gpt;
+  if (!m.result) return;
+  const std::vector<int>& ids = m.result->trace->ids;
+  if (m.sweep_job && m.sweep_job->text_ids() != ids) m.sweep_job->cancel();
+  if (!m.sweep || m.sweep->text_ids == ids) return;
+  const bool shown = m.show == ModelUi::Show::Sweep;
+  m.sweep.reset();
+  if (shown) {
+    m.show = ModelUi::Show::Heads;
+    notify(s, "The grid was for the text before the edit: press Sweep or Patch again for this one");
+  }
+}
+
 }  // namespace
 
 void poll_model(AppState& s) {
@@ -217,6 +234,7 @@ void poll_model(AppState& s) {
   }
   if (m.deriving.valid() && m.deriving.wait_for(std::chrono::seconds(0)) == std::future_status::ready) take_view(s);
   if (m.sweep_job && m.sweep_job->finished()) take_sweep(s);
+  drop_stale_sweep(s);
   const auto r = m.worker->result();
   m.seen_generation = st.generation;
   // The figure needs the canvas the view is drawn in (known once it was drawn).
