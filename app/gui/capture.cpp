@@ -189,7 +189,13 @@ nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::js
 nlohmann::json train_state_json(const TrainUi& t) {
   nlohmann::json j = {{"run", t.worker != nullptr}, {"error", t.error}, {"scrub", t.scrub},
                       {"layer", t.layer},           {"head", t.head},   {"until", t.until}};
+  // The text task: the file chosen and its check (the one-line reason, or its size in tokens).
+  j["task"] = t.task == 0 ? "induction" : t.task == 1 ? "copy" : "text";
+  j["start_enabled"] = train_can_start(t);
+  j["text"] = {{"path", t.text_path},   {"gpt2_tokens", t.gpt2_tokens}, {"checked", !t.text_checked.empty()},
+               {"error", t.text.error}, {"tokens", t.text.tokens},      {"vocab", t.text.vocab}};
   if (!t.snap) return j;
+  j["probe_names"] = t.snap->probe_names;
   const TrainSnapshot& n = *t.snap;
   const figure::TrainCurves& c = n.curves;
   j.update({{"step", n.step},
