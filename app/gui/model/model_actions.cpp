@@ -143,6 +143,23 @@ void note_update(ModelUi& m, const ModelViewData& v) {
   if (m.updates.size() > 64) m.updates.erase(m.updates.begin());
 }
 
+// A grid of another text than the one shown (the text edited, the probe run) would answer a
+// question nobody asks any more: it is dropped, and a sweep under way for it cancelled;
+// Sweep or Patch runs again for the text shown.
+void drop_stale_sweep(AppState& s) {
+  ModelUi& m = s.gpt;
+  if (!m.result) return;
+  const std::vector<int>& ids = m.result->trace->ids;
+  if (m.sweep_job && m.sweep_job->text_ids() != ids) m.sweep_job->cancel();
+  if (!m.sweep || m.sweep->text_ids == ids) return;
+  const bool shown = m.show == ModelUi::Show::Sweep;
+  m.sweep.reset();
+  if (shown) {
+    m.show = ModelUi::Show::Heads;
+    notify(s, "The grid was for the text before the edit: press Sweep or Patch again for this one");
+  }
+}
+
 // A derived view that is ready replaces the one shown; the screen draws its figure.
 void take_view(AppState& s) {
   ModelUi& m = s.gpt;
@@ -153,6 +170,7 @@ void take_view(AppState& s) {
     s.renderer.model.opts = m.view->key.fig;
     note_update(m, *m.view);
     m.derive_failed = false;
+    drop_stale_sweep(s);  // in the frame that shows the new text
   } catch (const std::exception& e) {
     notify(s, e.what(), true);
     m.derive_failed = true;
@@ -178,23 +196,6 @@ void take_sweep(AppState& s) {
     notify(s, e.what(), true);
   }
   m.sweep_job.reset();
-}
-
-// A grid of another text than the one shown (the text edited, the probe run) would answer a
-// question nobody asks any more: it is dropped, and a sweep under way for it cancelled;
-// Sweep or Patch runs again for the text shown.
-void drop_stale_sweep(AppState& s) {
-  ModelUi& m = s.gpt;
-  if (!m.result) return;
-  const std::vector<int>& ids = m.result->trace->ids;
-  if (m.sweep_job && m.sweep_job->text_ids() != ids) m.sweep_job->cancel();
-  if (!m.sweep || m.sweep->text_ids == ids) return;
-  const bool shown = m.show == ModelUi::Show::Sweep;
-  m.sweep.reset();
-  if (shown) {
-    m.show = ModelUi::Show::Heads;
-    notify(s, "The grid was for the text before the edit: press Sweep or Patch again for this one");
-  }
 }
 
 }  // namespace
