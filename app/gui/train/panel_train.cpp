@@ -176,11 +176,12 @@ void text_controls(AppState& s) {
   record_widget(s, "train_text");
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("A UTF-8 text, e.g. a short story: the model learns to continue it (mhaviz train --task text)");
-  // GPT-2's tokenizer where a folder of its files is known (the model view's, or one typed).
-  if (t.tokenizer_dir.empty() && !s.gpt.path.empty()) {
+  // GPT-2's tokenizer where a folder of its files is known (the model view's, offered once, or
+  // one typed).
+  if (t.tokenizer_dir.empty() && !t.tokenizer_offered && !s.gpt.path.empty()) {
     const fs::path p(s.gpt.path);
     const std::string dir = p.extension() == ".safetensors" ? p.parent_path().string() : p.string();
-    if (has_tokenizer_files(dir)) t.tokenizer_dir = dir;
+    if (has_tokenizer_files(dir)) t.tokenizer_dir = dir, t.tokenizer_offered = true;
   }
   const bool have = has_tokenizer_files(t.tokenizer_dir);
   if (!have) t.gpt2_tokens = false;

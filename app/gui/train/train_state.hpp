@@ -20,6 +20,7 @@ struct TrainUi {
   // checked as the trainer reads it whenever one of them, the context or the batch changes
   // (Start waits for a file that passes).
   std::string text_path, tokenizer_dir;
+  bool tokenizer_offered = false;  // the model view's folder was put in tokenizer_dir (once)
   bool gpt2_tokens = false;
   std::string text_checked;  // what `text` was checked for
   TextCheck text;

@@ -86,10 +86,15 @@ void draw_train_view(AppState& s) {
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   if (!t.snap) {
     ImGui::TextWrapped(
-        "Train a small GPT and watch its heads specialise: with the default settings (2 layers \xC3\x97 4 heads, "
-        "attention-only, the induction task) the loss sits at chance for a few hundred steps, then the loss on the "
-        "repeated half falls while a layer-1 head's induction score jumps (Olsson et al. 2022). Choose the settings "
-        "on the left and press Start.");
+        "%s",
+        t.task == 2
+            ? "Train a small GPT on a text of your own (a short story, as chapter 5 of the book does): choose the file "
+              "on the left; Start waits for one it can train on. The loss falls from chance (ln of the number of "
+              "characters or tokens) as the model learns to continue the text, and the heads are shown on its start."
+            : "Train a small GPT and watch its heads specialise: with the default settings (2 layers \xC3\x97 4 "
+              "heads, attention-only, the induction task) the loss sits at chance for a few hundred steps, then the "
+              "loss on the repeated half falls while a layer-1 head's induction score jumps (Olsson et al. 2022). "
+              "Choose the settings on the left and press Start.");
     return;
   }
   figure::Options o;
