@@ -75,6 +75,7 @@ struct RenderOptions {
   // the corrupted text (patch; --text is the clean one), patch per head or layer-position,
   // the ablation of the sweep (zero or mean).
   std::string target, vs, corrupt, per = "head", ablation = "zero";
+  int position = -1;  // --position (--view lens with --target): the position ranked; -1: the last
 };
 void add_render(CLI::App& app, RenderOptions& o);
 int run_render(const RenderOptions& o);

@@ -109,7 +109,10 @@ void add_render(CLI::App& app, RenderOptions& o) {
   sub->add_flag("--norm-weighted", o.norm_weighted,
                 "With --model --view model: each weight times the norm of its value vector after the output projection "
                 "(Kobayashi et al. 2020), which hides most attention-sink weight");
-  sub->add_option("--target", o.target, "With --view sweep or patch: the next token judged (one token, e.g. ' Mary')");
+  sub->add_option("--target", o.target,
+                  "With --view sweep or patch: the next token judged (one token, e.g. ' Mary'); with --view lens: its "
+                  "rank and probability after each layer, beside the table");
+  sub->add_option("--position", o.position, "With --view lens --target: the position ranked (default: the last)");
   sub->add_option("--vs", o.vs, "With --view sweep or patch: judge logit(target) − logit(vs) instead of log p(target)");
   sub->add_option("--corrupt", o.corrupt, "With --view patch: the corrupted text (--text is the clean one)");
   sub->add_option("--per", o.per, "With --view patch: head or layer-position")->capture_default_str();

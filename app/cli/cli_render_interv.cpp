@@ -25,9 +25,17 @@ figure::Figure build_interv_render(const RenderOptions& o, figure::Options fo) {
   const std::vector<std::string> tokens = figure::display_tokens(in.tokenizer, in.ids);
   const GptTrace clean = gpt_forward(m, in.ids);
   if (kind == "lens") {
-    const LogitLens lens = logit_lens(m, clean, 1);
-    return figure::build_grid_figure(figure::lens_view(m, lens, in.tokenizer, tokens, o.model.path), fo);
+    const int target = o.target.empty() ? -1 : one_token(in.tokenizer, o.target, "--target");
+    const int T = clean.tokens();
+    if (o.position >= T || o.position < -1 || (o.position >= 0 && target < 0))
+      throw std::invalid_argument("--position: " + std::to_string(o.position) +
+                                  (target < 0 ? " needs --target (the token ranked)"
+                                              : " is not a position of the text's " + std::to_string(T) + " tokens"));
+    const LogitLens lens = logit_lens(m, clean, 1, target);
+    return figure::build_grid_figure(
+        figure::lens_view(m, lens, in.tokenizer, tokens, o.model.path, o.position < 0 ? T - 1 : o.position), fo);
   }
+  if (o.position != -1) throw std::invalid_argument("--position: only with --view lens");
   const TokenMetric metric{one_token(in.tokenizer, o.target, "--target"),
                            o.vs.empty() ? -1 : one_token(in.tokenizer, o.vs, "--vs")};
   if (kind == "sweep") {

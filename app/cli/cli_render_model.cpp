@@ -63,7 +63,7 @@ figure::Figure build_model_render(const RenderOptions& o, figure::Options fo) {
         tr.layers[static_cast<std::size_t>(l)].weights = norm_weighted_attention(in.model, tr, l);
     figure::ModelView mv = figure::gpt_model_view(in.model, tr, in.tokenizer, o.model.path,
                                                   detect ? std::optional(pattern) : std::nullopt);
-    if (o.norm_weighted) mv.title = figure::norm_weighted_title(mv.title);
+    if (o.norm_weighted) figure::make_norm_weighted(mv);
     mv.selected_layer = sel_layer;
     mv.selected_head = sel_head;
     fo.log_scale = o.log_scale || (!o.linear_scale && T >= figure::kLogScaleFromTokens);

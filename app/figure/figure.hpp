@@ -177,6 +177,7 @@ struct ModelView {
   int selected_layer = -1, selected_head = -1;  // framed, and drawn large beside the grid
   // Heads ablated in the run shown (layer * n_head + head): each thumbnail crossed out.
   std::vector<int> ablated;
+  std::string bar_title;  // what the colour bar measures; empty: "weight" (the softmax weights)
   // Thumbnails pooled already (the app pools them off its drawing thread); used when they
   // are the pooling, colormap and scale this figure chooses, else pooled again.
   const ModelThumbnails* thumbs = nullptr;

@@ -31,6 +31,32 @@ void check_sizes(const GridView& g) {
   if (!g.cell_text.empty() && g.cell_text.size() != n)
     throw std::invalid_argument("grid: " + std::to_string(g.cell_text.size()) + " cell texts for " + std::to_string(n) +
                                 " cells");
+  if (!g.side_text.empty() && g.side_text.size() != static_cast<std::size_t>(g.rows))
+    throw std::invalid_argument("grid: " + std::to_string(g.side_text.size()) + " side lines for " +
+                                std::to_string(g.rows) + " rows");
+}
+
+// The side column's width: its widest line, and room to breathe on either side.
+float side_width(const GridView& g, const Builder& B) {
+  if (g.side_text.empty()) return 0.0f;
+  float w = text_width(g.side_title, B.ty.small);
+  for (const std::string& t : g.side_text) w = std::max(w, text_width(t, B.ty.label));
+  return w + 20.0f;
+}
+
+// The side column at x, a line at each row's middle, the title above the first row; the
+// marked column framed.
+void side_column(Builder& B, const GridView& g, float x, float y0, float cell) {
+  if (g.marked_col >= 0 && g.marked_col < g.cols) {
+    const float cx = x - 16.0f - cell * static_cast<float>(g.cols - g.marked_col);
+    B.frame(cx, y0, cx + cell, y0 + cell * static_cast<float>(g.rows), B.th.accent, 2.0f, "marked-column");
+  }
+  if (g.side_text.empty()) return;
+  B.text(x, y0 - 8.0f, g.side_title, B.ty.small, B.th.accent, 0, "side-title");
+  const float size = std::min(B.ty.label, std::max(8.0f, std::floor(cell * 0.8f)));
+  for (int r = 0; r < g.rows; ++r)
+    B.text(x, y0 + (static_cast<float>(r) + 0.5f) * cell + text_ascent(size) * 0.5f - 1.0f,
+           g.side_text[static_cast<std::size_t>(r)], size, B.th.text, 0, "side-text");
 }
 
 ColorScale grid_scale(const GridView& g, const Options& o) {
@@ -84,7 +110,7 @@ Figure build_grid_figure(const GridView& g, const Options& o) {
   }
   const float top = y + 16.0f;
   const ColorScale scale = grid_scale(g, o);
-  const float bar_w = colorbar_width(B, scale) + 24.0f;
+  const float bar_w = colorbar_width(B, scale) + 24.0f + side_width(g, B);
   const float caption_h = o.caption ? 2.0f * line_h(B.ty.small) + 20.0f : 0.0f;
   // Labels from the cell size and the cell size from the room the labels leave, twice.
   LabelPlan lp;
@@ -118,9 +144,10 @@ Figure build_grid_figure(const GridView& g, const Options& o) {
       const float cx = x0 + static_cast<float>(c) * cell, cy = y0 + static_cast<float>(r) * cell;
       B.hit("grid_" + std::to_string(r) + "_" + std::to_string(c), cx, cy, cx + cell, cy + cell);
     }
-  const float grid_h = cell * static_cast<float>(g.rows);
-  colorbar(B, scale, x0 + cell * static_cast<float>(g.cols) + 24.0f, y0 + 14.0f,
-           std::clamp(grid_h - 14.0f, 120.0f, 480.0f), g.bar_title);
+  const float grid_h = cell * static_cast<float>(g.rows), grid_right = x0 + cell * static_cast<float>(g.cols);
+  side_column(B, g, grid_right + 16.0f, y0, cell);
+  colorbar(B, scale, grid_right + side_width(g, B) + 24.0f, y0 + 14.0f, std::clamp(grid_h - 14.0f, 120.0f, 480.0f),
+           g.bar_title);
   caption(B, o, {g.caption});
   return finish(B);
 }
@@ -198,10 +225,23 @@ GridView patch_view(const GptModel& m, const InterventionGrid& g, const Tokenize
   return v;
 }
 
-std::string norm_weighted_title(const std::string& title) { return "Norm-weighted (\xCE\xB1\xC2\xB7|f(x)|): " + title; }
+void make_norm_weighted(ModelView& v) {
+  const std::string name =
+      "\xCE\xB1\xC2\xB7\xE2\x80\x96"
+      "f(x)\xE2\x80\x96";  // α·‖f(x)‖
+  v.title = "Norm-weighted (" + name + "): " + v.title;
+  v.bar_title = name;
+}
+
+std::string rank_text(int rank, float p) {
+  char buf[64];
+  const double pc = static_cast<double>(p) * 100.0;
+  std::snprintf(buf, sizeof buf, pc >= 0.1 ? "rank %d \xC2\xB7 %.1f%%" : "rank %d \xC2\xB7 %.2g%%", rank + 1, pc);
+  return buf;
+}
 
 GridView lens_view(const GptModel& m, const LogitLens& lens, const Tokenizer& tok,
-                   const std::vector<std::string>& tokens, const std::string& path) {
+                   const std::vector<std::string>& tokens, const std::string& path, int position) {
   GridView v;
   v.title = "Logit lens: what each layer would predict next";
   v.subtitle = "the final norm and the LM head on the residual after each layer \xC2\xB7 " + quoted(tokens) +
@@ -220,6 +260,17 @@ GridView lens_view(const GptModel& m, const LogitLens& lens, const Tokenizer& to
       v.values.push_back(top.p);
       v.cell_text.push_back(display_tokens(tok, {top.id}).front());
     }
+  if (lens.target < 0 || position < 0 || position >= lens.tokens) return v;
+  // The chosen token after each layer at the chosen position: how far up the ranking it climbs.
+  v.marked_col = position;
+  v.side_title = "rank of '" + display_tokens(tok, {lens.target}).front() + "' after \xE2\x80\x9C" +
+                 tokens[static_cast<std::size_t>(position)] + "\xE2\x80\x9D (position " + std::to_string(position) +
+                 ")";
+  for (int l = 0; l < lens.layers; ++l) {
+    const std::size_t at =
+        static_cast<std::size_t>(l) * static_cast<std::size_t>(lens.tokens) + static_cast<std::size_t>(position);
+    v.side_text.push_back(rank_text(lens.rank[at], lens.target_p[at]));
+  }
   return v;
 }
 

@@ -26,10 +26,16 @@ struct GridView {
   // Signed values (changes, patching effects) on the diverging map centred on 0, at least
   // [-1, 1]; else a sequential map from 0 to 1 (probabilities).
   bool signed_values = true;
+  // A column of text beside the grid, one line per row, under side_title (the lens's rank of
+  // a chosen token after each layer); empty: none. marked_col: a column framed (the position
+  // that column is of); -1: none.
+  std::string side_title;
+  std::vector<std::string> side_text;  // rows, or empty
+  int marked_col = -1;
 };
 
-// The figure within o.canvas (title, subtitle, the labelled grid, the colour bar, the caption
-// when o.caption). Hits "grid_R_C" for every cell; one heatmap (id 0). Throws
+// The figure within o.canvas (title, subtitle, the labelled grid, its side column, the colour
+// bar, the caption when o.caption). Hits "grid_R_C" for every cell; one heatmap (id 0). Throws
 // std::invalid_argument when the sizes of values, names or cell_text do not match.
 Figure build_grid_figure(const GridView& g, const Options& o);
 
@@ -41,12 +47,17 @@ GridView sweep_view(const GptModel& m, const InterventionGrid& g, const Tokenize
 GridView patch_view(const GptModel& m, const InterventionGrid& g, const Tokenizer& tok, const TokenMetric& metric,
                     PatchPer per, const std::vector<std::string>& clean, const std::vector<std::string>& corrupt,
                     const std::string& path);
-// The model view's title when it shows norm-weighted attention ("Norm-weighted (α·|f(x)|): "
-// before it), on screen, in captures and in render alike.
-std::string norm_weighted_title(const std::string& title);
+// A model view made to show norm-weighted attention (its weights already replaced): the title
+// says so ("Norm-weighted (α·‖f(x)‖): " before it) and the colour bar is titled α·‖f(x)‖, on
+// screen, in captures and in render alike.
+void make_norm_weighted(ModelView& v);
 
 // The lens table: cell (l, t) coloured by the top token's probability, its text the token.
+// With lens.target ≥ 0 and 0 ≤ position < T: that column framed and, beside the table, the
+// target's rank (1 = the most likely) and probability there after each layer.
 GridView lens_view(const GptModel& m, const LogitLens& lens, const Tokenizer& tok,
-                   const std::vector<std::string>& tokens, const std::string& path);
+                   const std::vector<std::string>& tokens, const std::string& path, int position = -1);
+// "rank 3 · 2.1%": the side column's line for a rank from 0 and a probability.
+std::string rank_text(int rank, float p);
 
 }  // namespace mhaviz::figure

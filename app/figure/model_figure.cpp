@@ -292,15 +292,19 @@ void grid(Builder& B, const ModelView& m, const Grid& g, const ModelThumbnails& 
 
 // The selected head from the trace's own (T, T) weights: masked cells hatched, token labels,
 // numbers when they fit; on the thumbnails' colour scale, so it reads like its thumbnail.
-void big_head(Builder& B, const ModelView& m, const Big& b, const ColorScale& scale, const Options& o, float x,
-              float y) {
+// Its title line may be wider than a head short of height: it takes up to `room` pixels
+// (cut to fit), and the right end of what was drawn is returned, where the colour bar may begin.
+float big_head(Builder& B, const ModelView& m, const Big& b, const ColorScale& scale, const Options& o, float x,
+               float y, float room) {
   const int T = m.tokens, k = m.selected_layer * m.n_head + m.selected_head;
   const float* w = m.weights[static_cast<std::size_t>(k)];
   const float title_y = y + text_ascent(B.ty.tile);
   const float tw =
       B.text(x, title_y, "Head " + std::to_string(m.selected_layer) + "." + std::to_string(m.selected_head), B.ty.tile,
              B.th.accent, 0, "head-title");
-  B.text(x + tw + 10.0f, title_y, "rows: queries, columns: keys", B.ty.small, B.th.dim, 0, "subtitle");
+  const float side = b.width(T);
+  const std::string sub = fit_text("rows: queries, columns: keys", B.ty.small, std::max(side, room) - tw - 10.0f);
+  const float sw = sub.empty() ? 0.0f : B.text(x + tw + 10.0f, title_y, sub, B.ty.small, B.th.dim, 0, "subtitle");
   const float hx = x + (b.lp.show ? b.lp.left : 0.0f), hy = y + b.title_h + (b.lp.show ? b.lp.top : 0.0f);
   HeatmapSpec spec;
   spec.id = k;
@@ -313,8 +317,9 @@ void big_head(Builder& B, const ModelView& m, const Big& b, const ColorScale& sc
   if (!m.token_names.empty()) spec.row_names = spec.col_names = &m.token_names;
   spec.numbers = o.values;
   draw_heatmap(B, spec, hx, hy, b.cell, b.lp, true, true);
-  const float side = b.cell * static_cast<float>(T);
-  B.hit("model_big", hx, hy, hx + side, hy + side);
+  const float cells = b.cell * static_cast<float>(T);
+  B.hit("model_big", hx, hy, hx + cells, hy + cells);
+  return x + std::max(side, tw + (sub.empty() ? 0.0f : 10.0f + sw));
 }
 
 void legend(Builder& B, const std::vector<LegendItem>& items, float y0) {
@@ -350,15 +355,15 @@ Figure model_figure(const ModelView& m, const Options& o) {
   float right = kMargin + g.width(m.n_head), bottom = lo.top + g.height(m.n_layer);
   if (lo.big) {
     const float bx = right + kBigGap;
-    big_head(B, m, lo.head, th.scale, o, bx, lo.top);
-    right = bx + lo.head.width(m.tokens);
+    // The colour bar keeps clear of the head's title line where the canvas has room for both.
+    right = big_head(B, m, lo.head, th.scale, o, bx, lo.top, o.canvas.width - kMargin - bar_room(B.ty) - bx);
     bottom = std::max(bottom, lo.top + lo.head.title_h + (lo.head.lp.show ? lo.head.lp.top : 0.0f) +
                                   lo.head.cell * static_cast<float>(m.tokens));
   }
   // The bar ends where the content does, its lowest tick's text included.
   const float tick_below = text_ascent(B.ty.small) * 0.5f - 1.0f + 0.3f * B.ty.small;
   colorbar(B, th.scale, right + kBarGap, gy, std::clamp(bottom - gy - tick_below, 120.0f, 480.0f),
-           std::string("weight") + (th.scale.log ? " (log)" : ""));
+           (m.bar_title.empty() ? std::string("weight") : m.bar_title) + (th.scale.log ? " (log)" : ""));
   legend(B, lo.legend, std::max(bottom, B.bottom) + 12.0f);
   std::vector<std::string> lines;
   if (!m.caption.empty()) lines.push_back(m.caption);

@@ -33,8 +33,8 @@ volatile std::sig_atomic_t g_terminate = 0;
 extern "C" void on_terminate_signal(int) { g_terminate = 1; }
 
 // Latin-1 plus the symbols the UI and the stage titles use (quotes, ellipsis, arrows, √, ∞, ᵀ,
-// −, and ␣: GPT-2's leading space made visible in tokens).
-const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2018, 0x201D,
+// −, ‖ (a norm), and ␣: GPT-2's leading space made visible in tokens).
+const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2016, 0x201D,
                                 0x2026, 0x2026, 0x2190, 0x2193, 0x2212, 0x2212, 0x221A, 0x221A,
                                 0x221E, 0x221E, 0x2264, 0x2265, 0x2423, 0x2423, 0};
 

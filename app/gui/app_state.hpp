@@ -401,6 +401,8 @@ void upload_texture(HeadTexture& t, int w, int h, const float* data);  // render
 bool make_train_run(AppState& s);    // a run of the panel's settings, paused at step 0 (false: refused, said)
 void poll_train(AppState& s);        // once a frame: the worker's newest snapshot; --train-until
 bool train_busy(const AppState& s);  // training, or a command of the run not yet done
+// Start (and Step) can be pressed: not training, not done, and a text run's file passes its check.
+bool train_can_start(const TrainUi& t);
 void finish_training(AppState& s);   // closing: pause, the checkpoint written, the last snapshot taken
 void draw_train_panel(AppState& s);  // the settings, Start / Pause / Step / Reset, scrubber, ablation
 void draw_train_view(AppState& s);   // the centre: train_view_figure through the canvas

@@ -189,7 +189,13 @@ nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::js
 nlohmann::json train_state_json(const TrainUi& t) {
   nlohmann::json j = {{"run", t.worker != nullptr}, {"error", t.error}, {"scrub", t.scrub},
                       {"layer", t.layer},           {"head", t.head},   {"until", t.until}};
+  // The text task: the file chosen and its check (the one-line reason, or its size in tokens).
+  j["task"] = t.task == 0 ? "induction" : t.task == 1 ? "copy" : "text";
+  j["start_enabled"] = train_can_start(t);
+  j["text"] = {{"path", t.text_path},   {"gpt2_tokens", t.gpt2_tokens}, {"checked", !t.text_checked.empty()},
+               {"error", t.text.error}, {"tokens", t.text.tokens},      {"vocab", t.text.vocab}};
   if (!t.snap) return j;
+  j["probe_names"] = t.snap->probe_names;
   const TrainSnapshot& n = *t.snap;
   const figure::TrainCurves& c = n.curves;
   j.update({{"step", n.step},
@@ -230,7 +236,8 @@ nlohmann::json sweep_state_json(const ModelUi& m) {
                       {"shown", m.show == ModelUi::Show::Sweep && m.sweep != nullptr},
                       {"target_text", m.sweep_target},
                       {"vs_text", m.sweep_vs},
-                      {"corrupt_text", m.corrupt_text}};
+                      {"corrupt_text", m.corrupt_text},
+                      {"patch_per", m.patch_per == PatchPer::LayerPosition ? "layer-position" : "head"}};
   if (!m.sweep) return j;
   const SweepData& d = *m.sweep;
   j["rows"] = d.grid.rows;
@@ -242,6 +249,7 @@ nlohmann::json sweep_state_json(const ModelUi& m) {
   j["vs"] = d.target.metric.vs;
   j["mode"] = d.mode == AblationMode::Mean ? "mean" : "zero";
   j["corrupt"] = d.target.corrupt;  // patching: the corrupted text's tokens; empty: ablation
+  j["per"] = d.per_position() ? "layer-position" : "head";
   j["metric_corrupt"] = d.grid.corrupt;
   return j;
 }
@@ -277,6 +285,14 @@ nlohmann::json model_state_json(const AppState& s) {
   }
   j["sweep"] = sweep_state_json(m);
   j["lens_shown"] = m.show == ModelUi::Show::Lens && m.view && m.view->lens;
+  // The lens's ranked token: as typed, the position clicked, and (shown) its rank from 0 and
+  // probability after each layer there.
+  j["lens"] = {{"token_text", m.lens_token},
+               {"position_clicked", m.lens_position},
+               {"target", m.view ? m.view->key.lens_target : -1},
+               {"position", m.view ? m.view->lens_position : -1},
+               {"rank", m.view ? m.view->lens_rank : std::vector<int>{}},
+               {"p", m.view ? m.view->lens_p : std::vector<float>{}}};
   if (!m.view) return j;
   const ModelViewData& v = *m.view;
   nlohmann::json scores = nlohmann::json::array();

@@ -142,10 +142,13 @@ void capture_model(AppState& s, CaptureKind kind, bool svg) {
   try {
     figure::Figure f;
     if (const figure::GridView* g = shown_grid(m); kind == CaptureKind::Shown && g) {
-      // The sweep's grid or the lens table as shown, in the capture's theme: `mhaviz render
-      // --view sweep | lens`'s.
+      // The sweep's grid, a patching grid or the lens table as shown, in the capture's theme:
+      // `mhaviz render --view sweep | patch | lens`'s.
       f = figure::build_grid_figure(*g, for_capture(s, s.renderer.model_grid.opts));
-      stem += m.show == ModelUi::Show::Lens ? "-lens" : m.sweep->patching() ? "-patch" : "-sweep";
+      stem += m.show == ModelUi::Show::Lens ? "-lens"
+              : m.sweep->per_position()     ? "-patch-layer-position"
+              : m.sweep->patching()         ? "-patch"
+                                            : "-sweep";
     } else if (kind == CaptureKind::Shown) {
       // The figure on screen (its canvas, typography and selection) in the capture's theme,
       // with a caption: `mhaviz render --view model --size --font` draws the same.

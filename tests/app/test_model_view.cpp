@@ -13,10 +13,12 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "../core/gpt_test_util.hpp"
 #include "figure/gpt_figures.hpp"
+#include "figure/text.hpp"
 #include "model_sweep.hpp"
 #include "model_view.hpp"
 
@@ -195,6 +197,39 @@ TEST(ModelFigure, StaysWithinItsCanvas) {
         }
       }
     }
+}
+
+// The large head's title line ("Head 1.2  rows: queries, columns: keys") never runs into the
+// colour bar's title, also where the head is short of height and narrower than its title
+// (a wide, low canvas): the bar moves right of it, or the line is cut where there is no room.
+TEST(ModelFigure, TheLargeHeadsTitleKeepsClearOfTheColourBar) {
+  for (const auto& [L, H, T] : {std::tuple{3, 4, 15}, {12, 12, 44}, {2, 4, 6}}) {
+    SyntheticView v(L, H, T, true);
+    v.mv.selected_layer = 1, v.mv.selected_head = 2;
+    for (const auto& [w, h] : {std::pair{1400.0f, 300.0f},
+                               {1400.0f, 380.0f},
+                               {900.0f, 260.0f},
+                               {835.0f, 590.0f},
+                               {1475.0f, 870.0f},
+                               {600.0f, 400.0f}}) {
+      const figure::Options o = screen(w, h);
+      const figure::Figure f = figure::build_model_figure(v.mv, o);
+      SCOPED_TRACE(std::to_string(L) + "x" + std::to_string(H) + " T " + std::to_string(T) + " at " +
+                   std::to_string(static_cast<int>(w)) + "x" + std::to_string(static_cast<int>(h)));
+      const figure::Prim* head = nullptr;
+      const figure::Prim* bar = nullptr;
+      for (const figure::Prim* p : texts(f, "subtitle"))
+        if (p->text.rfind("rows", 0) == 0) head = p;
+      for (const figure::Prim* p : texts(f, "colorbar-title")) bar = p;
+      ASSERT_NE(head, nullptr);
+      ASSERT_NE(bar, nullptr);
+      const float head_right = head->x0 + figure::text_width(head->text, head->size);
+      const bool same_band = std::fabs(head->y0 - bar->y0) < head->size + bar->size;
+      EXPECT_TRUE(!same_band || head_right + 4.0f <= bar->x0)
+          << "'" << head->text << "' ends at " << head_right << ", the bar's title begins at " << bar->x0;
+      EXPECT_LE(f.width, static_cast<int>(w));
+    }
+  }
 }
 
 // Without a head selected the grid fills the canvas (its larger side within a few per cent).
@@ -390,10 +425,22 @@ TEST(ModelViewDerive, NormWeightedShowsTheWeightTimesTheValueNorm) {
     }
   }
   EXPECT_NE(d->view.title.find("Norm-weighted"), std::string::npos);
+  // The colour bar names what it measures: α·‖f(x)‖, not a weight.
+  const auto bar_title = [](const figure::Figure& f) {
+    for (const figure::Prim& p : f.prims)
+      if (p.cls == "colorbar-title") return p.text;
+    return std::string("(no colour bar title)");
+  };
+  EXPECT_EQ(bar_title(d->figure).rfind("\xCE\xB1\xC2\xB7\xE2\x80\x96"
+                                       "f(x)\xE2\x80\x96",
+                                       0),
+            0u)
+      << bar_title(d->figure);
   key.norm_weighted = false;
   const auto plain = derive_model_view(fw.r, key, d);
   EXPECT_EQ(plain->view.scores, d->view.scores);
   EXPECT_EQ(plain->view.weights[0], fw.r->trace->layers[0].weights.data.data());
+  EXPECT_EQ(bar_title(plain->figure).rfind("weight", 0), 0u) << bar_title(plain->figure);
 }
 
 }  // namespace
@@ -542,6 +589,93 @@ TEST(ModelSweep, PatchingNeedsEquallyManyTokensAndGivesTheCoresGrid) {
     EXPECT_EQ(figure::prims_json(figure::build_grid_figure(d->view, o), true),
               figure::prims_json(figure::build_grid_figure(v, o), true));
   }
+}
+
+// Per layer × position: one run per layer and position (the progress counts them), the core's
+// (L, T) grid, the figure `render --view patch --per layer-position` draws.
+// The job and its grid keep the text they were run on (a grid of another text is dropped).
+TEST(ModelSweep, PatchingPerLayerAndPositionGivesTheCoresGrid) {
+  const Forward fw("ab a ba ab");
+  const GptModel& m = *fw.r->loaded.model;
+  const Tokenizer& tok = *fw.r->loaded.tokenizer;
+  const std::vector<int>& ids = fw.r->trace->ids;
+  const SweepTarget t = patch_target(tok, ids, tok.encode("ab a bb ab"), " a", "b", PatchPer::LayerPosition);
+  ASSERT_EQ(t.error, "");
+  EXPECT_EQ(t.per, PatchPer::LayerPosition);
+  std::atomic<int> runs{0};
+  SweepJob job(fw.r, t, AblationMode::Zero, [&](int done) { runs = done; });
+  const int T = static_cast<int>(ids.size());
+  EXPECT_TRUE(job.per_position());
+  EXPECT_EQ(job.total(), 2 * T);
+  EXPECT_EQ(job.text_ids(), ids);
+  const auto d = job.take();
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(runs.load(), 2 * T);
+  EXPECT_TRUE(d->per_position());
+  EXPECT_EQ(d->text_ids, ids);
+  const GptTrace clean = gpt_forward(m, t.ids), corrupt = gpt_forward(m, t.corrupt);
+  const auto want = patch_sweep(m, clean, corrupt, t.metric, PatchPer::LayerPosition);
+  ASSERT_TRUE(want.has_value());
+  EXPECT_EQ((std::pair{d->grid.rows, d->grid.cols}), (std::pair{2, T}));
+  EXPECT_EQ(d->grid.values, want->values);
+  // The residual after the last layer at the last position is all the head reads: restored.
+  EXPECT_EQ(d->grid.at(1, T - 1), 1.0f);
+  const figure::Options o = screen(900.0f, 600.0f);
+  const figure::GridView v =
+      figure::patch_view(m, *want, tok, t.metric, PatchPer::LayerPosition, figure::display_tokens(tok, t.ids),
+                         figure::display_tokens(tok, t.corrupt), "tiny-model");
+  EXPECT_EQ(figure::prims_json(figure::build_grid_figure(d->view, o), true),
+            figure::prims_json(figure::build_grid_figure(v, o), true));
+}
+
+// The lens's rank of a typed token at a clicked position: the core's rank and probability
+// after each layer, printed beside the table (render --view lens --target --position's figure).
+TEST(ModelViewDerive, TheLensRanksAChosenTokenAfterEachLayer) {
+  const Forward fw("ab a ba ab");
+  const GptModel& m = *fw.r->loaded.model;
+  const Tokenizer& tok = *fw.r->loaded.tokenizer;
+  const GptTrace& tr = *fw.r->trace;
+  ModelViewKey key;
+  key.generation = 1;
+  key.fig = screen(1000.0f, 700.0f);
+  key.lens = true;
+  key.lens_target = tok.encode(" a", false).front();
+  key.lens_position = 2;
+  const auto d = derive_model_view(fw.r, key, nullptr);
+  ASSERT_NE(d->lens, nullptr);
+  const LogitLens lens = logit_lens(m, tr, 1, key.lens_target);
+  EXPECT_EQ(d->lens_position, 2);
+  ASSERT_EQ(d->lens_rank.size(), 2u);
+  for (int l = 0; l < 2; ++l) {
+    const std::size_t at = static_cast<std::size_t>(l * tr.tokens() + 2);
+    EXPECT_EQ(d->lens_rank[static_cast<std::size_t>(l)], lens.rank[at]);
+    EXPECT_EQ(d->lens_p[static_cast<std::size_t>(l)], lens.target_p[at]);
+    EXPECT_EQ(d->lens->side_text[static_cast<std::size_t>(l)], figure::rank_text(lens.rank[at], lens.target_p[at]));
+  }
+  EXPECT_EQ(d->lens->marked_col, 2);
+  const figure::GridView want = figure::lens_view(m, lens, tok, figure::display_tokens(tok, tr.ids), "tiny-model", 2);
+  const figure::Figure f = figure::build_grid_figure(*d->lens, key.fig);
+  EXPECT_EQ(figure::prims_json(f, true), figure::prims_json(figure::build_grid_figure(want, key.fig), true));
+  // The side column lies right of the table and left of the colour bar, inside the canvas.
+  float grid_right = 0, side_left = 1e9f, bar_left = 1e9f;
+  for (const figure::Prim& p : f.prims) {
+    if (p.cls == "side-text") side_left = std::min(side_left, p.x0);
+    if (p.cls == "colorbar-title") bar_left = std::min(bar_left, p.x0);
+  }
+  grid_right = f.heatmaps[0].x0 + f.heatmaps[0].cell * static_cast<float>(f.heatmaps[0].cols);
+  EXPECT_LT(grid_right, side_left);
+  EXPECT_LT(side_left, bar_left);
+  EXPECT_LE(f.width, static_cast<int>(key.fig.canvas.width));
+  // No position given: the last; a position past the text: clamped to the last.
+  key.lens_position = -1;
+  EXPECT_EQ(derive_model_view(fw.r, key, d)->lens_position, tr.tokens() - 1);
+  key.lens_position = 99;
+  EXPECT_EQ(derive_model_view(fw.r, key, d)->lens_position, tr.tokens() - 1);
+  // No token: no side column.
+  key.lens_target = -1;
+  const auto plain = derive_model_view(fw.r, key, d);
+  EXPECT_TRUE(plain->lens->side_text.empty());
+  EXPECT_TRUE(plain->lens_rank.empty());
 }
 
 }  // namespace

@@ -8,6 +8,11 @@
   a click on a cell shows that head large in the heads view; "Logit lens" shows the lens
   table, `render --view lens`'s figure, and F12 captures it the same way; a corrupted text
   typed, "Patch" shows `mhaviz patch --per head`'s grid, F12 `render --view patch`'s figure;
+  "layer x position" chosen, Patch shows `mhaviz patch --per layer-position`'s grid, F12 the
+  same figure as render;
+  the lens's rank of a typed token at the last position and at a clicked column, as `mhaviz
+  lens --target` gives it, F12 `render --view lens --target --position`'s figure;
+  an edit of the text drops the grid (no button brings it back) and Sweep runs on the new text;
 - on a GPT-2-small-sized checkpoint (144 heads, slow enough to watch): the progress bar moves
   while the window keeps drawing, Cancel stops the sweep and no grid replaces the view.
 
@@ -76,9 +81,8 @@ def check_f12(state, caps, name, render_args, p):
     g.wait_frames(state, 2, p)
     g.key("F12")
     cap = os.path.join(caps, name)
-    g.check(g.wait_for_file(cap, proc=p), "F12 saves %s" % name)
-    # The sidecar is written after the picture: a slow machine can be read between the two.
-    g.wait_for_file(cap + ".json", proc=p)
+    # The sidecar is written after the image (each atomically): wait for both.
+    g.check(g.wait_for_file(cap, proc=p) and g.wait_for_file(cap + ".json", proc=p), "F12 saves %s" % name)
     fig = g.read_json(state)["figure"]
     side = g.read_json(cap + ".json")
     a = [comparable(q) for q in fig["display_list"]["prims"]]
@@ -91,6 +95,86 @@ def check_f12(state, caps, name, render_args, p):
         g.check(r.returncode == 0 and f1.read() == f2.read(),
                 "%s: render %s --size --font writes the capture's bytes (%s)" % (name, render_args[2:4], r.stderr.strip()))
     return side
+
+
+def patch_per_layer_position(click, state, caps, p):
+    """"layer x position" beside Patch: mhaviz patch --per layer-position's (L, T) grid, F12
+    render --view patch --per layer-position's figure."""
+    click("model_patch_per_position")
+    g.wait_state(state, "layer x position chosen", lambda j: j["model"]["sweep"]["patch_per"] == "layer-position", p)
+    click("model_patch")
+    st = g.wait_state(state, "the layers x positions grid shown", lambda j: j["model"]["sweep"]["shown"] and
+                      j["model"]["sweep"].get("per") == "layer-position" and not j["model"]["sweep"]["running"], p)
+    sw = st["model"]["sweep"]
+    r = g.run(["patch", "--model", MODEL, "--clean", TEXT, "--corrupt", CORRUPT, "--target", "i", "--vs", "j",
+               "--per", "layer-position"])
+    want = [x for row in json.loads(r.stdout)["effect"] for x in row] if r.returncode == 0 else []
+    g.check((sw["rows"], sw["cols"]) == (3, len(TEXT)) and max_diff(sw["values"], want) < 1e-6,
+            "Patch per layer x position: mhaviz patch --per layer-position's 3 x %d effects (max diff %.1e)" %
+            (len(TEXT), max_diff(sw["values"], want)))
+    g.check(sw["values"][-1] == 1.0, "the residual after the last layer at the last position restores it all")
+    check_f12(state, caps, "hf_tied-patch-layer-position.png",
+              ["--text", TEXT, "--view", "patch", "--corrupt", CORRUPT, "--target", "i", "--vs", "j",
+               "--per", "layer-position"], p)
+    window_shot(caps, "small-patch-layer-position.png", p)
+
+
+def lens_rank(click, state, caps, p):
+    """The lens's rank of a typed token: at the last position, then at a column clicked; mhaviz
+    lens --target's ranks and probabilities; F12 render --view lens --target --position's figure."""
+    click("model_show_lens")
+    g.wait_state(state, "the lens table shown", lambda j: j["model"]["lens_shown"], p)
+    click("model_lens_token")
+    g.type_text("e")
+    g.key("Tab")
+    out = os.path.join(tmp, "lens-e.json")
+    r = g.run(["lens", "--model", MODEL, "--text", TEXT, "--target", "e", "-o", out])
+    lens = g.read_json(out)["layers"] if r.returncode == 0 else []
+
+    def at(pos):
+        return ([x["positions"][pos]["target_rank"] for x in lens], [x["positions"][pos]["target_p"] for x in lens])
+
+    for pos, how in ((len(TEXT) - 1, None), (3, "grid_0_3")):
+        if how:
+            click(how)
+        st = g.wait_state(state, "the rank of 'e' at position %d" % pos, lambda j: j["model"]["lens"]["position"] == pos
+                          and len(j["model"]["lens"]["rank"]) == 3 and not j["model"]["busy"], p)
+        ranks, ps = at(pos)
+        got = st["model"]["lens"]
+        g.check(got["rank"] == ranks and max_diff(got["p"], ps) < 1e-7,
+                "position %d: 'e' ranks %s after each layer (p %s), as mhaviz lens --target says" % (pos, got["rank"], got["p"]))
+        texts = [q["text"] for q in st["figure"]["display_list"]["prims"] if q.get("class") == "side-text"]
+        g.check(len(texts) == 3 and texts[0].startswith("rank %d" % (ranks[0] + 1)),
+                "beside the table, a line per layer (%s)" % texts)
+    check_f12(state, caps, "hf_tied-lens-2.png", ["--text", TEXT, "--view", "lens", "--target", "e", "--position", "3"], p)
+    window_shot(caps, "small-lens-rank.png", p)
+    click("model_show_lens")
+    g.wait_state(state, "the heads again", lambda j: not j["model"]["lens_shown"], p)
+
+
+def edited_text_drops_the_grid(click, state, p):
+    """A grid of another text is not shown: after an edit of the text the heads come back, with
+    no grid to go back to, and Sweep runs for the new text."""
+    click("model_show_sweep")
+    g.wait_state(state, "the grid shown", lambda j: j["model"]["sweep"]["shown"], p)
+    click("model_text")
+    g.key("End")
+    g.type_text("i")
+    st = g.wait_state(state, "the edited text's view", lambda j: j["model"]["text"] == TEXT + "i" and
+                      len(j["model"].get("ids", [])) == len(TEXT) + 1 and not j["model"]["busy"], p)
+    sw = st["model"]["sweep"]
+    g.check(not sw["shown"] and "rows" not in sw and st["figure"]["name"] == "model",
+            "after the text is edited the old grid is gone and the heads are shown (%s)" % st["figure"]["name"])
+    g.check("model_show_sweep" not in g.read_json(st_layout(state))["shown"], "no button brings the old grid back")
+    g.key("Tab")
+    click("model_sweep")
+    st = g.wait_state(state, "the new text's grid", lambda j: j["model"]["sweep"]["shown"] and
+                      not j["model"]["sweep"]["running"], p)
+    g.check(st["model"]["sweep"]["ids"] == st["model"]["ids"], "Sweep again: a grid of the edited text")
+
+
+def st_layout(state):
+    return os.path.join(os.path.dirname(state), "layout.json")
 
 
 def test_sweep_grid_capture_and_click():
@@ -178,6 +262,9 @@ def test_sweep_grid_capture_and_click():
         check_f12(state, caps, "hf_tied-patch.png",
                   ["--text", TEXT, "--view", "patch", "--corrupt", CORRUPT, "--target", "i", "--vs", "j"], p)
         window_shot(caps, "small-patch.png", p)
+        patch_per_layer_position(click, state, caps, p)
+        lens_rank(click, state, caps, p)
+        edited_text_drops_the_grid(click, state, p)
         g.stop(p)
     finally:
         if p.poll() is None:

@@ -1,4 +1,4 @@
-// The model view's ablation sweep (see model_sweep.hpp).
+// The model view's ablation sweep and activation patching (see model_sweep.hpp).
 #include "model_sweep.hpp"
 
 #include <chrono>
@@ -7,9 +7,7 @@
 #include "figure/gpt_figures.hpp"
 
 namespace mhaviz::gui {
-namespace {
 
-// The id of a typed token, or -1 with error naming field.
 int typed_token(const Tokenizer& tok, const std::string& text, const char* field, std::string& error) {
   const std::vector<int> ids = tok.encode(text, false);
   if (ids.size() == 1) return ids.front();
@@ -17,8 +15,6 @@ int typed_token(const Tokenizer& tok, const std::string& text, const char* field
           " tokens, not one token of the vocabulary";
   return -1;
 }
-
-}  // namespace
 
 SweepTarget sweep_target(const Tokenizer& tok, const std::vector<int>& text_ids, const std::string& target,
                          const std::string& vs) {
@@ -37,7 +33,7 @@ SweepTarget sweep_target(const Tokenizer& tok, const std::vector<int>& text_ids,
 }
 
 SweepTarget patch_target(const Tokenizer& tok, const std::vector<int>& text_ids, const std::vector<int>& corrupt_ids,
-                         const std::string& target, const std::string& vs) {
+                         const std::string& target, const std::string& vs, PatchPer per) {
   if (corrupt_ids.size() != text_ids.size()) {
     SweepTarget t;
     t.error = "corrupted text: " + std::to_string(corrupt_ids.size()) + " tokens, the text has " +
@@ -47,13 +43,16 @@ SweepTarget patch_target(const Tokenizer& tok, const std::vector<int>& text_ids,
   SweepTarget t = sweep_target(tok, text_ids, target, vs);
   if (t.error.empty())
     t.corrupt.assign(corrupt_ids.begin(), corrupt_ids.begin() + static_cast<std::ptrdiff_t>(t.ids.size()));
+  t.per = per;
   return t;
 }
 
 SweepJob::SweepJob(std::shared_ptr<const GptWorker::Result> r, SweepTarget target, AblationMode mode,
                    std::function<void(int)> after_run) {
   const GptConfig& c = r->loaded.model->config;
-  total_ = c.n_layer * c.n_head;
+  text_ids_ = r->trace->ids;
+  per_position_ = !target.corrupt.empty() && target.per == PatchPer::LayerPosition;
+  total_ = c.n_layer * (per_position_ ? static_cast<int>(target.ids.size()) : c.n_head);
   future_ =
       std::async(std::launch::async, [this, r, target = std::move(target), mode, after_run = std::move(after_run)]() {
         const GptModel& m = *r->loaded.model;
@@ -68,16 +67,16 @@ SweepJob::SweepJob(std::shared_ptr<const GptWorker::Result> r, SweepTarget targe
           return !cancel_.load();
         };
         const bool patching = !target.corrupt.empty();
-        auto g = patching
-                     ? patch_sweep(m, clean, gpt_forward(m, target.corrupt), target.metric, PatchPer::Head, progress)
-                     : ablation_sweep(m, clean, target.metric, mode, progress);
+        auto g = patching ? patch_sweep(m, clean, gpt_forward(m, target.corrupt), target.metric, target.per, progress)
+                          : ablation_sweep(m, clean, target.metric, mode, progress);
         if (!g) return std::shared_ptr<const SweepData>();
         auto d = std::make_shared<SweepData>();
         d->target = target;
+        d->text_ids = r->trace->ids;
         d->mode = mode;
         d->grid = std::move(*g);
         const std::vector<std::string> tokens = figure::display_tokens(tok, target.ids);
-        d->view = patching ? figure::patch_view(m, d->grid, tok, target.metric, PatchPer::Head, tokens,
+        d->view = patching ? figure::patch_view(m, d->grid, tok, target.metric, target.per, tokens,
                                                 figure::display_tokens(tok, target.corrupt), r->loaded.path.string())
                            : figure::sweep_view(m, d->grid, tok, target.metric, mode, tokens, r->loaded.path.string());
         return std::shared_ptr<const SweepData>(std::move(d));

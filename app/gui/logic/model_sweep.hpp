@@ -26,30 +26,41 @@ struct SweepTarget {
   TokenMetric metric;
   std::string error;
   // Activation patching: the corrupted text's tokens (as many as ids, cut the same way); each
-  // head's context is patched from the run on ids into the run on these. Empty: ablation.
+  // head's context (PatchPer::Head), or the residual after each layer at each position
+  // (PatchPer::LayerPosition), is patched from the run on ids into the run on these. Empty:
+  // ablation.
   std::vector<int> corrupt;
+  PatchPer per = PatchPer::Head;
 };
 SweepTarget sweep_target(const Tokenizer& tok, const std::vector<int>& text_ids, const std::string& target,
                          const std::string& vs);
-// The same for patching the text's run (clean) into corrupt_ids' (the corrupted text): error
-// "corrupted text: 9 tokens, the text has 8 (patching needs equally many)" when the counts
-// differ.
+// The same for patching the text's run (clean) into corrupt_ids' (the corrupted text), per
+// head or per layer × position: error "corrupted text: 9 tokens, the text has 8 (patching needs
+// equally many)" when the counts differ.
 SweepTarget patch_target(const Tokenizer& tok, const std::vector<int>& text_ids, const std::vector<int>& corrupt_ids,
-                         const std::string& target, const std::string& vs);
+                         const std::string& target, const std::string& vs, PatchPer per = PatchPer::Head);
+// The id of `text` typed as one token of tok, or -1 with error "FIELD: ' Mary' is 2 tokens, not
+// one token of the vocabulary" (the sweep's target and vs, the lens's token).
+int typed_token(const Tokenizer& tok, const std::string& text, const char* field, std::string& error);
 
 struct SweepData {
   SweepTarget target;
   AblationMode mode = AblationMode::Zero;
+  // The text box's tokens when it started: a grid of another text is not shown (the text
+  // edited since, the grid is dropped and Sweep or Patch runs again).
+  std::vector<int> text_ids;
   // (n_layer, n_head): change of the metric with that head ablated alone, or (patching) the
-  // effect of patching it, 1 = the clean metric restored, 0 = none.
+  // effect of patching it, 1 = the clean metric restored, 0 = none; patching per layer ×
+  // position: (n_layer, T), the residual after layer l at position t patched.
   InterventionGrid grid;
-  figure::GridView view;  // the figure's grid, as render --view sweep | patch --per head builds it
+  figure::GridView view;  // the figure's grid, as render --view sweep | patch --per ... builds it
   bool patching() const { return !target.corrupt.empty(); }
+  bool per_position() const { return patching() && target.per == PatchPer::LayerPosition; }
 };
 
 // One sweep on its own thread from construction; the destructor cancels it and waits.
-// after_run, when given, is called on that thread after each head's run (before Cancel is
-// looked at), with the count done.
+// after_run, when given, is called on that thread after each run (a head, or a layer and a
+// position; before Cancel is looked at), with the count done.
 class SweepJob {
  public:
   SweepJob(std::shared_ptr<const GptWorker::Result> r, SweepTarget target, AblationMode mode,
@@ -62,6 +73,8 @@ class SweepJob {
   bool cancelling() const { return cancel_; }
   int done() const { return done_; }
   int total() const { return total_; }
+  bool per_position() const { return per_position_; }             // patching per layer × position: total counts those
+  const std::vector<int>& text_ids() const { return text_ids_; }  // the text box's tokens it started on
   bool finished() const;
   // Once finished: the grid, or null when cancelled; rethrows what the sweep threw.
   std::shared_ptr<const SweepData> take();
@@ -69,6 +82,8 @@ class SweepJob {
  private:
   std::atomic<int> done_{0}, total_{0};
   std::atomic<bool> cancel_{false};
+  bool per_position_ = false;
+  std::vector<int> text_ids_;
   std::future<std::shared_ptr<const SweepData>> future_;
 };
 

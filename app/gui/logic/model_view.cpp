@@ -93,6 +93,34 @@ std::vector<NextRow> next_rows(const GptModel& m, const Tokenizer& tok, const Gp
   return out;
 }
 
+// The lens table of tr, with key.lens_target's rank after each layer at key.lens_position;
+// reused from same_run (the view shown, of the same run) when it ranked the same.
+void lens_of(ModelViewData& d, const GptModel& m, const Tokenizer& tok, const GptTrace& tr, const std::string& path,
+             const ModelViewData* same_run) {
+  const ModelViewKey& k = d.key;
+  if (same_run && same_run->lens && same_run->key.lens_target == k.lens_target &&
+      same_run->key.lens_position == k.lens_position) {
+    d.lens = same_run->lens;
+    d.lens_position = same_run->lens_position;
+    d.lens_rank = same_run->lens_rank;
+    d.lens_p = same_run->lens_p;
+    return;
+  }
+  const LogitLens lens = logit_lens(m, tr, 1, k.lens_target);
+  const int T = tr.tokens();
+  if (k.lens_target >= 0) {
+    d.lens_position = k.lens_position < 0 ? T - 1 : std::min(k.lens_position, T - 1);
+    for (int l = 0; l < lens.layers; ++l) {
+      const std::size_t at =
+          static_cast<std::size_t>(l) * static_cast<std::size_t>(T) + static_cast<std::size_t>(d.lens_position);
+      d.lens_rank.push_back(lens.rank[at]);
+      d.lens_p.push_back(lens.target_p[at]);
+    }
+  }
+  d.lens = std::make_shared<const figure::GridView>(
+      figure::lens_view(m, lens, tok, figure::display_tokens(tok, tr.ids), path, d.lens_position));
+}
+
 }  // namespace
 
 std::shared_ptr<const ModelViewData> derive_model_view(std::shared_ptr<const GptWorker::Result> r,
@@ -135,7 +163,7 @@ std::shared_ptr<const ModelViewData> derive_model_view(std::shared_ptr<const Gpt
         d->view.weights[static_cast<std::size_t>(k)] =
             (*d->norm_weights)[static_cast<std::size_t>(k / d->n_head)].data.data() +
             static_cast<std::size_t>(k % d->n_head) * TT;
-      d->view.title = figure::norm_weighted_title(d->view.title);
+      figure::make_norm_weighted(d->view);
     }
   }
   d->view.ablated.clear();
@@ -160,11 +188,7 @@ std::shared_ptr<const ModelViewData> derive_model_view(std::shared_ptr<const Gpt
     d->clean_loss =
         prev && prev->result == r && !std::isnan(prev->clean_loss) ? prev->clean_loss : text_loss(m, *r->trace);
   }
-  if (key.lens)
-    d->lens = same_run && prev->lens
-                  ? prev->lens
-                  : std::make_shared<const figure::GridView>(figure::lens_view(
-                        m, logit_lens(m, tr, 1), tok, figure::display_tokens(tok, tr.ids), r->loaded.path.string()));
+  if (key.lens) lens_of(*d, m, tok, tr, r->loaded.path.string(), same_run ? prev.get() : nullptr);
   std::vector<float> ps;
   for (const NextRow& n : d->next) ps.push_back(n.p);
   d->next_shown = percent_texts(ps);

@@ -55,8 +55,10 @@ struct ModelViewKey {
   std::vector<HeadIndex> ablate;
   AblationMode ablation_mode = AblationMode::Zero;
   bool norm_weighted = false;
-  bool lens = false;    // the logit lens table of the run shown is wanted
-  figure::Options fig;  // the figure's options: canvas, typography, theme, colours
+  bool lens = false;       // the logit lens table of the run shown is wanted
+  int lens_target = -1;    // with lens: a token ranked after each layer (-1: none)
+  int lens_position = -1;  // at this position (-1: the last)
+  figure::Options fig;     // the figure's options: canvas, typography, theme, colours
   bool operator==(const ModelViewKey&) const = default;
 };
 
@@ -85,6 +87,11 @@ struct ModelViewData {
   // With key.lens: the logit lens of the run shown (top token and its probability at every
   // layer and position), the grid `mhaviz render --view lens` draws; else null.
   std::shared_ptr<const figure::GridView> lens;
+  // With key.lens_target: the position it is ranked at, and its rank (0 = the most likely) and
+  // probability there after each layer (n_layer each), as the table's side column prints them.
+  int lens_position = -1;
+  std::vector<int> lens_rank;
+  std::vector<float> lens_p;
 };
 
 // Mean over positions 0 .. T-2 of −log p(ids[i + 1]) from tr's logits (the LM head on every

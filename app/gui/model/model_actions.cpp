@@ -51,10 +51,10 @@ void toggle_ablation(ModelUi& m, HeadIndex head) {
     m.ablate.erase(it);
 }
 
-// Each head ablated alone on the forward shown, or (patch) each head's context patched from
-// it into the corrupted text's run, on the sweep's own thread (a sweep under way goes on;
-// Cancel stops it). A target that is not one token, or a corrupted text of another length, is
-// said in the status bar.
+// Each head ablated alone on the forward shown, or (patch) each head's context, or each layer's
+// residual at each position, patched from it into the corrupted text's run, on the sweep's own thread (a sweep under
+// way goes on; Cancel stops it). A target that is not one token, or a corrupted text of another length, is said in the
+// status bar.
 void start_sweep(AppState& s, bool patch) {
   ModelUi& m = s.gpt;
   if (!m.result || m.sweep_job) return;
@@ -64,7 +64,7 @@ void start_sweep(AppState& s, bool patch) {
   if (patch) {
     const Prompt c = encode_prompt(tok, m.corrupt_text, {m.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None},
                                    {m.result->loaded.model->config.n_ctx, 0});
-    t = c.error.empty() ? patch_target(tok, ids, c.ids, m.sweep_target, m.sweep_vs) : SweepTarget{};
+    t = c.error.empty() ? patch_target(tok, ids, c.ids, m.sweep_target, m.sweep_vs, m.patch_per) : SweepTarget{};
     if (!c.error.empty()) t.error = "corrupted " + c.error;
   } else {
     t = sweep_target(tok, ids, m.sweep_target, m.sweep_vs);
@@ -123,6 +123,11 @@ ModelViewKey wanted_key(const AppState& s, const GptWorker::Result& r) {
   k.ablation_mode = m.ablation_mode;
   k.norm_weighted = m.norm_weighted;
   k.lens = m.show == ModelUi::Show::Lens;
+  if (k.lens && !m.lens_token.empty()) {
+    std::string error;  // said under the field (panel_model.cpp)
+    k.lens_target = typed_token(*r.loaded.tokenizer, m.lens_token, "lens token", error);
+    k.lens_position = k.lens_target >= 0 ? m.lens_position : -1;
+  }
   k.fig = m.fig;
   // With many tokens most weights are near 1/T: a log scale, as `mhaviz render` chooses.
   k.fig.log_scale = s.settings.log_weights || r.trace->tokens() >= figure::kLogScaleFromTokens;
@@ -138,6 +143,23 @@ void note_update(ModelUi& m, const ModelViewData& v) {
   if (m.updates.size() > 64) m.updates.erase(m.updates.begin());
 }
 
+// A grid of another text than the one shown (the text edited, the probe run) would answer a
+// question nobody asks any more: it is dropped, and a sweep under way for it cancelled;
+// Sweep or Patch runs again for the text shown.
+void drop_stale_sweep(AppState& s) {
+  ModelUi& m = s.gpt;
+  if (!m.result) return;
+  const std::vector<int>& ids = m.result->trace->ids;
+  if (m.sweep_job && m.sweep_job->text_ids() != ids) m.sweep_job->cancel();
+  if (!m.sweep || m.sweep->text_ids == ids) return;
+  const bool shown = m.show == ModelUi::Show::Sweep;
+  m.sweep.reset();
+  if (shown) {
+    m.show = ModelUi::Show::Heads;
+    notify(s, "The grid was for the text before the edit: press Sweep or Patch again for this one");
+  }
+}
+
 // A derived view that is ready replaces the one shown; the screen draws its figure.
 void take_view(AppState& s) {
   ModelUi& m = s.gpt;
@@ -148,6 +170,7 @@ void take_view(AppState& s) {
     s.renderer.model.opts = m.view->key.fig;
     note_update(m, *m.view);
     m.derive_failed = false;
+    drop_stale_sweep(s);  // in the frame that shows the new text
   } catch (const std::exception& e) {
     notify(s, e.what(), true);
     m.derive_failed = true;
@@ -161,8 +184,11 @@ void take_sweep(AppState& s) {
     if (auto d = m.sweep_job->take()) {
       m.sweep = std::move(d);
       m.show = ModelUi::Show::Sweep;
+      const InterventionGrid& g = m.sweep->grid;
       notify(s, std::string(m.sweep->patching() ? "Activation patching: " : "Ablation sweep: ") +
-                    std::to_string(m.sweep->grid.rows * m.sweep->grid.cols) + " heads");
+                    (m.sweep->per_position()
+                         ? std::to_string(g.rows) + " layers \xC3\x97 " + std::to_string(g.cols) + " positions"
+                         : std::to_string(g.rows * g.cols) + " heads"));
     } else {
       notify(s, "Sweep cancelled");
     }
@@ -191,7 +217,7 @@ void poll_model(AppState& s) {
   // A model that finished loading becomes the one shown.
   if (const auto loaded = m.worker->loaded(); loaded && loaded->path.string() != m.path) {
     // Another model: its heads are not the old ones (the first keeps --model-head).
-    if (!m.path.empty()) m.layer = m.head = m.position = -1;
+    if (!m.path.empty()) m.layer = m.head = m.position = m.lens_position = -1;
     // Nor is the last sweep's grid of it (a sweep under way stops at its next head).
     m.sweep.reset();
     if (m.show == ModelUi::Show::Sweep) m.show = ModelUi::Show::Heads;
@@ -209,6 +235,7 @@ void poll_model(AppState& s) {
   }
   if (m.deriving.valid() && m.deriving.wait_for(std::chrono::seconds(0)) == std::future_status::ready) take_view(s);
   if (m.sweep_job && m.sweep_job->finished()) take_sweep(s);
+  drop_stale_sweep(s);
   const auto r = m.worker->result();
   m.seen_generation = st.generation;
   // The figure needs the canvas the view is drawn in (known once it was drawn).

@@ -36,7 +36,12 @@ struct ModelUi {
   // The ablation sweep or patching grid (model_sweep.hpp): the tokens typed for its target and vs (empty: the
   // text's last token, a log-probability), the sweep running, and its last grid.
   std::string sweep_target, sweep_vs;
-  std::string corrupt_text;  // activation patching: the corrupted text (as many tokens as the text)
+  std::string corrupt_text;             // activation patching: the corrupted text (as many tokens as the text)
+  PatchPer patch_per = PatchPer::Head;  // what Patch patches: each head, or each layer's residual at each position
+  // The logit lens's ranked token (typed as the sweep's target is) and the position it is
+  // ranked at (a column of the table clicked; -1: the last).
+  std::string lens_token;
+  int lens_position = -1;
   std::unique_ptr<SweepJob> sweep_job;
   std::shared_ptr<const SweepData> sweep;
   int hover_k = -1;       // thumbnail under the pointer this frame

@@ -139,34 +139,65 @@ std::string change_text(float dp) {
 }
 
 // [SECTION] Interventions: ablated heads, the sweep's target, norm-weighted attention
+// A one-line field `width` wide (-1: the panel's), its hint inside while empty, the test
+// hooks' name (widget) and a tooltip.
+void text_field(AppState& s, std::string& value, float width, const char* hint, const char* widget,
+                const char* tooltip) {
+  ImGui::SetNextItemWidth(width);
+  ImGui::InputTextWithHint((std::string("##") + widget).c_str(), hint, &value);
+  record_widget(s, widget);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tooltip);
+}
+
 void draw_sweep_target(AppState& s) {
   ModelUi& m = s.gpt;
   const float w = ImGui::GetFontSize() * 5.0f;
-  ImGui::SetNextItemWidth(w);
-  ImGui::InputTextWithHint("##sweep_target", "last token", &m.sweep_target);
-  record_widget(s, "model_sweep_target");
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip(
-        "The token the sweep judges at the last position, e.g. \" Mary\" (the leading space is part of it).\n"
-        "Empty: the text's own last token, judged from the position before it.");
+  text_field(s, m.sweep_target, w, "last token", "model_sweep_target",
+             "The token the sweep judges at the last position, e.g. \" Mary\" (the leading space is part of it).\n"
+             "Empty: the text's own last token, judged from the position before it.");
   ImGui::SameLine();
   ImGui::TextUnformatted("vs");
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(w);
-  ImGui::InputTextWithHint("##sweep_vs", "none", &m.sweep_vs);
-  record_widget(s, "model_sweep_vs");
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip(
-        "A second token: the sweep then judges the logit difference target \xE2\x88\x92 vs (e.g. \" John\").");
+  text_field(s, m.sweep_vs, w, "none", "model_sweep_vs",
+             "A second token: the sweep then judges the logit difference target \xE2\x88\x92 vs (e.g. \" John\").");
   ImGui::SameLine();
   ImGui::TextDisabled("sweep target");
-  ImGui::SetNextItemWidth(-1.0f);
-  ImGui::InputTextWithHint("##corrupt_text", "corrupted text (patching)", &m.corrupt_text);
-  record_widget(s, "model_corrupt_text");
+  text_field(s, m.corrupt_text, -1.0f, "corrupted text (patching)", "model_corrupt_text",
+             "A text of as many tokens as the text above, e.g. the same with two names swapped: \"Patch\" then "
+             "asks which heads carry what the difference changes.");
+  if (m.corrupt_text.empty()) return;
+  int per = m.patch_per == PatchPer::LayerPosition ? 1 : 0;
+  ImGui::TextDisabled("patch");
+  ImGui::SameLine();
+  if (ImGui::RadioButton("each head", &per, 0)) m.patch_per = PatchPer::Head;
+  record_widget(s, "model_patch_per_head");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Each head's output (its context, at every position): the layers \xC3\x97 heads grid.");
+  ImGui::SameLine();
+  if (ImGui::RadioButton("layer \xC3\x97 position", &per, 1)) m.patch_per = PatchPer::LayerPosition;
+  record_widget(s, "model_patch_per_position");
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip(
-        "A text of as many tokens as the text above, e.g. the same with two names swapped: \"Patch\" then "
-        "asks which heads carry what the difference changes.");
+        "The residual stream after each layer at one position: the layers \xC3\x97 positions grid, where the "
+        "information the difference changes sits, layer by layer.");
+}
+
+// With the lens table shown: the token it ranks after each layer (one token, as the sweep's
+// target is typed) at the position clicked in the table.
+void draw_lens_token(AppState& s) {
+  ModelUi& m = s.gpt;
+  if (m.show != ModelUi::Show::Lens || !m.result) return;
+  text_field(s, m.lens_token, ImGui::GetFontSize() * 5.0f, "token", "model_lens_token",
+             "A token (e.g. \" Mary\", the leading space part of it): its rank and probability after each layer, "
+             "beside the lens table, at the position clicked in the table (the last by default).");
+  ImGui::SameLine();
+  ImGui::TextDisabled("lens: rank of a token");
+  if (m.lens_token.empty()) return;
+  std::string error;
+  typed_token(*m.result->loaded.tokenizer, m.lens_token, "lens token", error);
+  error_line(error);
+  if (error.empty() && m.view && m.view->lens_position >= 0)
+    ImGui::TextDisabled("at position %d (click a column for another)", m.view->lens_position);
 }
 
 void draw_interventions(AppState& s) {
@@ -176,10 +207,12 @@ void draw_interventions(AppState& s) {
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip(
         "Each weight \xCE\xB1 times the length of what that key sends: its value vector after this head's part of "
-        "the output projection, |f(x)| (Kobayashi et al. 2020).\nA head parking its weight "
+        "the output projection, \xE2\x80\x96"
+        "f(x)\xE2\x80\x96 (Kobayashi et al. 2020).\nA head parking its weight "
         "on a first token whose value is near zero (the attention sink) then shows where its output really comes "
         "from.");
   draw_sweep_target(s);
+  draw_lens_token(s);
   if (m.ablate.empty()) {
     ImGui::TextDisabled("Ctrl+click a head: ablate it");
     return;

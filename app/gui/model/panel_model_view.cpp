@@ -53,7 +53,9 @@ void sweep_tools(AppState& s) {
   if (m.sweep_job) {
     const int done = m.sweep_job->done(), total = std::max(1, m.sweep_job->total());
     char buf[48];
-    std::snprintf(buf, sizeof buf, "sweep %d / %d heads", done, total);
+    std::snprintf(buf, sizeof buf,
+                  m.sweep_job->per_position() ? "patch %d / %d layers \xC3\x97 positions" : "sweep %d / %d heads", done,
+                  total);
     ImGui::ProgressBar(static_cast<float>(done) / static_cast<float>(total), ImVec2(ImGui::GetFontSize() * 10.0f, 0.0f),
                        buf);
     record_widget(s, "model_sweep_progress");
@@ -75,10 +77,13 @@ void sweep_tools(AppState& s) {
       if (ImGui::Button("Patch")) start_sweep(s, true);
       record_widget(s, "model_patch");
       if (ImGui::IsItemHovered())
-        ImGui::SetTooltip(
-            "Run the corrupted text, patch each head's output (at every position) from this text's run into it, and "
-            "show the layers \xC3\x97 heads grid of how much of the target's metric comes back: 1 = fully restored, "
-            "0 = no effect");
+        ImGui::SetTooltip(m.patch_per == PatchPer::Head
+                              ? "Run the corrupted text, patch each head's output (at every position) from this "
+                                "text's run into it, and show the layers \xC3\x97 heads grid of how much of the "
+                                "target's metric comes back: 1 = fully restored, 0 = no effect"
+                              : "Run the corrupted text, patch the residual stream after each layer at each "
+                                "position from this text's run into it, and show the layers \xC3\x97 positions grid "
+                                "of how much of the target's metric comes back: 1 = fully restored, 0 = no effect");
     }
   }
   if (m.sweep)
@@ -251,26 +256,33 @@ CellUnder grid_cell(AppState& s, const ScreenFigure& f) {
   return c.heatmap == 0 && c.row >= 0 && c.col >= 0 ? c : CellUnder{};
 }
 
-// The sweep's grid: a cell's change on hover, a click shows its head.
+// The sweep's or patching's grid: a cell's effect on hover; a click on a head's cell shows that
+// head (a layer × position cell is no head).
 void interact_sweep(AppState& s, const ScreenFigure& f, const SweepData& d) {
   ModelUi& m = s.gpt;
   const CellUnder c = grid_cell(s, f);
   if (c.heatmap < 0) return;
   m.hover_k = c.row * d.grid.cols + c.col;
+  const double value = static_cast<double>(d.grid.at(c.row, c.col));
+  const char* metric = d.target.metric.vs < 0 ? "log p" : "logit difference";
   ImGui::BeginTooltip();
-  if (d.patching()) {
+  if (d.per_position())
+    ImGui::Text(
+        "The residual after layer %d at position %d (\xE2\x80\x9C%s\xE2\x80\x9D) patched from this text's run "
+        "into the corrupted one",
+        c.row, c.col, d.view.col_names[static_cast<std::size_t>(c.col)].c_str());
+  else if (d.patching())
     ImGui::Text("Head %d.%d patched from this text's run into the corrupted one", c.row, c.col);
-    ImGui::Text("effect %.4f  (1 = restored; %s clean %.4f, corrupted %.4f)",
-                static_cast<double>(d.grid.at(c.row, c.col)), d.target.metric.vs < 0 ? "log p" : "logit difference",
-                d.grid.clean, d.grid.corrupt);
-  } else {
+  else
     ImGui::Text("Head %d.%d ablated alone", c.row, c.col);
-    ImGui::Text("%s %+.4f  (clean %.4f)", d.target.metric.vs < 0 ? "\xCE\x94 log p" : "\xCE\x94 logit difference",
-                static_cast<double>(d.grid.at(c.row, c.col)), d.grid.clean);
-  }
-  ImGui::TextDisabled("click: show this head large");
+  if (d.patching())
+    ImGui::Text("effect %.4f  (1 = restored; %s clean %.4f, corrupted %.4f)", value, metric, d.grid.clean,
+                d.grid.corrupt);
+  else
+    ImGui::Text("\xCE\x94 %s %+.4f  (clean %.4f)", metric, value, d.grid.clean);
+  if (!d.per_position()) ImGui::TextDisabled("click: show this head large");
   ImGui::EndTooltip();
-  if (ImGui::IsItemClicked()) {
+  if (ImGui::IsItemClicked() && !d.per_position()) {
     m.layer = c.row, m.head = c.col;
     m.show = ModelUi::Show::Heads;
   }
@@ -287,7 +299,9 @@ void interact_lens(AppState& s, const ScreenFigure& f, const figure::GridView& g
               g.col_names[static_cast<std::size_t>(c.col)].c_str());
   ImGui::Text("top next token \xE2\x80\x9C%s\xE2\x80\x9D  p = %.4g", g.cell_text.empty() ? "" : g.cell_text[k].c_str(),
               static_cast<double>(g.values[k]));
+  ImGui::TextDisabled("click: rank the lens token (typed on the left) at this position");
   ImGui::EndTooltip();
+  if (ImGui::IsItemClicked()) s.gpt.lens_position = c.col;
 }
 
 // The sweep's grid or the lens table in the centre: the figure render --view sweep | lens

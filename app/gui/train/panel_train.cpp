@@ -7,6 +7,7 @@
 //   [SECTION] Actions
 //   [SECTION] The panel
 #include <imgui.h>
+#include <imgui_stdlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -65,9 +66,17 @@ bool combo(AppState& s, const char* label, const char* id, V& value, const V (&c
 bool width_fits(const TrainUi& t, int d) { return d % t.heads == 0; }
 bool context_allowed(const TrainUi& t, int T) { return context_fits(t, T); }
 
+constexpr train::TaskKind kTasks[] = {train::TaskKind::Induction, train::TaskKind::Copy, train::TaskKind::Text};
+
+std::string tokenizer_of(const TrainUi& t) { return t.gpt2_tokens ? t.tokenizer_dir : std::string(); }
+
 train::TrainSettings settings_of(const TrainUi& t) {
   train::TrainSettings s;
-  s.task = t.task == 0 ? train::TaskKind::Induction : train::TaskKind::Copy;
+  s.task = kTasks[t.task];
+  if (s.task == train::TaskKind::Text) {
+    s.text_path = fs::absolute(t.text_path).string();
+    s.tokenizer_path = tokenizer_of(t).empty() ? std::string() : fs::absolute(tokenizer_of(t)).string();
+  }
   s.model.n_layers = t.layers;
   s.model.n_heads = t.heads;
   s.model.emb_dim = t.d_model;
@@ -90,7 +99,7 @@ fs::path new_run_folder(const AppState& s) {
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
   const fs::path base =
-      fs::path(s.paths.state_dir) / "runs" / ((s.train.task == 0 ? "induction-" : "copy-") + std::string(stamp));
+      fs::path(s.paths.state_dir) / "runs" / (std::string(train::task_name(kTasks[s.train.task])) + "-" + stamp);
   fs::path p = base;
   for (int n = 2; fs::exists(p); ++n) p = base.string() + "-" + std::to_string(n);
   return p;
@@ -138,6 +147,14 @@ void poll_train(AppState& s) {
 
 bool train_busy(const AppState& s) { return s.train.worker && s.train.worker->busy(); }
 
+bool train_can_start(const TrainUi& t) {
+  const bool running = t.snap && t.snap->running;
+  const bool done = t.snap && t.snap->step >= t.snap->target;
+  // A text run waits for a file that passes its check (the reason is shown above Start).
+  const bool no_text = !t.worker && kTasks[t.task] == train::TaskKind::Text && !t.text.error.empty();
+  return !running && !done && !no_text;
+}
+
 // Closing: the run pauses (its checkpoint written) and the view takes its last snapshot.
 void finish_training(AppState& s) {
   TrainUi& t = s.train;
@@ -150,17 +167,73 @@ void finish_training(AppState& s) {
 // [SECTION] The panel
 namespace {
 
+// The text task's file and tokens, and what the check said of them: one line naming the file
+// and the reason it cannot be trained on, or its size.
+void text_controls(AppState& s) {
+  TrainUi& t = s.train;
+  ImGui::SetNextItemWidth(-1.0f);
+  ImGui::InputTextWithHint("##train_text", "a text file (path)", &t.text_path);
+  record_widget(s, "train_text");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("A UTF-8 text, e.g. a short story: the model learns to continue it (mhaviz train --task text)");
+  // GPT-2's tokenizer where a folder of its files is known (the model view's, offered once, or
+  // one typed).
+  if (t.tokenizer_dir.empty() && !t.tokenizer_offered && !s.gpt.path.empty()) {
+    const fs::path p(s.gpt.path);
+    const std::string dir = p.extension() == ".safetensors" ? p.parent_path().string() : p.string();
+    if (has_tokenizer_files(dir)) t.tokenizer_dir = dir, t.tokenizer_offered = true;
+  }
+  const bool have = has_tokenizer_files(t.tokenizer_dir);
+  if (!have) t.gpt2_tokens = false;
+  int tokens = t.gpt2_tokens ? 1 : 0;
+  if (ImGui::RadioButton("characters", &tokens, 0)) t.gpt2_tokens = false;
+  record_widget(s, "train_text_chars");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(!have);
+  if (ImGui::RadioButton("GPT-2's tokens", &tokens, 1)) t.gpt2_tokens = true;
+  ImGui::EndDisabled();
+  record_widget(s, "train_text_gpt2");
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("%s", have ? "GPT-2's tokenizer from the folder below (a vocabulary of 50,257: a larger model)"
+                                 : "Needs a folder with GPT-2's vocab.json and merges.txt (or tokenizer.json) below");
+  ImGui::SetNextItemWidth(-1.0f);
+  ImGui::InputTextWithHint("##train_tokenizer", "GPT-2 tokenizer folder", &t.tokenizer_dir);
+  record_widget(s, "train_tokenizer");
+  // Checked again only when what it depends on changed (it reads and tokenizes the file).
+  const std::string key =
+      t.text_path + '\n' + tokenizer_of(t) + '\n' + std::to_string(t.context) + '\n' + std::to_string(t.batch);
+  if (key != t.text_checked) {
+    t.text = check_train_text(t.text_path, tokenizer_of(t), t.context, t.batch);
+    t.text_checked = key;
+  }
+  if (!t.text.error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+    ImGui::TextWrapped("%s", t.text.error.c_str());
+    ImGui::PopStyleColor();
+    record_widget(s, "train_text_error");
+  } else {
+    ImGui::TextDisabled("%s %s, a vocabulary of %d", thousands(t.text.tokens).c_str(),
+                        t.text.characters ? "characters" : "tokens", t.text.vocab);
+  }
+}
+
 void settings_controls(AppState& s) {
   TrainUi& t = s.train;
   const bool fixed = t.worker != nullptr;
   ImGui::BeginDisabled(fixed);
-  const char* tasks[] = {"induction", "copy"};
-  if (ImGui::Combo("task", &t.task, tasks, 2) && !context_fits(t, t.context)) t.context = 32;
-  record_widget(s, "train_task");
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip(
-        "induction: random tokens with a segment that repeats once later (lengths 5, 9, 13 never "
-        "trained, only probed); copy: a random half and the same half again");
+  const char* tips[] = {
+      "Random tokens with a segment that repeats once later (lengths 5, 9, 13 never trained, only probed): the "
+      "induction-head experiment",
+      "A random half and the same half again: a sanity task any model with attention learns",
+      "Your own text (a short story, as chapter 5 of the book trains on): windows of it at random offsets"};
+  for (int k = 0; k < 3; ++k) {
+    if (k > 0) ImGui::SameLine();
+    if (ImGui::RadioButton(std::string(train::task_name(kTasks[k])).c_str(), &t.task, k) && !context_fits(t, t.context))
+      t.context = 32;
+    record_widget(s, ("train_task_" + std::string(train::task_name(kTasks[k]))).c_str());
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tips[k]);
+  }
+  if (kTasks[t.task] == train::TaskKind::Text) text_controls(s);
   ImGui::SliderInt("layers", &t.layers, 1, 4);
   record_widget(s, "train_layers");
   if (combo(s, "heads", "train_heads", t.heads, kHeads, "%d") && t.d_model % t.heads != 0)
@@ -193,7 +266,7 @@ void transport(AppState& s) {
   TrainUi& t = s.train;
   const bool running = t.snap && t.snap->running;
   const bool done = t.snap && t.snap->step >= t.snap->target;
-  ImGui::BeginDisabled(running || done);
+  ImGui::BeginDisabled(!train_can_start(t));
   if (ImGui::Button(t.worker && t.snap && t.snap->step > 0 ? "Resume" : "Start") && make_train_run(s)) t.worker->run();
   record_widget(s, "train_start");
   ImGui::EndDisabled();
@@ -203,7 +276,7 @@ void transport(AppState& s) {
   record_widget(s, "train_pause");
   ImGui::EndDisabled();
   ImGui::SameLine();
-  ImGui::BeginDisabled(running || done);
+  ImGui::BeginDisabled(!train_can_start(t));
   if (ImGui::Button("Step") && make_train_run(s)) t.worker->step();
   record_widget(s, "train_step");
   ImGui::EndDisabled();

@@ -8,13 +8,22 @@
 #include <memory>
 #include <string>
 
+#include "train_text.hpp"
 #include "train_worker.hpp"
 
 namespace mhaviz::gui {
 
 struct TrainUi {
   // The next run's settings (Reset keeps them; they are fixed while a run exists).
-  int task = 0;  // 0 induction, 1 copy
+  int task = 0;  // 0 induction, 1 copy, 2 text
+  // The text task: the file, and GPT-2's tokenizer (a folder with its files) or characters;
+  // checked as the trainer reads it whenever one of them, the context or the batch changes
+  // (Start waits for a file that passes).
+  std::string text_path, tokenizer_dir;
+  bool tokenizer_offered = false;  // the model view's folder was put in tokenizer_dir (once)
+  bool gpt2_tokens = false;
+  std::string text_checked;  // what `text` was checked for
+  TextCheck text;
   int layers = 2, heads = 4, d_model = 64, context = 32, batch = 64;
   bool attn_only = true;
   double lr = 1e-2, weight_decay = 0.1;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -42,10 +43,14 @@ figure::Figure train_view_figure(const AppState& s, const figure::Options& o) {
   const TrainSnapshot& n = *t.snap;
   const train::TrainSettings& st = t.worker->plan().settings;
   figure::TrainCurves c = n.curves;
-  char title[160];
-  std::snprintf(title, sizeof title, "Training a %d-layer %sGPT on the %s task \xC2\xB7 step %lld of %lld",
-                st.model.n_layers, st.model.attn_only ? "attention-only " : "",
-                std::string(train::task_name(st.task)).c_str(), static_cast<long long>(n.step),
+  // A text run is named by its file and how it was tokenized.
+  const std::string task = st.task == train::TaskKind::Text
+                               ? std::filesystem::path(st.text_path).filename().string() +
+                                     (st.tokenizer_path.empty() ? " (characters)" : " (GPT-2's tokens)")
+                               : "the " + std::string(train::task_name(st.task)) + " task";
+  char title[320];
+  std::snprintf(title, sizeof title, "Training a %d-layer %sGPT on %s \xC2\xB7 step %lld of %lld", st.model.n_layers,
+                st.model.attn_only ? "attention-only " : "", task.c_str(), static_cast<long long>(n.step),
                 static_cast<long long>(n.target));
   c.title = title;
   c.caption = settings_line(st);
@@ -57,9 +62,11 @@ figure::Figure train_view_figure(const AppState& s, const figure::Options& o) {
   const std::size_t TT = static_cast<std::size_t>(m.tokens) * static_cast<std::size_t>(m.tokens);
   for (int k = 0; k < m.n_layer * m.n_head; ++k)
     m.weights.push_back(p->weights.data() + static_cast<std::size_t>(k) * TT);
-  for (const int id : n.probe_tokens) m.token_names.push_back(std::to_string(id));
+  m.token_names = n.probe_names;
   char head[96];
-  std::snprintf(head, sizeof head, "Every head on a probe sequence at step %lld", static_cast<long long>(p->step));
+  std::snprintf(head, sizeof head, "Every head on %s at step %lld",
+                st.task == train::TaskKind::Text ? "the start of the text" : "a probe sequence",
+                static_cast<long long>(p->step));
   m.title = head;
   m.pattern = std::string(head_pattern_name(kHeadPatterns[t.pattern]));
   for (int k = 0; k < m.n_layer * m.n_head; ++k)
@@ -79,10 +86,15 @@ void draw_train_view(AppState& s) {
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   if (!t.snap) {
     ImGui::TextWrapped(
-        "Train a small GPT and watch its heads specialise: with the default settings (2 layers \xC3\x97 4 heads, "
-        "attention-only, the induction task) the loss sits at chance for a few hundred steps, then the loss on the "
-        "repeated half falls while a layer-1 head's induction score jumps (Olsson et al. 2022). Choose the settings "
-        "on the left and press Start.");
+        "%s",
+        t.task == 2
+            ? "Train a small GPT on a text of your own (a short story, as chapter 5 of the book does): choose the file "
+              "on the left; Start waits for one it can train on. The loss falls from chance (ln of the number of "
+              "characters or tokens) as the model learns to continue the text, and the heads are shown on its start."
+            : "Train a small GPT and watch its heads specialise: with the default settings (2 layers \xC3\x97 4 "
+              "heads, attention-only, the induction task) the loss sits at chance for a few hundred steps, then the "
+              "loss on the repeated half falls while a layer-1 head's induction score jumps (Olsson et al. 2022). "
+              "Choose the settings on the left and press Start.");
     return;
   }
   figure::Options o;

@@ -14,6 +14,7 @@
 
 #include "mhaviz/backend.hpp"  // set_thread_serial
 #include "mhaviz/session.hpp"  // write_file_atomic
+#include "train_text.hpp"
 
 namespace mhaviz::gui {
 namespace {
@@ -33,11 +34,27 @@ train::TaskData task_data(const train::TrainSettings& s) {
   return train::synthetic_task(s.task, s.model.vocab_size, s.model.context_length);
 }
 
-// The probe sequence the view shows: the induction probe's first sequence of its longest
-// held-out segment (the clearest offset diagonal), else the probe's first.
-train::Batch view_sequence(const train::Batch& probe, train::TaskKind task) {
+// B windows of T + 1 tokens of a text, spread evenly from its start to its end (the first is
+// its start, what the class recognises), every target of role kOther.
+train::Batch text_windows(const train::TaskData& data, int T, int B) {
+  train::Batch out;
+  out.B = B, out.T = T;
+  const std::int64_t span = static_cast<std::int64_t>(data.text.size()) - T - 1;
+  for (int b = 0; b < B; ++b) {
+    const std::int64_t at = B > 1 ? span * b / (B - 1) : 0;
+    out.tokens.insert(out.tokens.end(), data.text.begin() + at, data.text.begin() + at + T + 1);
+  }
+  out.roles.assign(static_cast<std::size_t>(B) * static_cast<std::size_t>(T), train::kOther);
+  return out;
+}
+
+// The probe sequence the view shows: a text run's first lines; the induction probe's first
+// sequence of its longest held-out segment (the clearest offset diagonal); else the probe's
+// first.
+train::Batch view_sequence(const train::Batch& probe, const train::TaskData& data) {
+  if (data.kind == train::TaskKind::Text) return text_windows(data, probe.T, 1);
   int pick = 0;
-  if (task == train::TaskKind::Induction) pick = std::max(0, probe.B - probe.B / 3);
+  if (data.kind == train::TaskKind::Induction) pick = std::max(0, probe.B - probe.B / 3);
   train::Batch one;
   one.B = 1, one.T = probe.T;
   const std::size_t T1 = static_cast<std::size_t>(probe.T) + 1;
@@ -93,13 +110,19 @@ std::string log_text(const figure::TrainCurves& c) {
 }  // namespace
 
 TrainWorker::TrainWorker(Plan plan) : plan_(std::move(plan)), trainer_(plan_.settings, task_data(plan_.settings)) {
+  plan_.settings = trainer_.settings();  // a text brings its vocabulary
   const train::GptTrainConfig& c = plan_.settings.model;
   figure::TrainCurves& cv = mine_.curves;
   cv.n_layer = c.n_layers, cv.n_head = c.n_heads, cv.vocab = c.vocab_size, cv.total_steps = plan_.steps;
   mine_.target = plan_.steps;
   probe_ = train::make_probe(trainer_.data(), c.context_length);
-  sequence_ = view_sequence(probe_, plan_.settings.task);
+  sequence_ = view_sequence(probe_, trainer_.data());
+  // A text's probe (random halves repeated) would tell its loss on no text at all.
+  ablated_ =
+      plan_.settings.task == train::TaskKind::Text ? text_windows(trainer_.data(), c.context_length, 16) : probe_;
   mine_.probe_tokens.assign(sequence_.tokens.begin(), sequence_.tokens.end() - 1);
+  mine_.probe_names = task_token_names(trainer_.data(),
+                                       std::vector<std::int32_t>(sequence_.tokens.begin(), sequence_.tokens.end() - 1));
   measure();
   publish(true);
   thread_ = std::thread([this] { loop(); });
@@ -270,16 +293,16 @@ void TrainWorker::do_ablation(int layer, int head) {
   if (layer < 0 || layer >= c.n_layers || head < 0 || head >= c.n_heads) return;
   TrainAblation a;
   a.layer = layer, a.head = head, a.step = trainer_.steps_done();
-  train::forward(trainer_.model(), probe_.tokens, probe_.B, acts_);
-  a.loss = mean_loss(acts_.losses, probe_.roles, train::kOther);
-  a.loss_repeat = mean_loss(acts_.losses, probe_.roles, train::kRepeat);
+  train::forward(trainer_.model(), ablated_.tokens, ablated_.B, acts_);
+  a.loss = mean_loss(acts_.losses, ablated_.roles, train::kOther);
+  a.loss_repeat = mean_loss(acts_.losses, ablated_.roles, train::kRepeat);
   train::GptTrainModel cut = trainer_.model();
   const std::span<float> w = cut.values("trf_blocks." + std::to_string(layer) + ".att.out_proj.weight");
   const int C = c.emb_dim, hd = c.head_dim();
   for (int o = 0; o < C; ++o) std::fill_n(w.begin() + static_cast<std::ptrdiff_t>(o * C + head * hd), hd, 0.0f);
-  train::forward(cut, probe_.tokens, probe_.B, acts_);
-  a.loss_ablated = mean_loss(acts_.losses, probe_.roles, train::kOther);
-  a.loss_repeat_ablated = mean_loss(acts_.losses, probe_.roles, train::kRepeat);
+  train::forward(cut, ablated_.tokens, ablated_.B, acts_);
+  a.loss_ablated = mean_loss(acts_.losses, ablated_.roles, train::kOther);
+  a.loss_repeat_ablated = mean_loss(acts_.losses, ablated_.roles, train::kRepeat);
   mine_.ablation = a;
 }
 

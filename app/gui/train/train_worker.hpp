@@ -32,8 +32,9 @@ struct TrainProbe {
   std::vector<float> scores;   // the detectors' scores over the whole probe, as TrainCurves holds them
 };
 
-// The loss on the probe's copy with one head's context zeroed before out_proj (its output
-// ablated), against the model as it is, at one step.
+// The loss on the probe (a text run: windows of its text) and on the probe's copy with one
+// head's context zeroed before out_proj (its output ablated), against the model as it is, at
+// one step.
 struct TrainAblation {
   int layer = -1, head = -1;
   std::int64_t step = 0;
@@ -49,6 +50,7 @@ struct TrainSnapshot {
   figure::TrainCurves curves;
   std::vector<std::shared_ptr<const TrainProbe>> probes;  // oldest first; the last is the newest
   std::vector<int> probe_tokens;                          // the probe sequence's T ids
+  std::vector<std::string> probe_names;                   // their names (train_text.hpp's task_token_names)
   std::string checkpoint;                                 // the model file last written; empty: none yet
   std::int64_t saved_step = -1;
   std::string error;  // the last write's failure (the run goes on)
@@ -101,6 +103,7 @@ class TrainWorker {
   TrainSnapshot mine_;
   train::Batch probe_;     // the detectors' probe (held-out lengths) and its roles
   train::Batch sequence_;  // the one probe sequence the view shows
+  train::Batch ablated_;   // what an ablation is measured on: probe_, or for a text its own windows
   train::Activations acts_;
   double last_publish_ = -1;
   double started_ = 0;
