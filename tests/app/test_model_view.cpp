@@ -261,7 +261,7 @@ struct Forward {
     auto m = std::make_shared<GptModel>(test::random_gpt(c, true, 5));
     prepare_gpt_forward(*m);
     res->trace = std::make_shared<GptTrace>(gpt_forward(*m, tok->encode(text)));
-    res->loaded = {m, tok, "tiny-model"};
+    res->loaded = {m, nullptr, tok, "tiny-model", model_facts(*m)};
     res->generation = 1;
     r = res;
   }
