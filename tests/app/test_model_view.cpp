@@ -55,7 +55,7 @@ Tokenizer tiny() {
 
 TEST(ModelViewText, ShowsTokensWithTheLeadingSpaceVisible) {
   const Tokenizer tok = tiny();
-  const TextTokens t = tokenize_for_display(tok, "ab a", false, 16);
+  const TextTokens t = tokenize_for_display(tok, "ab a", {}, 16);
   ASSERT_EQ(t.tokens.size(), 3u);
   EXPECT_EQ(t.tokens[0], "a");
   EXPECT_EQ(t.tokens[1], "b");
@@ -67,18 +67,18 @@ TEST(ModelViewText, ShowsTokensWithTheLeadingSpaceVisible) {
 
 TEST(ModelViewText, PrependsEndOfTextWhenAsked) {
   const Tokenizer tok = tiny();
-  const TextTokens t = tokenize_for_display(tok, "a", true, 16);
+  const TextTokens t = tokenize_for_display(tok, "a", {SpecialFirst::EndOfText}, 16);
   ASSERT_EQ(t.tokens.size(), 2u);
   EXPECT_EQ(t.tokens[0], "<|endoftext|>");
 }
 
 TEST(ModelViewText, ErrorsNameTheFieldAndBothLengths) {
   const Tokenizer tok = tiny();
-  EXPECT_EQ(tokenize_for_display(tok, "", false, 16).error, "text: empty; type at least one token");
-  const TextTokens t = tokenize_for_display(tok, "ab ab ab", false, 4);
+  EXPECT_EQ(tokenize_for_display(tok, "", {}, 16).error, "text: empty; type at least one token");
+  const TextTokens t = tokenize_for_display(tok, "ab ab ab", {}, 4);
   EXPECT_EQ(t.tokens.size(), 6u);  // still shown: the teacher sees what is too long
   EXPECT_EQ(t.error, "text: 6 tokens is longer than the model's context of 4");
-  EXPECT_EQ(tokenize_for_display(tok, "ab ab", false, 4).error, "");
+  EXPECT_EQ(tokenize_for_display(tok, "ab ab", {}, 4).error, "");
 }
 
 TEST(ModelViewText, HeadLabelsAreLayerDotHead) {
