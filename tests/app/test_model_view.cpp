@@ -178,17 +178,28 @@ TEST(ModelFigure, LabelsEveryHeadAndScoresEveryThumbnailOnEveryCanvas) {
 }
 
 // Whatever the model, selection and detector, the figure stays within the app's canvases
-// (24 layers with a detector's score lines need 720 pixels of height: below, the last rows
-// are beyond the canvas).
+// (24 layers with a detector's score lines need 720 pixels of height, 26 a few more: below,
+// the last rows are beyond the canvas).
 TEST(ModelFigure, StaysWithinItsCanvas) {
-  for (const auto& [L, H, T] : {std::tuple{3, 4, 14}, {12, 12, 44}, {12, 12, 300}, {2, 4, 6}, {24, 16, 64}})
+  // The last three as Qwen3-0.6B (16 query heads sharing 8 K/V heads) and Gemma 3 1B (4
+  // sharing 1, a window on five of six layers) draw them: groups and sliding labels.
+  for (const auto& [L, H, T, G, W] : {std::tuple{3, 4, 14, 0, 0},
+                                      {12, 12, 44, 0, 0},
+                                      {12, 12, 300, 0, 0},
+                                      {2, 4, 6, 0, 0},
+                                      {24, 16, 64, 0, 0},
+                                      {24, 16, 64, 8, 0},
+                                      {26, 4, 64, 1, 512}})
     for (const bool scored : {false, true}) {
       SyntheticView v(L, H, T, scored);
+      v.mv.kv_heads = G;
+      if (W > 0)
+        for (int l = 0; l < L; ++l) v.mv.windows.push_back(l % 6 == 5 ? 0 : W);
       for (const bool selected : {false, true}) {
         v.mv.selected_layer = selected ? L - 1 : -1, v.mv.selected_head = selected ? H - 1 : -1;
         for (const auto& [w, h] :
              {std::pair{1475.0f, 870.0f}, {835.0f, 590.0f}, {1280.0f, 720.0f}, {1860.0f, 930.0f}}) {
-          if (L > 12 && scored && h < 720.0f) continue;
+          if (L > 12 && scored && h < (L > 24 ? 800.0f : 720.0f)) continue;
           const figure::Figure f = figure::build_model_figure(v.mv, screen(w, h));
           EXPECT_LE(f.width, static_cast<int>(w)) << L << "x" << H << " T " << T << " at " << w << "x" << h;
           EXPECT_LE(f.height, static_cast<int>(h)) << L << "x" << H << " T " << T << " at " << w << "x" << h;
