@@ -11,6 +11,7 @@
 #include "cli.hpp"
 #include "figure/figure.hpp"
 #include "figure/train_figure.hpp"
+#include "mhaviz/hf_model.hpp"
 #include "mhaviz/load_error.hpp"
 #include "mhaviz/session.hpp"
 
@@ -203,8 +204,11 @@ int run_render(const RenderOptions& o) {
       if (v != "model" && v != "layer" && v != "head" && v != "sweep" && v != "patch" && v != "lens")
         return usage_error("--view: '" + v +
                            "' is not one of model, layer L, head L.H, sweep, patch, lens (with --model)");
-      const figure::Figure f =
-          v == "sweep" || v == "patch" || v == "lens" ? build_interv_render(o, fo) : build_model_render(o, fo);
+      const bool interv = v == "sweep" || v == "patch" || v == "lens";
+      if (interv && is_hf_model_folder(o.model.path))
+        return usage_error("--view: " + v + " needs a GPT-2-layout model (" + o.model.path +
+                           " is a Qwen, Llama or Gemma folder: --view model [L.H])");
+      const figure::Figure f = interv ? build_interv_render(o, fo) : build_model_render(o, fo);
       write_figure(o, f, svg);
       return 0;
     }

@@ -1,9 +1,10 @@
-// `mhaviz render --model`: a trained GPT's attention as slides. --view model draws every
+// `mhaviz render --model`: a trained model's attention as slides. --view model draws every
 // layer × head (with a head detector's scores; --view model L.H with that head large, as the
-// app's model view with a head selected, the same figure for the same --size and --font),
-// --view layer L every head of one layer and
-// --view head L.H one head, the last two through the chapter-3 module (gpt_layer.hpp), so
-// they are the same figures as for a lesson, with that layer's numbers.
+// app's model view with a head selected, the same figure for the same --size and --font), of
+// a GPT or of a Qwen, Llama or Gemma folder (heads grouped by K/V head, sliding layers
+// marked); for a GPT, --view layer L every head of one layer and --view head L.H one head,
+// the last two through the chapter-3 module (gpt_layer.hpp), so they are the same figures as
+// for a lesson, with that layer's numbers.
 #include <optional>
 #include <stdexcept>
 
@@ -20,55 +21,95 @@ namespace mhaviz::cli {
 namespace {
 
 // --view's layer and head within the model (one-line errors naming --view).
-void check_head(const GptConfig& c, int layer, int head) {
-  if (layer >= c.n_layer)
+void check_head(int layers, int heads, int layer, int head) {
+  if (layer >= layers)
     throw std::invalid_argument("--view: layer " + std::to_string(layer) + " is out of range [0, " +
-                                std::to_string(c.n_layer - 1) + "]");
-  if (head >= c.n_head)
+                                std::to_string(layers - 1) + "]");
+  if (head >= heads)
     throw std::invalid_argument("--view: head " + std::to_string(layer) + "." + std::to_string(head) +
-                                " is out of range (heads 0 to " + std::to_string(c.n_head - 1) + ")");
+                                " is out of range (heads 0 to " + std::to_string(heads - 1) + ")");
+}
+
+// What --view model asks for: a detector, a head shown large (-1: none); checked before a
+// model is read.
+struct ModelAsk {
+  std::optional<HeadPattern> pattern;
+  int layer = -1, head = -1;
+};
+ModelAsk model_ask(const RenderOptions& o) {
+  ModelAsk a;
+  if (!o.detector.empty()) {
+    // A detector's score is a mean of weights in [0, 1]: norm-weighted values are no weights.
+    if (o.norm_weighted) throw std::invalid_argument("--norm-weighted: not with --detector");
+    HeadPattern p{};
+    if (!parse_head_pattern(o.detector, p))
+      throw std::invalid_argument("--detector: '" + o.detector +
+                                  "' is not one of previous-token, first-token, duplicate-token, induction");
+    a.pattern = p;
+  }
+  // --view model L.H: that head large beside the grid, as the app shows a selected head.
+  if (o.view.size() > 1 && !figure::parse_layer_head(o.view[1], a.layer, a.head))
+    throw std::invalid_argument("--view: model takes a head L.H (e.g. 5.1), got '" + o.view[1] + "'");
+  return a;
+}
+
+// The model view's figure of mv with the head asked for large, on a log scale from
+// kLogScaleFromTokens unless --linear-scale (as the app chooses).
+figure::Figure model_figure(figure::ModelView mv, const ModelAsk& a, const RenderOptions& o, figure::Options fo) {
+  mv.selected_layer = a.layer;
+  mv.selected_head = a.head;
+  fo.log_scale = o.log_scale || (!o.linear_scale && mv.tokens >= figure::kLogScaleFromTokens);
+  return figure::build_model_figure(mv, fo);
+}
+
+// A Qwen, Llama or Gemma folder: --view model [L.H] only (its layers have no chapter-3 module
+// and no interventions).
+figure::Figure hf_model_render(const RenderOptions& o, const figure::Options& fo) {
+  if (o.norm_weighted)
+    throw std::invalid_argument("--norm-weighted: needs a GPT-2-layout model (" + o.model.path +
+                                " is a Qwen, Llama or Gemma folder)");
+  const ModelAsk a = model_ask(o);
+  HfModelInput in = load_hf_model_input(o.model);
+  const ModelFacts f = model_facts(in.model);
+  if (a.layer >= 0) check_head(f.layers, f.heads, a.layer, a.head);
+  // Induction is measured where every row qualifies: on the repeated random probe.
+  if (a.pattern == HeadPattern::Induction) in.ids = figure::induction_probe(f, in.tokenizer);
+  const HfTrace tr = hf_forward(in.model, in.ids);
+  return model_figure(figure::hf_model_view(in.model, tr, in.tokenizer, o.model.path, a.pattern), a, o, fo);
 }
 
 }  // namespace
 
 figure::Figure build_model_render(const RenderOptions& o, figure::Options fo) {
-  ModelInput in = load_model_input(o.model);
-  const GptConfig& c = in.model.config;
   const std::string& kind = o.view.front();
+  if (is_hf_model_folder(o.model.path)) {
+    if (kind != "model")
+      throw std::invalid_argument("--view: " + kind +
+                                  " draws a GPT layer through the chapter-3 module; a Qwen, Llama or Gemma folder "
+                                  "has --view model [L.H]");
+    return hf_model_render(o, fo);
+  }
   if (kind != "model" && o.view.size() < 2)
     throw std::invalid_argument("--view: " + kind + " needs " +
                                 (kind == "layer" ? "a layer (--view layer 5)" : "a head L.H (--view head 5.1)"));
   if (kind == "model") {
-    HeadPattern pattern{};
-    const bool detect = !o.detector.empty();
-    // A detector's score is a mean of weights in [0, 1]: norm-weighted values are no weights.
-    if (detect && o.norm_weighted) throw std::invalid_argument("--norm-weighted: not with --detector");
-    if (detect && !parse_head_pattern(o.detector, pattern))
-      throw std::invalid_argument("--detector: '" + o.detector +
-                                  "' is not one of previous-token, first-token, duplicate-token, induction");
-    // --view model L.H: that head large beside the grid, as the app shows a selected head.
-    int sel_layer = -1, sel_head = -1;
-    if (o.view.size() > 1) {
-      if (!figure::parse_layer_head(o.view[1], sel_layer, sel_head))
-        throw std::invalid_argument("--view: model takes a head L.H (e.g. 5.1), got '" + o.view[1] + "'");
-      check_head(c, sel_layer, sel_head);
-    }
+    const ModelAsk a = model_ask(o);
+    ModelInput in = load_model_input(o.model);
+    const GptConfig& c = in.model.config;
+    if (a.layer >= 0) check_head(c.n_layer, c.n_head, a.layer, a.head);
     // Induction is measured where every row qualifies: on the repeated random probe.
-    if (detect && pattern == HeadPattern::Induction) in.ids = figure::induction_probe(in.model, in.tokenizer);
+    if (a.pattern == HeadPattern::Induction) in.ids = figure::induction_probe(in.model, in.tokenizer);
     GptTrace tr = gpt_forward(in.model, in.ids);
-    const int T = tr.tokens();
     // Norm-weighted: the view reads each layer's weights, so they are replaced in the trace.
     if (o.norm_weighted)
       for (int l = 0; l < c.n_layer; ++l)
         tr.layers[static_cast<std::size_t>(l)].weights = norm_weighted_attention(in.model, tr, l);
-    figure::ModelView mv = figure::gpt_model_view(in.model, tr, in.tokenizer, o.model.path,
-                                                  detect ? std::optional(pattern) : std::nullopt);
+    figure::ModelView mv = figure::gpt_model_view(in.model, tr, in.tokenizer, o.model.path, a.pattern);
     if (o.norm_weighted) figure::make_norm_weighted(mv);
-    mv.selected_layer = sel_layer;
-    mv.selected_head = sel_head;
-    fo.log_scale = o.log_scale || (!o.linear_scale && T >= figure::kLogScaleFromTokens);
-    return figure::build_model_figure(mv, fo);
+    return model_figure(std::move(mv), a, o, fo);
   }
+  ModelInput in = load_model_input(o.model);
+  const GptConfig& c = in.model.config;
   int layer = 0, head = 0;
   if (kind == "layer") {
     try {
@@ -81,7 +122,7 @@ figure::Figure build_model_render(const RenderOptions& o, figure::Options fo) {
   } else if (!figure::parse_layer_head(o.view[1], layer, head)) {
     throw std::invalid_argument("--view: head '" + o.view[1] + "' is not LAYER.HEAD (e.g. 5.1)");
   }
-  check_head(c, layer, head);
+  check_head(c.n_layer, c.n_head, layer, head);
   if (!o.detector.empty()) throw std::invalid_argument("--detector: only with --view model");
   if (o.norm_weighted) throw std::invalid_argument("--norm-weighted: only with --view model");
   // That layer as the chapter-3 module, its LayerNorm output as X.

@@ -178,6 +178,19 @@ struct ModelView {
   // Heads ablated in the run shown (layer * n_head + head): each thumbnail crossed out.
   std::vector<int> ablated;
   std::string bar_title;  // what the colour bar measures; empty: "weight" (the softmax weights)
+  // Grouped-query attention: kv_heads K/V heads, each shared by n_head / kv_heads query
+  // heads side by side (query head h reads K/V head h / (n_head / kv_heads)); each group is
+  // drawn apart under a bracket "K/V g". 0 or n_head: one K/V head per query head, no groups.
+  int kv_heads = 0;
+  // Each layer's sliding window W (0: full attention; empty: none anywhere): its row is
+  // labelled "sliding W = 512" on a band, and keys W or more tokens back are hatched as the
+  // window's cells.
+  std::vector<int> windows;
+  // What the subtitle says of the model first (e.g. "qwen3", "28 layers", "16 query heads
+  // sharing 8 K/V heads"); empty: "N layers × H heads".
+  std::vector<std::string> model_parts;
+  int window(int layer) const { return windows.empty() ? 0 : windows[static_cast<std::size_t>(layer)]; }
+  int group() const { return kv_heads > 0 && kv_heads < n_head ? n_head / kv_heads : 1; }
   // Thumbnails pooled already (the app pools them off its drawing thread); used when they
   // are the pooling, colormap and scale this figure chooses, else pooled again.
   const ModelThumbnails* thumbs = nullptr;
@@ -190,9 +203,11 @@ struct ModelView {
 inline int thumbnail_factor(int T, float side) {
   return static_cast<float>(T) <= side ? 1 : static_cast<int>(std::ceil(static_cast<float>(T) / side));
 }
-// w: (T, T) weights, row-major, causal -> (n, n) with n = ceil(T / f): each pixel the largest
-// weight of its f x f block of visible cells (-inf where a block holds only masked cells).
-std::vector<float> pool_max(const float* w, int T, int f, int n);
+// w: (T, T) weights, row-major, causal (and within a sliding window of `window` keys when
+// not 0) -> (n, n) with n = ceil(T / f): each pixel the largest weight of its f x f block of
+// visible cells (-inf where a block holds only masked cells: above the diagonal the causal
+// mask's, below it the window's).
+std::vector<float> pool_max(const float* w, int T, int f, int n, int window = 0);
 // Every thumbnail pooled by f (n = ceil(tokens / f) pixels a side) and the one colour scale
 // they share (from 0 to the largest pooled weight; log_scale: at most four decades).
 struct ModelThumbnails {

@@ -51,50 +51,118 @@ bool parse_layer_head(const std::string& text, int& layer, int& head) {
   }
 }
 
+std::string hf_caption(const ModelFacts& f, const std::string& path, int T) {
+  return path + " \xC2\xB7 " + f.architecture + " (" + f.model_type + "), " + std::to_string(f.layers) +
+         " layers \xC3\x97 " + std::to_string(f.heads) + " query heads sharing " + std::to_string(f.kv_heads) +
+         " K/V heads, " + std::to_string(f.width) + " wide \xC2\xB7 T = " + std::to_string(T);
+}
+
+std::vector<std::string> hf_model_parts(const ModelFacts& f) {
+  std::vector<std::string> parts = {f.model_type, std::to_string(f.layers) + " layers"};
+  parts.push_back(f.kv_heads < f.heads
+                      ? std::to_string(f.heads) + " query heads sharing " + std::to_string(f.kv_heads) + " K/V heads"
+                      : std::to_string(f.heads) + " heads");
+  if (const int n = f.sliding_layers(); n > 0)
+    parts.push_back("sliding W = " + std::to_string(f.sliding_window()) + " on " + std::to_string(n) + " of " +
+                    std::to_string(f.layers) + " layers");
+  return parts;
+}
+
 std::vector<int> induction_probe(const GptModel& m, const Tokenizer& tok) {
+  return induction_probe(model_facts(m), tok);
+}
+
+std::vector<int> induction_probe(const ModelFacts& f, const Tokenizer& tok) {
   const int eot = tok.eot_id();
-  const bool has_eot = eot >= 0 && eot < m.config.vocab_size;
-  const int hi = has_eot && eot > 0 ? eot : m.config.vocab_size;
-  const int n = std::min(50, (m.config.n_ctx - (has_eot ? 1 : 0)) / 2);
+  const bool has_eot = eot >= 0 && eot < f.vocab;
+  const int hi = has_eot && eot > 0 ? eot : f.vocab;
+  const int n = std::min(50, (f.context - (has_eot ? 1 : 0)) / 2);
   if (n < 2) throw std::invalid_argument("--detector: induction needs a context of at least 4 tokens");
   return repeated_random_tokens(n, 0, hi, 123, has_eot ? eot : -1);
 }
 
-std::vector<float> detector_scores(const GptModel& m, const GptTrace& tr, HeadPattern p) {
+namespace {
+
+// Scores of every layer's (1, H, T, T) weights, layer-major.
+template <class Layers>
+std::vector<float> layer_scores(const Layers& layers, int n_head, const std::vector<int>& ids, HeadPattern p) {
   std::vector<float> out;
-  out.reserve(static_cast<std::size_t>(m.config.n_layer) * static_cast<std::size_t>(m.config.n_head));
-  for (int l = 0; l < m.config.n_layer; ++l) {
-    const auto s = score_layer(p, tr.layers[static_cast<std::size_t>(l)].weights.data, m.config.n_head, tr.ids);
+  out.reserve(layers.size() * static_cast<std::size_t>(n_head));
+  for (const auto& layer : layers) {
+    const auto s = score_layer(p, layer.weights.data, n_head, ids);
     for (const auto& v : s) out.push_back(v ? *v : std::numeric_limits<float>::quiet_NaN());
   }
   return out;
 }
 
-ModelView gpt_model_view(const GptModel& m, const GptTrace& tr, const Tokenizer& tok, const std::string& path,
-                         std::optional<HeadPattern> pattern) {
-  const GptConfig& c = m.config;
-  const int T = tr.tokens();
-  ModelView mv;
-  mv.n_layer = c.n_layer, mv.n_head = c.n_head, mv.tokens = T;
-  const auto TT = static_cast<std::size_t>(T) * static_cast<std::size_t>(T);
-  for (int l = 0; l < c.n_layer; ++l)
-    for (int h = 0; h < c.n_head; ++h)
-      mv.weights.push_back(tr.layers[static_cast<std::size_t>(l)].weights.data.data() +
-                           static_cast<std::size_t>(h) * TT);
-  // The induction probe is named as such (its decoded ids mean nothing); any other ids by their text.
-  bool probe = false;
+// The thumbnails of every layer's (1, H, T, T) weights, layer-major.
+template <class Layers>
+void point_at_weights(ModelView& mv, const Layers& layers) {
+  const auto TT = static_cast<std::size_t>(mv.tokens) * static_cast<std::size_t>(mv.tokens);
+  for (const auto& layer : layers)
+    for (int h = 0; h < mv.n_head; ++h)
+      mv.weights.push_back(layer.weights.data.data() + static_cast<std::size_t>(h) * TT);
+}
+
+std::string text_title(const Tokenizer& tok, const std::vector<int>& ids) {
+  return "Every layer \xC3\x97 head on \xE2\x80\x9C" + quoted_text(tok.decode(ids)) + "\xE2\x80\x9D";
+}
+std::string probe_title(int T) {
+  return "Every head on a random sequence repeated twice (" + std::to_string(T) + " tokens)";
+}
+
+// The induction probe is named as such (its decoded ids mean nothing).
+bool is_probe(const ModelFacts& f, const Tokenizer& tok, const std::vector<int>& ids) {
   try {
-    probe = tr.ids == induction_probe(m, tok);
+    return ids == induction_probe(f, tok);
   } catch (const std::invalid_argument&) {
+    return false;
   }
-  mv.title = probe ? "Every head on a random sequence repeated twice (" + std::to_string(T) + " tokens)"
-                   : "Every layer \xC3\x97 head on \xE2\x80\x9C" + quoted_text(tok.decode(tr.ids)) + "\xE2\x80\x9D";
-  mv.caption = gpt_caption(m, path, T);
-  mv.token_names = display_tokens(tok, tr.ids);
+}
+
+}  // namespace
+
+std::vector<float> detector_scores(const GptModel& m, const GptTrace& tr, HeadPattern p) {
+  return layer_scores(tr.layers, m.config.n_head, tr.ids, p);
+}
+
+
+namespace {
+
+// What the views of both kinds share: every layer's weights, the title (the induction probe
+// named as such, any other ids by their text), the tokens, the detector's scores.
+template <class Layers>
+ModelView basic_view(const ModelFacts& f, const Layers& layers, const std::vector<int>& ids, const Tokenizer& tok,
+                     std::optional<HeadPattern> pattern) {
+  ModelView mv;
+  mv.n_layer = f.layers, mv.n_head = f.heads, mv.tokens = static_cast<int>(ids.size());
+  point_at_weights(mv, layers);
+  mv.title = is_probe(f, tok, ids) ? probe_title(mv.tokens) : text_title(tok, ids);
+  mv.token_names = display_tokens(tok, ids);
   if (pattern) {
     mv.pattern = std::string(head_pattern_name(*pattern));
-    mv.scores = detector_scores(m, tr, *pattern);
+    mv.scores = layer_scores(layers, f.heads, ids, *pattern);
   }
+  return mv;
+}
+
+}  // namespace
+
+ModelView gpt_model_view(const GptModel& m, const GptTrace& tr, const Tokenizer& tok, const std::string& path,
+                         std::optional<HeadPattern> pattern) {
+  ModelView mv = basic_view(model_facts(m), tr.layers, tr.ids, tok, pattern);
+  mv.caption = gpt_caption(m, path, tr.tokens());
+  return mv;
+}
+
+ModelView hf_model_view(const HfModel& m, const HfTrace& tr, const Tokenizer& tok, const std::string& path,
+                        std::optional<HeadPattern> pattern) {
+  const ModelFacts f = model_facts(m);
+  ModelView mv = basic_view(f, tr.layers, tr.ids, tok, pattern);
+  mv.kv_heads = f.kv_heads;
+  if (f.sliding_layers() > 0) mv.windows = f.window;
+  mv.model_parts = hf_model_parts(f);
+  mv.caption = hf_caption(f, path, tr.tokens());
   return mv;
 }
 

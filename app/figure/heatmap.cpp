@@ -22,8 +22,10 @@ namespace detail {
 bool signed_stage(Stage st) { return st == Stage::Scores || st == Stage::Masked || st == Stage::Scaled; }
 bool masked_stage(Stage st) { return st != Stage::Scores; }
 
-CellMask trace_mask(const Trace& tr, int i, int j) {
-  switch (tr.hidden_by(i, j)) {
+CellMask trace_mask(const Trace& tr, int i, int j) { return cell_mask(tr.hidden_by(i, j)); }
+
+CellMask cell_mask(MaskRule r) {
+  switch (r) {
     case MaskRule::Causal: return CellMask::Causal;
     case MaskRule::Window: return CellMask::Window;
     case MaskRule::Visible: break;

@@ -75,5 +75,7 @@ float colorbar_width(const Builder& B, const ColorScale& s);
 float mask_legend(Builder& B, float x, float y, const std::string& text, bool window = false);
 // Why a lesson trace hides cell (i, j): the causal mask or the sliding window (none: Visible).
 CellMask trace_mask(const Trace& tr, int i, int j);
+// The picture's name for the rule that hides a cell.
+CellMask cell_mask(MaskRule r);
 
 }  // namespace mhaviz::figure::detail

@@ -14,6 +14,7 @@
 #include "figure/builder.hpp"
 #include "figure/heatmap.hpp"
 #include "figure/text.hpp"
+#include "mhaviz/attention_mask.hpp"
 #include "mhaviz/heads.hpp"
 
 namespace mhaviz::figure {
@@ -21,10 +22,11 @@ namespace detail {
 namespace {
 
 // [SECTION] Layout
-constexpr float kGap = 8.0f;       // between thumbnails (between rows too without scores)
-constexpr float kScoreGap = 3.0f;  // between rows under a score line
-constexpr float kBigGap = 32.0f;   // between the grid and the large head
-constexpr float kBarGap = 28.0f;   // before the colour bar
+constexpr float kGap = 8.0f;        // between thumbnails (between rows too without scores)
+constexpr float kScoreGap = 3.0f;   // between rows under a score line
+constexpr float kBigGap = 32.0f;    // between the grid and the large head
+constexpr float kBarGap = 28.0f;    // before the colour bar
+constexpr float kGroupGap = 14.0f;  // more between two groups of query heads sharing a K/V head
 
 // The grid of thumbnails: its side, pooling and margins.
 struct Grid {
@@ -36,7 +38,12 @@ struct Grid {
   float score = 12;    // its text size
   float gap_y = kGap;  // between rows
   float pitch = 16;    // from a column to the next: the side and a gap, or what its score and label need
-  float width(int H) const { return label_w + static_cast<float>(H) * pitch - kGap; }
+  int group = 1;       // query heads per K/V head: a wider gap after each group
+  float slide_w = 0;   // the sliding layers' labels, left of the row labels (0: none)
+  // Column h's left edge from the grid's.
+  float col_x(int h) const { return static_cast<float>(h) * pitch + static_cast<float>(h / group) * group_gap(); }
+  float group_gap() const { return group > 1 ? kGroupGap : 0.0f; }
+  float width(int H) const { return label_w + col_x(H - 1) + pitch - kGap; }
   float inset() const { return std::floor((pitch - kGap - side) * 0.5f); }  // a thumbnail in its column
   float height(int L) const {
     return head_h + static_cast<float>(L) * (side + below) + static_cast<float>(L - 1) * gap_y;
@@ -52,6 +59,10 @@ struct Big {
 };
 
 bool scored(const ModelView& m) { return !m.scores.empty() || !m.pattern.empty(); }
+std::string sliding_label(int W) { return "sliding W = " + std::to_string(W); }
+int widest_window(const ModelView& m) {
+  return m.windows.empty() ? 0 : *std::max_element(m.windows.begin(), m.windows.end());
+}
 
 std::string title_text(const ModelView& m) {
   return m.title.empty() ? std::string("Attention weights of every layer and head") : m.title;
@@ -59,9 +70,10 @@ std::string title_text(const ModelView& m) {
 
 // What is shown, in parts joined by " · " on as few lines as the width allows.
 std::vector<std::string> subtitle_lines(const ModelView& m, const Typography& ty, float width) {
-  std::vector<std::string> parts = {
-      std::to_string(m.n_layer) + " layers \xC3\x97 " + std::to_string(m.n_head) + " heads",
-      std::to_string(m.tokens) + " tokens", "each thumbnail: queries down, keys across"};
+  std::vector<std::string> parts = m.model_parts;
+  if (parts.empty())
+    parts.push_back(std::to_string(m.n_layer) + " layers \xC3\x97 " + std::to_string(m.n_head) + " heads");
+  parts.insert(parts.end(), {std::to_string(m.tokens) + " tokens", "each thumbnail: queries down, keys across"});
   if (!m.pattern.empty()) parts.push_back("detector: " + m.pattern);
   std::vector<std::string> lines;
   for (const std::string& p : parts) {
@@ -79,7 +91,7 @@ float header_bottom(const Typography& ty, std::size_t lines) {
 }
 // The legend: what the hatch, the pooling and the frames mean, in items on lines as wide as
 // the canvas (y from the top of the legend).
-enum class Swatch { Mask, None, Top, Selected };
+enum class Swatch { Mask, Window, None, Top, Selected };
 struct LegendItem {
   Swatch swatch = Swatch::None;
   std::string text;
@@ -87,6 +99,7 @@ struct LegendItem {
 };
 std::vector<LegendItem> legend_items(const ModelView& m, int f, bool big, const Typography& ty, float right) {
   std::vector<LegendItem> items = {{Swatch::Mask, "masked (key after the query)"}};
+  if (widest_window(m) > 0) items.push_back({Swatch::Window, "outside the sliding window (key W or more tokens back)"});
   if (f > 1)
     items.push_back({Swatch::None, "each thumbnail pixel: the largest weight of a " + std::to_string(f) + "\xC3\x97" +
                                        std::to_string(f) + " block of cells"});
@@ -112,8 +125,12 @@ float bar_room(const Typography& ty) { return kBarGap + 24.0f + text_width("0.00
 Grid fit_grid(const ModelView& m, const Typography& ty, float w, float h) {
   Grid g;
   const int L = m.n_layer, H = m.n_head;
-  g.label_w = std::ceil(text_width("L" + std::to_string(L - 1), ty.label) + 10.0f);
-  g.head_h = line_h(ty.label) + 4.0f;
+  g.group = m.group();
+  const int W = widest_window(m);
+  g.slide_w = W > 0 ? std::ceil(text_width(sliding_label(W), ty.small) + 8.0f) : 0.0f;
+  g.label_w = std::ceil(text_width("L" + std::to_string(L - 1), ty.label) + 10.0f) + g.slide_w;
+  // Grouped heads: a line above the column labels for the brackets "K/V 0", "K/V 1"...
+  g.head_h = line_h(ty.label) + 4.0f + (g.group > 1 ? line_h(ty.small) + 6.0f : 0.0f);
   // A score line under each row of thumbnails is what separates the rows: 4 pixels clear of
   // the selection's frame, then the text and its descent. At the figure's small size, smaller
   // only where the rows would leave thumbnails under 12 pixels (24 layers and more).
@@ -131,7 +148,9 @@ Grid fit_grid(const ModelView& m, const Typography& ty, float w, float h) {
   // wider than w if it must).
   const float min_pitch = std::ceil(
       std::max(sc ? text_width(".00", g.score) + 6.0f : 0.0f, text_width(std::to_string(H - 1), ty.label) + 4.0f));
-  float by_w = (w - g.label_w - static_cast<float>(H - 1) * kGap) / static_cast<float>(H);
+  float by_w =
+      (w - g.label_w - static_cast<float>(H - 1) * kGap - static_cast<float>(H / g.group - 1) * g.group_gap()) /
+      static_cast<float>(H);
   if (by_w + kGap < min_pitch) by_w = min_pitch - kGap;
   const float side = std::max(4.0f, std::floor(std::min(by_w, by_h)));
   g.f = thumbnail_factor(m.tokens, side);
@@ -239,6 +258,23 @@ std::string score_text(float s) {
   return buf;
 }
 
+// Over each group of query heads sharing a K/V head: a bracket and "K/V g" (the number alone
+// where the group is too narrow for the words).
+void kv_brackets(Builder& B, const ModelView& m, const Grid& g, float gx, float gy) {
+  if (g.group <= 1) return;
+  const float y = gy - line_h(B.ty.label) - 4.0f;  // the bracket, above the column labels
+  for (int k = 0; k < m.n_head / g.group; ++k) {
+    const float x0 = gx + g.inset() + g.col_x(k * g.group),
+                x1 = gx + g.inset() + g.col_x((k + 1) * g.group - 1) + g.side;
+    B.line(x0, y, x1, y, B.th.dim, 1.5f, "kv-bracket");
+    B.line(x0, y, x0, y + 4.0f, B.th.dim, 1.5f, "kv-bracket");
+    B.line(x1, y, x1, y + 4.0f, B.th.dim, 1.5f, "kv-bracket");
+    const std::string name = "K/V " + std::to_string(k);
+    fitted(B, (x0 + x1) * 0.5f, y - 3.0f, name, std::to_string(k), B.ty.small, x1 - x0 + g.group_gap(), B.th.text,
+           "kv-label");
+  }
+}
+
 void grid(Builder& B, const ModelView& m, const Grid& g, const ModelThumbnails& th, float gx, float gy) {
   const int L = m.n_layer, H = m.n_head;
   const float pitch_x = g.pitch, pitch_y = g.side + g.below + g.gap_y;
@@ -247,26 +283,35 @@ void grid(Builder& B, const ModelView& m, const Grid& g, const ModelThumbnails& 
   if (brief) B.text(gx - 8.0f, gy - 6.0f, "H", B.ty.label, B.th.text, 2, "label");
   for (int h = 0; h < H; ++h) {
     const std::string name = (brief ? "" : "H") + std::to_string(h);
-    fitted(B, gx + g.inset() + static_cast<float>(h) * pitch_x + g.side * 0.5f, gy - 6.0f, name, name, B.ty.label,
-           pitch_x - 2.0f, B.th.text, "label");
+    fitted(B, gx + g.inset() + g.col_x(h) + g.side * 0.5f, gy - 6.0f, name, name, B.ty.label, pitch_x - 2.0f, B.th.text,
+           "label");
   }
+  kv_brackets(B, m, g, gx, gy);
   const std::vector<int> top = model_top_heads(m);
   for (int l = 0; l < L; ++l) {
     const float ty = gy + static_cast<float>(l) * pitch_y;
-    B.text(gx - 8.0f, ty + g.side * 0.5f + text_ascent(B.ty.label) * 0.5f - 1.0f, "L" + std::to_string(l), B.ty.label,
-           B.th.text, 2, "label");
+    const float label_y = ty + g.side * 0.5f + text_ascent(B.ty.label) * 0.5f - 1.0f;
+    if (const int W = m.window(l); W > 0) {
+      // A band behind the row and its label: the sliding layers stand out at a glance.
+      B.rect(gx - g.label_w + 2.0f, ty - 2.0f, gx + g.col_x(H - 1) + pitch_x - kGap + 2.0f, ty + g.side + 2.0f,
+             B.th.window_b, "sliding-band");
+      B.text(gx - g.label_w + g.slide_w - 8.0f, label_y, sliding_label(W), B.ty.small, B.th.text, 2, "sliding");
+    }
+    B.text(gx - 8.0f, label_y, "L" + std::to_string(l), B.ty.label, B.th.text, 2, "label");
     for (int h = 0; h < H; ++h) {
       const int k = l * H + h;
-      const float tx = gx + g.inset() + static_cast<float>(h) * pitch_x;
+      const float tx = gx + g.inset() + g.col_x(h);
       const std::vector<float>& px = th.pooled[static_cast<std::size_t>(k)];
       const int n = th.n;
       HeatmapSpec spec;
       spec.id = k;
       spec.rows = spec.cols = n;
       spec.value = [&px, n](int i, int j) { return px[static_cast<std::size_t>(i * n + j)]; };
+      // A block of hidden cells only: above the diagonal the causal mask's, below the window's.
       spec.mask = [&px, n](int i, int j) {
         const float v = px[static_cast<std::size_t>(i * n + j)];
-        return std::isinf(v) && v < 0 ? CellMask::Causal : CellMask::Visible;
+        if (!(std::isinf(v) && v < 0)) return CellMask::Visible;
+        return j > i ? CellMask::Causal : CellMask::Window;
       };
       spec.scale = th.scale;
       draw_heatmap(B, spec, tx, ty, g.cell, LabelPlan{}, false, false);
@@ -312,7 +357,10 @@ float big_head(Builder& B, const ModelView& m, const Big& b, const ColorScale& s
   spec.value = [w, T](int i, int j) {
     return w[static_cast<std::size_t>(i) * static_cast<std::size_t>(T) + static_cast<std::size_t>(j)];
   };
-  spec.mask = [](int i, int j) { return j > i ? CellMask::Causal : CellMask::Visible; };
+  AttentionMask mask;
+  mask.causal = true;
+  mask.window = m.window(m.selected_layer);
+  spec.mask = [mask](int i, int j) { return cell_mask(mask.hidden_by(i, j)); };
   spec.scale = scale;
   if (!m.token_names.empty()) spec.row_names = spec.col_names = &m.token_names;
   spec.numbers = o.values;
@@ -327,6 +375,7 @@ void legend(Builder& B, const std::vector<LegendItem>& items, float y0) {
     const float y = y0 + it.y;
     switch (it.swatch) {
       case Swatch::Mask: mask_legend(B, it.x, y, it.text); continue;
+      case Swatch::Window: mask_legend(B, it.x, y, it.text, true); continue;
       case Swatch::Top: B.line(it.x, y + 6.5f, it.x + 16.0f, y + 6.5f, B.th.top, 2.0f, "legend-frame"); break;
       case Swatch::Selected: B.line(it.x, y + 6.5f, it.x + 16.0f, y + 6.5f, B.th.accent, 2.0f, "legend-frame"); break;
       case Swatch::None: break;
@@ -383,11 +432,11 @@ Figure model_figure(const ModelView& m, const Options& o) {
 // One thumbnail's pixels: (n, n) where n = ceil(T / f), pooled by the largest weight over
 // each f x f block of visible cells (masked cells are -inf; a block of only masked cells
 // stays -inf and is hatched).
-std::vector<float> pool_max(const float* w, int T, int f, int n) {
+std::vector<float> pool_max(const float* w, int T, int f, int n, int window) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   std::vector<float> out(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), neg_inf);
   for (int i = 0; i < T; ++i)
-    for (int j = 0; j <= i; ++j) {
+    for (int j = window > 0 ? std::max(0, i - window + 1) : 0; j <= i; ++j) {
       float& o = out[static_cast<std::size_t>(i / f) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j / f)];
       o = std::max(o, w[static_cast<std::size_t>(i) * static_cast<std::size_t>(T) + static_cast<std::size_t>(j)]);
     }
@@ -403,7 +452,7 @@ ModelThumbnails model_thumbnails(const ModelView& m, int f, Colormap cmap, bool 
   t.pooled.resize(m.weights.size());
   detail::ValueRange r;
   for (std::size_t k = 0; k < m.weights.size(); ++k) {
-    t.pooled[k] = pool_max(m.weights[k], m.tokens, f, t.n);
+    t.pooled[k] = pool_max(m.weights[k], m.tokens, f, t.n, m.window(static_cast<int>(k) / m.n_head));
     r.merge(detail::value_range(t.pooled[k]));
   }
   t.scale = color_scale(0.0f, r.hi, r.min_pos, false, cmap, true, log_scale);
@@ -432,6 +481,12 @@ Figure build_model_figure(const ModelView& m, const Options& o) {
   if (!m.scores.empty() && m.scores.size() != m.weights.size())
     throw std::invalid_argument("model view: " + std::to_string(m.scores.size()) + " detector scores for " +
                                 std::to_string(m.weights.size()) + " heads");
+  if (!m.windows.empty() && m.windows.size() != static_cast<std::size_t>(m.n_layer))
+    throw std::invalid_argument("model view: " + std::to_string(m.windows.size()) + " windows for " +
+                                std::to_string(m.n_layer) + " layers");
+  if (m.kv_heads < 0 || (m.kv_heads > 0 && m.n_head % m.kv_heads != 0))
+    throw std::invalid_argument("model view: " + std::to_string(m.n_head) + " heads do not share " +
+                                std::to_string(m.kv_heads) + " K/V heads evenly");
   if (!m.token_names.empty() && m.token_names.size() != static_cast<std::size_t>(m.tokens))
     throw std::invalid_argument("model view: " + std::to_string(m.token_names.size()) + " token names for " +
                                 std::to_string(m.tokens) + " tokens");

@@ -334,6 +334,11 @@ std::string sidecar_json(const Figure& f, int scale, const std::string& image) {
                               h.scale.cmap, h.scale.log});
     hj["cell"] = h.cell * s;
     hj["values"] = values;
+    // The cells hatched as outside a sliding window (row-major indices), when there are any.
+    json windowed = json::array();
+    for (std::size_t k = 0; k < h.values.size(); ++k)
+      if (h.windowed(k)) windowed.push_back(k);
+    if (!windowed.empty()) hj["windowed"] = windowed;
     heads.push_back(std::move(hj));
   }
   json maps;

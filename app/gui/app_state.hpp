@@ -391,10 +391,15 @@ bool model_view_active(AppState& s);  // centre_view(s) == Centre::Model
 // The open model's name: its folder's, or its file's stem ("gpt2", "run"); window titles and captures.
 std::string model_name(const ModelUi& m);
 void open_layer_walkthrough(AppState& s, int layer);  // that layer as the chapter-3 module, in the walkthrough
-void draw_model_panel(AppState& s);                   // panel_model.cpp: open, text, detector, next token
-void draw_model_open_dialog(AppState& s);             // panel_model.cpp: File → Open model…
-void draw_model_view(AppState& s);                    // panel_model_view.cpp
-void draw_model_shapes(AppState& s);                  // panel_model_view.cpp: the strip below it
+PromptOptions prompt_options(const ModelUi& m);       // the special tokens the text box asks for
+// Why the tools that need a GPT's trace (ablation, the sweep, patching, the logit lens,
+// norm-weighted attention, a layer in the walkthrough or captured through the chapter-3
+// module) are off for the model shown, in one line; empty: they work.
+std::string gpt_only_reason(const ModelUi& m);
+void draw_model_panel(AppState& s);        // panel_model.cpp: open, text, detector, next token
+void draw_model_open_dialog(AppState& s);  // panel_model.cpp: File → Open model…
+void draw_model_view(AppState& s);         // panel_model_view.cpp
+void draw_model_shapes(AppState& s);       // panel_model_view.cpp: the strip below it
 void upload_texture(HeadTexture& t, int w, int h, const float* data);  // renderer.cpp
 
 // [SECTION] The Train view (train/panel_train.cpp, train/train_view.cpp)

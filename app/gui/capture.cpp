@@ -279,6 +279,11 @@ nlohmann::json model_state_json(const AppState& s) {
     updates.push_back({{"ms", u.ms}, {"forward_ms", u.forward_ms}, {"from", u.from}, {"tokens", u.tokens}});
   j["updates"] = updates;
   if (m.result) {
+    // The model's facts as the view names them, and why the GPT-only tools are off (or "").
+    const ModelFacts& f = m.result->loaded.facts;
+    j["facts"] = {{"model_type", f.model_type}, {"architecture", f.architecture}, {"layers", f.layers},
+                  {"heads", f.heads},           {"kv_heads", f.kv_heads},         {"windows", f.window}};
+    j["gpt_only"] = gpt_only_reason(m);
     j["generation"] = m.result->generation;
     j["forward_ms"] = m.result->forward_ms;
     j["recomputed_from"] = m.result->recomputed_from;

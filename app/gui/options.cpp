@@ -46,8 +46,8 @@ void add_options(CLI::App& sub, Options& opts) {
   sub.add_option("--theme", opts.theme, "Theme")->check(CLI::IsMember({"dark", "light"}));
   sub.add_option("--font-size", opts.font_size, "Font size in pixels")->check(CLI::Range(10.0f, 48.0f));
   sub.add_option("--model", opts.model,
-                 "A trained GPT to open in the model view: a Hugging Face GPT-2 folder or the book's GPTModel, or its "
-                 ".safetensors file");
+                 "A trained model to open in the model view: a Hugging Face GPT-2 folder or the book's GPTModel, or its "
+                 ".safetensors file; or a Qwen3, Qwen2, Llama or Gemma 3 folder");
   sub.add_option("--text", opts.text, "Text for the model (tokenized with its tokenizer)");
   sub.add_flag("--prepend-eot", opts.prepend_eot, "Put <|endoftext|> before the text, as TransformerLens does");
   sub.add_option("--model-head", opts.model_head,

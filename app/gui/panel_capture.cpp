@@ -135,8 +135,10 @@ int model_head(const AppState& s) { return std::max(0, s.gpt.head); }
 void capture_model(AppState& s, CaptureKind kind, bool svg) {
   const ModelUi& m = s.gpt;
   if (!m.result || !m.view) return;
-  const GptModel& gm = *m.result->loaded.model;
-  const GptTrace& tr = *m.result->trace;
+  if (const std::string why = gpt_only_reason(m); kind != CaptureKind::Shown && !why.empty()) {
+    notify(s, why, true);
+    return;
+  }
   const Tokenizer& tok = *m.result->loaded.tokenizer;
   std::string stem = model_name(m);
   try {
@@ -162,7 +164,8 @@ void capture_model(AppState& s, CaptureKind kind, bool svg) {
       o.colormap = m.view->key.fig.colormap;
       o.log_scale = m.view->key.fig.log_scale;
       const bool grid = kind != CaptureKind::Head;
-      f = figure::gpt_layer_figure(gm, tr, tok, m.path, model_layer(s), model_head(s), grid, o);
+      f = figure::gpt_layer_figure(*m.result->loaded.model, *m.result->trace, tok, m.path, model_layer(s),
+                                   model_head(s), grid, o);
       stem += grid ? "-layer" + std::to_string(model_layer(s)) : "-head" + std::to_string(model_layer(s)) + "." + std::to_string(model_head(s));
     }
     const int scale = std::clamp(s.settings.capture_scale, 1, 4);
@@ -179,9 +182,11 @@ void draw_model_capture_items(AppState& s) {
   std::snprintf(head_item, sizeof head_item, "Head %d.%d (PNG)", model_layer(s), model_head(s));
   if (ImGui::MenuItem("Model view (PNG)", "F12")) capture_model(s, CaptureKind::Shown, false);
   record_widget(s, "capture_model_view");
-  if (ImGui::MenuItem(layer_item)) capture_model(s, CaptureKind::Grid, false);
+  // Through the chapter-3 module: a GPT's layers only (gpt_only_reason).
+  const bool gpt = gpt_only_reason(s.gpt).empty();
+  if (ImGui::MenuItem(layer_item, nullptr, false, gpt)) capture_model(s, CaptureKind::Grid, false);
   record_widget(s, "capture_model_layer");
-  if (ImGui::MenuItem(head_item)) capture_model(s, CaptureKind::Head, false);
+  if (ImGui::MenuItem(head_item, nullptr, false, gpt)) capture_model(s, CaptureKind::Head, false);
   record_widget(s, "capture_model_head");
   if (ImGui::MenuItem("Model view (SVG)")) capture_model(s, CaptureKind::Shown, true);
   if (ImGui::MenuItem("Whole window (PNG)", "Shift+F12")) capture(s, CaptureKind::Window);

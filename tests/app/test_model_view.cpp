@@ -57,7 +57,7 @@ Tokenizer tiny() {
 
 TEST(ModelViewText, ShowsTokensWithTheLeadingSpaceVisible) {
   const Tokenizer tok = tiny();
-  const TextTokens t = tokenize_for_display(tok, "ab a", false, 16);
+  const TextTokens t = tokenize_for_display(tok, "ab a", {}, 16);
   ASSERT_EQ(t.tokens.size(), 3u);
   EXPECT_EQ(t.tokens[0], "a");
   EXPECT_EQ(t.tokens[1], "b");
@@ -69,18 +69,18 @@ TEST(ModelViewText, ShowsTokensWithTheLeadingSpaceVisible) {
 
 TEST(ModelViewText, PrependsEndOfTextWhenAsked) {
   const Tokenizer tok = tiny();
-  const TextTokens t = tokenize_for_display(tok, "a", true, 16);
+  const TextTokens t = tokenize_for_display(tok, "a", {SpecialFirst::EndOfText}, 16);
   ASSERT_EQ(t.tokens.size(), 2u);
   EXPECT_EQ(t.tokens[0], "<|endoftext|>");
 }
 
 TEST(ModelViewText, ErrorsNameTheFieldAndBothLengths) {
   const Tokenizer tok = tiny();
-  EXPECT_EQ(tokenize_for_display(tok, "", false, 16).error, "text: empty; type at least one token");
-  const TextTokens t = tokenize_for_display(tok, "ab ab ab", false, 4);
+  EXPECT_EQ(tokenize_for_display(tok, "", {}, 16).error, "text: empty; type at least one token");
+  const TextTokens t = tokenize_for_display(tok, "ab ab ab", {}, 4);
   EXPECT_EQ(t.tokens.size(), 6u);  // still shown: the teacher sees what is too long
   EXPECT_EQ(t.error, "text: 6 tokens is longer than the model's context of 4");
-  EXPECT_EQ(tokenize_for_display(tok, "ab ab", false, 4).error, "");
+  EXPECT_EQ(tokenize_for_display(tok, "ab ab", {}, 4).error, "");
 }
 
 TEST(ModelViewText, HeadLabelsAreLayerDotHead) {
@@ -180,17 +180,28 @@ TEST(ModelFigure, LabelsEveryHeadAndScoresEveryThumbnailOnEveryCanvas) {
 }
 
 // Whatever the model, selection and detector, the figure stays within the app's canvases
-// (24 layers with a detector's score lines need 720 pixels of height: below, the last rows
-// are beyond the canvas).
+// (24 layers with a detector's score lines need 720 pixels of height, 26 a few more: below,
+// the last rows are beyond the canvas).
 TEST(ModelFigure, StaysWithinItsCanvas) {
-  for (const auto& [L, H, T] : {std::tuple{3, 4, 14}, {12, 12, 44}, {12, 12, 300}, {2, 4, 6}, {24, 16, 64}})
+  // The last three as Qwen3-0.6B (16 query heads sharing 8 K/V heads) and Gemma 3 1B (4
+  // sharing 1, a window on five of six layers) draw them: groups and sliding labels.
+  for (const auto& [L, H, T, G, W] : {std::tuple{3, 4, 14, 0, 0},
+                                      {12, 12, 44, 0, 0},
+                                      {12, 12, 300, 0, 0},
+                                      {2, 4, 6, 0, 0},
+                                      {24, 16, 64, 0, 0},
+                                      {24, 16, 64, 8, 0},
+                                      {26, 4, 64, 1, 512}})
     for (const bool scored : {false, true}) {
       SyntheticView v(L, H, T, scored);
+      v.mv.kv_heads = G;
+      if (W > 0)
+        for (int l = 0; l < L; ++l) v.mv.windows.push_back(l % 6 == 5 ? 0 : W);
       for (const bool selected : {false, true}) {
         v.mv.selected_layer = selected ? L - 1 : -1, v.mv.selected_head = selected ? H - 1 : -1;
         for (const auto& [w, h] :
              {std::pair{1475.0f, 870.0f}, {835.0f, 590.0f}, {1280.0f, 720.0f}, {1860.0f, 930.0f}}) {
-          if (L > 12 && scored && h < 720.0f) continue;
+          if (L > 12 && scored && h < (L > 24 ? 800.0f : 720.0f)) continue;
           const figure::Figure f = figure::build_model_figure(v.mv, screen(w, h));
           EXPECT_LE(f.width, static_cast<int>(w)) << L << "x" << H << " T " << T << " at " << w << "x" << h;
           EXPECT_LE(f.height, static_cast<int>(h)) << L << "x" << H << " T " << T << " at " << w << "x" << h;
@@ -268,6 +279,64 @@ TEST(ModelFigure, TheLargeHeadIsItsOwnWeights) {
   EXPECT_EQ(texts(f, "value").size(), 21u);  // the 21 visible cells of 6 tokens, numbered
 }
 
+// A Qwen/Gemma-shaped view: query heads drawn in groups under "K/V g" brackets, a wider gap
+// between groups than within; sliding layers labelled on a band, the keys outside their
+// window hatched as the window's (thumbnails and the large head), the legend saying so; the
+// subtitle naming the architecture.
+TEST(ModelFigure, GroupsHeadsByKvHeadAndMarksSlidingLayers) {
+  SyntheticView v(3, 4, 10, false);
+  v.mv.kv_heads = 2;
+  v.mv.windows = {4, 4, 0};
+  v.mv.model_parts = {"gemma3_text", "3 layers", "4 query heads sharing 2 K/V heads"};
+  v.mv.selected_layer = 1, v.mv.selected_head = 2;
+  const figure::Figure f = figure::build_model_figure(v.mv, screen(1475.0f, 870.0f));
+  std::vector<std::string> kv;
+  for (const figure::Prim* p : texts(f, "kv-label")) kv.push_back(p->text);
+  EXPECT_EQ(kv, (std::vector<std::string>{"K/V 0", "K/V 1"}));
+  const auto sliding = texts(f, "sliding");
+  ASSERT_EQ(sliding.size(), 2u);
+  EXPECT_EQ(sliding[0]->text, "sliding W = 4");
+  EXPECT_LT(sliding[0]->y0, f.hit("thumb_1_0")->y0);  // on layer 0's row, then layer 1's
+  EXPECT_GT(sliding[1]->y0, f.hit("thumb_1_0")->y0);
+  int bands = 0;
+  for (const figure::Prim& p : f.prims) bands += p.cls == "sliding-band";
+  EXPECT_EQ(bands, 2);
+  const float within = f.hit("thumb_0_1")->x0 - f.hit("thumb_0_0")->x1;
+  const float between = f.hit("thumb_0_2")->x0 - f.hit("thumb_0_1")->x1;
+  EXPECT_GT(between, within + 10.0f);
+  // Query 9 of layer 0 sees keys 6..9: keys 0..5 are the window's, 6..9 visible.
+  ASSERT_EQ(f.heatmaps.size(), 13u);
+  const figure::HeatmapInfo& t0 = f.heatmaps[0];
+  ASSERT_EQ(t0.rows, 10);
+  EXPECT_TRUE(t0.windowed(9 * 10 + 5));
+  EXPECT_FALSE(t0.hidden(9 * 10 + 6));
+  EXPECT_FALSE(t0.windowed(2 * 10 + 5));  // above the diagonal: the causal mask's
+  EXPECT_TRUE(t0.hidden(2 * 10 + 5));
+  for (std::size_t k = 0; k < 100; ++k) EXPECT_FALSE(f.heatmaps[8].windowed(k)) << k;  // layer 2: full
+  const figure::HeatmapInfo& big = f.heatmaps.back();
+  EXPECT_TRUE(big.windowed(9 * 10 + 5));
+  EXPECT_FALSE(big.hidden(9 * 10 + 6));
+  bool legend = false, subtitle = false;
+  for (const figure::Prim& p : f.prims) {
+    legend = legend || p.text.find("outside the sliding window") != std::string::npos;
+    subtitle =
+        subtitle || (p.cls == "subtitle" && p.text.find("4 query heads sharing 2 K/V heads") != std::string::npos);
+  }
+  EXPECT_TRUE(legend);
+  EXPECT_TRUE(subtitle);
+  // Without groups or windows none of it is drawn (GPT-2's view is unchanged).
+  SyntheticView g(3, 4, 10, false);
+  const figure::Figure plain = figure::build_model_figure(g.mv, screen(1475.0f, 870.0f));
+  EXPECT_TRUE(texts(plain, "kv-label").empty());
+  EXPECT_TRUE(texts(plain, "sliding").empty());
+  EXPECT_THROW(
+      {
+        g.mv.kv_heads = 3;
+        (void)figure::build_model_figure(g.mv, screen(800.0f, 600.0f));
+      },
+      std::invalid_argument);
+}
+
 // Thumbnails pooled beforehand (the app pools off its drawing thread) give the very figure
 // the builder pools itself (render's path), for the pooling the canvas calls for.
 TEST(ModelFigure, PooledBeforehandIsTheSameFigure) {
@@ -296,7 +365,7 @@ struct Forward {
     auto m = std::make_shared<GptModel>(test::random_gpt(c, true, 5));
     prepare_gpt_forward(*m);
     res->trace = std::make_shared<GptTrace>(gpt_forward(*m, tok->encode(text)));
-    res->loaded = {m, tok, "tiny-model"};
+    res->loaded = {m, nullptr, tok, "tiny-model", model_facts(*m)};
     res->generation = 1;
     r = res;
   }

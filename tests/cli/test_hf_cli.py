@@ -19,65 +19,35 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_gpt_cli import load, read_safetensors, run  # noqa: E402 (the same mhaviz, argv[1])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+from small_tokenizer import BOS, HELLO_WORLD, hf_folder  # noqa: E402
 
 MODERN = sys.argv[2] if len(sys.argv) > 2 else "build/dev/modern-models"
-BOS = 256
-
-
-def byte_symbols():
-    """GPT-2's byte -> printable character map of byte-level BPE vocabularies."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
-
-
-# "hello world": ByteLevel splits "hello" | " world"; merges he, ll, Ġw, hell give
-# [hell, o] and [Ġw, o, r, l, d].
-MERGES = [("h", "e"), ("l", "l"), ("Ġ", "w"), ("he", "ll")]
-HELLO_WORLD = [260, ord("o"), 259, ord("o"), ord("r"), ord("l"), ord("d")]
-
-
-def tokenizer_json():
-    vocab = {sym: b for b, sym in byte_symbols().items()}
-    for k, (a, b) in enumerate(MERGES):
-        vocab[a + b] = 257 + k
-    return {"version": "1.0", "truncation": None, "padding": None,
-            "added_tokens": [{"id": BOS, "content": "<bos>", "single_word": False, "lstrip": False, "rstrip": False,
-                              "normalized": False, "special": True}],
-            "normalizer": None,
-            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
-            "post_processor": {"type": "TemplateProcessing",
-                               "single": [{"SpecialToken": {"id": "<bos>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
-                               "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
-                               "special_tokens": {"<bos>": {"id": "<bos>", "ids": [BOS], "tokens": ["<bos>"]}}},
-            "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-            "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                      "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                      "vocab": vocab, "merges": [f"{a} {b}" for a, b in MERGES]}}
-
-
-class Dump(unittest.TestCase):
+class Folders(unittest.TestCase):
+    """Every checkpoint copied with the small tokenizer, once per class."""
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="mhaviz_hf_cli_")
         cls.manifest = load(os.path.join(MODERN, "manifest.json"))
         cls.folders = {}
         for c in cls.manifest["checkpoints"]:
-            to = os.path.join(cls.tmp, c["name"])
-            shutil.copytree(os.path.join(MODERN, c["name"]), to, ignore=shutil.ignore_patterns("reference"))
-            with open(os.path.join(to, "tokenizer.json"), "w", encoding="utf-8") as f:
-                json.dump(tokenizer_json(), f)
-            cls.folders[c["name"]] = to
+            cls.folders[c["name"]] = hf_folder(MODERN, c["name"], os.path.join(cls.tmp, c["name"]))
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
+    def expect_error(self, args, needle, out_name="never.json"):
+        out = os.path.join(self.tmp, out_name)
+        r = run(*args, "-o", out)
+        self.assertEqual(r.returncode, 2, f"{args}: {r.stderr}")
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn(needle, r.stderr)
+        self.assertEqual(r.stdout, "")
+        self.assertFalse(os.path.exists(out))
+
+
+class Dump(Folders):
     def test_every_checkpoint_equals_the_reference(self):
         self.assertGreaterEqual(len(self.manifest["checkpoints"]), 7)
         for c in self.manifest["checkpoints"]:
@@ -124,15 +94,6 @@ class Dump(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(load(out)["token_ids"], [1, 2, 3])
 
-    def expect_error(self, args, needle):
-        out = os.path.join(self.tmp, "never.json")
-        r = run(*args, "-o", out)
-        self.assertEqual(r.returncode, 2, f"{args}: {r.stderr}")
-        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
-        self.assertIn(needle, r.stderr)
-        self.assertEqual(r.stdout, "")
-        self.assertFalse(os.path.exists(out))
-
     def test_every_broken_folder_is_one_line(self):
         bad = load(os.path.join(MODERN, "bad", "manifest.json"))["cases"]
         self.assertGreaterEqual(len(bad), 20)
@@ -176,6 +137,76 @@ class Bench(unittest.TestCase):
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn(needle, r.stderr)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+
+class Render(Folders):
+    """render --model --view model [L.H] of these folders: the cells drawn are dump's weights,
+    the keys outside a sliding layer's window hatched as the window's; the heads grouped by
+    the K/V head they share and the sliding layers labelled (the SVG's text); what needs a
+    GPT's layers (layer, head, sweep, patch, lens, --norm-weighted) refused in one line."""
+    TEXT = "hello world, hello"
+
+    def render(self, folder, *args, svg=False):
+        out = os.path.join(self.tmp, "f.svg" if svg else "f.png")
+        cells = os.path.join(self.tmp, "f.json")
+        r = run("render", "--model", folder, "--text", self.TEXT, "--view", "model", *args, "-o", out, "--cells-json", cells)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out, "rb") as f:
+            data = f.read()
+        return load(cells), data
+
+    def test_cells_are_dumps_weights_with_the_window_hatched(self):
+        for name in ("qwen3_f32", "gemma3_f32", "llama3_bf16_sharded"):
+            c = next(c for c in self.manifest["checkpoints"] if c["name"] == name)
+            folder = self.folders[name]
+            d = json.loads(run("dump", "--model", folder, "--text", self.TEXT).stdout)
+            T, L, H = len(d["token_ids"]), c["n_layers"], c["n_heads"]
+            drawn, _ = self.render(folder, "1.1", "--linear-scale")
+            self.assertEqual(len(drawn["heads"]), L * H + 1, name)
+            for k, head in enumerate(drawn["heads"]):
+                layer, h = (k // H, k % H) if k < L * H else (1, 1)
+                W = c["window"] if c["sliding"][layer] else 0
+                w = d["tensors"][f"layers.{layer}.attn_weights"]["data"][h * T * T:(h + 1) * T * T]
+                self.assertEqual((head["rows"], head["cols"]), (T, T))
+                windowed = set(head.get("windowed", []))
+                for i in range(T):
+                    for j in range(T):
+                        v = head["values"][i * T + j]
+                        outside = W > 0 and j <= i - W
+                        self.assertEqual(i * T + j in windowed, outside, f"{name} {layer}.{h} [{i}, {j}]")
+                        if j > i or outside:
+                            self.assertIsNone(v, f"{name} {layer}.{h} [{i}, {j}]")
+                        else:
+                            self.assertAlmostEqual(v, w[i * T + j], places=6, msg=f"{name} {layer}.{h} [{i}, {j}]")
+
+    def test_groups_and_sliding_layers_are_labelled(self):
+        _, qwen = self.render(self.folders["qwen3_f32"], svg=True)
+        qwen = qwen.decode()
+        self.assertIn(">K/V 0<", qwen)
+        self.assertIn(">K/V 1<", qwen)
+        self.assertIn("4 query heads sharing 2 K/V heads", qwen)
+        self.assertNotIn("sliding W", qwen)
+        _, gemma = self.render(self.folders["gemma3_f32"], svg=True)
+        gemma = gemma.decode()
+        self.assertEqual(gemma.count(">sliding W = 4<"), 2)  # layers 0 and 1 (sliding_window_pattern 3)
+        self.assertIn("sliding W = 4 on 2 of 3 layers", gemma)
+        self.assertIn("outside the sliding window", gemma)
+        _, mha = self.render(self.folders["llama_mha_f32"], svg=True)
+        self.assertNotIn(b"K/V 0", mha)  # as many K/V heads as query heads: no groups
+        drawn, _ = self.render(self.folders["gemma3_f32"], "--detector", "induction")
+        self.assertEqual(len(drawn["heads"]), 3 * 4)
+
+    def test_what_needs_a_gpts_layers_is_refused(self):
+        folder = self.folders["gemma3_f32"]
+        for args, needle in ((["--view", "layer", "1"], "through the chapter-3 module"),
+                             (["--view", "head", "1.1"], "through the chapter-3 module"),
+                             (["--view", "sweep"], "--view: sweep needs a GPT-2-layout model"),
+                             (["--view", "lens"], "--view: lens needs a GPT-2-layout model"),
+                             (["--view", "model", "--norm-weighted"], "--norm-weighted: needs a GPT-2-layout model"),
+                             (["--view", "model", "3.0"], "--view: layer 3 is out of range [0, 2]"),
+                             (["--view", "model", "0.4"], "--view: head 0.4 is out of range (heads 0 to 3)")):
+            self.expect_error(["render", "--model", folder, "--text", "a", *args], needle, "never.png")
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

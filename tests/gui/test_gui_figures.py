@@ -3,7 +3,7 @@ built once (app/figure); the screen draws it and a capture draws the same list. 
 as the app runs, under Xvfb, for the lesson's grid and enlarged head, walkthrough steps (the
 matmul steps with their operands, the mistake with the correct merge beside it, out_proj with
 its W and the output, the middle of an animation), the comparison tab, and the model view of a
-trained GPT (its grid, and a head shown large beside it), and the Train view (its plots and the
+trained GPT (its grid, and a head shown large beside it) and of a Gemma-3-shaped folder, and the Train view (its plots and the
 probe's heads):
 
 - the capture's display list (--capture-sidecars) is the screen's (the state's "figure"),
@@ -158,6 +158,19 @@ if os.path.isdir(MODEL):
     ]
 else:
     g.check(False, "the torch-made checkpoints are in MHAVIZ_MODELS_DIR (%r)" % MODEL)
+# A Gemma-3-shaped folder (make_modern_checkpoints.py, with the small tokenizer.json): heads
+# grouped by K/V head, two sliding layers with the window's hatch, head 1.1 large.
+MODERN = os.environ.get("MHAVIZ_MODERN_DIR", "")
+if os.path.isdir(os.path.join(MODERN, "gemma3_f32")):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+    from small_tokenizer import hf_folder  # noqa: E402
+
+    GEMMA = hf_folder(MODERN, "gemma3_f32", os.path.join(tmp, "gemma3_f32"))
+    HF_TEXT = "hello world, hello"
+    VIEWS += [("hf-model-head", ["--model", GEMMA, "--text", HF_TEXT, "--model-head", "1.1"],
+               ["--model", GEMMA, "--text", HF_TEXT, "--view", "model", "1.1"])]
+else:
+    g.check(False, "the Qwen/Llama/Gemma checkpoints are in MHAVIZ_MODERN_DIR (%r)" % MODERN)
 
 for name, args, render_args in VIEWS:
     run = capture_run(name, args)

@@ -11,8 +11,8 @@
 
 namespace mhaviz::gui {
 
-TextTokens tokenize_for_display(const Tokenizer& tok, std::string_view text, bool prepend_eot, int n_ctx) {
-  const Prompt p = encode_prompt(tok, text, {prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None}, {n_ctx, 0});
+TextTokens tokenize_for_display(const Tokenizer& tok, std::string_view text, PromptOptions o, int n_ctx) {
+  const Prompt p = encode_prompt(tok, text, o, {n_ctx, 0});
   TextTokens out;
   for (const int id : p.ids) out.tokens.push_back(tok.display_token(id));
   out.error = p.error;
@@ -121,11 +121,72 @@ void lens_of(ModelViewData& d, const GptModel& m, const Tokenizer& tok, const Gp
       figure::lens_view(m, lens, tok, figure::display_tokens(tok, tr.ids), path, d.lens_position));
 }
 
+// d's view with key's selection on key's canvas: its tokens, thumbnails (prev's, when it
+// showed the same weights pooled alike), figure and next-token position.
+void lay_out(ModelViewData& d, const ModelViewKey& key, const ModelViewData* same) {
+  d.token_strings = d.view.token_names;
+  d.view.selected_layer = key.layer;
+  d.view.selected_head = key.head;
+  const int f = figure::model_pool_factor(d.view, key.fig);
+  if (same && same->thumbs.f == f && same->thumbs.cmap == key.fig.colormap &&
+      same->thumbs.log_scale == key.fig.log_scale)
+    d.thumbs = same->thumbs;
+  else
+    d.thumbs = figure::model_thumbnails(d.view, f, key.fig.colormap, key.fig.log_scale);
+  d.figure = model_figure_for(d, key.fig);
+  d.position = key.position < 0 ? d.tokens - 1 : std::clamp(key.position, 0, d.tokens - 1);
+}
+
+std::vector<std::string> shown_percentages(const std::vector<NextRow>& next) {
+  std::vector<float> ps;
+  for (const NextRow& n : next) ps.push_back(n.p);
+  return percent_texts(ps);
+}
+
+// The next tokens after position pos of any forward (no ablated run to compare with).
+std::vector<NextRow> next_rows(const GptWorker::Result& r, int pos) {
+  const NextToken nt = next_token_from_logits(r.logits(pos), 5);
+  std::vector<NextRow> out;
+  for (const TokenProbability& t : nt.top)
+    out.push_back({t.id, figure::display_tokens(*r.loaded.tokenizer, {t.id}).front(), t.p,
+                   std::log(static_cast<double>(t.p)), t.p});
+  return out;
+}
+
+// A Qwen/Llama/Gemma forward: the weights, detector and next tokens (no interventions: the
+// key's ablation, norm-weighted and lens are not asked for such a model, see wanted_key).
+std::shared_ptr<const ModelViewData> derive_hf_view(std::shared_ptr<const GptWorker::Result> r, const ModelViewKey& key,
+                                                    const std::shared_ptr<const ModelViewData>& prev) {
+  auto d = std::make_shared<ModelViewData>();
+  d->key = key;
+  d->result = r;
+  d->n_layer = r->loaded.facts.layers;
+  d->n_head = r->loaded.facts.heads;
+  d->tokens = r->tokens();
+  d->ids = r->ids();
+  const bool same = prev && prev->result == r;
+  if (same && prev->key.pattern == key.pattern) {
+    d->view = prev->view;
+    d->top = prev->top;
+  } else {
+    std::optional<HeadPattern> pattern;
+    if (key.pattern >= 0 && key.pattern < kHeadPatternCount) pattern = kHeadPatterns[key.pattern];
+    d->view =
+        figure::hf_model_view(*r->loaded.hf, *r->hf_trace, *r->loaded.tokenizer, r->loaded.path.string(), pattern);
+    d->top = figure::model_top_heads(d->view);
+  }
+  lay_out(*d, key, same ? prev.get() : nullptr);
+  d->next = same && prev->position == d->position ? prev->next : next_rows(*r, d->position);
+  d->next_shown = shown_percentages(d->next);
+  return d;
+}
+
 }  // namespace
 
 std::shared_ptr<const ModelViewData> derive_model_view(std::shared_ptr<const GptWorker::Result> r,
                                                        const ModelViewKey& key,
                                                        std::shared_ptr<const ModelViewData> prev) {
+  if (r->loaded.hf) return derive_hf_view(r, key, prev);
   const GptModel& m = *r->loaded.model;
   const Tokenizer& tok = *r->loaded.tokenizer;
   auto d = std::make_shared<ModelViewData>();
@@ -168,17 +229,7 @@ std::shared_ptr<const ModelViewData> derive_model_view(std::shared_ptr<const Gpt
   }
   d->view.ablated.clear();
   for (const HeadIndex& h : key.ablate) d->view.ablated.push_back(h.layer * d->n_head + h.head);
-  d->token_strings = d->view.token_names;
-  d->view.selected_layer = key.layer;
-  d->view.selected_head = key.head;
-  const int f = figure::model_pool_factor(d->view, key.fig);
-  if (same && prev->thumbs.f == f && prev->thumbs.cmap == key.fig.colormap &&
-      prev->thumbs.log_scale == key.fig.log_scale)
-    d->thumbs = prev->thumbs;
-  else
-    d->thumbs = figure::model_thumbnails(d->view, f, key.fig.colormap, key.fig.log_scale);
-  d->figure = model_figure_for(*d, key.fig);
-  d->position = key.position < 0 ? d->tokens - 1 : std::clamp(key.position, 0, d->tokens - 1);
+  lay_out(*d, key, same ? prev.get() : nullptr);
   if (same_run && prev->position == d->position)
     d->next = prev->next;
   else
@@ -189,9 +240,7 @@ std::shared_ptr<const ModelViewData> derive_model_view(std::shared_ptr<const Gpt
         prev && prev->result == r && !std::isnan(prev->clean_loss) ? prev->clean_loss : text_loss(m, *r->trace);
   }
   if (key.lens) lens_of(*d, m, tok, tr, r->loaded.path.string(), same_run ? prev.get() : nullptr);
-  std::vector<float> ps;
-  for (const NextRow& n : d->next) ps.push_back(n.p);
-  d->next_shown = percent_texts(ps);
+  d->next_shown = shown_percentages(d->next);
   return d;
 }
 

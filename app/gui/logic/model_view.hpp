@@ -18,17 +18,19 @@
 #include "mhaviz/gpt_interventions.hpp"
 #include "mhaviz/gpt_worker.hpp"
 #include "mhaviz/heads.hpp"
+#include "mhaviz/prompt.hpp"
 
 namespace mhaviz::gui {
 
-// The text box as the model will see it: GPT-2's tokens for display ("␣world"), with
-// <|endoftext|> first when asked, and the error the worker will give for it (empty text,
-// or "text: 20 tokens is longer than the model's context of 16": both lengths).
+// The text box as the model will see it: its tokens as the tokenizer spells them ("␣world",
+// "▁world", "\n"), with the special tokens o asks for (<|endoftext|> first, tokenizer.json's
+// template), and the error the worker will give for it (empty text, or "text: 20 tokens is
+// longer than the model's context of 16": both lengths).
 struct TextTokens {
   std::vector<std::string> tokens;
   std::string error;
 };
-TextTokens tokenize_for_display(const Tokenizer& tok, std::string_view text, bool prepend_eot, int n_ctx);
+TextTokens tokenize_for_display(const Tokenizer& tok, std::string_view text, PromptOptions o, int n_ctx);
 
 struct NextRow {
   int id = 0;

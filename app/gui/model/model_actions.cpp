@@ -31,6 +31,17 @@ void open_model(AppState& s, const std::string& path) {
   // before would fail for want of a model and hide why the load failed.
 }
 
+PromptOptions prompt_options(const ModelUi& m) {
+  return {m.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None, !m.no_special};
+}
+
+std::string gpt_only_reason(const ModelUi& m) {
+  if (!m.result || !m.result->loaded.facts.hf) return {};
+  return m.result->loaded.facts.architecture +
+         ": ablation, the sweep, patching, the logit lens, norm-weighted attention and a layer in the walkthrough "
+         "work on GPT-2-layout models only";
+}
+
 void set_model_text(AppState& s, std::string text) {
   ModelUi& m = s.gpt;
   m.text = std::move(text);
@@ -38,7 +49,7 @@ void set_model_text(AppState& s, std::string text) {
   m.edit_at = std::chrono::steady_clock::now();
   m.edit_pending = true;
   if (m.worker) {
-    m.worker->set_text(m.text, {m.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None});
+    m.worker->set_text(m.text, prompt_options(m));
     m.requested = true;
   }
 }
@@ -58,12 +69,15 @@ void toggle_ablation(ModelUi& m, HeadIndex head) {
 void start_sweep(AppState& s, bool patch) {
   ModelUi& m = s.gpt;
   if (!m.result || m.sweep_job) return;
+  if (const std::string why = gpt_only_reason(m); !why.empty()) {
+    notify(s, why, true);
+    return;
+  }
   const Tokenizer& tok = *m.result->loaded.tokenizer;
   const std::vector<int>& ids = m.result->trace->ids;
   SweepTarget t;
   if (patch) {
-    const Prompt c = encode_prompt(tok, m.corrupt_text, {m.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None},
-                                   {m.result->loaded.model->config.n_ctx, 0});
+    const Prompt c = encode_prompt(tok, m.corrupt_text, prompt_options(m), {m.result->loaded.facts.context, 0});
     t = c.error.empty() ? patch_target(tok, ids, c.ids, m.sweep_target, m.sweep_vs, m.patch_per) : SweepTarget{};
     if (!c.error.empty()) t.error = "corrupted " + c.error;
   } else {
@@ -87,7 +101,7 @@ void run_induction_probe(AppState& s) {
   const auto loaded = m.worker ? m.worker->loaded() : std::nullopt;
   if (!loaded) return;
   try {
-    m.worker->set_ids(figure::induction_probe(*loaded->model, *loaded->tokenizer));
+    m.worker->set_ids(figure::induction_probe(loaded->facts, *loaded->tokenizer));
     m.requested = m.induction_probe = true;
     m.pattern = static_cast<int>(HeadPattern::Induction);
   } catch (const std::exception& e) {
@@ -117,12 +131,14 @@ ModelViewKey wanted_key(const AppState& s, const GptWorker::Result& r) {
   k.layer = m.layer;
   k.head = m.head;
   // Heads the model shown has (a smaller model opened since keeps the others for later).
-  const GptConfig& c = r.loaded.model->config;
+  // A Qwen/Llama/Gemma model has no interventions (gpt_only_reason): its clean weights.
+  const ModelFacts& c = r.loaded.facts;
+  const bool gpt = !c.hf;
   for (const HeadIndex& h : m.ablate)
-    if (h.layer < c.n_layer && h.head < c.n_head) k.ablate.push_back(h);
+    if (gpt && h.layer < c.layers && h.head < c.heads) k.ablate.push_back(h);
   k.ablation_mode = m.ablation_mode;
-  k.norm_weighted = m.norm_weighted;
-  k.lens = m.show == ModelUi::Show::Lens;
+  k.norm_weighted = gpt && m.norm_weighted;
+  k.lens = gpt && m.show == ModelUi::Show::Lens;
   if (k.lens && !m.lens_token.empty()) {
     std::string error;  // said under the field (panel_model.cpp)
     k.lens_target = typed_token(*r.loaded.tokenizer, m.lens_token, "lens token", error);
@@ -130,7 +146,7 @@ ModelViewKey wanted_key(const AppState& s, const GptWorker::Result& r) {
   }
   k.fig = m.fig;
   // With many tokens most weights are near 1/T: a log scale, as `mhaviz render` chooses.
-  k.fig.log_scale = s.settings.log_weights || r.trace->tokens() >= figure::kLogScaleFromTokens;
+  k.fig.log_scale = s.settings.log_weights || r.tokens() >= figure::kLogScaleFromTokens;
   return k;
 }
 
@@ -220,7 +236,7 @@ void poll_model(AppState& s) {
     if (!m.path.empty()) m.layer = m.head = m.position = m.lens_position = -1;
     // Nor is the last sweep's grid of it (a sweep under way stops at its next head).
     m.sweep.reset();
-    if (m.show == ModelUi::Show::Sweep) m.show = ModelUi::Show::Heads;
+    if (m.show == ModelUi::Show::Sweep || loaded->facts.hf) m.show = ModelUi::Show::Heads;
     if (m.sweep_job) m.sweep_job->cancel();
     m.path = loaded->path.string();
     add_recent_model(s, m.path);
@@ -229,7 +245,7 @@ void poll_model(AppState& s) {
     notify(s, "Opened model " + m.path);
     // The first model runs the text box; the worker reruns its last request on later ones.
     if (!m.requested && !m.text.empty()) {
-      m.worker->set_text(m.text, {m.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None});
+      m.worker->set_text(m.text, prompt_options(m));
       m.requested = true;
     }
   }
@@ -281,6 +297,10 @@ static std::string save_layer_weights(const AppState& s, const ParameterFile& pa
 void open_layer_walkthrough(AppState& s, int layer) {
   ModelUi& m = s.gpt;
   if (!m.result || layer < 0) return;
+  if (const std::string why = gpt_only_reason(m); !why.empty()) {
+    notify(s, why, true);
+    return;
+  }
   const GptModel& gm = *m.result->loaded.model;
   if (layer >= gm.config.n_layer) return;
   try {

@@ -21,6 +21,7 @@ struct ModelUi {
   std::string path;                   // the model shown (as opened); empty: none yet
   std::string text;                   // the text box
   bool prepend_eot = false;           // <|endoftext|> first (TransformerLens's habit)
+  bool no_special = false;            // without the special tokens tokenizer.json's template adds (<bos>)
   bool requested = false;             // the worker has had a text or ids to run
   bool induction_probe = false;       // running the induction probe instead of the text
   int layer = -1, head = -1;          // the selected head (the big heatmap); -1: none
@@ -51,7 +52,7 @@ struct ModelUi {
   std::string open_edit;
   // The text box's tokens, cached on what they depend on.
   std::string tokens_text;
-  bool tokens_eot = false;
+  bool tokens_eot = false, tokens_no_special = false;
   const Tokenizer* tokens_tok = nullptr;
   TextTokens tokens;
   // The last load or forward error the app was told of (shown until the next success).

@@ -52,20 +52,31 @@ int flow_chips(const std::vector<std::string>& chips) {
   return clicked;
 }
 
+// A context a config leaves open (1 << 30, model_facts) is not printed.
+std::string context_text(const ModelFacts& f) {
+  return f.context < (1 << 30) ? ", context " + std::to_string(f.context) : std::string();
+}
+
 // [SECTION] Which model, loading
 void draw_source(AppState& s, const GptWorker::Status& st) {
   ModelUi& m = s.gpt;
   if (m.path.empty()) {
     ImGui::TextWrapped(
         "No model open. A Hugging Face GPT-2 folder or the book's GPTModel (model.safetensors + "
-        "config.json + the tokenizer files).");
+        "config.json + the tokenizer files), or a Qwen3, Qwen2, Llama or Gemma 3 folder (config.json, "
+        "model.safetensors or its shards, tokenizer.json).");
   } else {
     ImGui::TextWrapped("%s", m.path.c_str());
     if (m.result) {
-      const GptConfig& c = m.result->loaded.model->config;
+      const ModelFacts& c = m.result->loaded.facts;
+      std::string line =
+          c.architecture + ": " + std::to_string(c.layers) + " layers \xC3\x97 " + std::to_string(c.heads) + " heads";
+      if (c.kv_heads < c.heads) line += " sharing " + std::to_string(c.kv_heads) + " K/V heads";
+      if (c.sliding_layers() > 0)
+        line += ", " + std::to_string(c.sliding_layers()) + " sliding (W = " + std::to_string(c.sliding_window()) + ")";
+      line += ", " + std::to_string(c.width) + " wide" + context_text(c) + ", vocabulary " + std::to_string(c.vocab);
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-      ImGui::TextWrapped("%d layers \xC3\x97 %d heads, %d wide, context %d, vocabulary %d", c.n_layer, c.n_head,
-                         c.n_embd, c.n_ctx, c.vocab_size);
+      ImGui::TextWrapped("%s", line.c_str());
       ImGui::PopStyleColor();
     }
   }
@@ -94,24 +105,41 @@ void draw_text(AppState& s, const GptWorker::Status& st) {
   if (ImGui::InputTextMultiline("##model_text", &m.text, ImVec2(-1.0f, ImGui::GetTextLineHeight() * 3.2f)))
     set_model_text(s, m.text);
   record_widget(s, "model_text");
-  if (ImGui::Checkbox("<|endoftext|> first", &m.prepend_eot)) set_model_text(s, m.text);
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip(
-        "Many heads park attention on the first token (the attention sink); TransformerLens puts "
-        "<|endoftext|> there so that a real word is not the sink.");
   const auto loaded = m.worker ? m.worker->loaded() : std::nullopt;
+  if (loaded && loaded->facts.hf) {
+    // tokenizer.json's template (Llama 3.1's <|begin_of_text|>, Gemma 3's <bos>) or none.
+    bool special = !m.no_special;
+    if (ImGui::Checkbox("Special tokens as the tokenizer adds them", &special)) {
+      m.no_special = !special;
+      set_model_text(s, m.text);
+    }
+    record_widget(s, "model_special");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "The tokens tokenizer.json's template puts around a text, as Hugging Face's tokenizers add them: "
+          "<|begin_of_text|> (Llama 3.1, 3.2), <bos> (Gemma 3); Qwen adds none.");
+  } else {
+    if (ImGui::Checkbox("<|endoftext|> first", &m.prepend_eot)) set_model_text(s, m.text);
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "Many heads park attention on the first token (the attention sink); TransformerLens puts "
+          "<|endoftext|> there so that a real word is not the sink.");
+  }
   if (!loaded) return;
-  // The tokens as GPT-2 splits them, cached on the text (the tokenizer is thread-safe).
-  if (m.tokens_tok != loaded->tokenizer.get() || m.tokens_text != m.text || m.tokens_eot != m.prepend_eot) {
-    m.tokens = tokenize_for_display(*loaded->tokenizer, m.text, m.prepend_eot, loaded->model->config.n_ctx);
+  // The tokens as the model's tokenizer splits them, cached on the text (the tokenizer is thread-safe).
+  if (m.tokens_tok != loaded->tokenizer.get() || m.tokens_text != m.text || m.tokens_eot != m.prepend_eot ||
+      m.tokens_no_special != m.no_special) {
+    m.tokens = tokenize_for_display(*loaded->tokenizer, m.text, prompt_options(m), loaded->facts.context);
     m.tokens_tok = loaded->tokenizer.get();
     m.tokens_text = m.text;
     m.tokens_eot = m.prepend_eot;
+    m.tokens_no_special = m.no_special;
   }
   if (m.induction_probe && m.view) {
     ImGui::TextWrapped("Showing the induction probe: %d random tokens, then the same again.", (m.view->tokens - 1) / 2);
   } else {
-    ImGui::Text("%zu tokens (context %d)", m.tokens.tokens.size(), loaded->model->config.n_ctx);
+    ImGui::Text("%zu tokens%s", m.tokens.tokens.size(),
+                (loaded->facts.context < (1 << 30) ? " (" + context_text(loaded->facts).substr(2) + ")" : "").c_str());
     // Chips: each token in a frame, the leading space shown as a visible mark.
     const std::size_t shown = std::min<std::size_t>(m.tokens.tokens.size(), 200);
     flow_chips({m.tokens.tokens.begin(), m.tokens.tokens.begin() + static_cast<std::ptrdiff_t>(shown)});
@@ -202,6 +230,13 @@ void draw_lens_token(AppState& s) {
 
 void draw_interventions(AppState& s) {
   ModelUi& m = s.gpt;
+  if (const std::string why = gpt_only_reason(m); !why.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("%s", why.c_str());
+    ImGui::PopStyleColor();
+    record_widget(s, "model_gpt_only");
+    return;
+  }
   ImGui::Checkbox("Norm-weighted attention", &m.norm_weighted);
   record_widget(s, "model_norm_weighted");
   if (ImGui::IsItemHovered())
@@ -326,8 +361,14 @@ void draw_model_panel(AppState& s) {
   if (m.layer >= 0) {
     ImGui::Separator();
     ImGui::Text("Head %d.%d", m.layer, m.head);
-    if (ImGui::Button("Open layer in the walkthrough")) open_layer_walkthrough(s, m.layer);
-    record_widget(s, "model_walk");
+    if (gpt_only_reason(m).empty()) {
+      if (ImGui::Button("Open layer in the walkthrough")) open_layer_walkthrough(s, m.layer);
+      record_widget(s, "model_walk");
+    } else {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+      ImGui::TextWrapped("Open layer in the walkthrough: GPT-2-layout models only");
+      ImGui::PopStyleColor();
+    }
   }
   ImGui::Separator();
   ImGui::TextUnformatted("Next token");

@@ -50,6 +50,13 @@ void show_button(AppState& s, const char* label, ModelUi::Show what, const char*
 void sweep_tools(AppState& s) {
   ModelUi& m = s.gpt;
   ImGui::SameLine();
+  if (!gpt_only_reason(m).empty()) {
+    // Where the buttons would be: why they are not (the panel has the whole line).
+    ImGui::TextDisabled("Ablation, sweep, patching, lens, walkthrough: GPT-2-layout models only");
+    record_widget(s, "model_view_gpt_only");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", gpt_only_reason(m).c_str());
+    return;
+  }
   if (m.sweep_job) {
     const int done = m.sweep_job->done(), total = std::max(1, m.sweep_job->total());
     char buf[48];
@@ -102,7 +109,7 @@ void toolbar(AppState& s) {
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("Save the model view as shown (F12), as `mhaviz render --view model` draws it");
   // The selected head's buttons with the heads shown (a grid fills the toolbar's line otherwise).
-  if (head_selected(m) && m.show == ModelUi::Show::Heads) {
+  if (head_selected(m) && m.show == ModelUi::Show::Heads && gpt_only_reason(m).empty()) {
     ImGui::SameLine();
     if (ImGui::Button("Open layer in the walkthrough")) open_layer_walkthrough(s, m.layer);
     record_widget(s, "model_view_walk");
@@ -173,10 +180,13 @@ void waiting(const AppState& s) {
 }
 
 // [SECTION] Hover and clicks
-void thumbnail_tooltip(const ModelViewData& v, int k) {
+void thumbnail_tooltip(const ModelViewData& v, int k, bool gpt) {
   const int l = k / v.n_head, h = k % v.n_head;
   ImGui::BeginTooltip();
   ImGui::Text("Head %d.%d (layer %d, head %d)", l, h, l, h);
+  if (const int g = v.view.group(); g > 1)
+    ImGui::Text("reads K/V head %d, shared with query heads %d to %d", h / g, h / g * g, h / g * g + g - 1);
+  if (const int W = v.view.window(l); W > 0) ImGui::Text("sliding window: each query sees its last %d keys", W);
   if (!v.view.scores.empty()) {
     const float score = v.view.scores[static_cast<std::size_t>(k)];
     const std::string name = v.view.pattern;
@@ -186,7 +196,8 @@ void thumbnail_tooltip(const ModelViewData& v, int k) {
     else
       ImGui::Text("%s: no score (no row qualifies)", name.c_str());
   }
-  ImGui::TextDisabled("click: show it large; Ctrl+click: ablate it (again: restore)");
+  ImGui::TextDisabled(gpt ? "click: show it large; Ctrl+click: ablate it (again: restore)"
+                          : "click: show it large (ablation: GPT-2-layout models only)");
   ImGui::EndTooltip();
 }
 
@@ -201,7 +212,10 @@ void big_tooltip(const ModelViewData& v, const figure::HeatmapInfo& h, int i, in
   ImGui::Text("Head %d.%d", m.layer, m.head);
   ImGui::TextUnformatted(line);
   const std::size_t at = static_cast<std::size_t>(i) * static_cast<std::size_t>(h.cols) + static_cast<std::size_t>(j);
-  if (h.hidden(at))
+  if (h.windowed(at))
+    ImGui::TextDisabled("masked: the key is outside the sliding window (%d or more tokens back)",
+                        v.view.window(m.layer));
+  else if (h.hidden(at))
     ImGui::TextDisabled("masked: the key comes after the query");
   else
     ImGui::Text("weight %s", figure::format_value(h.values[at]).c_str());
@@ -226,11 +240,15 @@ void interact(AppState& s, const ScreenFigure& f, const ModelViewData& v) {
   const figure::HeatmapInfo& h = f.fig.heatmaps[static_cast<std::size_t>(c.heatmap)];
   if (c.heatmap < thumbs) {
     m.hover_k = c.heatmap;
-    thumbnail_tooltip(v, c.heatmap);
+    const std::string why = gpt_only_reason(m);
+    thumbnail_tooltip(v, c.heatmap, why.empty());
     const HeadIndex head{c.heatmap / v.n_head, c.heatmap % v.n_head};
-    if (ImGui::IsItemClicked() && (ImGui::GetIO().KeyCtrl || ImGui::GetIO().KeyShift))
-      toggle_ablation(m, head);
-    else if (ImGui::IsItemClicked())
+    if (ImGui::IsItemClicked() && (ImGui::GetIO().KeyCtrl || ImGui::GetIO().KeyShift)) {
+      if (why.empty())
+        toggle_ablation(m, head);
+      else
+        notify(s, why, true);
+    } else if (ImGui::IsItemClicked())
       m.layer = head.layer, m.head = head.head;
     return;
   }
@@ -352,8 +370,21 @@ void record_cells(AppState& s, const ScreenFigure& f, int thumbs) {
 void draw_model_shapes(AppState& s) {
   const ModelUi& m = s.gpt;
   if (!m.result || !m.view) return;
-  const GptConfig& c = m.result->loaded.model->config;
   const ModelViewData& v = *m.view;
+  if (m.result->loaded.hf) {
+    const ModelFacts& f = m.result->loaded.facts;
+    ImGui::TextWrapped(
+        "ids (%d) \xE2\x86\x92 embed_tokens (1, %d, %d) \xE2\x86\x92 %d %s blocks: RMSNorm \xE2\x86\x92 q (1, %d, %d, "
+        "%d), "
+        "k,v (1, %d, %d, %d) \xE2\x86\x92 RoPE \xE2\x86\x92 attn_weights (1, %d, %d, %d) \xE2\x86\x92 ... \xE2\x86\x92 "
+        "logits (%d)",
+        v.tokens, v.tokens, f.width, f.layers, f.architecture.c_str(), f.heads, v.tokens, f.head_dim, f.kv_heads,
+        v.tokens, f.head_dim, f.heads, v.tokens, v.tokens, f.vocab);
+    ImGui::TextDisabled("Parameters: %s   last forward %s (every row)", thousands(f.parameters).c_str(),
+                        ms_text(m.result->forward_ms).c_str());
+    return;
+  }
+  const GptConfig& c = m.result->loaded.model->config;
   // Attention-only blocks (mhaviz train --attn-only) have no LayerNorm before q, k, v.
   ImGui::TextWrapped(
       "ids (%d) \xE2\x86\x92 wte[ids] + wpe (1, %d, %d) \xE2\x86\x92 %d %s blocks: %sq,k,v (1, %d, %d, %d) "

@@ -1,5 +1,6 @@
 #include "mhaviz/gpt_worker.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
@@ -10,6 +11,68 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 }  // namespace
+
+// [SECTION] Facts of either kind
+int ModelFacts::sliding_layers() const {
+  return static_cast<int>(std::count_if(window.begin(), window.end(), [](int w) { return w > 0; }));
+}
+
+int ModelFacts::sliding_window() const {
+  const auto it = std::find_if(window.begin(), window.end(), [](int w) { return w > 0; });
+  return it == window.end() ? 0 : *it;
+}
+
+ModelFacts model_facts(const GptModel& m) {
+  const GptConfig& c = m.config;
+  ModelFacts f;
+  f.model_type = m.layout == GptLayout::HuggingFace ? "gpt2" : "book";
+  f.architecture = m.layout == GptLayout::HuggingFace ? "GPT-2 layout"
+                   : c.attn_only                      ? "the book's GPTModel, attention-only"
+                                                      : "the book's GPTModel";
+  f.layers = c.n_layer;
+  f.heads = f.kv_heads = c.n_head;
+  f.width = c.n_embd;
+  f.head_dim = c.head_dim();
+  f.vocab = c.vocab_size;
+  f.context = c.n_ctx;
+  f.window.assign(static_cast<std::size_t>(c.n_layer), 0);
+  f.parameters = m.parameter_count();
+  return f;
+}
+
+ModelFacts model_facts(const HfModel& m) {
+  const HfConfig& c = m.config;
+  ModelFacts f;
+  f.hf = true;
+  f.model_type = c.model_type;
+  f.architecture = std::string(hf_arch_name(c.arch));
+  f.layers = c.num_hidden_layers;
+  f.heads = c.num_attention_heads;
+  f.kv_heads = c.num_key_value_heads;
+  f.width = c.hidden_size;
+  f.head_dim = c.head_dim;
+  f.vocab = c.vocab_size;
+  // A config without max_position_embeddings limits nothing (as `dump --model` reads it).
+  f.context = c.max_position_embeddings > 0 ? c.max_position_embeddings : 1 << 30;
+  for (int l = 0; l < c.num_hidden_layers; ++l)
+    f.window.push_back(c.sliding[static_cast<std::size_t>(l)] ? c.sliding_window : 0);
+  f.parameters = m.parameter_count();
+  return f;
+}
+
+const Tensor& GptWorker::Result::weights(int layer) const {
+  const auto l = static_cast<std::size_t>(layer);
+  return trace ? trace->layers.at(l).weights : hf_trace->layers.at(l).weights;
+}
+
+AttentionMask GptWorker::Result::mask(int layer) const {
+  const auto l = static_cast<std::size_t>(layer);
+  return trace ? trace->layers.at(l).mask : hf_trace->layers.at(l).mask;
+}
+
+std::vector<float> GptWorker::Result::logits(int pos) const {
+  return trace ? gpt_logits(*loaded.model, *trace, pos) : hf_logits(*loaded.hf, *hf_trace, pos);
+}
 
 GptWorker::GptWorker() : thread_([this] { run(); }) {}
 
@@ -110,18 +173,33 @@ void GptWorker::do_open(const std::filesystem::path& path) {
     if (!error.empty()) status_.error = error;
   };
   try {
-    auto model = std::make_shared<GptModel>(load_gpt(path, [this](std::uint64_t done, std::uint64_t total) {
-      std::lock_guard lock(mu_);
-      status_.load_fraction = total ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
-      return !cancel_.load();
-    }));
-    auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_folder(model->folder));
-    prepare_gpt_forward(*model);
+    Loaded l;
+    l.path = path;
+    if (is_hf_model_folder(path)) {
+      auto model = std::make_shared<const HfModel>(load_hf_model(path));
+      l.tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_folder(model->folder));
+      l.facts = model_facts(*model);
+      l.hf = std::move(model);
+      // load_hf_model has no progress to ask: a cancel during it drops the model it read.
+      if (cancel_) throw LoadCancelled("cancelled");
+    } else {
+      auto model = std::make_shared<GptModel>(load_gpt(path, [this](std::uint64_t done, std::uint64_t total) {
+        std::lock_guard lock(mu_);
+        status_.load_fraction = total ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
+        return !cancel_.load();
+      }));
+      l.tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_folder(model->folder));
+      prepare_gpt_forward(*model);
+      l.facts = model_facts(*model);
+      l.model = std::move(model);
+    }
     std::lock_guard lock(mu_);
-    loaded_ = Loaded{std::move(model), std::move(tokenizer), path};
+    loaded_ = std::move(l);
     // Traces of the old model must never be reused for the new one, even at the same address.
     current_.reset();
     spare_.reset();
+    hf_current_.reset();
+    hf_spare_.reset();
     status_.loading = false;
     status_.load_fraction = 0;
     status_.error.clear();
@@ -141,8 +219,7 @@ bool GptWorker::encode(const Request& r, const Loaded& model, std::vector<int>& 
     std::lock_guard lock(mu_);
     status_.tokenizing = true;
   }
-  const GptConfig& c = model.model->config;
-  Prompt p = encode_prompt(*model.tokenizer, *r.text, r.options, {c.n_ctx, c.vocab_size});
+  Prompt p = encode_prompt(*model.tokenizer, *r.text, r.options, model.limits());
   std::lock_guard lock(mu_);
   status_.tokenizing = false;
   if (!p.error.empty()) {
@@ -151,6 +228,33 @@ bool GptWorker::encode(const Request& r, const Loaded& model, std::vector<int>& 
   }
   ids = std::move(p.ids);
   return true;
+}
+
+// The older of the two GPT traces, unless a reader still holds it; else a copy of the newest
+// when the new ids start as its ids do (made here, outside the lock): copying rows costs
+// less than computing them again, and typing faster than the forward while the app still
+// shows the trace before would otherwise recompute every row.
+std::shared_ptr<GptTrace> GptWorker::gpt_work(const std::vector<int>& ids) {
+  std::shared_ptr<GptTrace> work;
+  std::shared_ptr<const GptTrace> base;
+  {
+    std::lock_guard lock(mu_);
+    if (spare_ && spare_.use_count() == 1)
+      work = spare_;
+    else if (current_ && !current_->ids.empty() && !ids.empty() && current_->ids.front() == ids.front())
+      base = current_;
+    spare_.reset();
+  }
+  if (!work) work = base ? std::make_shared<GptTrace>(*base) : std::make_shared<GptTrace>();
+  return work;
+}
+
+// The older HF trace unless a reader holds it (its buffers reused), else a fresh one.
+std::shared_ptr<HfTrace> GptWorker::hf_work() {
+  std::lock_guard lock(mu_);
+  std::shared_ptr<HfTrace> work = hf_spare_ && hf_spare_.use_count() == 1 ? hf_spare_ : std::make_shared<HfTrace>();
+  hf_spare_.reset();
+  return work;
 }
 
 void GptWorker::do_forward(const Request& r) {
@@ -167,26 +271,22 @@ void GptWorker::do_forward(const Request& r) {
   std::vector<int> ids = r.ids;
   if (r.text && !encode(r, *model, ids)) return;
   std::shared_ptr<GptTrace> work;
-  std::shared_ptr<const GptTrace> base;  // copied into work when work is not the spare
+  std::shared_ptr<HfTrace> hf;
   {
     std::lock_guard lock(mu_);
-    // The older of the two traces, unless a reader still holds it.
-    if (spare_ && spare_.use_count() == 1)
-      work = spare_;
-    else if (current_ && !current_->ids.empty() && !ids.empty() && current_->ids.front() == ids.front())
-      base = current_;
-    spare_.reset();
     status_.computing = true;
     compute_start_ = Clock::now();
   }
   const auto t0 = Clock::now();
-  // Else a copy of the newest trace when the new ids start as its ids do (made here, outside
-  // the lock): copying rows costs less than computing them again, and typing faster than the
-  // forward while the app still shows the trace before would otherwise recompute every row.
-  if (!work) work = base ? std::make_shared<GptTrace>(*base) : std::make_shared<GptTrace>();
   std::string error;
   try {
-    gpt_forward(*model->model, ids, *work);
+    if (model->hf) {
+      hf = hf_work();
+      hf_forward(*model->hf, ids, *hf);
+    } else {
+      work = gpt_work(ids);
+      gpt_forward(*model->model, ids, *work);
+    }
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -194,18 +294,24 @@ void GptWorker::do_forward(const Request& r) {
   std::lock_guard lock(mu_);
   status_.computing = false;
   if (!error.empty()) {
-    status_.error = error;  // `work` is dropped: a trace a forward stopped in is never reused
+    status_.error = error;  // the trace is dropped: a trace a forward stopped in is never reused
     return;
   }
   status_.error.clear();
   auto res = std::make_shared<Result>();
   res->loaded = *model;
   res->trace = work;
+  res->hf_trace = hf;
   res->forward_ms = ms;
-  res->recomputed_from = work->recomputed_from;
+  res->recomputed_from = work ? work->recomputed_from : 0;
   res->generation = ++status_.generation;
-  spare_ = std::move(current_);
-  current_ = std::move(work);
+  if (work) {
+    spare_ = std::move(current_);
+    current_ = std::move(work);
+  } else {
+    hf_spare_ = std::move(hf_current_);
+    hf_current_ = std::move(hf);
+  }
   result_ = std::move(res);
 }
 

@@ -1,0 +1,145 @@
+"""The model view of today's open models (issue 25), the real app under Xvfb, on a
+Qwen3-shaped and a Gemma-3-shaped checkpoint of make_modern_checkpoints.py (random weights,
+copied with the small byte-level tokenizer.json of tests/models/small_tokenizer.py).
+
+- `gui --model FOLDER --text TEXT` opens either with no GL error; the state names the
+  architecture and its K/V heads and windows; the tokens shown are dump's (<bos> first, as
+  the tokenizer's template says); every thumbnail holds dump's weights (masked cells: null,
+  the keys outside a sliding layer's window too).
+- The figure groups the query heads under "K/V 0", "K/V 1" (Qwen3: 4 query heads sharing 2)
+  and labels Gemma's sliding layers "sliding W = 4" on a band (layers 0 and 1 of 3).
+- Ctrl+click on a thumbnail ablates nothing and says why in the status bar (the tools that
+  need a GPT's trace are GPT-2-layout only); the panel and the toolbar show that line where
+  their controls would be.
+- A click shows a head large; F12 saves the very file `mhaviz render --model FOLDER --view
+  model L.H --size W x H --font PX` writes for the app's canvas and font.
+
+usage (under xvfb-run): test_gui_hfmodel.py PATH/TO/mhaviz MODERN_DIR
+"""
+import hashlib
+import json
+import os
+import sys
+
+import guitest as g
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+from small_tokenizer import BOS, hf_folder  # noqa: E402
+
+tmp = g.setup(sys.argv)
+MODERN = sys.argv[2]
+TEXT = "hello world, hello"
+SIZE = ["--width", "1280", "--height", "800"]
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def dump(folder):
+    r = g.run(["dump", "--model", folder, "--text", TEXT])
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def texts(state, cls):
+    fig = state["figure"]
+    return [p["text"] for p in fig["display_list"]["prims"] if p.get("class") == cls] if fig else []
+
+
+def check_thumbnails(name, side, d, windows):
+    """Every thumbnail's cells (one per token: pool 1) against dump's weights; hidden cells
+    (after the query, or W or more keys back on a sliding layer) are null."""
+    m = side["model"]
+    H = d["model"]["num_attention_heads"]
+    T = len(d["token_ids"])
+    bad = 0
+    for k, th in enumerate(m["thumbnails"]):
+        layer, h = divmod(k, H)
+        w = d["tensors"]["layers.%d.attn_weights" % layer]["data"][h * T * T:(h + 1) * T * T]
+        W = windows[layer]
+        for i in range(T):
+            for j in range(T):
+                v = th["values"][i * T + j]
+                hidden = j > i or (W > 0 and i - j >= W)
+                if (v is None) != hidden or (v is not None and abs(v - w[i * T + j]) > 1e-6):
+                    bad += 1
+    g.check(m["pool"] == 1 and bad == 0, "%s: %d thumbnails hold dump's weights, the window's keys hidden (%d bad)" %
+            (name, len(m["thumbnails"]), bad))
+
+
+def check_model(name, folder, layers, heads, kv_heads, windows):
+    lay = os.path.join(tmp, name + ".layout.json")
+    state = os.path.join(tmp, name + ".state.json")
+    caps = os.path.join(tmp, name + "-caps")
+    shot = os.path.join(tmp, name + ".png")
+    args = ["gui", "--model", folder, "--text", TEXT, "--no-restore", "--check-gl", "--config-dir", tmp + "/c-" + name,
+            "--state-dir", tmp + "/s-" + name, "--capture-dir", caps, "--layout-out", lay, "--state-out", state] + SIZE
+    d = dump(folder)
+    p = g.start(args)
+    try:
+        g.wait_for_layout(lay, ["thumb_0_1", "model_gpt_only", "model_view_gpt_only"], proc=p)
+        win = g.read_json(lay)
+        ox, oy = win["window_x"], win["window_y"]
+        g.focus_window()
+
+        def model(what, pred):
+            return g.wait_state(state, what, lambda j: pred(j["model"]), p)
+
+        st = model("the model view drawn", lambda m: m.get("n_layer") == layers and not m["busy"] and m["shown"])
+        m = st["model"]
+        f = m["facts"]
+        g.check((f["layers"], f["heads"], f["kv_heads"], f["windows"]) == (layers, heads, kv_heads, windows),
+                "%s: the state's facts: %d layers, %d query heads sharing %d K/V heads, windows %s" %
+                (name, layers, heads, kv_heads, f["windows"]))
+        g.check(m["ids"] == d["token_ids"] and m["ids"][0] == BOS and m["tokens"] == d["tokens"],
+                "%s: the tokens are dump's, <bos> first as the template says: %s" % (name, m["tokens"][:4]))
+        g.check("GPT-2-layout models only" in m["gpt_only"], "%s: the state says why the GPT tools are off" % name)
+        kv = texts(st, "kv-label")
+        want_kv = ["K/V %d" % k for k in range(kv_heads)] if kv_heads < heads else []
+        g.check(kv == want_kv, "%s: the heads grouped under %s (%s)" % (name, want_kv, kv))
+        sliding = texts(st, "sliding")
+        want_sliding = ["sliding W = %d" % w for w in windows if w > 0]
+        g.check(sliding == want_sliding, "%s: sliding layers labelled %s (%s)" % (name, want_sliding, sliding))
+        subtitle = " ".join(texts(st, "subtitle"))
+        g.check(f["model_type"] in subtitle, "%s: the subtitle names the architecture (%s)" % (name, subtitle))
+        # Ctrl+click: no ablation, the reason in the status bar.
+        x, y = g.center(g.settled_widget(lay, state, "thumb_0_1", p))
+        g.xdo("mousemove", str(ox + x), str(oy + y))
+        g.xdo("keydown", "ctrl")
+        g.xdo("click", "1")
+        g.xdo("keyup", "ctrl")
+        st = g.wait_state(state, "Ctrl+click says why it ablates nothing",
+                          lambda j: "GPT-2-layout models only" in j["status"], p)
+        g.check(st["model"]["ablated"] == [], "%s: Ctrl+click ablated nothing" % name)
+        g.click_widget(lay, state, "thumb_1_1", p, (ox, oy))
+        model("head 1.1 large", lambda m: m["big"] == "1.1" and not m["busy"])
+        g.wait_frames(state, 2, p)
+        g.key("F12")
+        capture = os.path.join(caps, name + "-model-view.png")
+        g.check(g.wait_for_file(capture, proc=p), "%s: F12 saves %s" % (name, os.path.basename(capture)))
+        g.stop(p)
+    finally:
+        if p.poll() is None:
+            g.stop(p)
+    final = g.read_json(state)["model"]
+    # The screen's figure is render's for the app's canvas and font: F12 wrote render's bytes.
+    out = os.path.join(tmp, name + "-render.png")
+    r = g.run(["render", "--model", folder, "--text", TEXT, "--view", "model", "1.1", "--size",
+               "%dx%d" % tuple(final["canvas"]), "--font", str(final["font"]), "-o", out])
+    if g.check(r.returncode == 0, "%s: render --view model 1.1 (%s)" % (name, r.stderr.strip())) and os.path.exists(capture):
+        g.check(digest(capture) == digest(out), "%s: F12 is the very file render --view model 1.1 --size %dx%d --font %g "
+                "writes" % (name, final["canvas"][0], final["canvas"][1], final["font"]))
+    # A screenshot with its sidecar: the thumbnails' cells against dump.
+    r = g.run(["gui", "--model", folder, "--text", TEXT, "--exit-after-frames", "8", "--check-gl", "--no-restore",
+               "--ignore-mouse", "--config-dir", tmp + "/c-" + name, "--state-dir", tmp + "/s-" + name,
+               "--screenshot", shot] + SIZE)
+    if g.check(r.returncode == 0, "%s: gui --screenshot, exit 0, no GL error (%s)" % (name, r.stderr.strip()[-300:])):
+        check_thumbnails(name, g.read_json(shot + ".json"), d, windows)
+
+
+for name, layers, heads, kv_heads, windows in (("qwen3_f32", 3, 4, 2, [0, 0, 0]), ("gemma3_f32", 3, 4, 2, [4, 4, 0])):
+    check_model(name, hf_folder(MODERN, name, os.path.join(tmp, name)), layers, heads, kv_heads, windows)
+
+g.finish()
