@@ -71,7 +71,7 @@ void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, f
     t = c.row;
     row = c.col;
   } else {
-    wname = kW[c.pane];
+    wname = kW[c.pane + lay::first_part(lay::Step::Project, f.dims)];
     t = c.row;
     row = c.col;
   }
@@ -91,7 +91,11 @@ void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, f
              ".weight[" + std::to_string(row) + ", :]" + bias);
     out.text("= " + terms + (bias.empty() ? "" : " + " + num(lin.bias[static_cast<std::size_t>(row)])) + " = " +
              num(static_cast<float>(sum)) + "   (trace: " + num(value) + ")");
-    if (v == Variant::WeightSplit) {
+    if (v == Variant::Gqa) {
+      out.text("Column j = " + std::to_string(c.col) + " belongs to K/V head j / head_dim = " +
+               std::to_string(c.col / f.tr.head_dim) + ": " + wname + " has " + std::to_string(f.tr.kv_heads) +
+               " × head_dim rows, W_query " + std::to_string(f.tr.heads) + " × head_dim.");
+    } else if (v == Variant::WeightSplit) {
       const lay::HeadIndex hi = lay::split_column(f.b, c.row, c.col, f.tr.head_dim);
       out.text("Column j = " + std::to_string(c.col) + " belongs to head j / head_dim = " + std::to_string(c.col) +
                " / " + std::to_string(f.tr.head_dim) + " = " + std::to_string(hi.head) +
@@ -148,7 +152,7 @@ void inspect_path(const Frame& f, int k, std::int64_t flat, Inspection& out) {
                std::to_string(hi.head) + "'s block.");
     }
   }
-  if ((st == lay::Step::Merge && f.in.mistaken) && f.tr.config.variant != Variant::Wrapper) {
+  if (st == lay::Step::Merge && f.src.wrong()) {
     const lay::HeadIndex bad = lay::mistaken_source(f.b, c.row, c.col, f.tr.tokens, f.tr.heads, hd);
     const lay::HeadIndex ok = lay::split_column(f.b, c.row, c.col, hd);
     out.text("The plain reshape puts context" + lay::index_string({bad.b, bad.head, bad.t, bad.d}) + " (token " +
@@ -215,16 +219,43 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
   // Always-on captions per step.
   switch (st) {
     case lay::Step::Mask:
-      out.text("mask_bool = triu(ones(" + std::to_string(T) + ", " + std::to_string(T) +
-               "), diagonal=1): " + std::to_string(masked_cells) + " of " + std::to_string(T * T) +
-               " cells per head (key after query, j > i) become -∞ (outlined), so softmax gives them weight 0.");
+      if (f.dims.window > 0) {
+        std::int64_t outside = 0;
+        for (int i = 0; i < T; ++i)
+          for (int j = 0; j < T; ++j) outside += tr.hidden_by(i, j) == MaskRule::Window ? 1 : 0;
+        out.text("mask_bool = (diff < 0) | (diff >= W), diff = i − j, W = " + std::to_string(f.dims.window) + ": " +
+                 std::to_string(masked_cells - outside) + " cells per head after the query (grey, outlined) and " +
+                 std::to_string(outside) + " W or more tokens back (blue-grey hatch) of " + std::to_string(T * T) +
+                 " become -∞; each query sees at most W keys, so a KV cache keeps only the last W rows.");
+      } else {
+        out.text("mask_bool = triu(ones(" + std::to_string(T) + ", " + std::to_string(T) +
+                 "), diagonal=1): " + std::to_string(masked_cells) + " of " + std::to_string(T * T) +
+                 " cells per head (key after query, j > i) become -∞ (outlined), so softmax gives them weight 0.");
+      }
+      break;
+    case lay::Step::Expand:
+      if (f.src.repeat_wrong())
+        out.text(
+            ".repeat(1, group_size, 1, 1) tiles the K/V heads [kv 0, kv 1, …, kv 0, kv 1, …]: query head i gets K/V "
+            "head i mod num_kv_groups, not its own group's (red outlines: the heads paired wrongly)." +
+            std::string(
+                f.dims.kv() == 1 || f.dims.group() == 1
+                    ? " With " +
+                          std::string(f.dims.kv() == 1 ? "one K/V head (multi-query)" : "one query head per K/V head") +
+                          " both orders agree: this mistake changes nothing here."
+                    : ""));
+      else
+        out.text(
+            "repeat_interleave(group_size, dim=1) copies each K/V head group_size times in a row [kv 0, kv 0, …, kv 1, "
+            "kv 1, …]: query head i reads K/V head i / group_size, the group it was trained with.");
       break;
     case lay::Step::Dropout:
       if (tr.dropout_applied()) {
         std::int64_t dropped = 0, n = 0;
         for (int h = 0; h < tr.heads; ++h)
           for (int i = 0; i < T; ++i)
-            for (int j = 0; j <= (tr.config.causal ? i : T - 1); ++j) {
+            for (int j = 0; j < T; ++j) {
+              if (tr.masked(i, j)) continue;
               ++n;
               dropped += tr.kept(f.b, h, i, j) ? 0 : 1;
             }
@@ -237,7 +268,7 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
       }
       break;
     case lay::Step::Merge:
-      if (f.in.mistaken) {
+      if (f.src.wrong()) {
         out.text(
             "Common mistake: reshape (b, h, T, hd) → (b, T, h·hd) without the transpose back. Row 0 then holds head 0 "
             "of tokens 0, 1, …: tokens are scrambled across heads. Red outlines: cells that differ from the correct "
@@ -269,9 +300,10 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
     case lay::Step::Scores: {
       const std::int64_t head = c.block, i = c.row, j = c.col, hd = tr.head_dim;
       std::vector<float> q(static_cast<std::size_t>(hd)), kk(static_cast<std::size_t>(hd));
+      const Tensor& kt = k_read(f, st);
       for (std::int64_t d = 0; d < hd; ++d) {
         q[static_cast<std::size_t>(d)] = tr.q.at({f.b, head, i, d});
-        kk[static_cast<std::size_t>(d)] = tr.k.at({f.b, head, j, d});
+        kk[static_cast<std::size_t>(d)] = kt.at({f.b, head, j, d});
       }
       double sum = 0;
       const std::string terms = dot_terms(q, kk, sum);
@@ -280,15 +312,32 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
                " = " + terms + " = " + num(static_cast<float>(sum)));
       out.text("Row " + std::to_string(i) + " of q (query " + token_name(f, i) + ") times column " + std::to_string(j) +
                " of kᵀ (key " + token_name(f, j) + "), inside head " + std::to_string(head) + " only.");
+      if (tr.config.variant == Variant::Gqa) {
+        const int g = kv_read(f.src, st, static_cast<int>(head)),
+                  ok = lay::kv_head_read(f.dims, static_cast<int>(head), false);
+        out.text("Query head " + std::to_string(head) + " reads K/V head " + std::to_string(g) +
+                 (g == ok
+                      ? " (head / group_size = " + std::to_string(head) + " / " + std::to_string(f.dims.group()) + ")"
+                      : ", but its group's is K/V head " + std::to_string(ok) + " (.repeat pairs it wrongly)") +
+                 ".");
+      }
+      break;
+    }
+    case lay::Step::Expand: {
+      const int g = kv_read(f.src, st, static_cast<int>(c.block));
+      out.text(std::string(c.pane == 0 ? "keys" : "values") + " of query head " + std::to_string(c.block) +
+               " = copy of K/V head " + std::to_string(g) + ": " + (c.pane == 0 ? "k" : "v") +
+               lay::index_string({f.b, g, c.row, c.col}));
       break;
     }
     case lay::Step::Context: {
       const std::int64_t head = c.block, t = c.row, d = c.col;
       std::vector<float> wr(static_cast<std::size_t>(T)), vc(static_cast<std::size_t>(T));
       const Tensor& wt = tr.weights_after_dropout();
+      const Tensor& vt = v_read(f);
       for (int j = 0; j < T; ++j) {
         wr[static_cast<std::size_t>(j)] = wt.at({f.b, head, t, j});
-        vc[static_cast<std::size_t>(j)] = tr.v.at({f.b, head, j, d});
+        vc[static_cast<std::size_t>(j)] = vt.at({f.b, head, j, d});
       }
       double sum = 0;
       const std::string terms = dot_terms(wr, vc, sum);
@@ -322,9 +371,17 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
     default: break;
   }
   if (st == lay::Step::Mask) {
-    out.text(tr.masked(static_cast<int>(c.row), static_cast<int>(c.col))
-                 ? "Key " + std::to_string(c.col) + " comes after query " + std::to_string(c.row) + ": masked to -inf."
-                 : "Key " + std::to_string(c.col) + " is not after query " + std::to_string(c.row) + ": kept.");
+    const std::string key = "Key " + std::to_string(c.col), query = " query " + std::to_string(c.row);
+    switch (tr.hidden_by(static_cast<int>(c.row), static_cast<int>(c.col))) {
+      case MaskRule::Causal: out.text(key + " comes after" + query + ": masked to -inf."); break;
+      case MaskRule::Window:
+        out.text(key + " is i − j = " + std::to_string(c.row - c.col) + " ≥ W = " + std::to_string(f.dims.window) +
+                 " tokens before" + query + ": outside the window, masked to -inf.");
+        break;
+      case MaskRule::Visible:
+        out.text(key + " is not after" + query + (f.dims.window > 0 ? " and inside the window" : "") + ": kept.");
+        break;
+    }
   }
   if (st == lay::Step::Softmax) inspect_softmax_row(f, static_cast<int>(c.block), static_cast<int>(c.row), out);
   if (st == lay::Step::Dropout && tr.dropout_applied()) {
@@ -342,7 +399,6 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
     inspect_path(f, k, flat, out);
   return out;
 }
-
 
 }  // namespace walk
 
