@@ -21,7 +21,7 @@ namespace mhaviz::figure {
 
 using namespace detail;  // the drawing kit (builder.hpp)
 
-bool has_steps(const ModelConfig& c) { return c.variant != Variant::Mla && !c.qk_norm && c.rope_base == 0.0; }
+bool has_steps(const ModelConfig& c) { return c.variant != Variant::Mla; }
 
 namespace {
 std::vector<lay::Step> steps_of(const Trace& trace, bool mistaken) {
@@ -61,10 +61,9 @@ Figure build_figure(const Trace& trace, const std::vector<std::string>& tokens, 
       throw std::invalid_argument("--step: " + std::to_string(o.step) + " is out of range [0, " +
                                   std::to_string(n - 1) + "]");
     Mistake mistake;
-    if (o.mistaken && trace.config.variant != Variant::Wrapper)
-      mistake = o.model ? make_mistake(*o.model, trace) : Mistake{mistaken_merge(trace), {}, {}};
-    if (o.mistaken && trace.config.variant == Variant::Gqa && mistake.repeat.scores.empty())
-      mistake.repeat = mistaken_repeat(trace);
+    // The mistake's tensors, and RoPE's scores without the rotation that are computed beside them.
+    if ((o.mistaken && trace.config.variant != Variant::Wrapper) || !trace.q_rotated.empty())
+      mistake = o.model ? make_mistake(*o.model, trace) : trace_mistake(trace);
     WalkInput in;
     in.trace = &trace;
     in.model = o.model;

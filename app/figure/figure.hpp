@@ -232,9 +232,8 @@ std::string prims_json(const Figure& f, bool values);
 std::string format_tick(float v, float step, bool log);
 
 // Whether the walkthrough draws a config: the chapter-3 variants and gqa (its K/V heads and their
-// expansion), with or without a sliding window, without QK-norm or RoPE (its steps compute the
-// scores from the q and k they show). mla's latent and the normed or rotated q and k are not
-// among its pictures yet; the heatmaps show every config.
+// expansion), with their options (a sliding window, QK-norm, RoPE). mla's latent is not among
+// its pictures yet; the heatmaps show every config.
 bool has_steps(const ModelConfig& c);
 // The walkthrough steps of a trace's variant, and a step given as an index or a name.
 int step_count(const Trace& trace, bool mistaken);

@@ -132,6 +132,7 @@ Grid tensor_grid(const Frame& f, lay::Step layout_of, const Tensor* t, std::stri
 Grid layout_grid(const Frame& f, const lay::Layout& l, const Tensor* t, std::string title, Tint tint);
 // The tensors attention reads: q, and k, v at the query heads (gqa: expanded, by the mistake's
 // .repeat at the scores when it is on).
+const Tensor& q_read(const Frame& f);
 const Tensor& k_read(const Frame& f, lay::Step st);
 const Tensor& v_read(const Frame& f);
 bool weight_grid(const Frame& f, Grid& g, bool out_proj);

@@ -116,6 +116,45 @@ void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, f
   }
 }
 
+// q_normed = q / √(mean(q²) + eps) · scale over the element's head vector; q_rotated pairs
+// d with d ± head_dim/2 and turns them by position · θ_i. Recomputed here in double only to
+// explain: the value printed first is the trace's.
+void inspect_norm_rope(const Frame& f, lay::Step st, const lay::Cell& c, Inspection& out) {
+  const Trace& tr = f.tr;
+  const int hd = tr.head_dim;
+  const std::int64_t h = c.block, t = c.row, d = c.col;
+  if (st == lay::Step::QkNorm) {
+    double ms = 0.0;
+    for (int e = 0; e < hd; ++e) ms += static_cast<double>(tr.q.at({f.b, h, t, e})) * tr.q.at({f.b, h, t, e});
+    ms /= hd;
+    const float w = f.in.model && !f.in.model->q_norm.empty() ? f.in.model->q_norm[static_cast<std::size_t>(d)] : 1.0f;
+    const double x = tr.q.at({f.b, h, t, d});
+    out.text("= q" + lay::index_string({f.b, h, t, d}) + " / √(mean(q" +
+             lay::index_string({f.b, h, t}).insert(lay::index_string({f.b, h, t}).size() - 1, ", :") +
+             "²) + 1e-6) · q_norm.scale[" + std::to_string(d) + "] = " + num(static_cast<float>(x)) + " / " +
+             num(static_cast<float>(std::sqrt(ms + 1e-6))) + " · " + num(w) + " = " +
+             num(static_cast<float>(x / std::sqrt(ms + 1e-6) * w)));
+    out.text(
+        "Every head's vector at every position is scaled to a root mean square of 1 (then by the learned scale), "
+        "for q and k alike: the scores' size no longer grows with the vectors'.");
+    return;
+  }
+  const Tensor& in = tr.q_normed.empty() ? tr.q : tr.q_normed;
+  const int half = hd / 2, i = static_cast<int>(d % half);
+  const std::int64_t partner = d < half ? d + half : d - half;
+  const std::vector<double> inv = rope_inv_freq(tr.config.rope_base, hd);
+  const double angle = static_cast<double>(t) * inv[static_cast<std::size_t>(i)];
+  const double x = in.at({f.b, h, t, d}), y = in.at({f.b, h, t, partner});
+  const double r = d < half ? x * std::cos(angle) - y * std::sin(angle) : x * std::cos(angle) + y * std::sin(angle);
+  out.text("Pair (" + std::to_string(i) + ", " + std::to_string(i + half) + ") at position " + std::to_string(t) +
+           " turns by angle " + std::to_string(t) + " · θ^(−2·" + std::to_string(i) + "/" + std::to_string(hd) +
+           ") = " + num(static_cast<float>(angle)) + " rad");
+  out.text(std::string("= ") + (d < half ? "x·cos − y·sin" : "x·cos + y·sin") + " with x = " +
+           num(static_cast<float>(x)) + " (d " + std::to_string(d) + "), y = " + num(static_cast<float>(y)) + " (d " +
+           std::to_string(partner) + ") = " + num(static_cast<float>(r)));
+  out.text("Rotations keep lengths; q·kᵀ then depends on the two positions' difference. Position 0 is not turned.");
+}
+
 void inspect_path(const Frame& f, int k, std::int64_t flat, Inspection& out) {
   // The element's index in every layout of its chain.
   const auto path = lay::follow(f.steps, f.dims, f.in.mistaken, k, flat);
@@ -301,8 +340,9 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
       const std::int64_t head = c.block, i = c.row, j = c.col, hd = tr.head_dim;
       std::vector<float> q(static_cast<std::size_t>(hd)), kk(static_cast<std::size_t>(hd));
       const Tensor& kt = k_read(f, st);
+      const Tensor& qt = q_read(f);
       for (std::int64_t d = 0; d < hd; ++d) {
-        q[static_cast<std::size_t>(d)] = tr.q.at({f.b, head, i, d});
+        q[static_cast<std::size_t>(d)] = qt.at({f.b, head, i, d});
         kk[static_cast<std::size_t>(d)] = kt.at({f.b, head, j, d});
       }
       double sum = 0;
@@ -323,6 +363,8 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
       }
       break;
     }
+    case lay::Step::QkNorm:
+    case lay::Step::Rope: inspect_norm_rope(f, st, c, out); break;
     case lay::Step::Expand: {
       const int g = kv_read(f.src, st, static_cast<int>(c.block));
       out.text(std::string(c.pane == 0 ? "keys" : "values") + " of query head " + std::to_string(c.block) +

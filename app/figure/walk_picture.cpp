@@ -57,6 +57,13 @@ std::string extra_text(const Frame& f, lay::Step st) {
   if (v == Variant::FusedQkv && st == lay::Step::Project) return "per head a [q | k | v] chunk of 3 * head_dim columns";
   if (st == lay::Step::Softmax)
     return "1/√head_dim = 1/√" + std::to_string(tr.head_dim) + " = " + format_number(tr.scale(), 4);
+  if (st == lay::Step::QkNorm)
+    return "RMSNorm(head_dim = " + std::to_string(tr.head_dim) + ", eps = 1e-6), scale from 1s";
+  if (st == lay::Step::Rope) {
+    char base[32];
+    std::snprintf(base, sizeof base, "%g", tr.config.rope_base);
+    return "θ = " + std::string(base) + ": pair (i, i + head_dim/2) turns by pos · θ^(−2i/head_dim)";
+  }
   if (st == lay::Step::Mask && f.dims.window > 0)
     return "sliding window W = " + std::to_string(f.dims.window) + ": key j visible to query i iff 0 ≤ i − j < " +
            std::to_string(f.dims.window);

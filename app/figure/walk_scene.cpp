@@ -153,6 +153,8 @@ Grid result_grid(const Frame& f, lay::Step st) {
       g.blocks = BlockLabels::Heads;
       g.read_hue = true;  // each block is a copy of the K/V head it reads
       break;
+    case lay::Step::QkNorm:
+    case lay::Step::Rope: g.blocks = BlockLabels::Heads; break;
     case lay::Step::Scores:
     case lay::Step::Mask:
     case lay::Step::Softmax:
@@ -252,8 +254,17 @@ bool weight_grid(const Frame& f, Grid& g, bool out_proj) {
   return true;
 }
 
+namespace {
+// The last of x -> normed -> rotated that the config computes.
+const Tensor& newest(const Tensor& x, const Tensor& normed, const Tensor& rotated) {
+  return !rotated.empty() ? rotated : !normed.empty() ? normed : x;
+}
+}  // namespace
+
+const Tensor& q_read(const Frame& f) { return newest(f.tr.q, f.tr.q_normed, f.tr.q_rotated); }
+
 const Tensor& k_read(const Frame& f, lay::Step st) {
-  if (f.tr.config.variant != Variant::Gqa) return f.tr.k;
+  if (f.tr.config.variant != Variant::Gqa) return newest(f.tr.k, f.tr.k_normed, f.tr.k_rotated);
   return f.src.repeat_wrong() && st == lay::Step::Scores ? f.src.mistake->repeat.k_expanded : f.tr.k_expanded;
 }
 
@@ -280,6 +291,27 @@ Grid query_grid(const Frame& f, lay::Step st) {
   return g;
 }
 
+// QK-norm and RoPE: q before -> q after, and k after beside it (at the K/V heads in gqa).
+void norm_rope_scene(const Frame& f, lay::Step st, Scene& sc, Grid res) {
+  const Trace& tr = f.tr;
+  const bool norm = st == lay::Step::QkNorm;
+  const Tensor& q_in = norm || tr.q_normed.empty() ? tr.q : tr.q_normed;
+  Grid q = tensor_grid(f, lay::Step::Context, &q_in, (&q_in == &tr.q ? "q  " : "q_normed  ") + shape_string(q_in.shape),
+                       Tint::Head);
+  q.blocks = BlockLabels::Heads;
+  q.op_after = "→";
+  sc.grids.push_back(std::move(q));
+  sc.result = static_cast<int>(sc.grids.size());
+  res.op_after = "|";
+  sc.grids.push_back(std::move(res));
+  const Tensor& k_out = norm ? tr.k_normed : tr.k_rotated;
+  Grid k = tensor_grid(f, lay::Step::Transpose, &k_out,
+                       (norm ? "k_normed  " : "k_rotated  ") + shape_string(k_out.shape), Tint::Head);
+  k.kv_heads = tr.config.variant == Variant::Gqa;
+  k.blocks = BlockLabels::Heads;
+  sc.grids.push_back(std::move(k));
+}
+
 // gqa's expansion reads the keys at the G K/V heads (the values expand alike); with the
 // mistake, build_scene puts what the correct .repeat_interleave gives beside it.
 void expand_scene(const Frame& f, Scene& sc) {
@@ -301,6 +333,10 @@ Scene build_scene(const Frame& f, int k) {
   Grid res = result_grid(f, st);
   const bool weights = f.in.weights && f.weights_fit;
   const bool kv_panes = lay::first_part(st, f.dims) == 1;
+  if (st == lay::Step::QkNorm || st == lay::Step::Rope) {
+    norm_rope_scene(f, st, sc, std::move(res));
+    return sc;
+  }
   switch (st) {
     case lay::Step::Project: {
       Grid x =
@@ -334,7 +370,9 @@ Scene build_scene(const Frame& f, int k) {
       // With the mistake the step compares the mis-paired scores with the correct ones (the
       // expansion before it shows the keys each head got): the operands would only take room.
       if (f.src.repeat_wrong()) break;
-      Grid q = tensor_grid(f, lay::Step::Context, &tr.q, "q  " + shape_string(tr.q.shape), Tint::Head);
+      const Tensor& qt = q_read(f);
+      const char* qname = !tr.q_rotated.empty() ? "q_rotated  " : !tr.q_normed.empty() ? "q_normed  " : "q  ";
+      Grid q = tensor_grid(f, lay::Step::Context, &qt, qname + shape_string(qt.shape), Tint::Head);
       q.op_after = "·";
       const Tensor& kt = k_read(f, st);
       Grid kk = tensor_grid(f, lay::Step::Context, &kt, "k (kᵀ's columns)", Tint::Head);
@@ -403,6 +441,16 @@ Scene build_scene(const Frame& f, int k) {
     ok.blocks = BlockLabels::Heads;
     ok.col_tokens = scores;
     sc.grids.push_back(std::move(ok));
+  }
+  if (st == lay::Step::Scores && !f.src.repeat_wrong() && f.src.mistake &&
+      !f.src.mistake->scores_without_rope.empty()) {
+    // RoPE: the same q·kᵀ of the q and k before the rotation, beside the rotated one's.
+    sc.grids.back().op_after = "|";
+    Grid plain =
+        tensor_grid(f, st, &f.src.mistake->scores_without_rope, "without RoPE: q·kᵀ unrotated", Tint::Diverging);
+    plain.blocks = BlockLabels::Heads;
+    plain.col_tokens = true;
+    sc.grids.push_back(std::move(plain));
   }
   if (st == lay::Step::Merge && f.src.wrong()) {
     sc.grids.back().op_after = "vs";

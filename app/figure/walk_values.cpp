@@ -28,11 +28,19 @@ std::string format_value(float v) {
 }
 
 // [SECTION] The tensors a step reads
-Mistake make_mistake(const Model& model, const Trace& tr) {
+Mistake trace_mistake(const Trace& tr) {
   Mistake m;
   m.merged = mistaken_merge(tr);
-  if (tr.config.variant == Variant::Wrapper) return m;  // the wrapper concatenates: no mistake to make
   if (tr.config.variant == Variant::Gqa) m.repeat = mistaken_repeat(tr);
+  if (!tr.q_rotated.empty())
+    m.scores_without_rope =
+        raw_scores(tr, tr.q_normed.empty() ? tr.q : tr.q_normed, tr.k_normed.empty() ? tr.k : tr.k_normed);
+  return m;
+}
+
+Mistake make_mistake(const Model& model, const Trace& tr) {
+  Mistake m = trace_mistake(tr);
+  if (tr.config.variant == Variant::Wrapper) return m;  // the wrapper concatenates: no mistake to make
   // out_proj(merged) = merged · Wᵀ + b: the same Linear the forward applies to the correct merge
   // (the fused variant's is linear_layer).
   const Linear& op = model.layer(tr.config.variant == Variant::FusedQkv ? "linear_layer" : "out_proj");
@@ -112,6 +120,8 @@ float step_value(const StepSource& s, lay::Step st, std::int64_t flat) {
       return at(per_head(tr, part), off);
     case lay::Step::Chunk: return at(per_head(tr, part), off);
     case lay::Step::Expand: return at(expanded(s, pane), off);
+    case lay::Step::QkNorm: return at(tr.q_normed, off);
+    case lay::Step::Rope: return at(tr.q_rotated, off);
     case lay::Step::Scores: return at(s.repeat_wrong() ? s.mistake->repeat.scores : tr.scores, off);
     case lay::Step::Mask: {
       const lay::Cell c = lay::cell_of(l, flat);
@@ -171,6 +181,8 @@ std::string pane_name(Variant v, lay::Step st, int pane, bool mistaken) {
     case lay::Step::Expand:
       // (the header's code line says it is the mistake; the titles stay short enough for the cells)
       return std::string(pane == 0 ? "keys" : "values") + (mistaken ? ".repeat" : ".repeat_interleave");
+    case lay::Step::QkNorm: return "q_normed";
+    case lay::Step::Rope: return "q_rotated";
     case lay::Step::Scores: return mistaken && v == Variant::Gqa ? "attn_scores (mis-paired)" : "attn_scores";
     case lay::Step::Mask: return "masked scores";
     case lay::Step::Softmax: return "attn_weights";

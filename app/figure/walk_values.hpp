@@ -31,9 +31,15 @@ struct Mistake {
   Tensor merged;         // (b, T, h*hd) mistaken_merge(trace)
   Tensor output;         // (b, T, d_out) out_proj(merged); empty when the model has no out_proj
   RepeatMistake repeat;  // gqa: mistaken_repeat(trace); empty otherwise
+  // Not a mistake but computed beside it, for the same reason (the trace does not hold it):
+  // with RoPE, the raw scores q·kᵀ of the q and k before the rotation (raw_scores), which the
+  // scores step shows beside the rotated ones.
+  Tensor scores_without_rope;
 };
 // Throws std::out_of_range when the model has no out_proj but the variant needs one.
 Mistake make_mistake(const Model& model, const Trace& trace);
+// The same without a model: every tensor but the mistake's output.
+Mistake trace_mistake(const Trace& trace);
 
 struct StepSource {
   const Trace* trace = nullptr;

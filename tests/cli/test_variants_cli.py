@@ -159,12 +159,12 @@ class Dump(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             path, out = os.path.join(tmp, "s.json"), os.path.join(tmp, "out.png")
             with open(path, "w") as f:
-                json.dump(session("weight_split", d_out=12, rope_base=10000), f)
+                json.dump(session("mla", d_out=12), f)
             r = run("render", path, "-o", out, "--view", "step", "3")
             self.assertEqual(r.returncode, 2)
             self.assertFalse(os.path.exists(out))
             self.assertTrue(r.stderr.startswith(
-                "mhaviz: --view: step is not drawn for model.variant \"weight_split\" with QK-norm or RoPE"), r.stderr)
+                "mhaviz: --view: step is not drawn for model.variant \"mla\" yet"), r.stderr)
             r = run("render", path, "-o", out, "--view", "grid")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertTrue(os.path.getsize(out) > 0)

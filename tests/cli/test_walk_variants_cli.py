@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The walkthrough's steps of the bonus variants as `mhaviz render --view step` draws them: every
-step of a grouped-query lesson (6 query heads, 2 K/V heads) and of multi-query attention, the
-expansion and the scores with the `.repeat` mistake, and a sliding window's mask. Each picture
+step of a grouped-query lesson (6 query heads, 2 K/V heads), of multi-query attention, of
+QK-norm and RoPE (on the weight split, fused qkv and gqa), the expansion and the scores with
+the `.repeat` mistake, and a sliding window's mask. Each picture
 is non-empty and differs from every other; the SVG says what each draws (K/V heads, which query
 head reads which, the mis-paired heads outlined, the window's cells hatched apart from the
 causal ones), and its numbers are the ones `mhaviz dump` writes.
@@ -63,16 +64,20 @@ class Steps(unittest.TestCase):
 
     def test_every_step_is_a_distinct_picture(self):
         pictures = {}
-        for name, s in (("gqa", session()), ("mqa", session(num_kv_groups=1)),
-                        ("swa", session(variant="weight_split", d_out=4, num_heads=2, num_kv_groups=None,
-                                        sliding_window=3))):
+        split = dict(variant="weight_split", d_out=4, num_heads=2, num_kv_groups=None)
+        for name, s, steps in (("gqa", session(), 13), ("mqa", session(num_kv_groups=1), 13),
+                               ("swa", session(sliding_window=3, **split), 12),
+                               ("rope", session(rope_base=10000, **split), 13),
+                               ("norm-rope", session(qk_norm=True, rope_base=10000, **split), 14),
+                               ("gqa-norm-rope", session(qk_norm=True, rope_base=100), 15),
+                               ("fused-norm", session(variant="fused_qkv", d_out=4, num_heads=2, num_kv_groups=None,
+                                                      qk_norm=True), 14)):
             path = self.write(name + ".json", s)
-            steps = 12 if name == "swa" else 13
             for k in range(steps):
                 pictures["%s %d" % (name, k)] = self.render(path, k)
             r = run("render", path, "-o", os.path.join(self.tmp.name, "x.png"), "--view", "step", str(steps))
             self.assertEqual(r.returncode, 2, "%s has %d steps" % (name, steps))
-            if name != "swa":
+            if name in ("gqa", "mqa"):
                 for k in ("expand", "scores"):
                     pictures["%s %s mistake" % (name, k)] = self.render(path, k, "png", "--mistake")
         digests = {}
@@ -148,6 +153,55 @@ class Steps(unittest.TestCase):
                 self.assertIn("head %d ← kv 0" % h, texts)
             self.assertIn("kv 0: heads 0, 1, 2, 3, 4, 5", texts)
             self.assertEqual(self.classes(root, "wrong"), [])
+
+    def dump(self, path):
+        out = os.path.join(self.tmp.name, "dump.json")
+        r = run("dump", path, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.load(open(out))["tensors"]
+
+    def cells(self, root, exact=True):
+        """{index: value} of the result grid's cells (exact) or of the last grid drawing each index."""
+        out = {}
+        for e in self.classes(root, "cell"):
+            title = e.find(SVG + "title")
+            if title is None or (exact and (e.get("class") or "").split() != ["cell"]):
+                continue
+            index, value = title.text.split(" = ")
+            out[index] = float(value)
+        return out
+
+    def test_norm_and_rope_steps_show_the_traces_tensors(self):
+        path = self.write("nr.json", session(variant="weight_split", d_out=4, num_heads=2, num_kv_groups=None,
+                                             qk_norm=True, rope_base=10000))
+        t = self.dump(path)
+        for step, name, tensor in (("qk_norm", "q_normed", "q_normed"), ("rope", "q_rotated", "q_rotated")):
+            root = self.svg(path, step)
+            self.assertTrue(any(x.startswith(name + "  (1, 2, 6, 2)") for x in self.texts(root)), step)
+            self.assertTrue(any(x.startswith("k" + name[1:] + "  ") for x in self.texts(root)), step)
+            shown, data = self.cells(root), t[tensor]["data"]  # (1, 2, 6, 2)
+            self.assertEqual(len(shown), 24, step)
+            for h in range(2):
+                for i in range(6):
+                    for d in range(2):
+                        self.assertAlmostEqual(shown["[0, %d, %d, %d]" % (h, i, d)], data[(h * 6 + i) * 2 + d], delta=0.006)
+        # Position 0 is not turned; the rotation keeps every pair's length.
+        qn, qr = t["q_normed"]["data"], t["q_rotated"]["data"]
+        self.assertEqual(qr[:2], qn[:2])
+        # The scores: of the rotated q and k (the trace's), and beside them without the rotation.
+        root = self.svg(path, "scores")
+        texts = self.texts(root)
+        self.assertIn("q_rotated  (1, 2, 6, 2)", texts)
+        self.assertTrue(any(x.startswith("without RoPE") for x in texts), texts)
+        kn = t["k_normed"]["data"]
+        result, last = self.cells(root), self.cells(root, exact=False)
+        for h in range(2):
+            for i in range(6):
+                for j in range(6):
+                    plain = sum(qn[(h * 6 + i) * 2 + d] * kn[(h * 6 + j) * 2 + d] for d in range(2))
+                    idx = "[0, %d, %d, %d]" % (h, i, j)
+                    self.assertAlmostEqual(result[idx], t["attn_scores"]["data"][(h * 6 + i) * 6 + j], delta=0.006)
+                    self.assertAlmostEqual(last[idx], plain, delta=0.006)
 
     def test_window_mask_is_drawn_apart_from_the_causal_mask(self):
         path = self.write("swa.json", session(variant="weight_split", d_out=4, num_heads=2, num_kv_groups=None,

@@ -17,6 +17,9 @@ const Variant kVariants[] = {Variant::Wrapper, Variant::WeightSplit, Variant::Fu
 
 int pick(std::mt19937& gen, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(gen); }
 
+// The variants whose layouts alone are tested (gqa's sessions need num_kv_groups: GqaSteps...).
+const Variant kLayoutVariants[] = {Variant::Wrapper, Variant::WeightSplit, Variant::FusedQkv, Variant::Gqa};
+
 Dims random_dims(std::mt19937& gen, Variant v) {
   Dims d;
   d.variant = v;
@@ -25,6 +28,11 @@ Dims random_dims(std::mt19937& gen, Variant v) {
   d.d_in = pick(gen, 1, 6);
   d.h = pick(gen, 1, 4);
   d.hd = pick(gen, 1, 4);
+  if (v == Variant::Gqa) d.G = d.h % 2 == 0 ? pick(gen, 1, 2) : 1;  // a divisor of h
+  if (v != Variant::Wrapper) {
+    d.qk_norm = pick(gen, 0, 1) == 1;
+    d.rope = pick(gen, 0, 1) == 1;
+  }
   return d;
 }
 
@@ -64,7 +72,7 @@ TEST(Layout, AxisSlotsRoundTrip) {
 TEST(Layout, EveryStepMappingAndInverseRoundTrip) {
   std::mt19937 gen(2);
   for (int trial = 0; trial < 60; ++trial) {
-    for (Variant v : kVariants) {
+    for (Variant v : kLayoutVariants) {
       const Dims d = random_dims(gen, v);
       for (bool mistaken : {false, true}) {
         for (Step s : steps_for(d, mistaken)) {
@@ -138,7 +146,7 @@ TEST(Layout, HeadOfFollowsTheSeedsDrawings) {
 TEST(Layout, MovesAreBijectionsWithInverses) {
   std::mt19937 gen(3);
   for (int trial = 0; trial < 80; ++trial) {
-    for (Variant v : kVariants) {
+    for (Variant v : kLayoutVariants) {
       const Dims d = random_dims(gen, v);
       for (bool mistaken : {false, true}) {
         const auto steps = steps_for(d, mistaken);
@@ -245,7 +253,7 @@ TEST(Layout, IndexPathQtoViewToTranspose) {
 TEST(Layout, AnimationEndpointsAreTheStaticLayouts) {
   std::mt19937 gen(6);
   for (int trial = 0; trial < 40; ++trial) {
-    for (Variant v : kVariants) {
+    for (Variant v : kLayoutVariants) {
       const Dims d = random_dims(gen, v);
       for (bool mistaken : {false, true}) {
         const auto steps = steps_for(d, mistaken);
@@ -408,6 +416,37 @@ TEST(Layout, GqaStepsHoldTheCoresTensors) {
     EXPECT_EQ(mispaired, d.kv() > 1 && d.group() > 1) << "G " << d.kv();
   }
   EXPECT_GT(mispaired_runs, 5);
+}
+
+// QK-norm, then RoPE, come right after the split into heads (the fused chunk), before gqa's
+// expansion and the scores, with or without the mistake; the wrapper has neither.
+TEST(Layout, NormAndRopeStepsFollowTheSplit) {
+  for (Variant v : kLayoutVariants)
+    for (int opts = 0; opts < 4; ++opts)
+      for (bool mistaken : {false, true}) {
+        Dims d{v, 1, 4, 3, 2, 2};
+        d.qk_norm = (opts & 1) != 0 && v != Variant::Wrapper;
+        d.rope = (opts & 2) != 0 && v != Variant::Wrapper;
+        const auto steps = steps_for(d, mistaken);
+        Dims plain = d;
+        plain.qk_norm = plain.rope = false;
+        auto want = steps_for(plain, mistaken);
+        if (v != Variant::Wrapper) {
+          auto at = std::find(want.begin(), want.end(), v == Variant::FusedQkv ? Step::Chunk : Step::Transpose) + 1;
+          if (d.rope) at = want.insert(at, Step::Rope);
+          if (d.qk_norm) want.insert(at, Step::QkNorm);
+        }
+        ASSERT_EQ(steps, want) << variant_name(v) << " options " << opts;
+        const auto next = std::find(steps.begin(), steps.end(), d.rope ? Step::Rope : Step::QkNorm);
+        if (d.qk_norm || d.rope) {
+          EXPECT_EQ(*(next + 1), v == Variant::Gqa ? Step::Expand : Step::Scores) << variant_name(v);
+        }
+        for (Step st : steps) {
+          Step back;
+          ASSERT_TRUE(parse_step(step_name(st), back));
+          ASSERT_EQ(back, st);
+        }
+      }
 }
 
 // The input step's line says how this input was made: one copy, the seeds' two, or more.

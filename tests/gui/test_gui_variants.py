@@ -1,8 +1,9 @@
 """The bonus variants' controls with real input (xdotool): gqa's walkthrough (the expansion of its
 K/V heads, and the .repeat mistake with its mis-paired scores), a gqa session's K/V heads slider
 offers only divisors of num_heads, QK-norm and RoPE turn on and off, the sliding window
-follows the causal mask, num_heads with RoPE on offers only even head_dims, and W refuses
-the walkthrough with a notice. The state the app writes must follow each step, valid.
+follows the causal mask, num_heads with RoPE on offers only even head_dims, and W then walks
+through QK-norm and RoPE (the scores beside the unrotated ones). The state the app writes must
+follow each step, valid.
 
 usage (under xvfb-run): test_gui_variants.py PATH/TO/mhaviz TESTS_DATA_DIR
 """
@@ -103,11 +104,21 @@ try:
     wait_model("sliding window to its right end: 6 tokens", lambda m: m.get("sliding_window") == 6)
     g.click_widget(layout, state, "causal", proc)
     wait_model("causal mask off takes the window with it", lambda m: not m["causal"] and "sliding_window" not in m)
-    # W: this session's walkthrough is refused with a notice, and the lesson stays.
+    # W: gqa with QK-norm and RoPE walks through the norm (chip 5) and the rotation (chip 6)
+    # before the expansion, and shows the scores without the rotation beside the rotated ones.
     g.click(5, 795)
     g.key("w")
-    st = g.wait_state(state, "W refused with a notice", lambda j: "walkthrough shows" in j["status"], proc)
-    g.check(st["centre"] == "lesson", "the lesson stays in the centre (%s)" % st["centre"])
+    walk("W opens the walkthrough with QK-norm and RoPE", lambda w: True)
+    g.click_widget(layout, state, "walk_chip_5", proc)
+    walk("chip 5: QK-norm", lambda w: w["titles"] and w["titles"][0].startswith("q_normed "))
+    g.click_widget(layout, state, "walk_chip_6", proc)
+    w = walk("chip 6: RoPE", lambda w: w["titles"] and w["titles"][0].startswith("q_rotated "))
+    g.check(any(t.startswith("k_rotated ") for t in w["operand_titles"]), "RoPE: k rotated beside q (%s)" % w["operand_titles"])
+    g.click_widget(layout, state, "walk_chip_8", proc)
+    w = walk("chip 8: the scores", lambda w: w["titles"] and w["titles"][0].startswith("attn_scores "))
+    g.check(any("without RoPE" in t for t in w["operand_titles"]), "scores: without RoPE beside them (%s)" % w["operand_titles"])
+    g.key("w")
+    st = g.wait_state(state, "W again: back to the lesson", lambda j: j["centre"] == "lesson", proc)
     # RoPE off again.
     g.click_widget(layout, state, "rope", proc)
     wait_model("RoPE off", lambda m: "rope_base" not in m)

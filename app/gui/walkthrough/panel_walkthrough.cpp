@@ -16,7 +16,7 @@ void update_mistaken(AppState& s) {
   try {
     w.mistake = figure::make_mistake(s.compute.model, s.compute.trace);
   } catch (const std::exception&) {
-    w.mistake = figure::Mistake{mistaken_merge(s.compute.trace), {}, {}};  // the model is ahead of the trace
+    w.mistake = figure::trace_mistake(s.compute.trace);  // the model is ahead of the trace
   }
   w.mistaken_generation = s.compute.generation;
 }

@@ -30,6 +30,8 @@
 //   gqa Transpose   .transpose(1, 2)             (b, G, T, hd)     HeadBlocks, 2 panes
 //   Expand          gqa: repeat_interleave(h/G)  (b, h, T, hd)     HeadBlocks, k | v
 //                   mistake: .repeat (query head i reads K/V head i mod G)
+//   QkNorm          RMSNorm(head_dim) of q       (b, h, T, hd)     HeadBlocks (k_normed beside it, at G heads)
+//   Rope            q rotated, pairs (i, i+hd/2) (b, h, T, hd)     HeadBlocks (k_rotated beside it)
 //   Mask            with a sliding window W the cells i - j >= W are hidden too
 #pragma once
 
@@ -158,9 +160,11 @@ enum class Step {
   Merge,
   Concat,
   OutProj,
-  Expand
+  Expand,
+  QkNorm,
+  Rope
 };
-inline constexpr int kStepKinds = 15;
+inline constexpr int kStepKinds = 17;
 
 // What the walkthrough of a module draws: its variant, sizes and options (one description
 // of the steps that the screen, the captures and the tests read).
@@ -170,6 +174,8 @@ struct Dims {
   int G = 0;       // gqa: K/V heads (num_kv_groups); 0: h
   int window = 0;  // sliding window W; 0: none
   bool causal = true;
+  bool qk_norm = false;  // RMSNorm of q and k over head_dim after the split
+  bool rope = false;     // RoPE on q and k (after QK-norm)
   int d_out() const { return h * hd; }
   int kv() const { return G > 0 ? G : h; }
   int group() const { return h / kv(); }  // query heads per K/V head

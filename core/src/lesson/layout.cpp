@@ -303,6 +303,11 @@ Layout step_layout(Step s, const Dims& d) {
       l.panes = 2;
       l.dims = {b, h, T, hd};
       break;
+    case Step::QkNorm:
+    case Step::Rope:
+      l.kind = Kind::HeadBlocks;
+      l.dims = {b, h, T, hd};
+      break;
     case Step::TransposeBack:
       l.kind = Kind::TokenBlocks;
       l.dims = {b, T, h, hd};

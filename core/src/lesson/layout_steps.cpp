@@ -1,6 +1,7 @@
 // The walkthrough's step list of a module and the texts of each step: names for command
 // lines, titles, the PyTorch line and the shape as the seeds and the book's bonus classes
 // write them (see layout.hpp for the table of steps and shapes).
+#include <algorithm>
 #include <string>
 
 #include "mhaviz/layout.hpp"
@@ -19,6 +20,8 @@ Dims dims_for(const ModelConfig& c, int b, int T, int d_in) {
   d.G = c.variant == Variant::Gqa ? kv_heads(c) : 0;
   d.window = c.sliding_window;
   d.causal = c.causal;
+  d.qk_norm = c.qk_norm;
+  d.rope = c.rope_base != 0.0;
   return d;
 }
 
@@ -59,6 +62,8 @@ constexpr StepText kNames[] = {
     {Step::Concat, "concat"},
     {Step::OutProj, "out_proj"},
     {Step::Expand, "expand"},
+    {Step::QkNorm, "qk_norm"},
+    {Step::Rope, "rope"},
 };
 }  // namespace
 
@@ -95,7 +100,9 @@ std::string step_title(Step s, const Dims& d) {
     case Step::Expand:
       return "Expand K, V to the query heads: each K/V head serves " + std::to_string(d.group()) + " query head" +
              (d.group() == 1 ? "" : "s");
-    case Step::Scores: return "Scores q·kᵀ, per head";
+    case Step::QkNorm: return "QK-norm: RMSNorm of every q and k vector over head_dim";
+    case Step::Rope: return "RoPE: rotate q and k by their position";
+    case Step::Scores: return d.rope ? "Scores q·kᵀ of the rotated q and k, per head" : "Scores q·kᵀ, per head";
     case Step::Mask:
       if (d.window > 0) return "Causal and sliding-window mask: hidden cells become -∞";
       return "Causal mask: future cells become -∞";
@@ -136,6 +143,9 @@ std::string step_code(Step s, const Dims& d, int batch) {
     case Step::Chunk: return "q, k, v = qkv.chunk(3, dim=-1)";
     case Step::Expand:
       return "keys = keys.repeat_interleave(self.group_size, dim=1)   # group_size = num_heads // num_kv_groups";
+    case Step::QkNorm:
+      return "queries = self.q_norm(queries); keys = self.k_norm(keys)   # RMSNorm(head_dim, eps=1e-6)";
+    case Step::Rope: return "queries = apply_rope(queries, cos, sin); keys = apply_rope(keys, cos, sin)";
     case Step::Scores:
       return wrapper ? "attn_scores = queries @ keys.transpose(1, 2)" : "attn_scores = queries @ keys.transpose(2, 3)";
     case Step::Mask:
@@ -170,7 +180,9 @@ std::string_view step_shape(Step s, const Dims& d) {
       if (gqa) return "(b, num_kv_groups, num_tokens, head_dim)";
       return fused ? "(b, num_heads, num_tokens, 3 * head_dim)" : "(b, num_heads, num_tokens, head_dim)";
     case Step::Chunk:
-    case Step::Expand: return "(b, num_heads, num_tokens, head_dim)";
+    case Step::Expand:
+    case Step::QkNorm:
+    case Step::Rope: return "(b, num_heads, num_tokens, head_dim)";
     case Step::Scores:
     case Step::Mask:
     case Step::Softmax:
@@ -186,7 +198,9 @@ std::string_view step_shape(Step s, const Dims& d) {
 }
 
 // [SECTION] The step list
-std::vector<Step> steps_for(const Dims& d, bool mistaken) {
+namespace {
+// The module's steps without its options: chapter 3's, and gqa's expansion.
+std::vector<Step> base_steps(const Dims& d, bool mistaken) {
   using S = Step;
   switch (d.variant) {
     case Variant::Wrapper:
@@ -209,6 +223,20 @@ std::vector<Step> steps_for(const Dims& d, bool mistaken) {
               S::Softmax, S::Dropout, S::Context, S::TransposeBack, S::Merge, S::OutProj};
   }
   return {};
+}
+}  // namespace
+
+std::vector<Step> steps_for(const Dims& d, bool mistaken) {
+  std::vector<Step> steps = base_steps(d, mistaken);
+  // QK-norm, then RoPE, on the per-head q and k: after the split (the fused chunk), before
+  // gqa's expansion and the scores, as the forward computes them.
+  const Step split = d.variant == Variant::FusedQkv ? Step::Chunk : Step::Transpose;
+  auto at = std::find(steps.begin(), steps.end(), split);
+  if (at == steps.end()) return steps;  // the wrapper: no option applies
+  ++at;
+  if (d.rope) at = steps.insert(at, Step::Rope);
+  if (d.qk_norm) steps.insert(at, Step::QkNorm);
+  return steps;
 }
 
 }  // namespace mhaviz::layout
