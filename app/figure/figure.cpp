@@ -21,7 +21,7 @@ namespace mhaviz::figure {
 
 using namespace detail;  // the drawing kit (builder.hpp)
 
-bool has_steps(const ModelConfig& c) { return c.variant != Variant::Mla; }
+bool has_steps(const ModelConfig& c) { return is_split(c.variant) || c.variant == Variant::Wrapper; }
 
 namespace {
 std::vector<lay::Step> steps_of(const Trace& trace, bool mistaken) {

@@ -231,9 +231,10 @@ std::string prims_json(const Figure& f, bool values);
 // a log scale). Values in cells: format_value (walk_values.hpp), which the app prints through too.
 std::string format_tick(float v, float step, bool log);
 
-// Whether the walkthrough draws a config: the chapter-3 variants and gqa (its K/V heads and their
-// expansion), with their options (a sliding window, QK-norm, RoPE). mla's latent is not among
-// its pictures yet; the heatmaps show every config.
+// Whether the walkthrough draws a config: the chapter-3 variants, gqa (its K/V heads and their
+// expansion) and mla (its latent and the keys and values up-projected from it), with their
+// options (a sliding window, QK-norm, RoPE): every variant a session holds today. The one rule
+// the app's W, its menu and `render --view step` ask, for a variant added later.
 bool has_steps(const ModelConfig& c);
 // The walkthrough steps of a trace's variant, and a step given as an index or a name.
 int step_count(const Trace& trace, bool mistaken);

@@ -52,7 +52,11 @@ std::vector<float> row_of(const std::vector<float>& w, std::int64_t row, std::in
   return {w.begin() + static_cast<std::ptrdiff_t>(row * n), w.begin() + static_cast<std::ptrdiff_t>((row + 1) * n)};
 }
 
-void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, float value, Inspection& out) {
+// A projection's element as the dot product of its input row and the Linear's weight row: X
+// with W_query, W_key, W_value (the wrapper's heads', the fused qkv_layer); mla's latent
+// step X with W_DKV, its keys and values the latent with W_UK, W_UV.
+void inspect_project(const Frame& f, lay::Step st, const lay::Layout& l, const lay::Cell& c, float value,
+                     Inspection& out) {
   const Variant v = f.tr.config.variant;
   if (!f.in.model) {
     out.text("(weights of this trace are not available)");
@@ -75,10 +79,15 @@ void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, f
     t = c.row;
     row = c.col;
   }
+  const bool from_latent = v == Variant::Mla && st == lay::Step::Project && c.pane > 0;
+  if (st == lay::Step::Latent) wname = "W_DKV";
+  if (from_latent) wname = c.pane == 1 ? "W_UK" : "W_UV";
+  const Tensor& src = from_latent ? f.tr.latent : f.tr.input;
+  const std::string src_name = from_latent ? "latent" : "X";
   try {
     const Linear& lin = m.layer(wname);
-    std::vector<float> x(static_cast<std::size_t>(f.tr.d_in));
-    for (int i = 0; i < f.tr.d_in; ++i) x[static_cast<std::size_t>(i)] = f.tr.input.at({f.b, t, i});
+    std::vector<float> x(static_cast<std::size_t>(lin.in));
+    for (int i = 0; i < lin.in; ++i) x[static_cast<std::size_t>(i)] = src.at({f.b, t, i});
     double sum = 0.0;
     const std::string terms = dot_terms(x, row_of(lin.weight, row, lin.in), sum);
     std::string bias;
@@ -86,12 +95,20 @@ void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, f
       sum += static_cast<double>(lin.bias[static_cast<std::size_t>(row)]);
       bias = " + bias[" + std::to_string(row) + "] " + num(lin.bias[static_cast<std::size_t>(row)]);
     }
-    out.text(tensor_label(f, lay::Step::Project, c.pane) + index_text(f, l, c) + " = X" +
+    out.text(tensor_label(f, st, c.pane) + index_text(f, l, c) + " = " + src_name +
              lay::index_string({f.b, t}).substr(0, lay::index_string({f.b, t}).size() - 1) + ", :] · " + wname +
              ".weight[" + std::to_string(row) + ", :]" + bias);
     out.text("= " + terms + (bias.empty() ? "" : " + " + num(lin.bias[static_cast<std::size_t>(row)])) + " = " +
              num(static_cast<float>(sum)) + "   (trace: " + num(value) + ")");
-    if (v == Variant::Gqa) {
+    if (st == lay::Step::Latent || from_latent) {
+      out.text(st == lay::Step::Latent
+                   ? "The latent is all an MLA KV cache keeps: latent_dim = " + std::to_string(lin.out) +
+                         " values per token, "
+                         "against 2 × d_out = " +
+                         std::to_string(2 * f.tr.heads * f.tr.head_dim) + " for keys and values."
+                   : "Keys and values are made from the latent, not from X: W_UK and W_UV map latent_dim " +
+                         std::to_string(lin.in) + " → d_out " + std::to_string(lin.out) + ".");
+    } else if (v == Variant::Gqa) {
       out.text("Column j = " + std::to_string(c.col) + " belongs to K/V head j / head_dim = " +
                std::to_string(c.col / f.tr.head_dim) + ": " + wname + " has " + std::to_string(f.tr.kv_heads) +
                " × head_dim rows, W_query " + std::to_string(f.tr.heads) + " × head_dim.");
@@ -332,10 +349,11 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
   }
   const lay::Cell c = lay::cell_of(l, flat);
   const float value = step_value(f.src, st, flat);
-  if (st != lay::Step::Project)  // the projection's first line already names the element
+  if (st != lay::Step::Project && st != lay::Step::Latent)  // the projection's first line already names the element
     out.text(tensor_label(f, st, c.pane) + index_text(f, l, c) + " = " + num(value));
   switch (st) {
-    case lay::Step::Project: inspect_project(f, l, c, value, out); break;
+    case lay::Step::Project:
+    case lay::Step::Latent: inspect_project(f, st, l, c, value, out); break;
     case lay::Step::Scores: {
       const std::int64_t head = c.block, i = c.row, j = c.col, hd = tr.head_dim;
       std::vector<float> q(static_cast<std::size_t>(hd)), kk(static_cast<std::size_t>(hd));

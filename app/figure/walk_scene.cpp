@@ -129,7 +129,8 @@ Grid result_grid(const Frame& f, lay::Step st) {
   g.tint = step_tint(st);
   for (int p = 0; p < g.l.panes; ++p) g.pane_titles.push_back(pane_name(v, st, p, f.in.mistaken) + "  " + shp);
   switch (st) {
-    case lay::Step::Input: break;
+    case lay::Step::Input:
+    case lay::Step::Latent: break;
     case lay::Step::Project:
       if (v == Variant::Wrapper) {
         g.blocks = BlockLabels::Modules;
@@ -200,8 +201,8 @@ Grid layout_grid(const Frame& f, const lay::Layout& l, const Tensor* t, std::str
 bool weight_grid(const Frame& f, Grid& g, bool out_proj) {
   const Trace& tr = f.tr;
   const Variant v = tr.config.variant;
-  if (!f.in.model || (v == Variant::Gqa && !out_proj))
-    return false;  // gqa's are drawn as its K/V heads' shapes, not here
+  // gqa's and mla's projections have more shapes than one Wᵀ beside the result shows.
+  if (!f.in.model || ((v == Variant::Gqa || v == Variant::Mla) && !out_proj)) return false;
   static constexpr const char* kW[3] = {"W_query", "W_key", "W_value"};
   const int pane = std::clamp(f.in.pane, 0, 2);
   const Model& m = *f.in.model;
@@ -355,6 +356,13 @@ Scene build_scene(const Frame& f, int k) {
         q.op_after = "|";
         sc.grids.push_back(std::move(q));
       }
+      if (v == Variant::Mla) {  // the keys and values come from the latent (the queries from X)
+        sc.grids.back().op_after = "and";
+        Grid lt =
+            tensor_grid(f, lay::Step::Latent, &tr.latent, "latent  " + shape_string(tr.latent.shape), Tint::Neutral);
+        lt.op_after = "→";
+        sc.grids.push_back(std::move(lt));
+      }
       break;
     }
     case lay::Step::View:
@@ -366,6 +374,12 @@ Scene build_scene(const Frame& f, int k) {
       }
       break;
     case lay::Step::Expand: expand_scene(f, sc); break;
+    case lay::Step::Latent: {
+      Grid x = tensor_grid(f, lay::Step::Input, &tr.input, "X  " + shape_string(tr.input.shape), Tint::Neutral);
+      x.op_after = "→";
+      sc.grids.push_back(std::move(x));
+      break;
+    }
     case lay::Step::Scores: {
       // With the mistake the step compares the mis-paired scores with the correct ones (the
       // expansion before it shows the keys each head got): the operands would only take room.

@@ -121,6 +121,7 @@ float step_value(const StepSource& s, lay::Step st, std::int64_t flat) {
     case lay::Step::Chunk: return at(per_head(tr, part), off);
     case lay::Step::Expand: return at(expanded(s, pane), off);
     case lay::Step::QkNorm: return at(tr.q_normed, off);
+    case lay::Step::Latent: return at(tr.latent, off);
     case lay::Step::Rope: return at(tr.q_rotated, off);
     case lay::Step::Scores: return at(s.repeat_wrong() ? s.mistake->repeat.scores : tr.scores, off);
     case lay::Step::Mask: {
@@ -182,6 +183,7 @@ std::string pane_name(Variant v, lay::Step st, int pane, bool mistaken) {
       // (the header's code line says it is the mistake; the titles stay short enough for the cells)
       return std::string(pane == 0 ? "keys" : "values") + (mistaken ? ".repeat" : ".repeat_interleave");
     case lay::Step::QkNorm: return "q_normed";
+    case lay::Step::Latent: return "latent";
     case lay::Step::Rope: return "q_rotated";
     case lay::Step::Scores: return mistaken && v == Variant::Gqa ? "attn_scores (mis-paired)" : "attn_scores";
     case lay::Step::Mask: return "masked scores";
@@ -200,6 +202,7 @@ std::string pane_name(Variant v, lay::Step st, int pane, bool mistaken) {
 Tint step_tint(lay::Step st) {
   switch (st) {
     case lay::Step::Input:
+    case lay::Step::Latent:
     case lay::Step::OutProj: return Tint::Neutral;
     case lay::Step::Scores:
     case lay::Step::Mask: return Tint::Diverging;

@@ -71,7 +71,9 @@ class Steps(unittest.TestCase):
                                ("norm-rope", session(qk_norm=True, rope_base=10000, **split), 14),
                                ("gqa-norm-rope", session(qk_norm=True, rope_base=100), 15),
                                ("fused-norm", session(variant="fused_qkv", d_out=4, num_heads=2, num_kv_groups=None,
-                                                      qk_norm=True), 14)):
+                                                      qk_norm=True), 14),
+                               ("mla", session(variant="mla", num_kv_groups=None, latent_dim=5), 13),
+                               ("mla-norm", session(variant="mla", num_kv_groups=None, qk_norm=True), 14)):
             path = self.write(name + ".json", s)
             for k in range(steps):
                 pictures["%s %d" % (name, k)] = self.render(path, k)
@@ -202,6 +204,26 @@ class Steps(unittest.TestCase):
                     idx = "[0, %d, %d, %d]" % (h, i, j)
                     self.assertAlmostEqual(result[idx], t["attn_scores"]["data"][(h * 6 + i) * 6 + j], delta=0.006)
                     self.assertAlmostEqual(last[idx], plain, delta=0.006)
+
+    def test_mla_projects_keys_and_values_from_its_latent(self):
+        path = self.write("mla.json", session(variant="mla", num_kv_groups=None, latent_dim=5))
+        t = self.dump(path)
+        root = self.svg(path, "latent")
+        self.assertIn("latent  (1, 6, 5)", self.texts(root))
+        shown = self.cells(root)
+        self.assertEqual(len(shown), 6 * 5)
+        for i in range(6):
+            for j in range(5):
+                self.assertAlmostEqual(shown["[0, 0, %d, %d]" % (i, j)], t["latent"]["data"][i * 5 + j], delta=0.006)
+        # The projection: keys | values (1, 6, 12) up-projected from the latent drawn beside them.
+        root = self.svg(path, "project", "--pane", "k")
+        texts = self.texts(root)
+        self.assertIn("latent  (1, 6, 5)", texts)
+        self.assertTrue(any(x.startswith("keys  (1, 6, 12)") for x in texts), texts)
+        shown = self.cells(root)
+        for i in range(6):
+            for j in range(12):
+                self.assertAlmostEqual(shown["[0, 0, %d, %d]" % (i, j)], t["keys"]["data"][i * 12 + j], delta=0.006)
 
     def test_window_mask_is_drawn_apart_from_the_causal_mask(self):
         path = self.write("swa.json", session(variant="weight_split", d_out=4, num_heads=2, num_kv_groups=None,

@@ -18,7 +18,8 @@ const Variant kVariants[] = {Variant::Wrapper, Variant::WeightSplit, Variant::Fu
 int pick(std::mt19937& gen, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(gen); }
 
 // The variants whose layouts alone are tested (gqa's sessions need num_kv_groups: GqaSteps...).
-const Variant kLayoutVariants[] = {Variant::Wrapper, Variant::WeightSplit, Variant::FusedQkv, Variant::Gqa};
+const Variant kLayoutVariants[] = {Variant::Wrapper, Variant::WeightSplit, Variant::FusedQkv, Variant::Gqa,
+                                   Variant::Mla};
 
 Dims random_dims(std::mt19937& gen, Variant v) {
   Dims d;
@@ -29,6 +30,7 @@ Dims random_dims(std::mt19937& gen, Variant v) {
   d.h = pick(gen, 1, 4);
   d.hd = pick(gen, 1, 4);
   if (v == Variant::Gqa) d.G = d.h % 2 == 0 ? pick(gen, 1, 2) : 1;  // a divisor of h
+  if (v == Variant::Mla) d.latent = pick(gen, 1, 5);
   if (v != Variant::Wrapper) {
     d.qk_norm = pick(gen, 0, 1) == 1;
     d.rope = pick(gen, 0, 1) == 1;
@@ -426,11 +428,15 @@ TEST(Layout, NormAndRopeStepsFollowTheSplit) {
       for (bool mistaken : {false, true}) {
         Dims d{v, 1, 4, 3, 2, 2};
         d.qk_norm = (opts & 1) != 0 && v != Variant::Wrapper;
-        d.rope = (opts & 2) != 0 && v != Variant::Wrapper;
+        d.rope = (opts & 2) != 0 && v != Variant::Wrapper && v != Variant::Mla;
+        d.latent = v == Variant::Mla ? 3 : 0;
         const auto steps = steps_for(d, mistaken);
         Dims plain = d;
         plain.qk_norm = plain.rope = false;
         auto want = steps_for(plain, mistaken);
+        if (v == Variant::Mla) {
+          EXPECT_EQ(want[1], Step::Latent);  // x -> latent first
+        }
         if (v != Variant::Wrapper) {
           auto at = std::find(want.begin(), want.end(), v == Variant::FusedQkv ? Step::Chunk : Step::Transpose) + 1;
           if (d.rope) at = want.insert(at, Step::Rope);

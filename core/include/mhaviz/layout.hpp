@@ -32,7 +32,8 @@
 //                   mistake: .repeat (query head i reads K/V head i mod G)
 //   QkNorm          RMSNorm(head_dim) of q       (b, h, T, hd)     HeadBlocks (k_normed beside it, at G heads)
 //   Rope            q rotated, pairs (i, i+hd/2) (b, h, T, hd)     HeadBlocks (k_rotated beside it)
-//   Mask            with a sliding window W the cells i - j >= W are hidden too
+//   Latent          mla: latent = X·W_DKVᵀ       (b, T, latent_dim) Matrix (its Project: keys, values = W_UK, W_UV of
+//   it) Mask            with a sliding window W the cells i - j >= W are hidden too
 #pragma once
 
 #include <array>
@@ -162,9 +163,10 @@ enum class Step {
   OutProj,
   Expand,
   QkNorm,
-  Rope
+  Rope,
+  Latent
 };
-inline constexpr int kStepKinds = 17;
+inline constexpr int kStepKinds = 18;
 
 // What the walkthrough of a module draws: its variant, sizes and options (one description
 // of the steps that the screen, the captures and the tests read).
@@ -176,6 +178,7 @@ struct Dims {
   bool causal = true;
   bool qk_norm = false;  // RMSNorm of q and k over head_dim after the split
   bool rope = false;     // RoPE on q and k (after QK-norm)
+  int latent = 0;        // mla: latent_dim (W_DKV's output)
   int d_out() const { return h * hd; }
   int kv() const { return G > 0 ? G : h; }
   int group() const { return h / kv(); }  // query heads per K/V head

@@ -255,6 +255,7 @@ Layout step_layout(Step s, const Dims& d) {
   }
   switch (s) {
     case Step::Input: l.dims = {b, 1, T, d.d_in}; break;
+    case Step::Latent: l.dims = {b, 1, T, d.latent}; break;
     case Step::Project:
       if (wrapper) {
         l.kind = Kind::HeadBlocks;

@@ -22,6 +22,7 @@ Dims dims_for(const ModelConfig& c, int b, int T, int d_in) {
   d.causal = c.causal;
   d.qk_norm = c.qk_norm;
   d.rope = c.rope_base != 0.0;
+  d.latent = c.variant == Variant::Mla ? c.latent_dim : 0;
   return d;
 }
 
@@ -64,6 +65,7 @@ constexpr StepText kNames[] = {
     {Step::Expand, "expand"},
     {Step::QkNorm, "qk_norm"},
     {Step::Rope, "rope"},
+    {Step::Latent, "latent"},
 };
 }  // namespace
 
@@ -93,7 +95,9 @@ std::string step_title(Step s, const Dims& d) {
       if (wrapper) return "Each head projects: Q_i, K_i, V_i = X·W_iᵀ";
       if (fused) return "One projection: qkv = X·W_qkvᵀ";
       if (gqa) return "Q = X·W_queryᵀ; K, V = X·Wᵀ to " + std::to_string(d.kv()) + " K/V heads only";
+      if (v == Variant::Mla) return "Q = X·W_queryᵀ; K, V up-projected from the latent: W_UK, W_UV";
       return "Q, K, V = X·Wᵀ";
+    case Step::Latent: return "Down-project to the latent: what the KV cache keeps";
     case Step::View: return fused ? "Split into heads: reshape" : "Split into heads: view";
     case Step::Transpose: return fused ? "Group by head: permute" : "Group by head: transpose(1, 2)";
     case Step::Chunk: return "Split each head's chunk into q | k | v";
@@ -132,6 +136,7 @@ std::string step_code(Step s, const Dims& d, int batch) {
       if (wrapper) return "queries = self.W_query(x)   # in every head: [head(x) for head in self.heads]";
       if (fused) return "qkv = self.qkv_layer(x)";
       if (gqa) return "keys = self.W_key(x); values = self.W_value(x)   # d_in -> num_kv_groups * head_dim";
+      if (v == Variant::Mla) return "queries = self.W_query(x); keys = self.W_UK(latent); values = self.W_UV(latent)";
       return "queries = self.W_query(x); keys = self.W_key(x); values = self.W_value(x)";
     case Step::View:
       if (fused) return "qkv = qkv.reshape(b, num_tokens, num_heads, 3 * head_dim)";
@@ -146,6 +151,7 @@ std::string step_code(Step s, const Dims& d, int batch) {
     case Step::QkNorm:
       return "queries = self.q_norm(queries); keys = self.k_norm(keys)   # RMSNorm(head_dim, eps=1e-6)";
     case Step::Rope: return "queries = apply_rope(queries, cos, sin); keys = apply_rope(keys, cos, sin)";
+    case Step::Latent: return "latent = self.W_DKV(x)   # d_in -> latent_dim";
     case Step::Scores:
       return wrapper ? "attn_scores = queries @ keys.transpose(1, 2)" : "attn_scores = queries @ keys.transpose(2, 3)";
     case Step::Mask:
@@ -183,6 +189,7 @@ std::string_view step_shape(Step s, const Dims& d) {
     case Step::Expand:
     case Step::QkNorm:
     case Step::Rope: return "(b, num_heads, num_tokens, head_dim)";
+    case Step::Latent: return "(b, num_tokens, latent_dim)";
     case Step::Scores:
     case Step::Mask:
     case Step::Softmax:
@@ -209,7 +216,7 @@ std::vector<Step> base_steps(const Dims& d, bool mistaken) {
       return {S::Input,   S::Project, S::View,    S::Transpose,     S::Expand, S::Scores, S::Mask,
               S::Softmax, S::Dropout, S::Context, S::TransposeBack, S::Merge,  S::OutProj};
     case Variant::WeightSplit:
-    case Variant::Mla:  // its latent's steps are the walkthrough's to add (figure::has_steps refuses it)
+    case Variant::Mla:  // its latent comes first (steps_for)
       if (mistaken)
         return {S::Input,   S::Project, S::View,    S::Transpose, S::Scores, S::Mask,
                 S::Softmax, S::Dropout, S::Context, S::Merge,     S::OutProj};
@@ -228,6 +235,7 @@ std::vector<Step> base_steps(const Dims& d, bool mistaken) {
 
 std::vector<Step> steps_for(const Dims& d, bool mistaken) {
   std::vector<Step> steps = base_steps(d, mistaken);
+  if (d.variant == Variant::Mla) steps.insert(steps.begin() + 1, Step::Latent);  // x -> latent -> keys, values
   // QK-norm, then RoPE, on the per-head q and k: after the split (the fused chunk), before
   // gqa's expansion and the scores, as the forward computes them.
   const Step split = d.variant == Variant::FusedQkv ? Step::Chunk : Step::Transpose;
