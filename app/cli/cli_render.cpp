@@ -130,9 +130,10 @@ void add_render(CLI::App& app, RenderOptions& o) {
   sub->add_option("--train-log", o.train_log,
                   "A training run's log (mhaviz train --log FILE.jsonl, or a Train view run's log.jsonl): its loss "
                   "curves and detector scores, instead of a session");
-  sub->add_option("--step", o.step, "Walkthrough step of --view step: number from 0 or name (input, project, view, "
-                                    "transpose, chunk, scores, mask, softmax, dropout, context, transpose_back, merge, "
-                                    "concat, out_proj)");
+  sub->add_option("--step", o.step,
+                  "Walkthrough step of --view step: number from 0 or name (input, project, view, "
+                  "transpose, chunk, scores, mask, softmax, dropout, context, transpose_back, merge, "
+                  "concat, out_proj)");
   sub->add_option("--pane", o.pane, "With --view step: q, k, v or all (which projections the steps show)")
       ->capture_default_str();
   sub->add_option("--stage", o.stage, "scores, masked, scaled, weights or dropped")->capture_default_str();
@@ -238,8 +239,7 @@ int run_render(const RenderOptions& o) {
     fo.log_scale = o.log_scale || (!o.linear_scale && trace.tokens >= figure::kLogScaleFromTokens);
     if (fo.view == figure::View::Step && !figure::has_steps(s.model))
       return usage_error("--view: step is not drawn for model.variant \"" + std::string(variant_name(s.model.variant)) +
-                         "\"" + (s.model.qk_norm || s.model.rope_base != 0.0 ? " with QK-norm or RoPE" : "") +
-                         " yet (grid and head are)");
+                         "\" yet (grid and head are)");
     if (fo.view == figure::View::Step) {
       const std::string arg = o.view.size() > 1 ? o.view[1] : o.step.empty() ? "0" : o.step;
       if (!figure::parse_step_arg(trace, o.mistake, arg, fo.step))

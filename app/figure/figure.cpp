@@ -21,16 +21,18 @@ namespace mhaviz::figure {
 
 using namespace detail;  // the drawing kit (builder.hpp)
 
-bool has_steps(const ModelConfig& c) {
-  return c.variant != Variant::Gqa && c.variant != Variant::Mla && !c.qk_norm && c.rope_base == 0.0;
-}
+bool has_steps(const ModelConfig& c) { return is_split(c.variant) || c.variant == Variant::Wrapper; }
 
-int step_count(const Trace& trace, bool mistaken) {
-  return static_cast<int>(lay::steps_for(trace.config.variant, mistaken).size());
+namespace {
+std::vector<lay::Step> steps_of(const Trace& trace, bool mistaken) {
+  return lay::steps_for(lay::dims_for(trace.config, 1, trace.tokens, trace.d_in), mistaken);
 }
+}  // namespace
+
+int step_count(const Trace& trace, bool mistaken) { return static_cast<int>(steps_of(trace, mistaken).size()); }
 
 bool parse_step_arg(const Trace& trace, bool mistaken, const std::string& arg, int& out) {
-  const auto steps = lay::steps_for(trace.config.variant, mistaken);
+  const auto steps = steps_of(trace, mistaken);
   lay::Step s;
   if (lay::parse_step(arg, s)) {
     for (std::size_t i = 0; i < steps.size(); ++i)
@@ -59,8 +61,9 @@ Figure build_figure(const Trace& trace, const std::vector<std::string>& tokens, 
       throw std::invalid_argument("--step: " + std::to_string(o.step) + " is out of range [0, " +
                                   std::to_string(n - 1) + "]");
     Mistake mistake;
-    if (o.mistaken && trace.config.variant != Variant::Wrapper)
-      mistake = o.model ? make_mistake(*o.model, trace) : Mistake{mistaken_merge(trace), {}};
+    // The mistake's tensors, and RoPE's scores without the rotation that are computed beside them.
+    if ((o.mistaken && trace.config.variant != Variant::Wrapper) || !trace.q_rotated.empty())
+      mistake = o.model ? make_mistake(*o.model, trace) : trace_mistake(trace);
     WalkInput in;
     in.trace = &trace;
     in.model = o.model;

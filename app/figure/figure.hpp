@@ -52,8 +52,8 @@ struct Canvas {
 struct Options {
   View view = View::Grid;
   int head = 0;           // View::Head: the head shown; View::Grid: the selected head (framed)
-  int step = 0;           // View::Step: index into layout::steps_for(variant, mistaken)
-  bool mistaken = false;  // View::Step: the seeds' merge without the transpose back
+  int step = 0;           // View::Step: index into layout::steps_for(dims, mistaken)
+  bool mistaken = false;  // View::Step: the seeds' merge without the transpose back (gqa: .repeat)
   int pane = 3;           // View::Step: which of Q | K | V the projection steps show (0, 1, 2; 3 all)
   // View::Step with the mistake: the model whose out_proj turns the scrambled merge into the
   // wrong output shown (without it the output step shows the trace's correct output).
@@ -141,9 +141,9 @@ struct Figure {
   std::vector<Prim> prims;    // in drawing order
   std::vector<HeatmapInfo> heatmaps;
   std::vector<Hit> hits;
-  int cells = 0;              // prims with class "cell ..." (one per matrix element drawn)
-  Color masked_a, masked_b;   // the hatch of masked cells
-  Color window_a, window_b;   // the hatch of cells outside a sliding window
+  int cells = 0;                         // prims with class "cell ..." (one per matrix element drawn)
+  Color masked_a, masked_b;              // the hatch of masked cells
+  Color window_a, window_b;              // the hatch of cells outside a sliding window
   float caption_y0 = 0, caption_y1 = 0;  // the caption band (0, 0 without a caption)
   const Hit* hit(const std::string& id) const;
 };
@@ -247,9 +247,10 @@ std::string prims_json(const Figure& f, bool values);
 // a log scale). Values in cells: format_value (walk_values.hpp), which the app prints through too.
 std::string format_tick(float v, float step, bool log);
 
-// Whether the walkthrough draws a config: the chapter-3 variants without QK-norm or RoPE (its
-// steps compute the scores from the q and k they show). gqa's K/V heads, mla's latent and the
-// normed or rotated q and k are not among its pictures yet; the heatmaps show every config.
+// Whether the walkthrough draws a config: the chapter-3 variants, gqa (its K/V heads and their
+// expansion) and mla (its latent and the keys and values up-projected from it), with their
+// options (a sliding window, QK-norm, RoPE): every variant a session holds today. The one rule
+// the app's W, its menu and `render --view step` ask, for a variant added later.
 bool has_steps(const ModelConfig& c);
 // The walkthrough steps of a trace's variant, and a step given as an index or a name.
 int step_count(const Trace& trace, bool mistaken);

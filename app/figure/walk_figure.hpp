@@ -26,10 +26,10 @@ struct WalkInput {
   const std::vector<std::string>* tokens = nullptr;
   const Mistake* mistake = nullptr;  // make_mistake of the trace; needed when mistaken
   int batch = 0;
-  bool mistaken = false;      // the seeds' merge without the transpose back (not for the wrapper)
-  int pane = 0;               // Q | K | V shown: 0 Q, 1 K, 2 V, 3 all
-  bool numbers = true;        // numbers in cells when they fit
-  bool weights = true;        // Wᵀ beside the projections (X · Wᵀ = Q, merged · W_outᵀ = output)
+  bool mistaken = false;  // the seeds' merge without the transpose back (not for the wrapper)
+  int pane = 0;           // Q | K | V shown: 0 Q, 1 K, 2 V, 3 all
+  bool numbers = true;    // numbers in cells when they fit
+  bool weights = true;    // Wᵀ beside the projections (X · Wᵀ = Q, merged · W_outᵀ = output)
   // Position along the steps: an integer is a step shown still; a fraction is the
   // animation from step floor(pos) to the next.
   float pos = 0.0f;
@@ -52,7 +52,7 @@ struct WalkPlan {
   struct Key {
     Canvas canvas;
     Typography type;
-    int variant = -1, tokens = 0, d_in = 0, heads = 0, head_dim = 0, pane = 0, steps = 0;
+    int variant = -1, tokens = 0, d_in = 0, heads = 0, head_dim = 0, kv_heads = 0, pane = 0, steps = 0;
     bool weights = false, mistaken = false, numbers = false;
     bool operator==(const Key&) const = default;
   } key;

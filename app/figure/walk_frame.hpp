@@ -39,6 +39,12 @@ struct Grid {
   std::function<lay::HeadIndex(std::int64_t)> source;
   // Cells that differ from the correct merge (the mistake), outlined in red.
   std::function<bool(std::int64_t)> wrong;
+  // gqa: the grid's heads are K/V heads ("kv 1"), or query heads that read the K/V head
+  // reads(h) (labelled "head 2 ← kv 1"); read_hue: cells in that K/V head's hue (the expansion,
+  // whose blocks are copies of it). wrong_block: a block the mistake pairs with the wrong K/V head.
+  bool kv_heads = false;
+  std::function<int(int)> reads;
+  bool read_hue = false;
   int decimals = -1;  // numbers with this many decimals (the output as the book prints it); -1: format_value
   float vmax = 1.0f;  // largest |value| shown (Diverging, Weights)
   // Placement (logical pixels)
@@ -77,8 +83,8 @@ struct Frame {
   detail::Theme th;
   int cells = 0;
   int legend_swatches = 0;
-  WalkRecord* rec = nullptr;  // what the result and operand grids printed (tests)
-  float right_limit = 1.0e9f; // moving cells never swing past this x (the scene's canvas)
+  WalkRecord* rec = nullptr;   // what the result and operand grids printed (tests)
+  float right_limit = 1.0e9f;  // moving cells never swing past this x (the scene's canvas)
 };
 
 inline const std::vector<std::string>& tokens(const Frame& f) { return *f.in.tokens; }
@@ -123,6 +129,12 @@ lay::Layout windowed(const Frame& f, lay::Layout l);
 std::string shape_of(const Frame& f, const lay::Layout& l);
 Grid result_grid(const Frame& f, lay::Step st);
 Grid tensor_grid(const Frame& f, lay::Step layout_of, const Tensor* t, std::string title, Tint tint);
+Grid layout_grid(const Frame& f, const lay::Layout& l, const Tensor* t, std::string title, Tint tint);
+// The tensors attention reads: q, and k, v at the query heads (gqa: expanded, by the mistake's
+// .repeat at the scores when it is on).
+const Tensor& q_read(const Frame& f);
+const Tensor& k_read(const Frame& f, lay::Step st);
+const Tensor& v_read(const Frame& f);
 bool weight_grid(const Frame& f, Grid& g, bool out_proj);
 Scene build_scene(const Frame& f, int k);
 Point grid_size(const Frame& f, const Grid& g);
@@ -133,11 +145,17 @@ Point to_px(const Frame& f, const Grid& g, lay::Point p);
 void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canvas_of);
 void use_step(Frame& f, const WalkPlan& plan, int k);
 // walk_paint.cpp
+// The hue of a grid's head: gqa's query heads in their K/V head's family (group_rgb), the
+// expansion's copies in their K/V head's own hue; else one hue per head.
+Rgb grid_hue(const Frame& f, const Grid& g, int head);
+// A head block's label: "head 2" ("h2"), gqa's "kv 1", or "head 2 ← kv 1" ("h2←kv1") for
+// query heads that read a K/V head; the longest form no wider than width.
+std::string head_label(const Frame& f, const Grid& g, std::int64_t head, float width);
 Look look_of(const Frame& f, const Grid& g, const lay::Cell& c, std::int64_t flat);
 // A cell at p: its fill (or the masked / dropped look), its number when it fits, its source
 // tag; title: the SVG title naming the element; operand: a grid the step reads, not its result.
-void draw_cell(Frame& f, Point p, float size, const Look& lk, float alpha, int decimals = -1, const std::string& title = {},
-               bool operand = false);
+void draw_cell(Frame& f, Point p, float size, const Look& lk, float alpha, int decimals = -1,
+               const std::string& title = {}, bool operand = false);
 void draw_frame_labels(Frame& f, const Grid& g, float alpha, bool result, bool record);
 float grid_vmax(const Frame& f, const Grid& g);
 std::string token_name(const Frame& f, std::int64_t t);

@@ -52,7 +52,11 @@ std::vector<float> row_of(const std::vector<float>& w, std::int64_t row, std::in
   return {w.begin() + static_cast<std::ptrdiff_t>(row * n), w.begin() + static_cast<std::ptrdiff_t>((row + 1) * n)};
 }
 
-void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, float value, Inspection& out) {
+// A projection's element as the dot product of its input row and the Linear's weight row: X
+// with W_query, W_key, W_value (the wrapper's heads', the fused qkv_layer); mla's latent
+// step X with W_DKV, its keys and values the latent with W_UK, W_UV.
+void inspect_project(const Frame& f, lay::Step st, const lay::Layout& l, const lay::Cell& c, float value,
+                     Inspection& out) {
   const Variant v = f.tr.config.variant;
   if (!f.in.model) {
     out.text("(weights of this trace are not available)");
@@ -71,14 +75,19 @@ void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, f
     t = c.row;
     row = c.col;
   } else {
-    wname = kW[c.pane];
+    wname = kW[c.pane + lay::first_part(lay::Step::Project, f.dims)];
     t = c.row;
     row = c.col;
   }
+  const bool from_latent = v == Variant::Mla && st == lay::Step::Project && c.pane > 0;
+  if (st == lay::Step::Latent) wname = "W_DKV";
+  if (from_latent) wname = c.pane == 1 ? "W_UK" : "W_UV";
+  const Tensor& src = from_latent ? f.tr.latent : f.tr.input;
+  const std::string src_name = from_latent ? "latent" : "X";
   try {
     const Linear& lin = m.layer(wname);
-    std::vector<float> x(static_cast<std::size_t>(f.tr.d_in));
-    for (int i = 0; i < f.tr.d_in; ++i) x[static_cast<std::size_t>(i)] = f.tr.input.at({f.b, t, i});
+    std::vector<float> x(static_cast<std::size_t>(lin.in));
+    for (int i = 0; i < lin.in; ++i) x[static_cast<std::size_t>(i)] = src.at({f.b, t, i});
     double sum = 0.0;
     const std::string terms = dot_terms(x, row_of(lin.weight, row, lin.in), sum);
     std::string bias;
@@ -86,12 +95,24 @@ void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, f
       sum += static_cast<double>(lin.bias[static_cast<std::size_t>(row)]);
       bias = " + bias[" + std::to_string(row) + "] " + num(lin.bias[static_cast<std::size_t>(row)]);
     }
-    out.text(tensor_label(f, lay::Step::Project, c.pane) + index_text(f, l, c) + " = X" +
+    out.text(tensor_label(f, st, c.pane) + index_text(f, l, c) + " = " + src_name +
              lay::index_string({f.b, t}).substr(0, lay::index_string({f.b, t}).size() - 1) + ", :] · " + wname +
              ".weight[" + std::to_string(row) + ", :]" + bias);
     out.text("= " + terms + (bias.empty() ? "" : " + " + num(lin.bias[static_cast<std::size_t>(row)])) + " = " +
              num(static_cast<float>(sum)) + "   (trace: " + num(value) + ")");
-    if (v == Variant::WeightSplit) {
+    if (st == lay::Step::Latent || from_latent) {
+      out.text(st == lay::Step::Latent
+                   ? "The latent is all an MLA KV cache keeps: latent_dim = " + std::to_string(lin.out) +
+                         " values per token, "
+                         "against 2 × d_out = " +
+                         std::to_string(2 * f.tr.heads * f.tr.head_dim) + " for keys and values."
+                   : "Keys and values are made from the latent, not from X: W_UK and W_UV map latent_dim " +
+                         std::to_string(lin.in) + " → d_out " + std::to_string(lin.out) + ".");
+    } else if (v == Variant::Gqa) {
+      out.text("Column j = " + std::to_string(c.col) + " belongs to K/V head j / head_dim = " +
+               std::to_string(c.col / f.tr.head_dim) + ": " + wname + " has " + std::to_string(f.tr.kv_heads) +
+               " × head_dim rows, W_query " + std::to_string(f.tr.heads) + " × head_dim.");
+    } else if (v == Variant::WeightSplit) {
       const lay::HeadIndex hi = lay::split_column(f.b, c.row, c.col, f.tr.head_dim);
       out.text("Column j = " + std::to_string(c.col) + " belongs to head j / head_dim = " + std::to_string(c.col) +
                " / " + std::to_string(f.tr.head_dim) + " = " + std::to_string(hi.head) +
@@ -110,6 +131,45 @@ void inspect_project(const Frame& f, const lay::Layout& l, const lay::Cell& c, f
   } catch (const std::exception&) {
     out.text("(weights of this trace are not available)");
   }
+}
+
+// q_normed = q / √(mean(q²) + eps) · scale over the element's head vector; q_rotated pairs
+// d with d ± head_dim/2 and turns them by position · θ_i. Recomputed here in double only to
+// explain: the value printed first is the trace's.
+void inspect_norm_rope(const Frame& f, lay::Step st, const lay::Cell& c, Inspection& out) {
+  const Trace& tr = f.tr;
+  const int hd = tr.head_dim;
+  const std::int64_t h = c.block, t = c.row, d = c.col;
+  if (st == lay::Step::QkNorm) {
+    double ms = 0.0;
+    for (int e = 0; e < hd; ++e) ms += static_cast<double>(tr.q.at({f.b, h, t, e})) * tr.q.at({f.b, h, t, e});
+    ms /= hd;
+    const float w = f.in.model && !f.in.model->q_norm.empty() ? f.in.model->q_norm[static_cast<std::size_t>(d)] : 1.0f;
+    const double x = tr.q.at({f.b, h, t, d});
+    out.text("= q" + lay::index_string({f.b, h, t, d}) + " / √(mean(q" +
+             lay::index_string({f.b, h, t}).insert(lay::index_string({f.b, h, t}).size() - 1, ", :") +
+             "²) + 1e-6) · q_norm.scale[" + std::to_string(d) + "] = " + num(static_cast<float>(x)) + " / " +
+             num(static_cast<float>(std::sqrt(ms + 1e-6))) + " · " + num(w) + " = " +
+             num(static_cast<float>(x / std::sqrt(ms + 1e-6) * w)));
+    out.text(
+        "Every head's vector at every position is scaled to a root mean square of 1 (then by the learned scale), "
+        "for q and k alike: the scores' size no longer grows with the vectors'.");
+    return;
+  }
+  const Tensor& in = tr.q_normed.empty() ? tr.q : tr.q_normed;
+  const int half = hd / 2, i = static_cast<int>(d % half);
+  const std::int64_t partner = d < half ? d + half : d - half;
+  const std::vector<double> inv = rope_inv_freq(tr.config.rope_base, hd);
+  const double angle = static_cast<double>(t) * inv[static_cast<std::size_t>(i)];
+  const double x = in.at({f.b, h, t, d}), y = in.at({f.b, h, t, partner});
+  const double r = d < half ? x * std::cos(angle) - y * std::sin(angle) : x * std::cos(angle) + y * std::sin(angle);
+  out.text("Pair (" + std::to_string(i) + ", " + std::to_string(i + half) + ") at position " + std::to_string(t) +
+           " turns by angle " + std::to_string(t) + " · θ^(−2·" + std::to_string(i) + "/" + std::to_string(hd) +
+           ") = " + num(static_cast<float>(angle)) + " rad");
+  out.text(std::string("= ") + (d < half ? "x·cos − y·sin" : "x·cos + y·sin") + " with x = " +
+           num(static_cast<float>(x)) + " (d " + std::to_string(d) + "), y = " + num(static_cast<float>(y)) + " (d " +
+           std::to_string(partner) + ") = " + num(static_cast<float>(r)));
+  out.text("Rotations keep lengths; q·kᵀ then depends on the two positions' difference. Position 0 is not turned.");
 }
 
 void inspect_path(const Frame& f, int k, std::int64_t flat, Inspection& out) {
@@ -148,7 +208,7 @@ void inspect_path(const Frame& f, int k, std::int64_t flat, Inspection& out) {
                std::to_string(hi.head) + "'s block.");
     }
   }
-  if ((st == lay::Step::Merge && f.in.mistaken) && f.tr.config.variant != Variant::Wrapper) {
+  if (st == lay::Step::Merge && f.src.wrong()) {
     const lay::HeadIndex bad = lay::mistaken_source(f.b, c.row, c.col, f.tr.tokens, f.tr.heads, hd);
     const lay::HeadIndex ok = lay::split_column(f.b, c.row, c.col, hd);
     out.text("The plain reshape puts context" + lay::index_string({bad.b, bad.head, bad.t, bad.d}) + " (token " +
@@ -215,16 +275,43 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
   // Always-on captions per step.
   switch (st) {
     case lay::Step::Mask:
-      out.text("mask_bool = triu(ones(" + std::to_string(T) + ", " + std::to_string(T) +
-               "), diagonal=1): " + std::to_string(masked_cells) + " of " + std::to_string(T * T) +
-               " cells per head (key after query, j > i) become -∞ (outlined), so softmax gives them weight 0.");
+      if (f.dims.window > 0) {
+        std::int64_t outside = 0;
+        for (int i = 0; i < T; ++i)
+          for (int j = 0; j < T; ++j) outside += tr.hidden_by(i, j) == MaskRule::Window ? 1 : 0;
+        out.text("mask_bool = (diff < 0) | (diff >= W), diff = i − j, W = " + std::to_string(f.dims.window) + ": " +
+                 std::to_string(masked_cells - outside) + " cells per head after the query (grey, outlined) and " +
+                 std::to_string(outside) + " W or more tokens back (blue-grey hatch) of " + std::to_string(T * T) +
+                 " become -∞; each query sees at most W keys, so a KV cache keeps only the last W rows.");
+      } else {
+        out.text("mask_bool = triu(ones(" + std::to_string(T) + ", " + std::to_string(T) +
+                 "), diagonal=1): " + std::to_string(masked_cells) + " of " + std::to_string(T * T) +
+                 " cells per head (key after query, j > i) become -∞ (outlined), so softmax gives them weight 0.");
+      }
+      break;
+    case lay::Step::Expand:
+      if (f.src.repeat_wrong())
+        out.text(
+            ".repeat(1, group_size, 1, 1) tiles the K/V heads [kv 0, kv 1, …, kv 0, kv 1, …]: query head i gets K/V "
+            "head i mod num_kv_groups, not its own group's (red outlines: the heads paired wrongly)." +
+            std::string(
+                f.dims.kv() == 1 || f.dims.group() == 1
+                    ? " With " +
+                          std::string(f.dims.kv() == 1 ? "one K/V head (multi-query)" : "one query head per K/V head") +
+                          " both orders agree: this mistake changes nothing here."
+                    : ""));
+      else
+        out.text(
+            "repeat_interleave(group_size, dim=1) copies each K/V head group_size times in a row [kv 0, kv 0, …, kv 1, "
+            "kv 1, …]: query head i reads K/V head i / group_size, the group it was trained with.");
       break;
     case lay::Step::Dropout:
       if (tr.dropout_applied()) {
         std::int64_t dropped = 0, n = 0;
         for (int h = 0; h < tr.heads; ++h)
           for (int i = 0; i < T; ++i)
-            for (int j = 0; j <= (tr.config.causal ? i : T - 1); ++j) {
+            for (int j = 0; j < T; ++j) {
+              if (tr.masked(i, j)) continue;
               ++n;
               dropped += tr.kept(f.b, h, i, j) ? 0 : 1;
             }
@@ -237,7 +324,7 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
       }
       break;
     case lay::Step::Merge:
-      if (f.in.mistaken) {
+      if (f.src.wrong()) {
         out.text(
             "Common mistake: reshape (b, h, T, hd) → (b, T, h·hd) without the transpose back. Row 0 then holds head 0 "
             "of tokens 0, 1, …: tokens are scrambled across heads. Red outlines: cells that differ from the correct "
@@ -262,16 +349,19 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
   }
   const lay::Cell c = lay::cell_of(l, flat);
   const float value = step_value(f.src, st, flat);
-  if (st != lay::Step::Project)  // the projection's first line already names the element
+  if (st != lay::Step::Project && st != lay::Step::Latent)  // the projection's first line already names the element
     out.text(tensor_label(f, st, c.pane) + index_text(f, l, c) + " = " + num(value));
   switch (st) {
-    case lay::Step::Project: inspect_project(f, l, c, value, out); break;
+    case lay::Step::Project:
+    case lay::Step::Latent: inspect_project(f, st, l, c, value, out); break;
     case lay::Step::Scores: {
       const std::int64_t head = c.block, i = c.row, j = c.col, hd = tr.head_dim;
       std::vector<float> q(static_cast<std::size_t>(hd)), kk(static_cast<std::size_t>(hd));
+      const Tensor& kt = k_read(f, st);
+      const Tensor& qt = q_read(f);
       for (std::int64_t d = 0; d < hd; ++d) {
-        q[static_cast<std::size_t>(d)] = tr.q.at({f.b, head, i, d});
-        kk[static_cast<std::size_t>(d)] = tr.k.at({f.b, head, j, d});
+        q[static_cast<std::size_t>(d)] = qt.at({f.b, head, i, d});
+        kk[static_cast<std::size_t>(d)] = kt.at({f.b, head, j, d});
       }
       double sum = 0;
       const std::string terms = dot_terms(q, kk, sum);
@@ -280,15 +370,34 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
                " = " + terms + " = " + num(static_cast<float>(sum)));
       out.text("Row " + std::to_string(i) + " of q (query " + token_name(f, i) + ") times column " + std::to_string(j) +
                " of kᵀ (key " + token_name(f, j) + "), inside head " + std::to_string(head) + " only.");
+      if (tr.config.variant == Variant::Gqa) {
+        const int g = kv_read(f.src, st, static_cast<int>(head)),
+                  ok = lay::kv_head_read(f.dims, static_cast<int>(head), false);
+        out.text("Query head " + std::to_string(head) + " reads K/V head " + std::to_string(g) +
+                 (g == ok
+                      ? " (head / group_size = " + std::to_string(head) + " / " + std::to_string(f.dims.group()) + ")"
+                      : ", but its group's is K/V head " + std::to_string(ok) + " (.repeat pairs it wrongly)") +
+                 ".");
+      }
+      break;
+    }
+    case lay::Step::QkNorm:
+    case lay::Step::Rope: inspect_norm_rope(f, st, c, out); break;
+    case lay::Step::Expand: {
+      const int g = kv_read(f.src, st, static_cast<int>(c.block));
+      out.text(std::string(c.pane == 0 ? "keys" : "values") + " of query head " + std::to_string(c.block) +
+               " = copy of K/V head " + std::to_string(g) + ": " + (c.pane == 0 ? "k" : "v") +
+               lay::index_string({f.b, g, c.row, c.col}));
       break;
     }
     case lay::Step::Context: {
       const std::int64_t head = c.block, t = c.row, d = c.col;
       std::vector<float> wr(static_cast<std::size_t>(T)), vc(static_cast<std::size_t>(T));
       const Tensor& wt = tr.weights_after_dropout();
+      const Tensor& vt = v_read(f);
       for (int j = 0; j < T; ++j) {
         wr[static_cast<std::size_t>(j)] = wt.at({f.b, head, t, j});
-        vc[static_cast<std::size_t>(j)] = tr.v.at({f.b, head, j, d});
+        vc[static_cast<std::size_t>(j)] = vt.at({f.b, head, j, d});
       }
       double sum = 0;
       const std::string terms = dot_terms(wr, vc, sum);
@@ -322,9 +431,17 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
     default: break;
   }
   if (st == lay::Step::Mask) {
-    out.text(tr.masked(static_cast<int>(c.row), static_cast<int>(c.col))
-                 ? "Key " + std::to_string(c.col) + " comes after query " + std::to_string(c.row) + ": masked to -inf."
-                 : "Key " + std::to_string(c.col) + " is not after query " + std::to_string(c.row) + ": kept.");
+    const std::string key = "Key " + std::to_string(c.col), query = " query " + std::to_string(c.row);
+    switch (tr.hidden_by(static_cast<int>(c.row), static_cast<int>(c.col))) {
+      case MaskRule::Causal: out.text(key + " comes after" + query + ": masked to -inf."); break;
+      case MaskRule::Window:
+        out.text(key + " is i − j = " + std::to_string(c.row - c.col) + " ≥ W = " + std::to_string(f.dims.window) +
+                 " tokens before" + query + ": outside the window, masked to -inf.");
+        break;
+      case MaskRule::Visible:
+        out.text(key + " is not after" + query + (f.dims.window > 0 ? " and inside the window" : "") + ": kept.");
+        break;
+    }
   }
   if (st == lay::Step::Softmax) inspect_softmax_row(f, static_cast<int>(c.block), static_cast<int>(c.row), out);
   if (st == lay::Step::Dropout && tr.dropout_applied()) {
@@ -342,7 +459,6 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
     inspect_path(f, k, flat, out);
   return out;
 }
-
 
 }  // namespace walk
 

@@ -13,14 +13,16 @@ Color faded(Color c, float alpha) {
 
 Color mix_color(Color a, Color b, float t) {
   const auto m = [t](std::uint8_t x, std::uint8_t y) {
-    return static_cast<std::uint8_t>(std::lround(static_cast<float>(x) + (static_cast<float>(y) - static_cast<float>(x)) * t));
+    return static_cast<std::uint8_t>(
+        std::lround(static_cast<float>(x) + (static_cast<float>(y) - static_cast<float>(x)) * t));
   };
   return {m(a.r, b.r), m(a.g, b.g), m(a.b, b.b), m(a.a, b.a)};
 }
 
 // Text with its top-left at (x, y) (the way rows of labels are laid out); cut with an
 // ellipsis to max_w when given.
-void label(Frame& f, float x, float y, const std::string& s, Color c, const char* cls, int align = 0, float max_w = 0.0f) {
+void label(Frame& f, float x, float y, const std::string& s, Color c, const char* cls, int align = 0,
+           float max_w = 0.0f) {
   f.B->text(x, y + text_ascent(f.sfh), max_w > 0.0f ? fit_text(s, f.sfh, max_w) : s, f.sfh, c, align, cls);
 }
 
@@ -31,14 +33,39 @@ int cell_head(const Grid& g, const lay::Cell& c) {
 }  // namespace
 
 // [SECTION] Cells
+Rgb grid_hue(const Frame& f, const Grid& g, int head) {
+  if (g.read_hue && g.reads) return head_rgb(g.reads(head));
+  return group_rgb(head, g.l.group, f.o.dark);
+}
+
+std::string head_label(const Frame& f, const Grid& g, std::int64_t head, float width) {
+  const std::string n = std::to_string(head);
+  std::vector<std::string> forms;
+  if (g.kv_heads) {
+    forms = {"K/V head " + n, "kv " + n, "kv" + n};
+  } else if (g.reads) {
+    const std::string r = std::to_string(g.reads(static_cast<int>(head)));
+    forms = {"head " + n + " ← kv " + r, "h" + n + "←kv" + r, "head " + n, "h" + n};
+  } else {
+    forms = {"head " + n, "h" + n};
+  }
+  for (const std::string& s : forms)
+    if (text_w(f, s) <= width) return s;
+  return {};
+}
+
 Look look_of(const Frame& f, const Grid& g, const lay::Cell& c, std::int64_t flat) {
   Look lk;
   const float v = g.value(flat);
   lk.state = g.state ? g.state(flat) : 0;
   const Color bg{f.th.bg.r, f.th.bg.g, f.th.bg.b, 255};
-  Color col = detail::to_color(cell_rgb(g.tint, cell_head(g, c), lay::part_of(g.l, c), v, g.vmax, f.o.dark, detail::to_rgb(bg)));
+  const int head = cell_head(g, c);
+  const Rgb hue = head >= 0 ? grid_hue(f, g, head) : Rgb{};
+  Color col = detail::to_color(
+      cell_rgb_hue(g.tint, head >= 0 ? &hue : nullptr, lay::part_of(g.l, c), v, g.vmax, f.o.dark, detail::to_rgb(bg)));
   if (lk.state == 1) col = f.o.dark ? Color{41, 41, 43, 255} : Color{204, 204, 204, 255};
   if (lk.state == 2) col = bg;
+  if (lk.state == 3) col = f.th.window_a;  // the heatmap's window hatch, in its colours
   lk.fill = col;
   lk.text = luminance(detail::to_rgb(col)) < 0.5f ? Color{255, 255, 255, 255} : Color{0, 0, 0, 255};
   if (lk.state == 1) lk.text = f.o.dark ? Color{255, 140, 128, 255} : Color{179, 26, 26, 255};
@@ -48,22 +75,26 @@ Look look_of(const Frame& f, const Grid& g, const lay::Cell& c, std::int64_t fla
   return lk;
 }
 
-void draw_cell(Frame& f, Point p, float size, const Look& lk, float alpha, int decimals, const std::string& title, bool operand) {
+void draw_cell(Frame& f, Point p, float size, const Look& lk, float alpha, int decimals, const std::string& title,
+               bool operand) {
   if (alpha <= 0.01f) return;
   Builder& B = *f.B;
   const float pad = size >= 10.0f ? 1.0f : 0.0f;
   const float x0 = p.x + pad, y0 = p.y + pad, x1 = p.x + size - pad, y1 = p.y + size - pad;
   if (lk.state == 2) {
     B.frame(x0, y0, x1, y1, faded({128, 128, 128, 153}, alpha), 1.0f, "cell dropped");  // an empty slot
+  } else if (lk.state == 3 && alpha >= 0.99f) {
+    B.hatch(x0, y0, x1, y1, "cell masked window", title, true);  // outside the sliding window
   } else {
-    B.rect(x0, y0, x1, y1, faded(lk.fill, alpha), std::string(lk.state == 1 ? "cell masked" : "cell") + (operand ? " operand" : ""),
-           title);
+    B.rect(x0, y0, x1, y1, faded(lk.fill, alpha),
+           std::string(lk.state == 1 ? "cell masked" : "cell") + (operand ? " operand" : ""), title);
   }
   if (lk.state == 1) B.frame(x0, y0, x1, y1, faded({230, 77, 64, 230}, alpha), 1.5f, "masked");
   ++f.cells;
   if (f.in.numbers && numbers_fit(f, size, decimals)) {
     const float ns = number_size(f, size, decimals);
-    B.text(p.x + size * 0.5f, p.y + size * 0.5f + text_ascent(ns) * 0.5f - 1.0f, lk.label, ns, faded(lk.text, alpha), 1, "value");
+    B.text(p.x + size * 0.5f, p.y + size * 0.5f + text_ascent(ns) * 0.5f - 1.0f, lk.label, ns, faded(lk.text, alpha), 1,
+           "value");
   }
   if (!lk.tag.empty() && size >= f.sfh * 2.4f) {
     const float ts = std::round(f.sfh * 0.72f);
@@ -102,7 +133,8 @@ void column_groups(Frame& f, const Grid& g, float title_y, float line, Color dim
       if (g.l.part_cols > 0 && g.l.kind != lay::Kind::Matrix)
         lab = cur == 0 ? "q" : cur == 1 ? "k" : "v";
       else
-        lab = (wpx >= text_w(f, "head 00") + 4.0f ? "head " : "h") + std::to_string(cur);
+        lab = g.kv_heads ? (wpx >= text_w(f, "kv 00") + 4.0f ? "kv " : "kv") + std::to_string(cur)
+                         : (wpx >= text_w(f, "head 00") + 4.0f ? "head " : "h") + std::to_string(cur);
       if (text_w(f, lab) <= wpx + 2.0f) label(f, a.x + 2.0f, title_y + line, lab, dim, "group-label");
       f.B->line(a.x + 1, title_y + line * 2 - 2, a.x + wpx - 1, title_y + line * 2 - 2, dim, 1.0f, "group");
     };
@@ -157,7 +189,8 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, bool result, bool r
   if (g.col_tokens) keys = column_labels(tokens(f), f.cs, measure);
   for (int pane = g.pane_first; pane <= g.pane_last; ++pane) {
     const Point p = to_px(f, g, lay::slot_point(g.l, pane, 0, 0, 0));
-    std::string t = pane < static_cast<int>(g.pane_titles.size()) ? g.pane_titles[static_cast<std::size_t>(pane)] : g.pane_titles.front();
+    std::string t = pane < static_cast<int>(g.pane_titles.size()) ? g.pane_titles[static_cast<std::size_t>(pane)]
+                                                                  : g.pane_titles.front();
     if (!keys.note.empty()) t += "  · columns: " + keys.note;
     label(f, p.x, title_y, t, text, result ? "pane-title" : "operand-title");
     if (rec) (result ? rec->titles : rec->operand_titles).push_back(t);
@@ -167,8 +200,13 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, bool result, bool r
   std::vector<std::string> block_names;
   if (g.blocks == BlockLabels::Heads || g.blocks == BlockLabels::Tokens) {
     const float block_w = static_cast<float>(ca.slots()) * f.cs + (bcols > 1 ? g.l.block_gap_x * f.cs - 4.0f : 1.0e6f);
-    block_names = block_labels(g.blocks == BlockLabels::Heads ? lay::Kind::HeadBlocks : lay::Kind::TokenBlocks, g.l.dims[1],
-                               tokens(f), block_w, measure);
+    block_names = block_labels(g.blocks == BlockLabels::Heads ? lay::Kind::HeadBlocks : lay::Kind::TokenBlocks,
+                               g.l.dims[1], tokens(f), block_w, measure);
+    if (g.blocks == BlockLabels::Heads && (g.kv_heads || g.reads)) {
+      // gqa: which K/V head each block is, or reads.
+      for (std::int64_t i = 0; i < g.l.dims[1]; ++i)
+        block_names[static_cast<std::size_t>(i)] = head_label(f, g, i, block_w);
+    }
   }
   for (std::int64_t bs = 0; bs < ba.slots(); ++bs) {
     const std::int64_t block = ba.index_at(bs);
@@ -179,10 +217,10 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, bool result, bool r
     }
     if (g.blocks != BlockLabels::None) {
       const std::int64_t inner = block % g.l.dims[1];
-      const std::string lab =
-          g.blocks == BlockLabels::Modules ? "heads[" + std::to_string(inner) + "]: own W" : block_names[static_cast<std::size_t>(inner)];
+      const std::string lab = g.blocks == BlockLabels::Modules ? "heads[" + std::to_string(inner) + "]: own W"
+                                                               : block_names[static_cast<std::size_t>(inner)];
       const Color c = g.blocks == BlockLabels::Heads || g.blocks == BlockLabels::Modules
-                          ? faded(detail::head_color(static_cast<int>(inner)), alpha)
+                          ? faded(detail::to_color(grid_hue(f, g, static_cast<int>(inner))), alpha)
                           : text;
       label(f, p.x, p.y - line * (g.col_tokens && bs < bcols ? 1.0f + static_cast<float>(keys.lines) : 1.0f), lab, c,
             "block-label");
@@ -204,9 +242,13 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, bool result, bool r
       const std::int64_t row = ra.index_at(rs);
       const Point rp = to_px(f, g, lay::slot_point(g.l, g.pane_first, bs, rs, 0));
       if (f.cs < f.sfh * 0.8f && row >= 0 && rs % 2 == 1) continue;
-      std::string lab = row < 0 ? "…" : g.rows == RowLabels::Heads ? "head " + std::to_string(row) : token_name(f, row);
+      std::string lab = row < 0                      ? "…"
+                        : g.rows == RowLabels::Heads ? (g.kv_heads ? "kv " : "head ") + std::to_string(row)
+                                                     : token_name(f, row);
       lab = fit_text(lab, f.sfh, g.left - 6.0f);
-      const Color c = g.rows == RowLabels::Heads && row >= 0 ? faded(detail::head_color(static_cast<int>(row)), alpha) : text;
+      const Color c = g.rows == RowLabels::Heads && row >= 0
+                          ? faded(detail::to_color(grid_hue(f, g, static_cast<int>(row))), alpha)
+                          : text;
       label(f, rp.x - 5.0f, rp.y + (f.cs - f.sfh) * 0.5f, lab, c, "row-label", 2);
     }
   }
@@ -219,8 +261,8 @@ void draw_grid(Frame& f, Grid& g, float alpha, bool result, bool record) {
   WalkRecord* rec = record ? f.rec : nullptr;
   for_visible(f, g, [&](const lay::Cell& c, std::int64_t flat, Point p) {
     const Look lk = look_of(f, g, c, flat);
-    draw_cell(f, p, f.cs, lk, alpha, g.decimals, lay::index_string({f.b, c.block, c.row, c.col}) + " = " + format_value(g.value(flat)),
-              !result);
+    draw_cell(f, p, f.cs, lk, alpha, g.decimals,
+              lay::index_string({f.b, c.block, c.row, c.col}) + " = " + format_value(g.value(flat)), !result);
     if (rec && c.pane == g.pane_first) {
       std::vector<std::string>& out = result ? rec->values : rec->operand_values;
       if (out.size() < 16) out.push_back(lk.label);
@@ -243,8 +285,8 @@ void draw_operator(Frame& f, const Grid& g, float alpha) {
 }
 
 // Rectangle around cells [c0, c1] (inclusive, same pane and block) of a grid, visible part only.
-bool cells_rect(const Frame& f, const Grid& g, int pane, std::int64_t block, std::int64_t r0, std::int64_t r1, std::int64_t c0,
-                std::int64_t c1, Point& a, Point& b) {
+bool cells_rect(const Frame& f, const Grid& g, int pane, std::int64_t block, std::int64_t r0, std::int64_t r1,
+                std::int64_t c0, std::int64_t c1, Point& a, Point& b) {
   const lay::Axis ba = g.l.block_axis(), ra = g.l.row_axis(), ca = g.l.col_axis();
   const std::int64_t bs = ba.slot(block);
   if (bs < 0 || !pane_drawn(g, pane)) return false;
@@ -366,7 +408,8 @@ void highlight_operands(Frame& f, const Scene& sc, lay::Step st, std::int64_t fl
 std::vector<int> chain_of(const Frame& f, int k) {
   int lo = k, hi = k;
   auto moves = [&](int i) {  // move into step i
-    const lay::Move m = lay::step_move(f.steps[static_cast<std::size_t>(i - 1)], f.steps[static_cast<std::size_t>(i)], f.in.mistaken);
+    const lay::Move m =
+        lay::step_move(f.steps[static_cast<std::size_t>(i - 1)], f.steps[static_cast<std::size_t>(i)], f.in.mistaken);
     return m != lay::Move::None;
   };
   while (lo > 0 && moves(lo)) --lo;
@@ -415,7 +458,8 @@ void draw_chain_strip(Frame& f, int k, Point at, float width, float height) {
       fixed_h += (bl - 1.0f) * mini.gap_px + per_fixed;
     }
     mini.cs = std::floor(std::clamp(
-        std::min((width - fixed_w - 8.0f) / std::max(1.0f, max_cells_w), (height - fixed_h) / std::max(1.0f, cells_h)), 2.0f, 16.0f));
+        std::min((width - fixed_w - 8.0f) / std::max(1.0f, max_cells_w), (height - fixed_h) / std::max(1.0f, cells_h)),
+        2.0f, 16.0f));
     mini.gap_px = std::max(2.0f, std::floor(mini.cs * 0.5f));
     mini.pane_px = std::max(3.0f, mini.cs);
   }
@@ -448,9 +492,11 @@ void draw_chain_strip(Frame& f, int k, Point at, float width, float height) {
       if (e >= 0) {
         const lay::Cell c = lay::cell_of(g.l, e);
         Point a, b;
-        if (pane_drawn(g, c.pane) && lay::visible(g.l, c) && cells_rect(copy, g, c.pane, c.block, c.row, c.row, c.col, c.col, a, b))
+        if (pane_drawn(g, c.pane) && lay::visible(g.l, c) &&
+            cells_rect(copy, g, c.pane, c.block, c.row, c.row, c.col, c.col, a, b))
           outline(copy, a, b, kSelect, 2.0f);
-        label(f, at.x, g.oy + gy + 2.0f, tensor_label(f, st, c.pane) + index_text(f, g.l, c), f.th.text, "chain", 0, width);
+        label(f, at.x, g.oy + gy + 2.0f, tensor_label(f, st, c.pane) + index_text(f, g.l, c), f.th.text, "chain", 0,
+              width);
       }
     }
     y = g.oy + gy + label_h;

@@ -12,20 +12,21 @@ namespace lay = mhaviz::layout;
 using namespace walk;
 
 std::vector<lay::Step> walk_steps(const WalkInput& in) {
-  const Variant v = in.trace->config.variant;
-  return lay::steps_for(v, in.mistaken && v != Variant::Wrapper);
+  const Trace& tr = *in.trace;
+  return lay::steps_for(lay::dims_for(tr.config, 1, tr.tokens, tr.d_in), in.mistaken);
 }
 
 std::int64_t walk_selected_in(const WalkInput& in, int k) {
   const std::vector<lay::Step> steps = walk_steps(in);
   const int st = in.selected_step;
-  if (st < 0 || st >= static_cast<int>(steps.size()) || in.selected_flat < 0 || k < 0 || k >= static_cast<int>(steps.size()))
+  if (st < 0 || st >= static_cast<int>(steps.size()) || in.selected_flat < 0 || k < 0 ||
+      k >= static_cast<int>(steps.size()))
     return -1;
   const lay::Dims dims = StepSource{in.trace, 0, in.mistaken, in.mistake}.dims();
   const lay::Layout l = lay::step_layout(steps[static_cast<std::size_t>(st)], dims);
   if (in.selected_flat >= l.numel()) return -1;
-  return lay::follow(steps, dims, in.mistaken && in.trace->config.variant != Variant::Wrapper, st, in.selected_flat)
-      [static_cast<std::size_t>(k)];
+  return lay::follow(steps, dims, in.mistaken && in.trace->config.variant != Variant::Wrapper, st,
+                     in.selected_flat)[static_cast<std::size_t>(k)];
 }
 
 namespace {
@@ -40,32 +41,58 @@ std::string shape_text(const Frame& f, lay::Step st) {
   const Variant v = tr.config.variant;
   Shape sh = lay::step_layout(st, f.dims).shape();
   sh[0] = tr.batch;
-  const std::string shape =
-      v == Variant::Wrapper && (st == lay::Step::Project || st == lay::Step::Context)
-          ? std::to_string(tr.heads) + " x (" + std::to_string(tr.batch) + ", " + std::to_string(tr.tokens) + ", " +
-                std::to_string(tr.head_dim) + ")"
-          : shape_string(sh);
-  return std::string(lay::step_shape(st, v)) + " = " + shape;
+  const std::string shape = v == Variant::Wrapper && (st == lay::Step::Project || st == lay::Step::Context)
+                                ? std::to_string(tr.heads) + " x (" + std::to_string(tr.batch) + ", " +
+                                      std::to_string(tr.tokens) + ", " + std::to_string(tr.head_dim) + ")"
+                                : shape_string(sh);
+  return std::string(lay::step_shape(st, f.dims)) + " = " + shape;
 }
 
 std::string extra_text(const Frame& f, lay::Step st) {
   const Trace& tr = f.tr;
   const Variant v = tr.config.variant;
   if (v == Variant::Wrapper && st == lay::Step::Project)
-    return std::to_string(tr.heads) + " modules, each its own W_query, W_key, W_value (" + std::to_string(tr.head_dim) + " x " +
-           std::to_string(tr.d_in) + ")";
+    return std::to_string(tr.heads) + " modules, each its own W_query, W_key, W_value (" + std::to_string(tr.head_dim) +
+           " x " + std::to_string(tr.d_in) + ")";
   if (v == Variant::FusedQkv && st == lay::Step::Project) return "per head a [q | k | v] chunk of 3 * head_dim columns";
-  if (st == lay::Step::Softmax) return "1/√head_dim = 1/√" + std::to_string(tr.head_dim) + " = " + format_number(tr.scale(), 4);
+  if (st == lay::Step::Softmax)
+    return "1/√head_dim = 1/√" + std::to_string(tr.head_dim) + " = " + format_number(tr.scale(), 4);
+  if (st == lay::Step::QkNorm)
+    return "RMSNorm(head_dim = " + std::to_string(tr.head_dim) + ", eps = 1e-6), scale from 1s";
+  if (st == lay::Step::Rope) {
+    char base[32];
+    std::snprintf(base, sizeof base, "%g", tr.config.rope_base);
+    return "θ = " + std::string(base) + ": pair (i, i + head_dim/2) turns by pos · θ^(−2i/head_dim)";
+  }
+  if (st == lay::Step::Mask && f.dims.window > 0)
+    return "sliding window W = " + std::to_string(f.dims.window) + ": key j visible to query i iff 0 ≤ i − j < " +
+           std::to_string(f.dims.window);
+  if (v == Variant::Gqa)
+    return "num_kv_groups = " + std::to_string(tr.kv_heads) +
+           " K/V heads, group_size = " + std::to_string(f.dims.group()) + " query heads per K/V head";
   return "num_heads = " + std::to_string(tr.heads) + ", head_dim = " + std::to_string(tr.head_dim);
 }
 
 // The legend's items: signed scores' diverging swatches, else one hue per head; the mask's hatch.
 struct LegendItem {
-  enum class Kind { Text, Swatch, Hatch } kind = Kind::Text;
+  enum class Kind { Text, Swatch, Hatch, WindowHatch } kind = Kind::Text;
   Color color;
   std::string text;
   const char* cls = "legend-text";
 };
+
+// gqa: one swatch per K/V head, naming the query heads that read it ("kv 0: heads 0, 1, 2").
+void kv_legend(const Frame& f, lay::Step st, std::vector<LegendItem>& out) {
+  const int G = f.dims.kv();
+  for (int g = 0; g < std::min(G, 10); ++g) {
+    std::string heads;
+    for (int h = 0; h < f.tr.heads; ++h)
+      if (kv_read(f.src, st, h) == g) heads += (heads.empty() ? "" : ", ") + std::to_string(h);
+    out.push_back({LegendItem::Kind::Swatch, detail::head_color(g), "kv " + std::to_string(g) + ": heads " + heads,
+                   "legend-head"});
+  }
+  if (G > 10) out.push_back({LegendItem::Kind::Text, {}, "(colours repeat every 10 K/V heads)"});
+}
 
 std::vector<LegendItem> legend_items(const Frame& f, lay::Step st, float vmax) {
   std::vector<LegendItem> out;
@@ -73,18 +100,28 @@ std::vector<LegendItem> legend_items(const Frame& f, lay::Step st, float vmax) {
     out.push_back({LegendItem::Kind::Text, {}, "score colour:"});
     for (const Swatch& sw : diverging_legend(vmax))
       out.push_back({LegendItem::Kind::Swatch, detail::to_color(sw.color), sw.text, "legend-diverging"});
+  } else if (f.dims.variant == Variant::Gqa) {
+    kv_legend(f, st, out);
   } else {
     for (int h = 0; h < std::min(f.tr.heads, 10); ++h)
       out.push_back({LegendItem::Kind::Swatch, detail::head_color(h), "head " + std::to_string(h), "legend-head"});
     if (f.tr.heads > 10) out.push_back({LegendItem::Kind::Text, {}, "(colours repeat every 10 heads)"});
   }
-  if (st == lay::Step::Mask) out.push_back({LegendItem::Kind::Hatch, {}, "masked: -inf (key after the query)", "legend-masked"});
+  if (st == lay::Step::Mask) {
+    out.push_back({LegendItem::Kind::Hatch, {}, "masked: -inf (key after the query)", "legend-masked"});
+    if (f.dims.window > 0)
+      out.push_back({LegendItem::Kind::WindowHatch,
+                     {},
+                     "outside the window: -inf (i − j ≥ W = " + std::to_string(f.dims.window) + ")",
+                     "legend-window"});
+  }
   return out;
 }
 
 float legend_width(const Frame& f, const std::vector<LegendItem>& items) {
   float w = 0;
-  for (const LegendItem& it : items) w += (it.kind == LegendItem::Kind::Text ? 0.0f : f.sfh + 6.0f) + text_w(f, it.text) + 12.0f;
+  for (const LegendItem& it : items)
+    w += (it.kind == LegendItem::Kind::Text ? 0.0f : f.sfh + 6.0f) + text_w(f, it.text) + 12.0f;
   return w;
 }
 
@@ -100,11 +137,14 @@ struct Header {
 
 Header header_of(const Frame& f, lay::Step st, float vmax) {
   Header h;
-  const Variant v = f.tr.config.variant;
-  h.title = "Step " + std::to_string(static_cast<int>(std::find(f.steps.begin(), f.steps.end(), st) - f.steps.begin()) + 1) +
-            " of " + std::to_string(step_count(f)) + ":  " + std::string(lay::step_title(st, v));
+  h.title = "Step " +
+            std::to_string(static_cast<int>(std::find(f.steps.begin(), f.steps.end(), st) - f.steps.begin()) + 1) +
+            " of " + std::to_string(step_count(f)) + ":  " + lay::step_title(st, f.dims);
   h.shape = shape_text(f, st);
-  h.code = lay::step_code(st, v, f.tr.batch);
+  h.code = lay::step_code(st, f.dims, f.tr.batch);
+  if (st == lay::Step::Expand && f.src.repeat_wrong())
+    h.code =
+        "keys = keys.repeat(1, self.group_size, 1, 1)   # the mistake: query head i gets K/V head i mod num_kv_groups";
   h.extra = extra_text(f, st);
   h.legend = legend_items(f, st, vmax);
   const float W = f.o.canvas.width - 2.0f * detail::kMargin, gap = f.sfh * 2.0f;
@@ -126,7 +166,9 @@ float header_height(const Frame& f, lay::Step st) {
   return std::ceil(kTop + text_ascent(f.o.type.title) + static_cast<float>(lines - 1) * line_height(f) + 8.0f);
 }
 
-float strip_width(const Options& o) { return std::floor(std::clamp(o.canvas.width * 0.22f, o.type.label * 11.0f, o.type.label * 19.0f)); }
+float strip_width(const Options& o) {
+  return std::floor(std::clamp(o.canvas.width * 0.22f, o.type.label * 11.0f, o.type.label * 19.0f));
+}
 
 // The canvas a step's scene gets: the picture's, less the header and (when the step
 // rearranges elements) the chain strip.
@@ -145,11 +187,12 @@ float draw_legend(Frame& f, const std::vector<LegendItem>& items, float x, float
       B.rect(x, top, x + sz, top + sz, it.color, it.cls);
       x += sz + 6.0f;
       if (std::string(it.cls) == "legend-diverging") ++f.legend_swatches;
-    } else if (it.kind == LegendItem::Kind::Hatch) {
-      B.hatch(x, top, x + sz, top + sz, it.cls);
+    } else if (it.kind == LegendItem::Kind::Hatch || it.kind == LegendItem::Kind::WindowHatch) {
+      B.hatch(x, top, x + sz, top + sz, it.cls, {}, it.kind == LegendItem::Kind::WindowHatch);
       x += sz + 6.0f;
     }
-    x += B.text(x, baseline, it.text, sz, it.kind == LegendItem::Kind::Text ? B.th.dim : B.th.text, 0, "legend-text") + 12.0f;
+    x += B.text(x, baseline, it.text, sz, it.kind == LegendItem::Kind::Text ? B.th.dim : B.th.text, 0, "legend-text") +
+         12.0f;
   }
   return x;
 }
@@ -202,7 +245,8 @@ void draw_move(Frame& f, const WalkPlan& plan, Scene& cur, int k, float u, float
   use_step(fb, plan, k + 1);
   Scene next = build_scene(fb, k + 1);
   place_scene(fb, next, {detail::kMargin, top});
-  const lay::Move mv = lay::step_move(f.steps[static_cast<std::size_t>(k)], f.steps[static_cast<std::size_t>(k + 1)], f.in.mistaken);
+  const lay::Move mv =
+      lay::step_move(f.steps[static_cast<std::size_t>(k)], f.steps[static_cast<std::size_t>(k + 1)], f.in.mistaken);
   const float e = lay::ease(u);
   const bool fade = mv == lay::Move::None;
   const float out_a = fade ? 1.0f - e : std::max(0.0f, 1.0f - 2.0f * e);
@@ -218,7 +262,8 @@ void draw_move(Frame& f, const WalkPlan& plan, Scene& cur, int k, float u, float
     draw_operator(fb, next.grids[i], in_a);
   }
   if (!fade)
-    draw_moving(f, fb, cur.grids[static_cast<std::size_t>(cur.result)], next.grids[static_cast<std::size_t>(next.result)], mv, u);
+    draw_moving(f, fb, cur.grids[static_cast<std::size_t>(cur.result)],
+                next.grids[static_cast<std::size_t>(next.result)], mv, u);
   f.cells += fb.cells;
 }
 
@@ -227,10 +272,9 @@ void draw_move(Frame& f, const WalkPlan& plan, Scene& cur, int k, float u, float
 // [SECTION] The plan
 WalkPlan::Key walk_plan_key(const WalkInput& in, const Options& o) {
   const Trace& tr = *in.trace;
-  return {o.canvas,  o.type,      static_cast<int>(tr.config.variant),
-          tr.tokens, tr.d_in,     tr.heads,
-          tr.head_dim, in.pane,   static_cast<int>(walk_steps(in).size()),
-          in.weights, in.mistaken, in.numbers};
+  return {
+      o.canvas,    o.type,  static_cast<int>(tr.config.variant),     tr.tokens,  tr.d_in,     tr.heads,  tr.head_dim,
+      tr.kv_heads, in.pane, static_cast<int>(walk_steps(in).size()), in.weights, in.mistaken, in.numbers};
 }
 
 bool update_walk_plan(WalkPlan& plan, const WalkInput& in, const Options& o) {
@@ -284,7 +328,8 @@ WalkPicture walk_picture(const WalkInput& in, const WalkPlan& plan, const Option
     // Right of the scene (of the wider of the two while moving), as tall as the scene's canvas.
     const float sw = strip_width(o), sx = std::min(o.canvas.width - detail::kMargin - sw, B.right + 18.0f);
     const float h = o.canvas.height - top - 8.0f;
-    B.line(sx - 6.0f, top, sx - 6.0f, top + std::max(scene_bottom - top, std::min(h, f.sfh * 20.0f)), B.th.frame, 1.0f, "separator");
+    B.line(sx - 6.0f, top, sx - 6.0f, top + std::max(scene_bottom - top, std::min(h, f.sfh * 20.0f)), B.th.frame, 1.0f,
+           "separator");
     use_step(f, plan, pic.step);
     draw_chain_strip(f, pic.step, {sx, top}, sw, h);
   }
@@ -295,9 +340,9 @@ WalkPicture walk_picture(const WalkInput& in, const WalkPlan& plan, const Option
   pic.ox = res.ox, pic.oy = res.oy, pic.cs = f.cs, pic.shift = pane_shift(res);
   pic.pane_first = res.pane_first, pic.pane_last = res.pane_last;
   detail::caption(B, o,
-                  {detail::model_line(f.tr), "walkthrough step " + std::to_string(pic.step + 1) + " of " + std::to_string(n) + ": " +
-                                                 std::string(lay::step_name(st)) + " \xC2\xB7 " + std::to_string(f.tr.tokens) +
-                                                 " tokens"});
+                  {detail::model_line(f.tr), "walkthrough step " + std::to_string(pic.step + 1) + " of " +
+                                                 std::to_string(n) + ": " + std::string(lay::step_name(st)) +
+                                                 " \xC2\xB7 " + std::to_string(f.tr.tokens) + " tokens"});
   pic.fig = detail::finish(B);
   return pic;
 }

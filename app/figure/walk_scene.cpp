@@ -73,12 +73,38 @@ std::function<lay::HeadIndex(std::int64_t)> merge_source(const Frame& f, bool mi
 std::function<bool(std::int64_t)> merge_wrong(const Frame& f) {
   const Frame* fp = &f;
   return [fp](std::int64_t flat) {
-    const std::int64_t off = static_cast<std::int64_t>(fp->b) * lay::step_layout(lay::Step::Merge, fp->dims).pane_numel() + flat;
+    const std::int64_t off =
+        static_cast<std::int64_t>(fp->b) * lay::step_layout(lay::Step::Merge, fp->dims).pane_numel() + flat;
     return at(fp->src.mistake->merged, off) != at(fp->tr.context_merged, off);
   };
 }
 
 }  // namespace
+
+// gqa: which K/V head the grid's heads are or read, and (the mistake) which blocks and
+// scores the mis-paired .repeat makes wrong.
+void gqa_heads(const Frame& f, Grid& g, lay::Step st) {
+  const Frame* fp = &f;
+  if (lay::first_part(st, f.dims) == 1) {
+    g.kv_heads = true;
+    return;
+  }
+  if (g.l.kind != lay::Kind::HeadBlocks || st == lay::Step::Input) return;
+  g.reads = [fp, st](int h) { return kv_read(fp->src, st, h); };
+  if (!f.src.repeat_wrong()) return;
+  if (st == lay::Step::Expand) {
+    g.wrong = [fp](std::int64_t flat) {
+      const int h = static_cast<int>(lay::cell_of(lay::step_layout(lay::Step::Expand, fp->dims), flat).block);
+      return lay::kv_head_read(fp->dims, h, true) != lay::kv_head_read(fp->dims, h, false);
+    };
+  } else if (st == lay::Step::Scores) {
+    g.wrong = [fp](std::int64_t flat) {
+      const std::int64_t off =
+          static_cast<std::int64_t>(fp->b) * lay::step_layout(lay::Step::Scores, fp->dims).pane_numel() + flat;
+      return at(fp->src.mistake->repeat.scores, off) != at(fp->tr.scores, off);
+    };
+  }
+}
 
 Grid result_grid(const Frame& f, lay::Step st) {
   Grid g;
@@ -92,19 +118,26 @@ Grid result_grid(const Frame& f, lay::Step st) {
     const int p = f.in.pane;
     g.pane_first = p == 3 ? 0 : p;
     g.pane_last = p == 3 ? 2 : p;
+  } else {
+    g.pane_last = g.l.panes - 1;  // gqa's keys | values: both, they are small
   }
+  if (v == Variant::Gqa) gqa_heads(f, g, st);
+  // With the mistake, the correct expansion is drawn beside it: the keys alone make the point
+  // (the values are paired alike) and leave the cells room for their numbers.
+  if (st == lay::Step::Expand && f.src.repeat_wrong()) g.pane_last = 0;
   const std::string shp = shape_of(f, g.l);
   g.tint = step_tint(st);
   for (int p = 0; p < g.l.panes; ++p) g.pane_titles.push_back(pane_name(v, st, p, f.in.mistaken) + "  " + shp);
   switch (st) {
-    case lay::Step::Input: break;
+    case lay::Step::Input:
+    case lay::Step::Latent: break;
     case lay::Step::Project:
       if (v == Variant::Wrapper) {
         g.blocks = BlockLabels::Modules;
         for (int p = 0; p < 3; ++p)
-          g.pane_titles[static_cast<std::size_t>(p)] = pane_name(v, st, p, false) + "  " + std::to_string(f.tr.heads) + " x (" +
-                                                       std::to_string(f.tr.batch) + ", " + std::to_string(f.tr.tokens) +
-                                                       ", " + std::to_string(f.tr.head_dim) + ")";
+          g.pane_titles[static_cast<std::size_t>(p)] =
+              pane_name(v, st, p, false) + "  " + std::to_string(f.tr.heads) + " x (" + std::to_string(f.tr.batch) +
+              ", " + std::to_string(f.tr.tokens) + ", " + std::to_string(f.tr.head_dim) + ")";
       } else {
         g.col_heads = true;
       }
@@ -117,6 +150,12 @@ Grid result_grid(const Frame& f, lay::Step st) {
     case lay::Step::Transpose:
     case lay::Step::Chunk:
     case lay::Step::Context: g.blocks = BlockLabels::Heads; break;
+    case lay::Step::Expand:
+      g.blocks = BlockLabels::Heads;
+      g.read_hue = true;  // each block is a copy of the K/V head it reads
+      break;
+    case lay::Step::QkNorm:
+    case lay::Step::Rope: g.blocks = BlockLabels::Heads; break;
     case lay::Step::Scores:
     case lay::Step::Mask:
     case lay::Step::Softmax:
@@ -139,8 +178,12 @@ Grid result_grid(const Frame& f, lay::Step st) {
 }
 
 Grid tensor_grid(const Frame& f, lay::Step layout_of, const Tensor* t, std::string title, Tint tint) {
+  return layout_grid(f, lay::step_layout(layout_of, f.dims), t, std::move(title), tint);
+}
+
+Grid layout_grid(const Frame& f, const lay::Layout& l, const Tensor* t, std::string title, Tint tint) {
   Grid g;
-  g.l = windowed(f, lay::step_layout(layout_of, f.dims));
+  g.l = windowed(f, l);
   g.l.panes = 1;
   const std::int64_t per = g.l.pane_numel();
   const std::int64_t off = static_cast<std::int64_t>(f.b) * per;
@@ -158,7 +201,8 @@ Grid tensor_grid(const Frame& f, lay::Step layout_of, const Tensor* t, std::stri
 bool weight_grid(const Frame& f, Grid& g, bool out_proj) {
   const Trace& tr = f.tr;
   const Variant v = tr.config.variant;
-  if (!f.in.model) return false;
+  // gqa's and mla's projections have more shapes than one Wᵀ beside the result shows.
+  if (!f.in.model || ((v == Variant::Gqa || v == Variant::Mla) && !out_proj)) return false;
   static constexpr const char* kW[3] = {"W_query", "W_key", "W_value"};
   const int pane = std::clamp(f.in.pane, 0, 2);
   const Model& m = *f.in.model;
@@ -186,7 +230,8 @@ bool weight_grid(const Frame& f, Grid& g, bool out_proj) {
     g.l.kind = lay::Kind::HeadBlocks;
     g.l.dims = {1, H, in, hd};
     g.blocks = BlockLabels::Modules;
-    g.pane_titles = {std::string(kW[pane]) + "ᵀ of each head  (" + std::to_string(in) + ", " + std::to_string(hd) + ")"};
+    g.pane_titles = {std::string(kW[pane]) + "ᵀ of each head  (" + std::to_string(in) + ", " + std::to_string(hd) +
+                     ")"};
     g.tint = Tint::Head;
   } else {
     const int out = ls[0]->out;
@@ -210,6 +255,77 @@ bool weight_grid(const Frame& f, Grid& g, bool out_proj) {
   return true;
 }
 
+namespace {
+// The last of x -> normed -> rotated that the config computes.
+const Tensor& newest(const Tensor& x, const Tensor& normed, const Tensor& rotated) {
+  return !rotated.empty() ? rotated : !normed.empty() ? normed : x;
+}
+}  // namespace
+
+const Tensor& q_read(const Frame& f) { return newest(f.tr.q, f.tr.q_normed, f.tr.q_rotated); }
+
+const Tensor& k_read(const Frame& f, lay::Step st) {
+  if (f.tr.config.variant != Variant::Gqa) return newest(f.tr.k, f.tr.k_normed, f.tr.k_rotated);
+  return f.src.repeat_wrong() && st == lay::Step::Scores ? f.src.mistake->repeat.k_expanded : f.tr.k_expanded;
+}
+
+const Tensor& v_read(const Frame& f) { return f.tr.config.variant == Variant::Gqa ? f.tr.v_expanded : f.tr.v; }
+
+namespace {
+
+// gqa's queries beside the keys | values its Project, View and Transpose draw at G heads.
+Grid query_grid(const Frame& f, lay::Step st) {
+  const Trace& tr = f.tr;
+  const Tensor* t = st == lay::Step::Transpose ? &tr.q : &tr.queries;
+  const std::string name = st == lay::Step::Project ? "queries" : st == lay::Step::View ? "queries.view" : "q";
+  const lay::Layout l = lay::query_layout(st, f.dims);
+  Grid g = layout_grid(f, l, t, name + "  " + shape_of(f, l), Tint::Head);
+  if (st == lay::Step::View) {
+    g.rows = RowLabels::Heads;
+    g.blocks = BlockLabels::Tokens;
+  } else if (st == lay::Step::Project) {
+    g.col_heads = true;
+  } else {
+    const Frame* fp = &f;
+    g.reads = [fp](int h) { return lay::kv_head_read(fp->dims, h, false); };
+  }
+  return g;
+}
+
+// QK-norm and RoPE: q before -> q after, and k after beside it (at the K/V heads in gqa).
+void norm_rope_scene(const Frame& f, lay::Step st, Scene& sc, Grid res) {
+  const Trace& tr = f.tr;
+  const bool norm = st == lay::Step::QkNorm;
+  const Tensor& q_in = norm || tr.q_normed.empty() ? tr.q : tr.q_normed;
+  Grid q = tensor_grid(f, lay::Step::Context, &q_in, (&q_in == &tr.q ? "q  " : "q_normed  ") + shape_string(q_in.shape),
+                       Tint::Head);
+  q.blocks = BlockLabels::Heads;
+  q.op_after = "→";
+  sc.grids.push_back(std::move(q));
+  sc.result = static_cast<int>(sc.grids.size());
+  res.op_after = "|";
+  sc.grids.push_back(std::move(res));
+  const Tensor& k_out = norm ? tr.k_normed : tr.k_rotated;
+  Grid k = tensor_grid(f, lay::Step::Transpose, &k_out,
+                       (norm ? "k_normed  " : "k_rotated  ") + shape_string(k_out.shape), Tint::Head);
+  k.kv_heads = tr.config.variant == Variant::Gqa;
+  k.blocks = BlockLabels::Heads;
+  sc.grids.push_back(std::move(k));
+}
+
+// gqa's expansion reads the keys at the G K/V heads (the values expand alike); with the
+// mistake, build_scene puts what the correct .repeat_interleave gives beside it.
+void expand_scene(const Frame& f, Scene& sc) {
+  const Trace& tr = f.tr;
+  Grid kv = tensor_grid(f, lay::Step::Transpose, &tr.k, "k  " + shape_string(tr.k.shape), Tint::Head);
+  kv.kv_heads = true;
+  kv.blocks = BlockLabels::Heads;
+  kv.op_after = "→";
+  sc.grids.push_back(std::move(kv));
+}
+
+}  // namespace
+
 Scene build_scene(const Frame& f, int k) {
   Scene sc;
   const lay::Step st = f.steps[static_cast<std::size_t>(k)];
@@ -217,10 +333,16 @@ Scene build_scene(const Frame& f, int k) {
   const Variant v = tr.config.variant;
   Grid res = result_grid(f, st);
   const bool weights = f.in.weights && f.weights_fit;
+  const bool kv_panes = lay::first_part(st, f.dims) == 1;
+  if (st == lay::Step::QkNorm || st == lay::Step::Rope) {
+    norm_rope_scene(f, st, sc, std::move(res));
+    return sc;
+  }
   switch (st) {
     case lay::Step::Project: {
-      Grid x = tensor_grid(f, lay::Step::Input, &tr.input,
-                           pane_name(v, lay::Step::Input, 0, false) + "  " + shape_string(tr.input.shape), Tint::Neutral);
+      Grid x =
+          tensor_grid(f, lay::Step::Input, &tr.input,
+                      pane_name(v, lay::Step::Input, 0, false) + "  " + shape_string(tr.input.shape), Tint::Neutral);
       x.op_after = "→";
       sc.grids.push_back(std::move(x));
       Grid wt;
@@ -229,23 +351,64 @@ Scene build_scene(const Frame& f, int k) {
         wt.op_after = "=";
         sc.grids.push_back(std::move(wt));
       }
+      if (kv_panes) {
+        Grid q = query_grid(f, st);
+        q.op_after = "|";
+        sc.grids.push_back(std::move(q));
+      }
+      if (v == Variant::Mla) {  // the keys and values come from the latent (the queries from X)
+        sc.grids.back().op_after = "and";
+        Grid lt =
+            tensor_grid(f, lay::Step::Latent, &tr.latent, "latent  " + shape_string(tr.latent.shape), Tint::Neutral);
+        lt.op_after = "→";
+        sc.grids.push_back(std::move(lt));
+      }
+      break;
+    }
+    case lay::Step::View:
+    case lay::Step::Transpose:
+      if (kv_panes) {
+        Grid q = query_grid(f, st);
+        q.op_after = "|";
+        sc.grids.push_back(std::move(q));
+      }
+      break;
+    case lay::Step::Expand: expand_scene(f, sc); break;
+    case lay::Step::Latent: {
+      Grid x = tensor_grid(f, lay::Step::Input, &tr.input, "X  " + shape_string(tr.input.shape), Tint::Neutral);
+      x.op_after = "→";
+      sc.grids.push_back(std::move(x));
       break;
     }
     case lay::Step::Scores: {
-      Grid q = tensor_grid(f, lay::Step::Context, &tr.q, "q  " + shape_string(tr.q.shape), Tint::Head);
+      // With the mistake the step compares the mis-paired scores with the correct ones (the
+      // expansion before it shows the keys each head got): the operands would only take room.
+      if (f.src.repeat_wrong()) break;
+      const Tensor& qt = q_read(f);
+      const char* qname = !tr.q_rotated.empty() ? "q_rotated  " : !tr.q_normed.empty() ? "q_normed  " : "q  ";
+      Grid q = tensor_grid(f, lay::Step::Context, &qt, qname + shape_string(qt.shape), Tint::Head);
       q.op_after = "·";
-      Grid kk = tensor_grid(f, lay::Step::Context, &tr.k, "k (kᵀ's columns)", Tint::Head);
+      const Tensor& kt = k_read(f, st);
+      Grid kk = tensor_grid(f, lay::Step::Context, &kt, "k (kᵀ's columns)", Tint::Head);
+      if (v == Variant::Gqa) {
+        const Frame* fp = &f;
+        kk.reads = [fp](int h) { return kv_read(fp->src, lay::Step::Scores, h); };
+        kk.read_hue = true;
+        kk.blocks = BlockLabels::Heads;
+      }
       kk.op_after = "=";
       sc.grids.push_back(std::move(q));
       sc.grids.push_back(std::move(kk));
       break;
     }
     case lay::Step::Context: {
-      Grid wg = tensor_grid(f, lay::Step::Softmax, &tr.weights_after_dropout(), pane_name(v, lay::Step::Dropout, 0, false),
-                            Tint::Weights);
+      Grid wg = tensor_grid(f, lay::Step::Softmax, &tr.weights_after_dropout(),
+                            pane_name(v, lay::Step::Dropout, 0, false), Tint::Weights);
       wg.col_tokens = true;
       wg.op_after = "·";
-      Grid vg = tensor_grid(f, lay::Step::Context, &tr.v, "v  " + shape_string(tr.v.shape), Tint::Head);
+      const Tensor& vt = v_read(f);
+      Grid vg = tensor_grid(f, lay::Step::Context, &vt,
+                            (v == Variant::Gqa ? "v expanded  " : "v  ") + shape_string(vt.shape), Tint::Head);
       vg.op_after = "=";
       sc.grids.push_back(std::move(wg));
       sc.grids.push_back(std::move(vg));
@@ -256,8 +419,9 @@ Scene build_scene(const Frame& f, int k) {
       // tinted by the head each element really came from, so the wrong output has its cause beside it.
       const bool wrong = f.src.wrong();
       const Tensor* in = wrong ? &f.src.mistake->merged : &tr.context_merged;
-      Grid m = tensor_grid(f, v == Variant::Wrapper ? lay::Step::Concat : lay::Step::Merge, in,
-                           std::string(wrong ? "merged (the mistake)  " : "merged  ") + shape_string(in->shape), Tint::Head);
+      Grid m =
+          tensor_grid(f, v == Variant::Wrapper ? lay::Step::Concat : lay::Step::Merge, in,
+                      std::string(wrong ? "merged (the mistake)  " : "merged  ") + shape_string(in->shape), Tint::Head);
       m.col_heads = true;
       if (wrong) {
         m.source = merge_source(f, true);
@@ -279,6 +443,29 @@ Scene build_scene(const Frame& f, int k) {
   }
   sc.result = static_cast<int>(sc.grids.size());
   sc.grids.push_back(std::move(res));
+  if (f.src.repeat_wrong() && (st == lay::Step::Expand || st == lay::Step::Scores)) {
+    // Beside the mistake, what the correct .repeat_interleave gives.
+    sc.grids.back().op_after = "vs";
+    const bool scores = st == lay::Step::Scores;
+    Grid ok = tensor_grid(f, st, scores ? &tr.scores : &tr.k_expanded, "correct: repeat_interleave",
+                          scores ? Tint::Diverging : Tint::Head);
+    const Frame* fp = &f;
+    ok.reads = [fp](int h) { return lay::kv_head_read(fp->dims, h, false); };
+    ok.read_hue = !scores;
+    ok.blocks = BlockLabels::Heads;
+    ok.col_tokens = scores;
+    sc.grids.push_back(std::move(ok));
+  }
+  if (st == lay::Step::Scores && !f.src.repeat_wrong() && f.src.mistake &&
+      !f.src.mistake->scores_without_rope.empty()) {
+    // RoPE: the same q·kᵀ of the q and k before the rotation, beside the rotated one's.
+    sc.grids.back().op_after = "|";
+    Grid plain =
+        tensor_grid(f, st, &f.src.mistake->scores_without_rope, "without RoPE: q·kᵀ unrotated", Tint::Diverging);
+    plain.blocks = BlockLabels::Heads;
+    plain.col_tokens = true;
+    sc.grids.push_back(std::move(plain));
+  }
   if (st == lay::Step::Merge && f.src.wrong()) {
     sc.grids.back().op_after = "vs";
     Grid ok = tensor_grid(f, lay::Step::Merge, &tr.context_merged, "correct: transpose(1, 2), then view", Tint::Head);
@@ -330,14 +517,21 @@ float top_margin(const Frame& f, const Grid& g) {
   return std::ceil(lines * (f.sfh + 3.0f));
 }
 
-// The width a grid takes: its cells, or its last pane title when that is wider.
+// The width a grid takes: its cells, or its last pane title when that is wider. Drawn (not
+// while planning, which measures at cell sizes too small to read), a title also holds the
+// note of numbered key columns, so a grid beside a narrow one starts after it.
 float grid_width(const Frame& f, const Grid& g) {
   float w = grid_size(f, g).x;
+  std::string note;
+  if (g.col_tokens && f.B) {
+    const std::string n = column_labels(tokens(f), f.cs, [&f](const std::string& t) { return text_w(f, t); }).note;
+    if (!n.empty()) note = "  · columns: " + n;
+  }
   for (int pane = g.pane_first; pane <= g.pane_last; ++pane) {
-    const std::string& t =
-        pane < static_cast<int>(g.pane_titles.size()) ? g.pane_titles[static_cast<std::size_t>(pane)] : g.pane_titles.front();
+    const std::string& t = pane < static_cast<int>(g.pane_titles.size()) ? g.pane_titles[static_cast<std::size_t>(pane)]
+                                                                         : g.pane_titles.front();
     const float x = (lay::slot_point(g.l, pane, 0, 0, 0).x - pane_shift(g)) * f.cs;
-    w = std::max(w, x + text_w(f, t) + 8.0f);
+    w = std::max(w, x + text_w(f, t + note) + 8.0f);
   }
   return w;
 }
@@ -375,7 +569,9 @@ void place_scene(const Frame& f, Scene& sc, Point at) {
 }
 
 // Top-left of a point (cell units) of a grid.
-Point to_px(const Frame& f, const Grid& g, lay::Point p) { return {g.ox + (p.x - pane_shift(g)) * f.cs, g.oy + p.y * f.cs}; }
+Point to_px(const Frame& f, const Grid& g, lay::Point p) {
+  return {g.ox + (p.x - pane_shift(g)) * f.cs, g.oy + p.y * f.cs};
+}
 
 // [SECTION] The plan
 // Cell size of every step (the largest that fits the canvas), and one window of blocks,

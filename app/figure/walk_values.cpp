@@ -28,9 +28,18 @@ std::string format_value(float v) {
 }
 
 // [SECTION] The tensors a step reads
-Mistake make_mistake(const Model& model, const Trace& tr) {
+Mistake trace_mistake(const Trace& tr) {
   Mistake m;
   m.merged = mistaken_merge(tr);
+  if (tr.config.variant == Variant::Gqa) m.repeat = mistaken_repeat(tr);
+  if (!tr.q_rotated.empty())
+    m.scores_without_rope =
+        raw_scores(tr, tr.q_normed.empty() ? tr.q : tr.q_normed, tr.k_normed.empty() ? tr.k : tr.k_normed);
+  return m;
+}
+
+Mistake make_mistake(const Model& model, const Trace& tr) {
+  Mistake m = trace_mistake(tr);
   if (tr.config.variant == Variant::Wrapper) return m;  // the wrapper concatenates: no mistake to make
   // out_proj(merged) = merged · Wᵀ + b: the same Linear the forward applies to the correct merge
   // (the fused variant's is linear_layer).
@@ -51,11 +60,25 @@ Mistake make_mistake(const Model& model, const Trace& tr) {
   return m;
 }
 
-bool StepSource::wrong() const { return mistaken && trace->config.variant != Variant::Wrapper && mistake != nullptr; }
+bool StepSource::wrong() const {
+  return mistaken && mistake != nullptr && lay::mistake_kind(dims()) == lay::MistakeKind::Merge;
+}
+
+bool StepSource::repeat_wrong() const {
+  return mistaken && mistake != nullptr && !mistake->repeat.scores.empty() &&
+         lay::mistake_kind(dims()) == lay::MistakeKind::Repeat;
+}
 
 lay::Dims StepSource::dims() const {
   const Trace& t = *trace;
-  return {t.config.variant, 1, t.tokens, t.d_in, t.heads, t.head_dim};
+  return lay::dims_for(t.config, 1, t.tokens, t.d_in);
+}
+
+int kv_read(const StepSource& s, lay::Step st, int h) {
+  const lay::Dims d = s.dims();
+  if (d.variant != Variant::Gqa || h < 0) return -1;
+  // The mistake's pairing holds from the expansion through the scores it makes.
+  return lay::kv_head_read(d, h, s.repeat_wrong() && (st == lay::Step::Expand || st == lay::Step::Scores));
 }
 
 namespace {
@@ -65,6 +88,10 @@ float at(const Tensor& t, std::int64_t i) {
 }
 const Tensor& projection(const Trace& tr, int p) { return p == 0 ? tr.queries : p == 1 ? tr.keys : tr.values; }
 const Tensor& per_head(const Trace& tr, int p) { return p == 0 ? tr.q : p == 1 ? tr.k : tr.v; }
+const Tensor& expanded(const StepSource& s, int p) {
+  if (s.repeat_wrong()) return p == 0 ? s.mistake->repeat.k_expanded : s.mistake->repeat.v_expanded;
+  return p == 0 ? s.trace->k_expanded : s.trace->v_expanded;
+}
 
 }  // namespace
 
@@ -78,20 +105,25 @@ float step_value(const StepSource& s, lay::Step st, std::int64_t flat) {
   const std::int64_t base = static_cast<std::int64_t>(s.batch) * per;
   const std::int64_t off = base + r;
   const Variant v = tr.config.variant;
+  const int part = pane + lay::first_part(st, dims);  // q, k or v
   switch (st) {
     case lay::Step::Input: return at(tr.input, off);
     case lay::Step::Project:
-      if (v == Variant::Wrapper) return at(per_head(tr, pane), off);
+      if (v == Variant::Wrapper) return at(per_head(tr, part), off);
       if (v == Variant::FusedQkv) return at(tr.qkv, off);
-      return at(projection(tr, pane), off);
-    case lay::Step::View: return v == Variant::FusedQkv ? at(tr.qkv, off) : at(projection(tr, pane), off);
+      return at(projection(tr, part), off);
+    case lay::Step::View: return v == Variant::FusedQkv ? at(tr.qkv, off) : at(projection(tr, part), off);
     case lay::Step::Transpose:
       if (v == Variant::FusedQkv)
         return at(tr.qkv,
                   base + lay::move_index_inverse(lay::Move::Transpose, lay::step_layout(lay::Step::View, dims), l, r));
-      return at(per_head(tr, pane), off);
-    case lay::Step::Chunk: return at(per_head(tr, pane), off);
-    case lay::Step::Scores: return at(tr.scores, off);
+      return at(per_head(tr, part), off);
+    case lay::Step::Chunk: return at(per_head(tr, part), off);
+    case lay::Step::Expand: return at(expanded(s, pane), off);
+    case lay::Step::QkNorm: return at(tr.q_normed, off);
+    case lay::Step::Latent: return at(tr.latent, off);
+    case lay::Step::Rope: return at(tr.q_rotated, off);
+    case lay::Step::Scores: return at(s.repeat_wrong() ? s.mistake->repeat.scores : tr.scores, off);
     case lay::Step::Mask: {
       const lay::Cell c = lay::cell_of(l, flat);
       if (tr.masked(static_cast<int>(c.row), static_cast<int>(c.col))) return -std::numeric_limits<float>::infinity();
@@ -115,7 +147,7 @@ int step_state(const StepSource& s, lay::Step st, std::int64_t flat) {
   if (st != lay::Step::Mask && st != lay::Step::Dropout) return 0;
   const lay::Cell c = lay::cell_of(lay::step_layout(st, s.dims()), flat);
   const int i = static_cast<int>(c.row), j = static_cast<int>(c.col), head = static_cast<int>(c.block);
-  if (st == lay::Step::Mask && tr.masked(i, j)) return 1;
+  if (st == lay::Step::Mask && tr.masked(i, j)) return tr.hidden_by(i, j) == MaskRule::Window ? 3 : 1;
   if (st == lay::Step::Dropout && tr.dropout_applied() && !tr.masked(i, j) && !tr.kept(s.batch, head, i, j)) return 2;
   return 0;
 }
@@ -125,8 +157,9 @@ int pane_count(Variant v, lay::Step st) {
   switch (st) {
     case lay::Step::Project:
     case lay::Step::View:
-    case lay::Step::Transpose: return v == Variant::FusedQkv ? 1 : 3;
+    case lay::Step::Transpose: return v == Variant::FusedQkv ? 1 : v == Variant::Gqa ? 2 : 3;
     case lay::Step::Chunk: return 3;
+    case lay::Step::Expand: return 2;
     default: return 1;
   }
 }
@@ -135,23 +168,32 @@ std::string pane_name(Variant v, lay::Step st, int pane, bool mistaken) {
   static constexpr const char* kProj[3] = {"queries", "keys", "values"};
   static constexpr const char* kWrap[3] = {"Q_i", "K_i", "V_i"};
   static constexpr const char* kHead[3] = {"q", "k", "v"};
-  const auto p = static_cast<std::size_t>(std::clamp(pane, 0, 2));
+  lay::Dims d;
+  d.variant = v;
+  const auto p = static_cast<std::size_t>(std::clamp(pane + lay::first_part(st, d), 0, 2));
   const bool fused = v == Variant::FusedQkv;
+  const bool merge_mistake = mistaken && lay::mistake_kind(d) == lay::MistakeKind::Merge;
   switch (st) {
     case lay::Step::Input: return "X";
     case lay::Step::Project: return fused ? "qkv" : v == Variant::Wrapper ? kWrap[p] : kProj[p];
     case lay::Step::View: return fused ? "qkv.view" : std::string(kProj[p]) + ".view";
     case lay::Step::Transpose: return fused ? "qkv.permute" : kHead[p];
     case lay::Step::Chunk: return kHead[p];
-    case lay::Step::Scores: return "attn_scores";
+    case lay::Step::Expand:
+      // (the header's code line says it is the mistake; the titles stay short enough for the cells)
+      return std::string(pane == 0 ? "keys" : "values") + (mistaken ? ".repeat" : ".repeat_interleave");
+    case lay::Step::QkNorm: return "q_normed";
+    case lay::Step::Latent: return "latent";
+    case lay::Step::Rope: return "q_rotated";
+    case lay::Step::Scores: return mistaken && v == Variant::Gqa ? "attn_scores (mis-paired)" : "attn_scores";
     case lay::Step::Mask: return "masked scores";
     case lay::Step::Softmax: return "attn_weights";
     case lay::Step::Dropout: return "attn_weights after dropout";
     case lay::Step::Context: return "context_vec";
     case lay::Step::TransposeBack: return "context_vec.transpose(1, 2)";
-    case lay::Step::Merge: return mistaken && v != Variant::Wrapper ? "plain reshape (the mistake)" : "context_vec";
+    case lay::Step::Merge: return merge_mistake ? "plain reshape (the mistake)" : "context_vec";
     case lay::Step::Concat: return "torch.cat(..., dim=-1)";
-    case lay::Step::OutProj: return mistaken && v != Variant::Wrapper ? "output (of the mistake)" : "output";
+    case lay::Step::OutProj: return merge_mistake ? "output (of the mistake)" : "output";
   }
   return "";
 }
@@ -160,6 +202,7 @@ std::string pane_name(Variant v, lay::Step st, int pane, bool mistaken) {
 Tint step_tint(lay::Step st) {
   switch (st) {
     case lay::Step::Input:
+    case lay::Step::Latent:
     case lay::Step::OutProj: return Tint::Neutral;
     case lay::Step::Scores:
     case lay::Step::Mask: return Tint::Diverging;
@@ -177,6 +220,12 @@ Rgb head_rgb(int head) {
   return {c[0] / 255.0f, c[1] / 255.0f, c[2] / 255.0f};
 }
 
+Rgb group_rgb(int head, int group, bool dark) {
+  if (group <= 1) return head_rgb(head);
+  const float t = 0.5f * static_cast<float>(head % group) / static_cast<float>(group);
+  return mix_rgb(head_rgb(head / group), dark ? Rgb{0.1f, 0.1f, 0.1f} : Rgb{1, 1, 1}, t);
+}
+
 Rgb neutral_rgb(bool dark) {
   return dark ? Rgb{84 / 255.0f, 97 / 255.0f, 117 / 255.0f} : Rgb{158 / 255.0f, 173 / 255.0f, 199 / 255.0f};
 }
@@ -186,6 +235,11 @@ Rgb mix_rgb(Rgb a, Rgb b, float t) { return {a.r + (b.r - a.r) * t, a.g + (b.g -
 float luminance(Rgb c) { return 0.2126f * c.r + 0.7152f * c.g + 0.0722f * c.b; }
 
 Rgb cell_rgb(Tint t, int head, int part, float value, float vmax, bool dark, Rgb bg) {
+  const Rgb hue = head >= 0 ? head_rgb(head) : Rgb{};
+  return cell_rgb_hue(t, head >= 0 ? &hue : nullptr, part, value, vmax, dark, bg);
+}
+
+Rgb cell_rgb_hue(Tint t, const Rgb* hue, int part, float value, float vmax, bool dark, Rgb bg) {
   const float m = std::max(1e-12f, vmax);
   switch (t) {
     case Tint::Neutral: return neutral_rgb(dark);
@@ -195,12 +249,12 @@ Rgb cell_rgb(Tint t, int head, int part, float value, float vmax, bool dark, Rgb
                            std::isfinite(value) ? std::clamp(0.5f + 0.5f * value / m, 0.0f, 1.0f) : 0.5f);
     case Tint::Weights: {
       const float a = std::isfinite(value) ? std::clamp(std::fabs(value) / m, 0.0f, 1.0f) : 0.0f;
-      const Rgb base = head >= 0 ? head_rgb(head) : Rgb{0.5f, 0.5f, 0.55f};
+      const Rgb base = hue ? *hue : Rgb{0.5f, 0.5f, 0.55f};
       return mix_rgb(bg, base, 0.18f + 0.82f * a);
     }
     case Tint::Head: break;
   }
-  Rgb c = head >= 0 ? head_rgb(head) : Rgb{0.5f, 0.5f, 0.55f};
+  Rgb c = hue ? *hue : Rgb{0.5f, 0.5f, 0.55f};
   if (part > 0) c = mix_rgb(c, dark ? Rgb{0.1f, 0.1f, 0.1f} : Rgb{1, 1, 1}, part == 1 ? 0.28f : 0.5f);
   return c;
 }

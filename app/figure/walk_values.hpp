@@ -26,26 +26,39 @@ std::string format_value(float v);
 // [SECTION] The tensors a step reads
 // The seeds' common mistake (merge by plain reshape, no transpose back) and what it does to
 // the output: out_proj applied to the scrambled merge, so the wrong result is shown.
+// gqa's mistake instead: .repeat in place of .repeat_interleave, and the mis-paired scores.
 struct Mistake {
-  Tensor merged;  // (b, T, h*hd) mistaken_merge(trace)
-  Tensor output;  // (b, T, d_out) out_proj(merged); empty when the model has no out_proj
+  Tensor merged;         // (b, T, h*hd) mistaken_merge(trace)
+  Tensor output;         // (b, T, d_out) out_proj(merged); empty when the model has no out_proj
+  RepeatMistake repeat;  // gqa: mistaken_repeat(trace); empty otherwise
+  // Not a mistake but computed beside it, for the same reason (the trace does not hold it):
+  // with RoPE, the raw scores q·kᵀ of the q and k before the rotation (raw_scores), which the
+  // scores step shows beside the rotated ones.
+  Tensor scores_without_rope;
 };
 // Throws std::out_of_range when the model has no out_proj but the variant needs one.
 Mistake make_mistake(const Model& model, const Trace& trace);
+// The same without a model: every tensor but the mistake's output.
+Mistake trace_mistake(const Trace& trace);
 
 struct StepSource {
   const Trace* trace = nullptr;
   int batch = 0;                     // batch item shown
   bool mistaken = false;             // the mistake on (ignored for the wrapper: it concatenates)
   const Mistake* mistake = nullptr;  // required when mistaken and the variant is not the wrapper
-  bool wrong() const;                // the mistake applies to this trace
+  bool wrong() const;                // the merge mistake applies to this trace
+  bool repeat_wrong() const;         // gqa's repeat mistake applies to this trace
   layout::Dims dims() const;         // batch 1: one batch item is laid out
 };
 
 // Value of element `flat` of step st's layout (layout::step_layout(st, dims())).
 float step_value(const StepSource& s, layout::Step st, std::int64_t flat);
-// 0 normal, 1 masked (-inf), 2 zeroed by dropout.
+// 0 normal, 1 masked (-inf) by the causal mask, 2 zeroed by dropout, 3 masked (-inf) by the
+// sliding window (drawn in the heatmap's blue-grey window hatch).
 int step_state(const StepSource& s, layout::Step st, std::int64_t flat);
+// The K/V head query head h reads in step st (gqa: the expansion and what follows it, by
+// .repeat_interleave or, with the mistake, .repeat); -1 where no K/V head is read.
+int kv_read(const StepSource& s, layout::Step st, int h);
 
 // [SECTION] Names: one per tensor, as the seeds' code names it
 // Title of pane `pane` of a step ("queries", "queries.view", "attn_weights after dropout").
@@ -60,12 +73,17 @@ enum class Tint { Neutral, Head, Diverging, Weights };
 Tint step_tint(layout::Step st);
 // One hue per head (Tableau 10, colour-blind friendly order), repeating every 10 heads.
 Rgb head_rgb(int head);
+// gqa: query head `head` in the hue of its K/V head head / group, lighter for each later head
+// of the group, so the heads that share a K/V head read as one family. group 1: head_rgb.
+Rgb group_rgb(int head, int group, bool dark);
 Rgb neutral_rgb(bool dark);
 Rgb mix_rgb(Rgb a, Rgb b, float t);
 float luminance(Rgb c);
 // Fill of a cell. head: the element's head (-1 none); part: q/k/v part of a fused chunk
 // (-1 none); vmax: largest |value| shown (Diverging, Weights); bg: the background.
 Rgb cell_rgb(Tint t, int head, int part, float value, float vmax, bool dark, Rgb bg);
+// The same with the element's hue given (null: none), as group_rgb colours gqa's heads.
+Rgb cell_rgb_hue(Tint t, const Rgb* hue, int part, float value, float vmax, bool dark, Rgb bg);
 // The legend of a Diverging step: swatches from -vmax through 0 to +vmax with their values.
 struct Swatch {
   Rgb color;

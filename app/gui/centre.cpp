@@ -6,8 +6,8 @@
 
 namespace mhaviz::gui {
 
-// The walkthrough's steps are the chapter-3 variants'; a gqa or mla session shows its heads'
-// heatmaps (and `mhaviz dump` every tensor of it).
+// The walkthrough draws every variant a session holds today, with its options
+// (figure::has_steps, the one rule); one it did not draw would show its heads' heatmaps.
 bool walkthrough_draws(const AppState& s) { return figure::has_steps(s.doc.session.model); }
 
 Centre centre_view(AppState& s) {
@@ -20,7 +20,7 @@ Centre centre_view(AppState& s) {
 void toggle_centre(AppState& s, Centre c) {
   if (c == Centre::Walkthrough && !walkthrough_draws(s)) {
     notify(s,
-           "The walkthrough shows the wrapper, weight_split and fused_qkv without QK-norm or RoPE; this " +
+           "The walkthrough does not draw this variant yet; this " +
                std::string(variant_name(s.doc.session.model.variant)) + " session shows its heads' heatmaps",
            true);
     return;

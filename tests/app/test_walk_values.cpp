@@ -73,7 +73,7 @@ TEST(WalkValues, OneNamePerTensor) {
 // The figure's pane titles are the table's names (the panel titles its grids the same way).
 TEST(WalkValues, FigureTitlesComeFromTheTable) {
   const LessonRun r = run_lesson("book-weight-split-3d");
-  const auto steps = lay::steps_for(r.trace.config.variant, false);
+  const auto steps = lay::steps_for(lay::dims_for(r.trace.config, 1, r.trace.tokens, r.trace.d_in), false);
   for (std::size_t k = 0; k < steps.size(); ++k) {
     figure::Options o;
     o.view = figure::View::Step;

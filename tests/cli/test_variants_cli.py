@@ -155,16 +155,16 @@ class Dump(unittest.TestCase):
         # The expanded keys are the rotated ones, repeated.
         self.assertEqual(t["k_expanded"]["data"][:20], t["k_rotated"]["data"][:20])
 
-    def test_render_refuses_steps_it_does_not_draw(self):
+    def test_render_draws_steps_of_the_variant_only(self):
         with tempfile.TemporaryDirectory() as tmp:
-            path, out = os.path.join(tmp, "s.json"), os.path.join(tmp, "out.png")
-            with open(path, "w") as f:
-                json.dump(session("weight_split", d_out=12, rope_base=10000), f)
-            r = run("render", path, "-o", out, "--view", "step", "3")
-            self.assertEqual(r.returncode, 2)
-            self.assertFalse(os.path.exists(out))
-            self.assertTrue(r.stderr.startswith(
-                "mhaviz: --view: step is not drawn for model.variant \"weight_split\" with QK-norm or RoPE"), r.stderr)
+            for variant, code in (("mla", 0), ("weight_split", 2)):
+                path, out = os.path.join(tmp, variant + ".json"), os.path.join(tmp, variant + ".png")
+                with open(path, "w") as f:
+                    json.dump(session(variant, d_out=12), f)
+                r = run("render", path, "-o", out, "--view", "step", "latent")
+                self.assertEqual(r.returncode, code, r.stderr)
+                self.assertEqual(os.path.exists(out), code == 0)
+            self.assertTrue(r.stderr.startswith("mhaviz: --step: 'latent' is not a step of this variant"), r.stderr)
             r = run("render", path, "-o", out, "--view", "grid")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertTrue(os.path.getsize(out) > 0)

@@ -17,6 +17,10 @@ const Variant kVariants[] = {Variant::Wrapper, Variant::WeightSplit, Variant::Fu
 
 int pick(std::mt19937& gen, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(gen); }
 
+// The variants whose layouts alone are tested (gqa's sessions need num_kv_groups: GqaSteps...).
+const Variant kLayoutVariants[] = {Variant::Wrapper, Variant::WeightSplit, Variant::FusedQkv, Variant::Gqa,
+                                   Variant::Mla};
+
 Dims random_dims(std::mt19937& gen, Variant v) {
   Dims d;
   d.variant = v;
@@ -25,12 +29,16 @@ Dims random_dims(std::mt19937& gen, Variant v) {
   d.d_in = pick(gen, 1, 6);
   d.h = pick(gen, 1, 4);
   d.hd = pick(gen, 1, 4);
+  if (v == Variant::Gqa) d.G = d.h % 2 == 0 ? pick(gen, 1, 2) : 1;  // a divisor of h
+  if (v == Variant::Mla) d.latent = pick(gen, 1, 5);
+  if (v != Variant::Wrapper) {
+    d.qk_norm = pick(gen, 0, 1) == 1;
+    d.rope = pick(gen, 0, 1) == 1;
+  }
   return d;
 }
 
-Dims dims_of(const Trace& t) {
-  return {t.config.variant, t.batch, t.tokens, t.d_in, t.heads, t.head_dim};
-}
+Dims dims_of(const Trace& t) { return dims_for(t.config, t.batch, t.tokens, t.d_in); }
 
 TEST(Layout, AxisSlotsRoundTrip) {
   std::mt19937 gen(1);
@@ -66,10 +74,10 @@ TEST(Layout, AxisSlotsRoundTrip) {
 TEST(Layout, EveryStepMappingAndInverseRoundTrip) {
   std::mt19937 gen(2);
   for (int trial = 0; trial < 60; ++trial) {
-    for (Variant v : kVariants) {
+    for (Variant v : kLayoutVariants) {
       const Dims d = random_dims(gen, v);
       for (bool mistaken : {false, true}) {
-        for (Step s : steps_for(v, mistaken)) {
+        for (Step s : steps_for(d, mistaken)) {
           Layout l = step_layout(s, d);
           if (trial % 2) {
             l.max_blocks = pick(gen, 2, 4);
@@ -109,7 +117,8 @@ TEST(Layout, EveryStepMappingAndInverseRoundTrip) {
 
 TEST(Layout, HeadOfFollowsTheSeedsDrawings) {
   Dims d{Variant::WeightSplit, 1, 3, 6, 2, 3};
-  const Layout proj = step_layout(Step::Project, d), view = step_layout(Step::View, d), tr = step_layout(Step::Transpose, d);
+  const Layout proj = step_layout(Step::Project, d), view = step_layout(Step::View, d),
+               tr = step_layout(Step::Transpose, d);
   // Q[0, t, j]: head j / 3.
   for (int t = 0; t < 3; ++t)
     for (int j = 0; j < 6; ++j) {
@@ -139,10 +148,10 @@ TEST(Layout, HeadOfFollowsTheSeedsDrawings) {
 TEST(Layout, MovesAreBijectionsWithInverses) {
   std::mt19937 gen(3);
   for (int trial = 0; trial < 80; ++trial) {
-    for (Variant v : kVariants) {
+    for (Variant v : kLayoutVariants) {
       const Dims d = random_dims(gen, v);
       for (bool mistaken : {false, true}) {
-        const auto steps = steps_for(v, mistaken);
+        const auto steps = steps_for(d, mistaken);
         for (std::size_t i = 1; i < steps.size(); ++i) {
           const Move m = step_move(steps[i - 1], steps[i], mistaken);
           if (m == Move::None) continue;
@@ -206,7 +215,7 @@ TEST(Layout, MovesMatchTheTensorsTheCoreComputes) {
         }
       }
       // Back: context (b, h, T, hd) -> merged (b, T, h*hd).
-      const auto steps = steps_for(v);
+      const auto steps = steps_for(d);
       const int ctx = static_cast<int>(std::find(steps.begin(), steps.end(), Step::Context) - steps.begin());
       const Step last_merge = v == Variant::Wrapper ? Step::Concat : Step::Merge;
       const int mrg = static_cast<int>(std::find(steps.begin(), steps.end(), last_merge) - steps.begin());
@@ -224,8 +233,9 @@ TEST(Layout, IndexPathQtoViewToTranspose) {
   std::mt19937 gen(5);
   for (int trial = 0; trial < 50; ++trial) {
     const Dims d = random_dims(gen, Variant::WeightSplit);
-    const auto steps = steps_for(d.variant);
-    const Layout proj = step_layout(Step::Project, d), view = step_layout(Step::View, d), tr = step_layout(Step::Transpose, d);
+    const auto steps = steps_for(d);
+    const Layout proj = step_layout(Step::Project, d), view = step_layout(Step::View, d),
+                 tr = step_layout(Step::Transpose, d);
     for (int b = 0; b < d.b; ++b)
       for (int t = 0; t < d.T; ++t)
         for (int j = 0; j < d.d_out(); ++j) {
@@ -235,9 +245,9 @@ TEST(Layout, IndexPathQtoViewToTranspose) {
           EXPECT_EQ(hi.head, j / d.hd);
           EXPECT_EQ(hi.d, j % d.hd);
           EXPECT_EQ(merged_column(hi, d.hd), j);
-          EXPECT_EQ(cell_of(view, path[2]), (Cell{1, b * d.T + t, hi.head, hi.d}));   // q[b, t, head, d]
+          EXPECT_EQ(cell_of(view, path[2]), (Cell{1, b * d.T + t, hi.head, hi.d}));  // q[b, t, head, d]
           EXPECT_EQ(cell_of(tr, path[3]), (Cell{1, b * d.h + hi.head, t, hi.d}));    // q[b, head, t, d]
-          EXPECT_EQ(path[4], -1);  // scores are a new tensor
+          EXPECT_EQ(path[4], -1);                                                    // scores are a new tensor
         }
   }
 }
@@ -245,10 +255,10 @@ TEST(Layout, IndexPathQtoViewToTranspose) {
 TEST(Layout, AnimationEndpointsAreTheStaticLayouts) {
   std::mt19937 gen(6);
   for (int trial = 0; trial < 40; ++trial) {
-    for (Variant v : kVariants) {
+    for (Variant v : kLayoutVariants) {
       const Dims d = random_dims(gen, v);
       for (bool mistaken : {false, true}) {
-        const auto steps = steps_for(v, mistaken);
+        const auto steps = steps_for(d, mistaken);
         for (std::size_t i = 1; i < steps.size(); ++i) {
           const Move m = step_move(steps[i - 1], steps[i], mistaken);
           Layout a = step_layout(steps[i - 1], d), b = step_layout(steps[i], d);
@@ -292,7 +302,7 @@ TEST(Layout, MistakenMergeDiffersExactlyAsPredicted) {
       const Trace t = forward(build_model(s.model, s.d_in()), s.input_tensor());
       const Tensor wrong = mistaken_merge(t);
       const Dims d = dims_of(t);
-      const auto steps = steps_for(v, true);
+      const auto steps = steps_for(d, true);
       const int ctx = static_cast<int>(std::find(steps.begin(), steps.end(), Step::Context) - steps.begin());
       ASSERT_EQ(steps[static_cast<std::size_t>(ctx + 1)], Step::Merge);  // no transpose back
       std::int64_t moved = 0;
@@ -315,7 +325,8 @@ TEST(Layout, MistakenMergeDiffersExactlyAsPredicted) {
       std::int64_t fixed = 0;
       for (int tt = 0; tt < t.tokens; ++tt)
         for (int J = 0; J < t.heads; ++J) fixed += tt * (t.heads - 1) == J * (t.tokens - 1) ? 1 : 0;
-      EXPECT_EQ(moved, static_cast<std::int64_t>(t.batch) * t.head_dim * (static_cast<std::int64_t>(t.tokens) * t.heads - fixed));
+      EXPECT_EQ(moved, static_cast<std::int64_t>(t.batch) * t.head_dim *
+                           (static_cast<std::int64_t>(t.tokens) * t.heads - fixed));
       if (t.heads == 1 || t.tokens == 1) {
         EXPECT_EQ(moved, 0);  // nothing to scramble
       } else {
@@ -340,13 +351,118 @@ TEST(Layout, WrapperAndWeightSplitAgreeWithin1e6) {
   }
 }
 
+// gqa: keys | values at G heads move like the weight split's (view, transpose), the expansion
+// holds K/V head h / (H / G) for query head h, and the repeat mistake's tensors are .repeat's,
+// its scores computed as the forward computes (equal bits wherever the pairing agrees).
+TEST(Layout, GqaStepsHoldTheCoresTensors) {
+  std::mt19937 gen(9);
+  int mispaired_runs = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    Session s = test::random_session(gen, Variant::WeightSplit, false);
+    s.model.variant = Variant::Gqa;
+    const int divisors[] = {1, 2, 3, 6};
+    s.model.num_heads = 6;
+    s.model.d_out = 6 * pick(gen, 1, 3);
+    s.model.num_kv_groups = divisors[pick(gen, 0, 3)];
+    if (s.model.causal && trial % 2) s.model.sliding_window = pick(gen, 1, 4);
+    validate_session(s);
+    const Trace t = forward(build_model(s.model, s.d_in()), s.input_tensor());
+    const Dims d = dims_of(t);
+    ASSERT_EQ(d.kv(), s.model.num_kv_groups);
+    ASSERT_EQ(d.window, s.model.sliding_window);
+    EXPECT_EQ(mistake_kind(d), MistakeKind::Repeat);
+    const auto steps = steps_for(d, true);
+    ASSERT_EQ(steps, steps_for(d, false));  // the repeat mistake keeps every step
+    const int tr = static_cast<int>(std::find(steps.begin(), steps.end(), Step::Transpose) - steps.begin());
+    ASSERT_EQ(steps[static_cast<std::size_t>(tr + 1)], Step::Expand);
+    // keys | values (b, T, G*hd) -> view -> transpose: the core's k and v.
+    const Layout proj = step_layout(Step::Project, d), trans = step_layout(Step::Transpose, d);
+    ASSERT_EQ(proj.panes, 2);
+    ASSERT_EQ(trans.dims[1], d.kv());
+    const Tensor* kv[2] = {&t.keys, &t.values};
+    const Tensor* heads[2] = {&t.k, &t.v};
+    for (std::int64_t f = 0; f < proj.numel(); ++f) {
+      const auto path = follow(steps, d, false, 1, f);
+      const Cell c = cell_of(trans, path[static_cast<std::size_t>(tr)]);
+      ASSERT_EQ(heads[c.pane]->data[static_cast<std::size_t>(path[static_cast<std::size_t>(tr)] % trans.pane_numel())],
+                kv[c.pane]->data[static_cast<std::size_t>(f % proj.pane_numel())]);
+    }
+    EXPECT_EQ(query_layout(Step::Transpose, d).dims[1], d.h);
+    // The expansion and the mistake's.
+    const RepeatMistake m = mistaken_repeat(t);
+    bool mispaired = false;
+    for (int b = 0; b < t.batch; ++b)
+      for (int h = 0; h < d.h; ++h) {
+        const int g = kv_head_read(d, h, false), bad = kv_head_read(d, h, true);
+        ASSERT_EQ(g, h / (d.h / d.kv()));
+        ASSERT_EQ(bad, h % d.kv());
+        mispaired |= g != bad;
+        for (int i = 0; i < t.tokens; ++i) {
+          for (int e = 0; e < d.hd; ++e) {
+            ASSERT_EQ(t.k_expanded.at({b, h, i, e}), t.k.at({b, g, i, e}));
+            ASSERT_EQ(m.k_expanded.at({b, h, i, e}), t.k.at({b, bad, i, e}));
+            ASSERT_EQ(m.v_expanded.at({b, h, i, e}), t.v.at({b, bad, i, e}));
+          }
+          for (int j = 0; j < t.tokens; ++j) {
+            if (g == bad) {
+              ASSERT_EQ(m.scores.at({b, h, i, j}), t.scores.at({b, h, i, j}));
+              continue;
+            }
+            double want = 0.0;
+            for (int e = 0; e < d.hd; ++e) want += static_cast<double>(t.q.at({b, h, i, e})) * t.k.at({b, bad, j, e});
+            ASSERT_NEAR(m.scores.at({b, h, i, j}), want, 1e-5 + 1e-5 * std::fabs(want));
+          }
+        }
+      }
+    mispaired_runs += mispaired ? 1 : 0;
+    EXPECT_EQ(mispaired, d.kv() > 1 && d.group() > 1) << "G " << d.kv();
+  }
+  EXPECT_GT(mispaired_runs, 5);
+}
+
+// QK-norm, then RoPE, come right after the split into heads (the fused chunk), before gqa's
+// expansion and the scores, with or without the mistake; the wrapper has neither.
+TEST(Layout, NormAndRopeStepsFollowTheSplit) {
+  for (Variant v : kLayoutVariants)
+    for (int opts = 0; opts < 4; ++opts)
+      for (bool mistaken : {false, true}) {
+        Dims d{v, 1, 4, 3, 2, 2};
+        d.qk_norm = (opts & 1) != 0 && v != Variant::Wrapper;
+        d.rope = (opts & 2) != 0 && v != Variant::Wrapper && v != Variant::Mla;
+        d.latent = v == Variant::Mla ? 3 : 0;
+        const auto steps = steps_for(d, mistaken);
+        Dims plain = d;
+        plain.qk_norm = plain.rope = false;
+        auto want = steps_for(plain, mistaken);
+        if (v == Variant::Mla) {
+          EXPECT_EQ(want[1], Step::Latent);  // x -> latent first
+        }
+        if (v != Variant::Wrapper) {
+          auto at = std::find(want.begin(), want.end(), v == Variant::FusedQkv ? Step::Chunk : Step::Transpose) + 1;
+          if (d.rope) at = want.insert(at, Step::Rope);
+          if (d.qk_norm) want.insert(at, Step::QkNorm);
+        }
+        ASSERT_EQ(steps, want) << variant_name(v) << " options " << opts;
+        const auto next = std::find(steps.begin(), steps.end(), d.rope ? Step::Rope : Step::QkNorm);
+        if (d.qk_norm || d.rope) {
+          EXPECT_EQ(*(next + 1), v == Variant::Gqa ? Step::Expand : Step::Scores) << variant_name(v);
+        }
+        for (Step st : steps) {
+          Step back;
+          ASSERT_TRUE(parse_step(step_name(st), back));
+          ASSERT_EQ(back, st);
+        }
+      }
+}
+
 // The input step's line says how this input was made: one copy, the seeds' two, or more.
 TEST(Layout, InputCodeFollowsTheBatch) {
-  EXPECT_EQ(step_code(Step::Input, Variant::WeightSplit, 1), "x = inputs.unsqueeze(0)   # a batch of one");
-  EXPECT_EQ(step_code(Step::Input, Variant::Wrapper, 2), "x = torch.stack((inputs, inputs), dim=0)");
-  EXPECT_EQ(step_code(Step::Input, Variant::FusedQkv, 3), "x = torch.stack((inputs, inputs, inputs), dim=0)");
-  EXPECT_EQ(step_code(Step::Input, Variant::WeightSplit, 8), "x = torch.stack([inputs] * 8, dim=0)");
-  EXPECT_EQ(step_code(Step::Scores, Variant::WeightSplit, 1), step_code(Step::Scores, Variant::WeightSplit, 2));
+  EXPECT_EQ(step_code(Step::Input, Dims{Variant::WeightSplit}, 1), "x = inputs.unsqueeze(0)   # a batch of one");
+  EXPECT_EQ(step_code(Step::Input, Dims{Variant::Wrapper}, 2), "x = torch.stack((inputs, inputs), dim=0)");
+  EXPECT_EQ(step_code(Step::Input, Dims{Variant::FusedQkv}, 3), "x = torch.stack((inputs, inputs, inputs), dim=0)");
+  EXPECT_EQ(step_code(Step::Input, Dims{Variant::WeightSplit}, 8), "x = torch.stack([inputs] * 8, dim=0)");
+  EXPECT_EQ(step_code(Step::Scores, Dims{Variant::WeightSplit}, 1),
+            step_code(Step::Scores, Dims{Variant::WeightSplit}, 2));
 }
 
 }  // namespace

@@ -7,10 +7,12 @@ under Xvfb, through the test hooks the app writes (--state-out / --layout-out "w
  6. a step chip jumps straight to its step; only the next / previous step animates
  7. signed scores on the diverging map, with its legend
  9. an unknown word in --walkthrough is a one-line error, exit 2, before any window
+10. a sliding window's mask is told apart from the causal one
  and the step plan is cached on its inputs (built a few times in 60 frames, not 60 times)
 
 usage (under xvfb-run): test_gui_walk_bugs.py PATH/TO/mhaviz TESTS_DATA_DIR
 """
+import json
 import os
 import sys
 
@@ -93,6 +95,22 @@ if w is not None:
 w = shown("softmax-legend", "seed003-wrapper", "softmax")
 if w is not None:
     g.check(w["legend_swatches"] == 0, "softmax: no diverging legend (%d)" % w["legend_swatches"])
+
+# [10] A sliding window's mask (W = 3) as the app shows it: its own legend and the inspector's
+# count of the cells it hides, apart from the causal ones.
+swa = os.path.join(tmp, "swa.json")
+with open(swa, "w") as f:
+    json.dump({"format": "mhaviz-session", "version": 3, "tokens": TOKENS,
+               "embeddings": [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64], [0.22, 0.58, 0.33],
+                              [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]],
+               "batch": 1, "model": {"variant": "weight_split", "d_out": 4, "num_heads": 2, "context_length": 6,
+                                     "dropout": 0.0, "qkv_bias": False, "causal": True, "seed": 123,
+                                     "sliding_window": 3}}, f)
+w = shown("window-mask", swa, "mask")
+if w is not None:
+    g.check(any("15 cells per head after the query" in l and "6 W or more tokens back" in l for l in w["inspector"]),
+            "window mask: the inspector counts 15 causal and 6 window cells (%s)" % w["inspector"][:1])
+
 
 def positions(layout, proc, until, what):
     """Walkthrough positions the app reports (it rewrites the layout each frame the position

@@ -16,7 +16,7 @@ void update_mistaken(AppState& s) {
   try {
     w.mistake = figure::make_mistake(s.compute.model, s.compute.trace);
   } catch (const std::exception&) {
-    w.mistake = figure::Mistake{mistaken_merge(s.compute.trace), {}};  // the model is ahead of the trace
+    w.mistake = figure::trace_mistake(s.compute.trace);  // the model is ahead of the trace
   }
   w.mistaken_generation = s.compute.generation;
 }
@@ -93,7 +93,7 @@ void draw_walkthrough_tab(AppState& s) {
   Walkthrough& w = s.walkthrough;
   const Trace& tr = s.compute.trace;
   update_mistaken(s);
-  const Steps steps{tr, lay::steps_for(tr.config.variant, w.mistaken && tr.config.variant != Variant::Wrapper)};
+  const Steps steps{tr, lay::steps_for(lay::dims_for(tr.config, 1, tr.tokens, tr.d_in), w.mistaken)};
   const int n = steps.count();
   w.pos = std::clamp(w.pos, 0.0f, static_cast<float>(n - 1));
   w.target = std::clamp(w.target, 0.0f, static_cast<float>(n - 1));
@@ -110,7 +110,8 @@ void draw_walkthrough_tab(AppState& s) {
   const bool still = w.pos - static_cast<float>(k) <= 1e-4f || k + 1 >= n;
   const lay::Step st = steps.list[static_cast<std::size_t>(k)];
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const bool matmul = st == lay::Step::Project || st == lay::Step::Scores || st == lay::Step::Context || st == lay::Step::OutProj;
+  const bool matmul =
+      st == lay::Step::Project || st == lay::Step::Scores || st == lay::Step::Context || st == lay::Step::OutProj;
   const float insp_h = st == lay::Step::Softmax ? fh * 9.5f : matmul ? fh * 5.8f : fh * 4.6f;
   const ImVec2 canvas(avail.x, std::max(fh * 6.0f, avail.y - insp_h));
   const figure::WalkInput in = walk_input(s);
@@ -158,8 +159,8 @@ void apply_options(AppState& s) {
   w.pane = spec.pane;
   w.pin_flat = spec.pin;
   if (spec.heads > 0) w.cmp_max_heads = spec.heads;
-  const Variant v = s.compute.have_trace ? s.compute.trace.config.variant : s.doc.session.model.variant;
-  const auto steps = lay::steps_for(v, w.mistaken && v != Variant::Wrapper);
+  const ModelConfig& c = s.compute.have_trace ? s.compute.trace.config : s.doc.session.model;
+  const auto steps = lay::steps_for(lay::dims_for(c, 1, 1, 1), w.mistaken);
   int idx = 0;
   lay::Step st;
   if (lay::parse_step(spec.step, st)) {

@@ -90,8 +90,9 @@ void draw_step_chips(AppState& s, const Steps& st) {
     record_widget(s, ("walk_chip_" + std::to_string(i + 1)).c_str());
     if (on) ImGui::PopStyleColor();
     if (ImGui::IsItemHovered())
-      ImGui::SetTooltip(
-          "%s", std::string(lay::step_title(st.list[static_cast<std::size_t>(i)], st.tr.config.variant)).c_str());
+      ImGui::SetTooltip("%s", lay::step_title(st.list[static_cast<std::size_t>(i)],
+                                              lay::dims_for(st.tr.config, 1, st.tr.tokens, st.tr.d_in))
+                                  .c_str());
   }
   ImGui::PopStyleVar();
   ImGui::SetWindowFontScale(1.0f);
@@ -108,13 +109,14 @@ void draw_options_row(AppState& s, const Steps& st) {
     ImGui::SameLine();
     if (ImGui::RadioButton(std::string(variant_name(x)).c_str(), v == x) && v != x) {
       ModelConfig& c = s.doc.session.model;
-      c = with_variant(c, x, s.settings.variant_keeps_d_out ? VariantKeeps::DOut : VariantKeeps::HeadDim);  // the Model panel's edit
+      c = with_variant(
+          c, x, s.settings.variant_keeps_d_out ? VariantKeeps::DOut : VariantKeeps::HeadDim);  // the Model panel's edit
       s.ui.edit.preferred_heads = c.num_heads;
       mark_model_dirty(s, "switch to " + std::string(variant_name(x)), "variant");
     }
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kVariantSwitchNote);
   }
-  if (!st.list.empty()) {
+  if (!st.list.empty() && v != Variant::Gqa) {  // gqa draws its keys | values (at fewer heads) beside the queries
     ImGui::SameLine();
     ImGui::TextDisabled("  show:");
     const char* names[4] = {"Q", "K", "V", "all"};
@@ -140,15 +142,17 @@ void draw_options_row(AppState& s, const Steps& st) {
       s.view.batch = std::clamp(b, 0, st.tr.batch - 1);
   }
   if (v != Variant::Wrapper) {
-    const char* mistake_label = "mistake: merge w/o transpose back";
+    const bool repeat = v == Variant::Gqa;
+    const char* mistake_label = repeat ? "mistake: repeat, not repeat_interleave" : "mistake: merge w/o transpose back";
     same_line_or_wrap(ImGui::GetFrameHeight(), mistake_label);
     const float before = w.pos;
+    const lay::Dims dims = lay::dims_for(st.tr.config, 1, st.tr.tokens, st.tr.d_in);
     if (ImGui::Checkbox(mistake_label, &w.mistaken)) {
-      // Stay on the same step (the step list loses or regains "transpose back").
-      const auto old_steps = lay::steps_for(v, !w.mistaken);
+      // Stay on the same step (the merge's step list loses or regains "transpose back").
+      const auto old_steps = lay::steps_for(dims, !w.mistaken);
       const lay::Step at_step = old_steps[static_cast<std::size_t>(
           std::clamp(static_cast<int>(std::lround(before)), 0, static_cast<int>(old_steps.size()) - 1))];
-      const auto now_steps = lay::steps_for(v, w.mistaken);
+      const auto now_steps = lay::steps_for(dims, w.mistaken);
       int idx = 0;
       for (int i = 0; i < static_cast<int>(now_steps.size()); ++i)
         if (now_steps[static_cast<std::size_t>(i)] == at_step ||
@@ -159,10 +163,12 @@ void draw_options_row(AppState& s, const Steps& st) {
     }
     record_widget(s, "walk_mistake");
     if (ImGui::IsItemHovered())
-      ImGui::SetTooltip(
-          "The Transformer tutorial's slip: reshape (b, h, T, hd) straight to (b, T, h*hd), without the transpose "
-          "back; "
-          "see the merge step and the wrong output it leads to");
+      ImGui::SetTooltip("%s",
+                        repeat ? "Expand the K/V heads with .repeat instead of .repeat_interleave: query head i then "
+                                 "reads K/V head i mod num_kv_groups, not its group's;\nsee the expand step and the "
+                                 "wrong heads' scores"
+                               : "The Transformer tutorial's slip: reshape (b, h, T, hd) straight to (b, T, h*hd), "
+                                 "without the transpose back; see the merge step and the wrong output it leads to");
   }
 }
 

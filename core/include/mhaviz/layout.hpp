@@ -23,6 +23,17 @@
 //                   mistake: reshape without the transpose back (seed 002)
 //   Concat          wrapper: torch.cat(dim=-1)   (b, T, h*hd)      Matrix
 //   OutProj         out_proj(merged)             (b, T, D)         Matrix
+//
+// The bonus variants and options add steps, and change what some steps draw (G = K/V heads):
+//   gqa Project     keys | values                (b, T, G*hd)      Matrix, 2 panes (queries drawn beside)
+//   gqa View        .view(b, T, G, hd)           (b, T, G, hd)     TokenBlocks, 2 panes
+//   gqa Transpose   .transpose(1, 2)             (b, G, T, hd)     HeadBlocks, 2 panes
+//   Expand          gqa: repeat_interleave(h/G)  (b, h, T, hd)     HeadBlocks, k | v
+//                   mistake: .repeat (query head i reads K/V head i mod G)
+//   QkNorm          RMSNorm(head_dim) of q       (b, h, T, hd)     HeadBlocks (k_normed beside it, at G heads)
+//   Rope            q rotated, pairs (i, i+hd/2) (b, h, T, hd)     HeadBlocks (k_rotated beside it)
+//   Latent          mla: latent = X·W_DKVᵀ       (b, T, latent_dim) Matrix (its Project: keys, values = W_UK, W_UV of
+//   it) Mask            with a sliding window W the cells i - j >= W are hidden too
 #pragma once
 
 #include <array>
@@ -58,14 +69,15 @@ struct Axis {
 
 struct Layout {
   Kind kind = Kind::Matrix;
-  int panes = 1;                                  // same-shaped tensors side by side (Q | K | V)
-  std::array<std::int64_t, 4> dims{1, 1, 1, 1};   // (n0, n1, rows, cols); block = i0 * n1 + i1
-  int heads = 1;        // num_heads, for head_of
-  int head_cols = 0;    // Matrix: columns per head (0: the tensor is not split by head, e.g. X)
-  int part_cols = 0;    // fused qkv: columns of one q|k|v part inside a head's chunk (0: none)
-  float block_gap = 0.5f;  // cell units between rows of blocks
-  float pane_gap = 1.5f;   // cell units between panes (panes sit side by side)
-  int block_cols = 1;      // blocks per row of blocks (1: blocks stack vertically, as the seeds print them)
+  int panes = 1;                                 // same-shaped tensors side by side (Q | K | V)
+  std::array<std::int64_t, 4> dims{1, 1, 1, 1};  // (n0, n1, rows, cols); block = i0 * n1 + i1
+  int heads = 1;                                 // num_heads, for head_of
+  int group = 1;             // heads per hue: gqa colours query head i as K/V head i / group (1: a hue per head)
+  int head_cols = 0;         // Matrix: columns per head (0: the tensor is not split by head, e.g. X)
+  int part_cols = 0;         // fused qkv: columns of one q|k|v part inside a head's chunk (0: none)
+  float block_gap = 0.5f;    // cell units between rows of blocks
+  float pane_gap = 1.5f;     // cell units between panes (panes sit side by side)
+  int block_cols = 1;        // blocks per row of blocks (1: blocks stack vertically, as the seeds print them)
   float block_gap_x = 1.0f;  // cell units between blocks side by side
   std::int64_t max_blocks = 0, max_rows = 0, max_cols = 0;  // window (0: everything)
 
@@ -101,7 +113,7 @@ bool visible(const Layout& l, const Cell& c);  // inside the window
 Point point_of(const Layout& l, const Cell& c);
 // The visible cell whose square contains p; false over gaps, ellipses and outside.
 bool cell_at(const Layout& l, Point p, Cell& out);
-Point extent(const Layout& l);  // width and height of the drawing in cell units
+Point extent(const Layout& l);      // width and height of the drawing in cell units
 float pane_width(const Layout& l);  // width of one pane in cell units (pane p starts at p * (pane_width + pane_gap))
 // Head an element belongs to (colour); -1 when the tensor is not split by head.
 int head_of(const Layout& l, const Cell& c);
@@ -134,33 +146,79 @@ Point animate(const Layout& from, const Layout& to, Move m, std::int64_t flat, f
 float progress(const Layout& to, const Cell& target, float t, float stagger = 0.0f);
 
 // [SECTION] Steps of the walkthrough
-enum class Step { Input, Project, View, Transpose, Chunk, Scores, Mask, Softmax, Dropout, Context, TransposeBack, Merge, Concat, OutProj };
-inline constexpr int kStepKinds = 14;
+enum class Step {
+  Input,
+  Project,
+  View,
+  Transpose,
+  Chunk,
+  Scores,
+  Mask,
+  Softmax,
+  Dropout,
+  Context,
+  TransposeBack,
+  Merge,
+  Concat,
+  OutProj,
+  Expand,
+  QkNorm,
+  Rope,
+  Latent
+};
+inline constexpr int kStepKinds = 18;
 
-std::string_view step_name(Step s);   // "input", "project", ... (for command lines)
-bool parse_step(std::string_view name, Step& out);
-std::string_view step_title(Step s, Variant v);   // "Q, K, V = X·Wᵀ", ...
-std::string step_code(Step s, Variant v, int batch);  // the PyTorch line of the seeds; batch: the input's b
-std::string_view step_shape(Step s, Variant v);   // "(b, num_tokens, num_heads, head_dim)", as the seeds write it
-
-// The walkthrough of a variant. mistaken: merge by plain reshape (no transpose back).
-std::vector<Step> steps_for(Variant v, bool mistaken = false);
-
+// What the walkthrough of a module draws: its variant, sizes and options (one description
+// of the steps that the screen, the captures and the tests read).
 struct Dims {
   Variant variant = Variant::WeightSplit;
   int b = 1, T = 1, d_in = 1, h = 1, hd = 1;
+  int G = 0;       // gqa: K/V heads (num_kv_groups); 0: h
+  int window = 0;  // sliding window W; 0: none
+  bool causal = true;
+  bool qk_norm = false;  // RMSNorm of q and k over head_dim after the split
+  bool rope = false;     // RoPE on q and k (after QK-norm)
+  int latent = 0;        // mla: latent_dim (W_DKV's output)
   int d_out() const { return h * hd; }
+  int kv() const { return G > 0 ? G : h; }
+  int group() const { return h / kv(); }  // query heads per K/V head
 };
+// The walkthrough's dims of a module with b batch items of T tokens of width d_in.
+Dims dims_for(const ModelConfig& c, int b, int T, int d_in);
+
+// The walkthrough's "common mistake": the merge without the transpose back (seed 002) for
+// the split variants; `.repeat` in place of `.repeat_interleave` for gqa; none for the wrapper.
+enum class MistakeKind { None, Merge, Repeat };
+MistakeKind mistake_kind(const Dims& d);
+
+std::string_view step_name(Step s);  // "input", "project", ... (for command lines)
+bool parse_step(std::string_view name, Step& out);
+std::string step_title(Step s, const Dims& d);            // "Q, K, V = X·Wᵀ", ...
+std::string step_code(Step s, const Dims& d, int batch);  // the PyTorch line of the seeds; batch: the input's b
+std::string_view step_shape(Step s, const Dims& d);  // "(b, num_tokens, num_heads, head_dim)", as the seeds write it
+
+// The walkthrough of a module. mistaken: the mistake of mistake_kind(d) (a merge by plain
+// reshape has no transpose back; the repeat mistake keeps every step).
+std::vector<Step> steps_for(const Dims& d, bool mistaken = false);
+// The first of q | k | v (0, 1, 2) that pane 0 of a step holds: 1 where gqa draws keys |
+// values at G heads (queries beside them, in a grid of their own).
+int first_part(Step s, const Dims& d);
+// Query head h reads this K/V head: h / group (repeat_interleave), or h mod G (the repeat mistake).
+int kv_head_read(const Dims& d, int h, bool repeat_mistake);
 
 // The tensor(s) drawn at a step (no window set; the caller sets max_*).
 // Scores/Mask/Softmax/Dropout: (b, h, T, T); Context: (b, h, T, hd); see the table above.
 Layout step_layout(Step s, const Dims& d);
+// The queries as a step that draws keys | values at G heads holds them (gqa's Project, View,
+// Transpose): the weight split's layout of one pane.
+Layout query_layout(Step s, const Dims& d);
 // How elements travel from the step before `to` (in steps_for) into `to`.
 Move step_move(Step from, Step to, bool mistaken = false);
 
 // Flat index of one element in every step's layout, following the moves from step index
 // `at` in both directions; -1 where the chain is broken by Move::None.
-std::vector<std::int64_t> follow(const std::vector<Step>& steps, const Dims& d, bool mistaken, int at, std::int64_t flat);
+std::vector<std::int64_t> follow(const std::vector<Step>& steps, const Dims& d, bool mistaken, int at,
+                                 std::int64_t flat);
 
 // [SECTION] Index paths as the seeds write them
 // Q[b, t, j] -> q[b, t, head, d] (view) -> q[b, head, t, d] (transpose): head = j / hd, d = j mod hd.
@@ -172,7 +230,8 @@ HeadIndex split_column(std::int64_t b, std::int64_t t, std::int64_t j, std::int6
 std::int64_t merged_column(const HeadIndex& i, std::int64_t hd);  // j = head * hd + d
 // The element of the correct merge (b, T, h*hd) that the mistaken reshape puts at [b, t, j]:
 // it reads context[b, head, t', d] with p = t*h*hd + j, head = p / (T*hd), t' = (p / hd) mod T, d = p mod hd.
-HeadIndex mistaken_source(std::int64_t b, std::int64_t t, std::int64_t j, std::int64_t T, std::int64_t h, std::int64_t hd);
+HeadIndex mistaken_source(std::int64_t b, std::int64_t t, std::int64_t j, std::int64_t T, std::int64_t h,
+                          std::int64_t hd);
 // "[0, 2, 4]"
 std::string index_string(std::initializer_list<std::int64_t> idx);
 

@@ -98,6 +98,18 @@ Trace forward_reference(const Model& model, const Tensor& input);
 // reshape and no transpose back. Returns (b, T, h*hd); compare with trace.context_merged.
 Tensor mistaken_merge(const Trace& trace);
 
+// Raw scores q·kᵀ (b, H, T, T) of every cell of q (b, H, T, hd) against k (b, G, T, hd), H % G
+// == 0, query head h reading k's head h / (H / G), computed as forward() computes trace.scores.
+Tensor raw_scores(const Trace& trace, const Tensor& q, const Tensor& k);
+
+// gqa's common mistake: the K/V heads expanded with .repeat(1, H / G, 1, 1) instead of
+// .repeat_interleave(H / G, dim=1), so query head h reads K/V head h mod G instead of h / (H / G).
+struct RepeatMistake {
+  Tensor k_expanded, v_expanded;  // (b, H, T, hd): what .repeat gives (of the k and v attention reads)
+  Tensor scores;                  // (b, H, T, T): raw q·kᵀ of the mis-paired heads
+};
+RepeatMistake mistaken_repeat(const Trace& trace);
+
 // Tensors under PyTorch names: state_dict names plus attn_scores, attn_weights,
 // attn_weights_dropped, context, output (see tests/data/reference/README.md), and the
 // other intermediates under their Trace names (queries, keys, values, q, k, v, ...).

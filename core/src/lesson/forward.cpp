@@ -264,4 +264,38 @@ Trace forward(const Model& model, const Tensor& input) {
   return tr;
 }
 
+// q (b, H, T, hd), k (b, G, T, hd) -> (b, H, T, T): the forward's own attention call with the
+// trace's mask, so a pair it also computed has the trace's bits.
+Tensor raw_scores(const Trace& tr, const Tensor& q, const Tensor& k) {
+  const int b = tr.batch, H = static_cast<int>(q.shape[1]), T = tr.tokens, hd = tr.head_dim;
+  Tensor scores({b, H, T, T});
+  std::vector<float> weights(scores.data.size()), workspace;
+  detail::AttentionJob job = detail::per_head_job(b, H, T, hd, 0, q.ptr(), k.ptr(), k.ptr(), weights.data(), nullptr,
+                                                  backend() != Backend::OpenBlas);
+  job.kv_heads = static_cast<int>(k.shape[1]);
+  job.mask = tr.mask();
+  job.raw_scores = scores.ptr();
+  detail::attention(job, workspace);
+  return scores;
+}
+
+RepeatMistake mistaken_repeat(const Trace& tr) {
+  // .repeat(1, H / G, 1, 1) tiles the G heads: query head h gets K/V head h mod G.
+  const Tensor& k_read = !tr.k_rotated.empty() ? tr.k_rotated : !tr.k_normed.empty() ? tr.k_normed : tr.k;
+  const int H = tr.heads, G = tr.kv_heads;
+  RepeatMistake m;
+  for (auto [src, dst] : {std::pair{&k_read, &m.k_expanded}, std::pair{&tr.v, &m.v_expanded}}) {
+    const std::int64_t head = src->shape[2] * src->shape[3];
+    *dst = Tensor({tr.batch, H, src->shape[2], src->shape[3]});
+    for (std::int64_t bi = 0; bi < tr.batch; ++bi)
+      for (int h = 0; h < H; ++h) {
+        const float* from = src->ptr() + (bi * G + h % G) * head;
+        std::copy(from, from + head, dst->ptr() + (bi * H + h) * head);
+      }
+  }
+  const Tensor& q_read = !tr.q_rotated.empty() ? tr.q_rotated : !tr.q_normed.empty() ? tr.q_normed : tr.q;
+  m.scores = raw_scores(tr, q_read, m.k_expanded);
+  return m;
+}
+
 }  // namespace mhaviz

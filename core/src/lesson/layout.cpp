@@ -71,7 +71,8 @@ Point slot_point(const Layout& l, int pane, std::int64_t block_slot, std::int64_
   const float cols = static_cast<float>(l.col_axis().slots());
   const std::int64_t bc = used_block_cols(l);
   const float brow = static_cast<float>(block_slot / bc), bcol = static_cast<float>(block_slot % bc);
-  return {static_cast<float>(pane) * (pane_width(l) + l.pane_gap) + bcol * (cols + l.block_gap_x) + static_cast<float>(col_slot),
+  return {static_cast<float>(pane) * (pane_width(l) + l.pane_gap) + bcol * (cols + l.block_gap_x) +
+              static_cast<float>(col_slot),
           brow * (rows + l.block_gap) + static_cast<float>(row_slot)};
 }
 
@@ -237,146 +238,24 @@ float progress(const Layout& to, const Cell& target, float t, float stagger) {
   return ease((t - delay) / (1.0f - stagger));
 }
 
-// [SECTION] Steps
-namespace {
-struct StepText {
-  Step step;
-  const char* name;
-};
-constexpr StepText kNames[] = {
-    {Step::Input, "input"},     {Step::Project, "project"},   {Step::View, "view"},
-    {Step::Transpose, "transpose"}, {Step::Chunk, "chunk"},   {Step::Scores, "scores"},
-    {Step::Mask, "mask"},       {Step::Softmax, "softmax"},   {Step::Dropout, "dropout"},
-    {Step::Context, "context"}, {Step::TransposeBack, "transpose_back"}, {Step::Merge, "merge"},
-    {Step::Concat, "concat"},   {Step::OutProj, "out_proj"},
-};
-}  // namespace
-
-std::string_view step_name(Step s) {
-  for (const auto& n : kNames)
-    if (n.step == s) return n.name;
-  return "?";
-}
-
-bool parse_step(std::string_view name, Step& out) {
-  for (const auto& n : kNames) {
-    if (name == n.name) {
-      out = n.step;
-      return true;
-    }
-  }
-  return false;
-}
-
-std::string_view step_title(Step s, Variant v) {
-  const bool wrapper = v == Variant::Wrapper, fused = v == Variant::FusedQkv;
-  switch (s) {
-    case Step::Input: return "Input X";
-    case Step::Project:
-      if (wrapper) return "Each head projects: Q_i, K_i, V_i = X·W_iᵀ";
-      if (fused) return "One projection: qkv = X·W_qkvᵀ";
-      return "Q, K, V = X·Wᵀ";
-    case Step::View: return fused ? "Split into heads: reshape" : "Split into heads: view";
-    case Step::Transpose: return fused ? "Group by head: permute" : "Group by head: transpose(1, 2)";
-    case Step::Chunk: return "Split each head's chunk into q | k | v";
-    case Step::Scores: return "Scores q·kᵀ, per head";
-    case Step::Mask: return "Causal mask: future cells become -∞";
-    case Step::Softmax: return "Scale by 1/√head_dim and softmax";
-    case Step::Dropout: return "Dropout";
-    case Step::Context: return "Context = weights·v";
-    case Step::TransposeBack: return "Transpose back: group by token";
-    case Step::Merge: return "Merge heads";
-    case Step::Concat: return "Concatenate the heads";
-    case Step::OutProj: return fused ? "Output projection (linear_layer)" : "Output projection (out_proj)";
-  }
-  return "?";
-}
-
-std::string step_code(Step s, Variant v, int batch) {
-  const bool wrapper = v == Variant::Wrapper, fused = v == Variant::FusedQkv;
-  switch (s) {
-    case Step::Input:
-      // The seeds stack two copies; the line says what this input holds.
-      if (batch <= 1) return "x = inputs.unsqueeze(0)   # a batch of one";
-      if (batch <= 3) return batch == 2 ? "x = torch.stack((inputs, inputs), dim=0)" : "x = torch.stack((inputs, inputs, inputs), dim=0)";
-      return "x = torch.stack([inputs] * " + std::to_string(batch) + ", dim=0)";
-    case Step::Project:
-      if (wrapper) return "queries = self.W_query(x)   # in every head: [head(x) for head in self.heads]";
-      if (fused) return "qkv = self.qkv_layer(x)";
-      return "queries = self.W_query(x); keys = self.W_key(x); values = self.W_value(x)";
-    case Step::View:
-      return fused ? "qkv = qkv.reshape(b, num_tokens, num_heads, 3 * head_dim)"
-                   : "queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)";
-    case Step::Transpose: return fused ? "qkv = qkv.permute(0, 2, 1, 3)" : "queries = queries.transpose(1, 2)";
-    case Step::Chunk: return "q, k, v = qkv.chunk(3, dim=-1)";
-    case Step::Scores: return wrapper ? "attn_scores = queries @ keys.transpose(1, 2)" : "attn_scores = queries @ keys.transpose(2, 3)";
-    case Step::Mask: return "attn_scores.masked_fill_(mask_bool, -torch.inf)";
-    case Step::Softmax: return "attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)";
-    case Step::Dropout: return "attn_weights = self.dropout(attn_weights)";
-    case Step::Context: return wrapper ? "context_vec = attn_weights @ values" : "context_vec = attn_weights @ values";
-    case Step::TransposeBack: return "context_vec = context_vec.transpose(1, 2)";
-    case Step::Merge: return "context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)";
-    case Step::Concat: return "torch.cat([head(x) for head in self.heads], dim=-1)";
-    case Step::OutProj: return fused ? "out = self.linear_layer(values)" : "context_vec = self.out_proj(context_vec)";
-  }
-  return "";
-}
-
-std::string_view step_shape(Step s, Variant v) {
-  const bool wrapper = v == Variant::Wrapper, fused = v == Variant::FusedQkv;
-  switch (s) {
-    case Step::Input: return "(b, num_tokens, d_in)";
-    case Step::Project:
-      if (wrapper) return "num_heads x (b, num_tokens, d_out)";
-      if (fused) return "(b, num_tokens, 3 * d_model)";
-      return "(b, num_tokens, d_out)";
-    case Step::View: return fused ? "(b, num_tokens, num_heads, 3 * head_dim)" : "(b, num_tokens, num_heads, head_dim)";
-    case Step::Transpose: return fused ? "(b, num_heads, num_tokens, 3 * head_dim)" : "(b, num_heads, num_tokens, head_dim)";
-    case Step::Chunk: return "(b, num_heads, num_tokens, head_dim)";
-    case Step::Scores:
-    case Step::Mask:
-    case Step::Softmax:
-    case Step::Dropout: return wrapper ? "num_heads x (b, num_tokens, num_tokens)" : "(b, num_heads, num_tokens, num_tokens)";
-    case Step::Context: return wrapper ? "num_heads x (b, num_tokens, d_out)" : "(b, num_heads, num_tokens, head_dim)";
-    case Step::TransposeBack: return "(b, num_tokens, num_heads, head_dim)";
-    case Step::Merge: return "(b, num_tokens, d_out)";
-    case Step::Concat: return "(b, num_tokens, num_heads * d_out)";
-    case Step::OutProj: return "(b, num_tokens, d_out)";
-  }
-  return "";
-}
-
-std::vector<Step> steps_for(Variant v, bool mistaken) {
-  using S = Step;
-  switch (v) {
-    case Variant::Wrapper:
-      return {S::Input, S::Project, S::Scores, S::Mask, S::Softmax, S::Dropout, S::Context, S::Concat};
-    case Variant::WeightSplit:
-    case Variant::Gqa:  // their own steps (fewer K/V heads, the latent) are the walkthrough's to add
-    case Variant::Mla:
-      if (mistaken)
-        return {S::Input, S::Project, S::View, S::Transpose, S::Scores, S::Mask, S::Softmax, S::Dropout, S::Context, S::Merge, S::OutProj};
-      return {S::Input, S::Project, S::View, S::Transpose, S::Scores, S::Mask, S::Softmax, S::Dropout, S::Context,
-              S::TransposeBack, S::Merge, S::OutProj};
-    case Variant::FusedQkv:
-      if (mistaken)
-        return {S::Input, S::Project, S::View, S::Transpose, S::Chunk, S::Scores, S::Mask, S::Softmax, S::Dropout, S::Context,
-                S::Merge, S::OutProj};
-      return {S::Input, S::Project, S::View, S::Transpose, S::Chunk, S::Scores, S::Mask, S::Softmax, S::Dropout, S::Context,
-              S::TransposeBack, S::Merge, S::OutProj};
-  }
-  return {};
-}
-
+// [SECTION] Step layouts (the step list and its texts: layout_steps.cpp)
 Layout step_layout(Step s, const Dims& d) {
   const bool wrapper = d.variant == Variant::Wrapper, fused = d.variant == Variant::FusedQkv;
   const std::int64_t b = d.b, T = d.T, h = d.h, hd = d.hd, D = d.d_out();
   Layout l;
   l.heads = d.h;
+  l.group = d.group();
+  if (first_part(s, d) == 1) {
+    // gqa: keys | values at the G K/V heads, each its own colour (the queries are query_layout's).
+    const std::int64_t G = d.kv();
+    l = step_layout(s, Dims{Variant::WeightSplit, d.b, d.T, d.d_in, d.kv(), d.hd});
+    l.panes = 2;
+    if (s == Step::Project) l.dims = {b, 1, T, G * hd};
+    return l;
+  }
   switch (s) {
-    case Step::Input:
-      l.dims = {b, 1, T, d.d_in};
-      break;
+    case Step::Input: l.dims = {b, 1, T, d.d_in}; break;
+    case Step::Latent: l.dims = {b, 1, T, d.latent}; break;
     case Step::Project:
       if (wrapper) {
         l.kind = Kind::HeadBlocks;
@@ -420,6 +299,16 @@ Layout step_layout(Step s, const Dims& d) {
       l.kind = Kind::HeadBlocks;
       l.dims = {b, h, T, hd};
       break;
+    case Step::Expand:
+      l.kind = Kind::HeadBlocks;
+      l.panes = 2;
+      l.dims = {b, h, T, hd};
+      break;
+    case Step::QkNorm:
+    case Step::Rope:
+      l.kind = Kind::HeadBlocks;
+      l.dims = {b, h, T, hd};
+      break;
     case Step::TransposeBack:
       l.kind = Kind::TokenBlocks;
       l.dims = {b, T, h, hd};
@@ -429,10 +318,15 @@ Layout step_layout(Step s, const Dims& d) {
       l.dims = {b, 1, T, D};
       l.head_cols = d.hd;
       break;
-    case Step::OutProj:
-      l.dims = {b, 1, T, D};
-      break;
+    case Step::OutProj: l.dims = {b, 1, T, D}; break;
   }
+  return l;
+}
+
+Layout query_layout(Step s, const Dims& d) {
+  Layout l = step_layout(s, Dims{Variant::WeightSplit, d.b, d.T, d.d_in, d.h, d.hd});
+  l.panes = 1;
+  l.group = d.group();
   return l;
 }
 
@@ -453,7 +347,8 @@ Move step_move(Step /*from*/, Step to, bool /*mistaken*/) {
   }
 }
 
-std::vector<std::int64_t> follow(const std::vector<Step>& steps, const Dims& d, bool mistaken, int at, std::int64_t flat) {
+std::vector<std::int64_t> follow(const std::vector<Step>& steps, const Dims& d, bool mistaken, int at,
+                                 std::int64_t flat) {
   const int n = static_cast<int>(steps.size());
   std::vector<std::int64_t> out(static_cast<std::size_t>(n), -1);
   if (at < 0 || at >= n) return out;
@@ -479,11 +374,14 @@ std::vector<std::int64_t> follow(const std::vector<Step>& steps, const Dims& d, 
 }
 
 // [SECTION] Index paths
-HeadIndex split_column(std::int64_t b, std::int64_t t, std::int64_t j, std::int64_t hd) { return {b, t, j / hd, j % hd}; }
+HeadIndex split_column(std::int64_t b, std::int64_t t, std::int64_t j, std::int64_t hd) {
+  return {b, t, j / hd, j % hd};
+}
 
 std::int64_t merged_column(const HeadIndex& i, std::int64_t hd) { return i.head * hd + i.d; }
 
-HeadIndex mistaken_source(std::int64_t b, std::int64_t t, std::int64_t j, std::int64_t T, std::int64_t h, std::int64_t hd) {
+HeadIndex mistaken_source(std::int64_t b, std::int64_t t, std::int64_t j, std::int64_t T, std::int64_t h,
+                          std::int64_t hd) {
   const std::int64_t p = t * h * hd + j;
   return {b, (p / hd) % T, p / (T * hd), p % hd};
 }
