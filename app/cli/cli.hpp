@@ -20,7 +20,8 @@ struct DumpOptions {
   ModelOptions model;
   std::string output;  // empty: standard output
   bool eval = false;
-  std::string ablate;  // --ablate 5.1,6.9[:mean] (with --model)
+  std::string ablate;              // --ablate 5.1,6.9[:mean] (with --model)
+  std::optional<int> decode_from;  // --decode-from P: prefill P rows, then decode one at a time through a KV cache
 };
 void add_dump(CLI::App& app, DumpOptions& o);
 int run_dump(const DumpOptions& o);
@@ -67,8 +68,8 @@ struct RenderOptions {
   bool caption = true, transparent = false, log_scale = false, linear_scale = false, no_values = false,
        per_head_scale = false;
   bool mistake = false, eval = false;
-  ModelOptions model;    // --model: a trained GPT; --view model | layer L | head L.H
-  std::string detector;  // --detector (with --view model): previous-token, first-token, duplicate-token, induction
+  ModelOptions model;     // --model: a trained GPT; --view model | layer L | head L.H
+  std::string detector;   // --detector (with --view model): previous-token, first-token, duplicate-token, induction
   std::string train_log;  // --train-log: a `mhaviz train --log` file (or a Train view run's log.jsonl): its plots
   bool norm_weighted = false;  // --norm-weighted (with --view model): α·‖f(x)‖ instead of α
   // --view sweep | patch | lens (with --model): the token judged, the one it is set against,
