@@ -68,6 +68,7 @@ struct RenderOptions {
   bool caption = true, transparent = false, log_scale = false, linear_scale = false, no_values = false,
        per_head_scale = false;
   bool mistake = false, eval = false;
+  int decode_from = 1;    // --decode-from P (with --view kv-step): the prefill's rows
   ModelOptions model;     // --model: a trained GPT; --view model | layer L | head L.H
   std::string detector;   // --detector (with --view model): previous-token, first-token, duplicate-token, induction
   std::string train_log;  // --train-log: a `mhaviz train --log` file (or a Train view run's log.jsonl): its plots

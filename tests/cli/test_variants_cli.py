@@ -241,6 +241,29 @@ class DecodeFrom(unittest.TestCase):
             src, first = full["tensors"][holds]["data"], steps[-1]["held"][0]
             self.assertEqual(cache["data"][:width], src[first * width:(first + 1) * width], label)
 
+    def test_render_draws_a_step_and_refuses_what_it_cannot(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path, out = os.path.join(tmp, "s.json"), os.path.join(tmp, "kv.svg")
+            with open(path, "w") as f:
+                json.dump(session("gqa", num_kv_groups=1, sliding_window=2), f)
+            r = run("render", path, "--eval", "--view", "kv-step", "2", "--decode-from", "2", "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                svg = f.read()
+            # Step 2 decodes row 3: the window of 2 holds rows 2-3; row 1 leaves at this step.
+            self.assertIn("decoding row 3", svg)
+            self.assertIn("holds rows 2\u20133", svg)
+            self.assertIn("row 1 leaves the cache", svg)
+            os.remove(out)
+            for args, start in [(["--eval", "--view", "kv-step", "9"], "--step: 9 is not a step of this decode (0 to 4)"),
+                                (["--eval", "--view", "kv-step", "--decode-from", "0"], "--decode-from: 0 is outside"),
+                                (["--view", "kv-step"], "model.dropout: 0.1 in training mode")]:
+                r = run("render", path, "-o", out, *args)
+                self.assertEqual(r.returncode, 2, args)
+                self.assertFalse(os.path.exists(out), args)
+                self.assertTrue(r.stderr.startswith("mhaviz: " + start), r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
     def test_refusals_write_nothing(self):
         s = session("weight_split")
         cases = [

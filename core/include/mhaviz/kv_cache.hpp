@@ -63,6 +63,9 @@ struct DecodeTrace {
 
   // (b, heads, rows held after `step`, width) of layout tensor i.
   Shape cache_shape(const CacheStep& step, std::size_t i) const;
+  // The trace tensor whose rows layout tensor i keeps, every position: (b, heads, T, width),
+  // the latent (b, T, width). What the cache held after step s is its rows s.held.
+  const Tensor& held_tensor(std::size_t i) const;
 };
 
 // The first refusal of a decode of this config from `prefill` rows of `tokens`, as a

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <tuple>
 
 #include "kernels/attention.hpp"
@@ -48,6 +49,14 @@ KvCacheLayout kv_cache_layout(const ModelConfig& c) {
 Shape DecodeTrace::cache_shape(const CacheStep& step, std::size_t i) const {
   const CachedTensor& t = layout.tensors[i];
   return {trace.batch, t.heads, step.held.size(), t.width};
+}
+
+const Tensor& DecodeTrace::held_tensor(std::size_t i) const {
+  const std::string& name = layout.tensors[i].holds;
+  for (const auto& [n, t] : {std::pair{"k_rotated", &trace.k_rotated}, std::pair{"k_normed", &trace.k_normed},
+                             std::pair{"k", &trace.k}, std::pair{"v", &trace.v}, std::pair{"latent", &trace.latent}})
+    if (name == n) return *t;
+  throw std::out_of_range("held_tensor: " + name);
 }
 
 void check_decode(const ModelConfig& c, int prefill, int tokens) {
