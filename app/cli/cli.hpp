@@ -85,6 +85,7 @@ int run_render(const RenderOptions& o);
 // options take the preset's or session's value (or, for a model by sizes, the defaults).
 struct KvMemoryOptions {
   std::string preset, session, dtype = "bf16";
+  std::string plot;  // --plot FILE.png|svg: memory against context length per variant
   std::optional<long long> emb_dim, heads, kv_heads, head_dim, layers, latent_dim, window, sliding_every, context,
       batch;
 };

@@ -188,7 +188,8 @@ nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::js
 // checkpoint is, the probe's snapshots and the scrubber, the last ablation, the head selected.
 // The KV cache view: the prefill and step shown, and the cache after that step.
 nlohmann::json kv_state_json(const KvUi& kv) {
-  nlohmann::json j = {{"prefill", kv.prefill}, {"step", kv.step}, {"error", kv.error}, {"note", kv.note}};
+  nlohmann::json j = {{"prefill", kv.prefill}, {"step", kv.step},     {"error", kv.error},
+                      {"note", kv.note},       {"memory", kv.memory}, {"preset", kv.preset}};
   if (!kv.decode) return j;
   const CacheStep& st = kv.decode->steps[static_cast<std::size_t>(kv.step)];
   j.update({{"steps", kv.decode->steps.size()},

@@ -78,6 +78,23 @@ class KvMemory(unittest.TestCase):
         self.assertEqual(figures(run("kv-memory", "--preset", "gpt2-small", "--dtype", "fp32").stdout)["mha"],
                          1024 * 64 * 12 * 2 * 4 * 12)
 
+    def test_plot(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "gemma.svg")
+            r = run("kv-memory", "--preset", "gemma3-270m", "--plot", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                svg = f.read()
+            # Every row of the table, ending at its figure (GB as the table prints them).
+            for row in ("MHA 2.42 GB", "GQA 0.60 GB", "MHA + SWA 0.43 GB", "GQA + SWA 0.11 GB"):
+                self.assertIn(row, svg)
+            bad = os.path.join(tmp, "gemma.jpg")
+            r = run("kv-memory", "--preset", "gemma3-270m", "--plot", bad)
+            self.assertEqual(r.returncode, 2)
+            self.assertFalse(os.path.exists(bad))
+            self.assertTrue(r.stderr.startswith("mhaviz: --plot: '"), r.stderr)
+            self.assertEqual(r.stdout, "")
+
     def test_session(self):
         r = run("kv-memory", "--session", "seed003-weight-split-6d", "--dtype", "fp32")
         self.assertEqual(r.returncode, 0, r.stderr)

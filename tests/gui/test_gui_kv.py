@@ -3,7 +3,8 @@
 keys, Home, End and the Step button move through the decode, the state saying after each which
 rows the cache holds, which it evicted and its bytes, as the window's rolling buffer must;
 F12 captures the figure on screen, and `mhaviz render --view kv-step` with the same canvas and
-font draws the very same PNG.
+font draws the very same PNG; beside the steps, the memory plot of the lesson's module ends at
+the memory table's bytes.
 
 usage (under xvfb-run): test_gui_kv.py PATH/TO/mhaviz [data dir]
 """
@@ -95,6 +96,18 @@ try:
     g.check(r.returncode == 0, "render --view kv-step ran (%s)" % r.stderr.strip())
     with open(shot, "rb") as a, open(out, "rb") as b:
         g.check(a.read() == b.read(), "render --view kv-step draws the capture's very bytes")
+
+    # Beside the steps, the memory plot: the lesson's module, MHA against its 2 K/V heads and the window.
+    g.click_widget(lay, state, "kv_memory", p, origin)
+    st = g.wait_state(state, "the memory plot shown", lambda j: j["kv"]["memory"] and j["figure"] and any(
+        pr.get("text", "").startswith("GQA + SWA") for pr in j["figure"]["display_list"]["prims"]), p)
+    texts = [pr.get("text", "") for pr in st["figure"]["display_list"]["prims"] if pr.get("class") == "end-value"]
+    # One layer of 6 heads of 2 at 9 tokens in fp32: MHA 9 x 6 x 2 x 2 x 4 = 864 bytes, GQA 288, GQA + SWA 3 rows: 96.
+    g.check(sorted(texts) == ["GQA + SWA 96 bytes", "GQA 288 bytes", "MHA + SWA 288 bytes", "MHA 864 bytes"],
+            "the plot ends at the memory table's bytes (%s)" % texts)
+    g.key("F12")
+    st = g.wait_state(state, "the plot captured (F12)", lambda j: "kv-memory-lesson" in j["last_capture"], p)
+    g.check(os.path.getsize(st["last_capture"]) > 0, "the capture was written (%s)" % st["last_capture"])
     g.key("k")
     g.wait_state(state, "back to the lesson (K)", lambda j: j["centre"] == "lesson", p)
 finally:

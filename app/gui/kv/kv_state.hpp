@@ -20,6 +20,8 @@ struct KvUi {
   std::string error;       // why this session cannot be decoded (one line), or empty
   std::string note;        // what the view changed to decode (dropout off), or empty
   std::uint64_t data = 0;  // bumped when what the figure shows changes
+  bool memory = false;     // the memory plot instead of the steps
+  int preset = -1;         // the memory plot's model: a kv_presets() index, or -1 the lesson's module
 };
 
 }  // namespace mhaviz::gui

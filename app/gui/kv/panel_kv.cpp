@@ -10,6 +10,8 @@
 
 #include "app_state.hpp"
 #include "figure/kv_figure.hpp"
+#include "figure/kv_memory_figure.hpp"
+#include "mhaviz/kv_memory.hpp"
 
 namespace mhaviz::gui {
 namespace {
@@ -69,6 +71,40 @@ void button(AppState& s, const char* label, const char* id, const char* tip, int
   ImGui::SameLine();
 }
 
+// The memory plot's model: a preset, or the lesson's module as one layer in float32 (what the
+// lesson's cache holds) to its context_length.
+KvModel memory_model(const AppState& s) {
+  if (s.kv.preset >= 0) return kv_presets()[static_cast<std::size_t>(s.kv.preset)];
+  KvModel m = kv_model_of(s.doc.session);
+  m.name = "this lesson (one layer)";
+  m.dtype = "fp32";
+  m.dtype_bytes = 4;
+  return m;
+}
+
+// Step by step, or the memory plot (with its model).
+void mode_row(AppState& s) {
+  KvUi& kv = s.kv;
+  if (ImGui::RadioButton("cache step by step", !kv.memory)) kv.memory = false, ++kv.data;
+  record_widget(s, "kv_steps");
+  ImGui::SameLine();
+  if (ImGui::RadioButton("memory against context", kv.memory)) kv.memory = true, ++kv.data;
+  record_widget(s, "kv_memory");
+  if (!kv.memory) return;
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12.0f);
+  const auto& presets = kv_presets();
+  const std::string shown = kv.preset < 0 ? "this lesson" : presets[static_cast<std::size_t>(kv.preset)].name;
+  if (ImGui::BeginCombo("model", shown.c_str())) {
+    for (int i = -1; i < static_cast<int>(presets.size()); ++i) {
+      const std::string name = i < 0 ? "this lesson" : presets[static_cast<std::size_t>(i)].name;
+      if (ImGui::Selectable(name.c_str(), i == kv.preset) && i != kv.preset) kv.preset = i, ++kv.data;
+    }
+    ImGui::EndCombo();
+  }
+  record_widget(s, "kv_model");
+}
+
 void toolbar(AppState& s) {
   KvUi& kv = s.kv;
   const int T = s.compute.trace.tokens;
@@ -108,10 +144,13 @@ void draw_kv_view(AppState& s) {
     return;
   }
   update_decode(s);
-  handle_keys(s);
-  toolbar(s);
   KvUi& kv = s.kv;
-  if (!kv.decode) {
+  mode_row(s);
+  if (!kv.memory) {
+    handle_keys(s);
+    toolbar(s);
+  }
+  if (!kv.decode && !kv.memory) {
     ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.35f, 1.0f), "%s", kv.error.c_str());
     record_widget(s, "kv_error");
     return;
@@ -123,10 +162,18 @@ void draw_kv_view(AppState& s) {
       s.settings.colormap == Colormap::Diverging ? Colormap::Viridis : s.settings.colormap;  // weights are >= 0
   o.batch = std::clamp(s.view.batch, 0, s.compute.trace.batch - 1);
   ScreenFigure& f = s.renderer.kv;
-  f.stem = "kv-step" + std::to_string(kv.step);
-  f.ensure(o, kv.data, [&s](const figure::Options& opts) {
-    return figure::build_kv_step_figure(*s.kv.decode, s.compute.tokens, s.kv.step, opts);
-  });
+  if (kv.memory) {
+    // The lesson's module follows its edits: the document's revision is part of the data.
+    f.stem =
+        "kv-memory-" + (kv.preset < 0 ? std::string("lesson") : kv_presets()[static_cast<std::size_t>(kv.preset)].name);
+    f.ensure(o, kv.data + (s.doc.revision << 20),
+             [&s](const figure::Options& opts) { return figure::build_kv_memory_figure(memory_model(s), opts); });
+  } else {
+    f.stem = "kv-step" + std::to_string(kv.step);
+    f.ensure(o, kv.data, [&s](const figure::Options& opts) {
+      return figure::build_kv_step_figure(*s.kv.decode, s.compute.tokens, s.kv.step, opts);
+    });
+  }
   draw_figure(s, f, origin);
   s.renderer.centre = &f;
 }
