@@ -20,7 +20,8 @@ struct DumpOptions {
   ModelOptions model;
   std::string output;  // empty: standard output
   bool eval = false;
-  std::string ablate;  // --ablate 5.1,6.9[:mean] (with --model)
+  std::string ablate;              // --ablate 5.1,6.9[:mean] (with --model)
+  std::optional<int> decode_from;  // --decode-from P: prefill P rows, then decode one at a time through a KV cache
 };
 void add_dump(CLI::App& app, DumpOptions& o);
 int run_dump(const DumpOptions& o);
@@ -67,8 +68,9 @@ struct RenderOptions {
   bool caption = true, transparent = false, log_scale = false, linear_scale = false, no_values = false,
        per_head_scale = false;
   bool mistake = false, eval = false;
-  ModelOptions model;    // --model: a trained GPT; --view model | layer L | head L.H
-  std::string detector;  // --detector (with --view model): previous-token, first-token, duplicate-token, induction
+  int decode_from = 1;    // --decode-from P (with --view kv-step): the prefill's rows
+  ModelOptions model;     // --model: a trained GPT; --view model | layer L | head L.H
+  std::string detector;   // --detector (with --view model): previous-token, first-token, duplicate-token, induction
   std::string train_log;  // --train-log: a `mhaviz train --log` file (or a Train view run's log.jsonl): its plots
   bool norm_weighted = false;  // --norm-weighted (with --view model): α·‖f(x)‖ instead of α
   // --view sweep | patch | lens (with --model): the token judged, the one it is set against,
@@ -84,6 +86,7 @@ int run_render(const RenderOptions& o);
 // options take the preset's or session's value (or, for a model by sizes, the defaults).
 struct KvMemoryOptions {
   std::string preset, session, dtype = "bf16";
+  std::string plot;  // --plot FILE.png|svg: memory against context length per variant
   std::optional<long long> emb_dim, heads, kv_heads, head_dim, layers, latent_dim, window, sliding_every, context,
       batch;
 };

@@ -31,6 +31,9 @@ void add_dump(CLI::App& app, DumpOptions& o) {
   sub->add_option("--ablate", o.ablate,
                   "With --model: heads LAYER.HEAD whose output is removed before the output projection, e.g. "
                   "5.1,6.9; ':mean' replaces it by its mean over the positions instead of zero");
+  sub->add_option("--decode-from", o.decode_from,
+                  "Prefill P rows, then decode the others one at a time through a KV cache: the same output, and "
+                  "the cache's shape after every step (needs dropout off: --eval)");
 }
 
 namespace {
@@ -71,11 +74,13 @@ int run_dump(const DumpOptions& o) {
   if (!model && (o.model.text || !o.model.ids.empty() || o.model.prepend_eot || o.model.no_special))
     return usage_error("--text: --text, --ids, --prepend-eot and --no-special-tokens need --model");
   if (!model && !o.ablate.empty()) return usage_error("--ablate: needs --model");
+  if (model && o.decode_from) return usage_error("--decode-from: needs a SESSION, not --model");
   return write_made_output(o.output, [&] {
     if (model) return dump_model(o.model, o.ablate);
     Session s = load_session(o.session);
     if (o.eval) s.model.training = false;
     const Model m = build_model(s.model, s.d_in());
+    if (o.decode_from) return decode_dump_json(s, m, decode_with_cache(m, s.input_tensor(), *o.decode_from));
     const Trace trace = forward(m, s.input_tensor());
     return dump_json(s, m, trace);
   });

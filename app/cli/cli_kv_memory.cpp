@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli.hpp"
+#include "figure/kv_memory_figure.hpp"
 #include "mhaviz/kv_memory.hpp"
 
 namespace mhaviz::cli {
@@ -25,6 +26,9 @@ void add_kv_memory(CLI::App& app, KvMemoryOptions& o) {
                   "Tokens in the cache (default: the preset's or session's context, else 1024)");
   sub->add_option("--batch", o.batch, "Sequences (default 1)");
   sub->add_option("--dtype", o.dtype, "bf16, fp16 or fp32")->capture_default_str();
+  sub->add_option("--plot", o.plot,
+                  "Also draw the cache's size against the context length, one line per variant, as FILE.png or "
+                  "FILE.svg (written atomically)");
 }
 
 namespace {
@@ -80,6 +84,14 @@ int run_kv_memory(const KvMemoryOptions& o) {
     m.dtype_bytes = kv_dtype_bytes(o.dtype);
     if (m.dtype_bytes == 0) throw SessionError("--dtype: '" + o.dtype + "' is not one of bf16, fp16, fp32");
     validate_kv_model(m);
+    const bool svg = o.plot.ends_with(".svg");
+    if (!o.plot.empty() && !svg && !o.plot.ends_with(".png"))
+      throw SessionError("--plot: '" + o.plot + "' does not end in .png or .svg");
+    if (!o.plot.empty()) {
+      const figure::Figure f = figure::build_kv_memory_figure(m, figure::Options{});
+      write_file_atomic(
+          o.plot, svg ? figure::to_svg(f) : figure::encode_png(figure::rasterize(f, 2), f.width * 2, f.height * 2));
+    }
     std::fputs(kv_memory_text(m).c_str(), stdout);
   } catch (const SessionError& e) {
     return usage_error(e.what());

@@ -10,8 +10,10 @@
 
 #include "cli.hpp"
 #include "figure/figure.hpp"
+#include "figure/kv_figure.hpp"
 #include "figure/train_figure.hpp"
 #include "mhaviz/hf_model.hpp"
+#include "mhaviz/kv_cache.hpp"
 #include "mhaviz/load_error.hpp"
 #include "mhaviz/session.hpp"
 
@@ -94,6 +96,22 @@ figure::Figure build_train_render(const RenderOptions& o, const figure::Options&
   return figure::build_train_figure(c, nullptr, fo);
 }
 
+// --view kv-step: step K (default: the last) of the session's decode through a KV cache from
+// --decode-from P, as the app's KV cache view draws it.
+figure::Figure build_kv_step_render(const RenderOptions& o, figure::Options fo) {
+  const std::string arg = o.view.size() > 1 ? o.view[1] : o.step;
+  Session s = load_session(o.session);
+  if (o.eval) s.model.training = false;
+  const Model model = build_model(s.model, s.d_in());
+  const DecodeTrace d = decode_with_cache(model, s.input_tensor(), o.decode_from);
+  int step = static_cast<int>(d.steps.size()) - 1;
+  if (!arg.empty() && !parse_int(arg, step))
+    throw std::invalid_argument("--step: '" + arg + "' is not a step number (0 to " +
+                                std::to_string(d.steps.size() - 1) + ")");
+  fo.batch = o.batch;
+  return figure::build_kv_step_figure(d, s.tokens, step, fo);
+}
+
 }  // namespace
 
 void add_render(CLI::App& app, RenderOptions& o) {
@@ -121,10 +139,16 @@ void add_render(CLI::App& app, RenderOptions& o) {
   sub->add_option(
          "--view", o.view,
          "grid (every head), head [N] (one head, also --head N), step [K] (walkthrough step K: "
-         "number from 0 or name, also --step K); put SESSION before --view. With --model: model [L.H] (every layer "
+         "number from 0 or name, also --step K), kv-step [K] (step K of the decode through a KV cache from "
+         "--decode-from P: 0 is the prefill; default the last); put SESSION before --view. With --model: model [L.H] "
+         "(every layer "
          "x head, head L.H large beside them), layer L (every head of layer L), head L.H, sweep (each head ablated), "
          "patch (activation patching), lens (the logit lens)")
       ->expected(1, 2)
+      ->capture_default_str();
+  sub->add_option("--decode-from", o.decode_from,
+                  "With --view kv-step: the prefill's rows P; the other rows are decoded one at a time through a KV "
+                  "cache (needs --eval when the session has dropout)")
       ->capture_default_str();
   sub->add_option("--head", o.head, "Head of --view head (default 0); with --view grid, the head framed as selected");
   sub->add_option("--train-log", o.train_log,
@@ -214,8 +238,12 @@ int run_render(const RenderOptions& o) {
       return 0;
     }
     const std::string& kind = o.view.front();
+    if (kind == "kv-step") {
+      write_figure(o, build_kv_step_render(o, fo), svg);
+      return 0;
+    }
     if (kind != "grid" && kind != "head" && kind != "step")
-      return usage_error("--view: '" + kind + "' is not one of grid, head, step");
+      return usage_error("--view: '" + kind + "' is not one of grid, head, step, kv-step");
     if (kind == "grid" && o.view.size() > 1)
       return usage_error("--view: grid takes no number, got '" + o.view[1] + "'");
     fo.view = kind == "grid" ? figure::View::Grid : kind == "head" ? figure::View::Head : figure::View::Step;

@@ -19,6 +19,7 @@
 #include <stdexcept>
 
 #include "figure/builder.hpp"
+#include "figure/plot.hpp"
 #include "figure/text.hpp"
 
 namespace mhaviz::figure {
@@ -39,63 +40,6 @@ constexpr HeadPattern kPlotOrder[kHeadPatternCount] = {HeadPattern::PreviousToke
                                                        HeadPattern::DuplicateToken, HeadPattern::FirstToken};
 
 // [SECTION] Axes: nice ticks, the frame, a series as lines
-
-// A tick step of 1, 2 or 5 × 10^k that cuts `range` into at most `most` parts.
-double nice_step(double range, int most) {
-  if (!(range > 0)) return 1;
-  const double raw = range / std::max(1, most);
-  const double p = std::pow(10.0, std::floor(std::log10(raw)));
-  for (const double m : {1.0, 2.0, 5.0, 10.0})
-    if (m * p >= raw) return m * p;
-  return 10 * p;
-}
-
-std::string tick_text(double v, double step) {
-  char buf[32];
-  if (step >= 1 && std::fabs(v) >= 1000 && std::fmod(v, 1000) == 0)
-    std::snprintf(buf, sizeof buf, "%.0fk", v / 1000);
-  else if (step >= 1)
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  else
-    std::snprintf(buf, sizeof buf, "%.*f", std::clamp(static_cast<int>(std::ceil(-std::log10(step))), 1, 4), v);
-  return buf;
-}
-
-// A plot's data rectangle (logical pixels) and the ranges it maps.
-struct Axes {
-  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
-  double xmin = 0, xmax = 1, ymin = 0, ymax = 1;
-  float sx(double x) const { return x0 + static_cast<float>((x - xmin) / (xmax - xmin)) * (x1 - x0); }
-  float sy(double y) const {
-    return y1 - static_cast<float>((std::clamp(y, ymin, ymax) - ymin) / (ymax - ymin)) * (y1 - y0);
-  }
-};
-
-// The room the y ticks' text takes left of a plot.
-float y_tick_room(const Builder& B, double ymax, double step) {
-  return text_width(tick_text(ymax, step), B.ty.small) + 10.0f;
-}
-
-// The frame, grid lines at every tick, the tick labels and the axes' titles.
-void draw_axes(Builder& B, const Axes& a, const std::string& title, const std::string& xlabel, int xticks, int yticks) {
-  const Color grid{B.th.frame.r, B.th.frame.g, B.th.frame.b, 70};
-  const double ys = nice_step(a.ymax - a.ymin, yticks);
-  for (double y = std::ceil(a.ymin / ys) * ys; y <= a.ymax + ys * 1e-6; y += ys) {
-    const float py = a.sy(y);
-    B.line(a.x0, py, a.x1, py, grid, 1.0f, "grid");
-    B.text(a.x0 - 6.0f, py + text_ascent(B.ty.small) * 0.5f - 1.0f, tick_text(y, ys), B.ty.small, B.th.text, 2, "tick");
-  }
-  const double xs = nice_step(a.xmax - a.xmin, xticks);
-  for (double x = std::ceil(a.xmin / xs) * xs; x <= a.xmax + xs * 1e-6; x += xs) {
-    const float px = a.sx(x);
-    B.line(px, a.y1, px, a.y1 + 4.0f, B.th.text, 1.0f, "tick");
-    B.text(px, a.y1 + 6.0f + text_ascent(B.ty.small), tick_text(x, xs), B.ty.small, B.th.text, 1, "tick");
-  }
-  B.frame(a.x0, a.y0, a.x1, a.y1, B.th.frame, 1.0f, "axes");
-  B.text(a.x0, a.y0 - 6.0f, title, B.ty.tile, B.th.text, 0, "plot-title");
-  if (!xlabel.empty())
-    B.text(a.x1, a.y1 + 6.0f + text_ascent(B.ty.small) + line_h(B.ty.small), xlabel, B.ty.small, B.th.dim, 2, "axis");
-}
 
 // values[k] at steps[k] as lines; NaN breaks the line. With more points than pixels across,
 // each pixel column draws the mean of its points (every step stays in the curve).
@@ -137,12 +81,6 @@ void marker(Builder& B, const Axes& a, const TrainCurves& c) {
   if (c.marker < 0) return;
   const float x = a.sx(static_cast<double>(c.marker));
   B.line(x, a.y0, x, a.y1, B.th.accent, 2.0f, "marker");
-}
-
-// A legend entry: a short line of the series' colour and its name; returns the next x.
-float key(Builder& B, float x, float y, Color c, const std::string& text) {
-  B.line(x, y - B.ty.small * 0.35f, x + 18.0f, y - B.ty.small * 0.35f, c, 3.0f, "legend-line");
-  return x + 24.0f + B.text(x + 24.0f, y, text, B.ty.small, B.th.text, 0, "legend") + 16.0f;
 }
 
 double x_end(const TrainCurves& c) {

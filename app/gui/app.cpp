@@ -32,9 +32,9 @@ namespace {
 volatile std::sig_atomic_t g_terminate = 0;
 extern "C" void on_terminate_signal(int) { g_terminate = 1; }
 
-// Latin-1 plus the symbols the UI and the stage titles use (quotes, ellipsis, arrows, √, ∞, ᵀ,
-// −, ‖ (a norm), and ␣: GPT-2's leading space made visible in tokens).
-const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2016, 0x201D,
+// Latin-1 plus the symbols the UI and the stage titles use (dashes, quotes, ‖ (a norm), ellipsis,
+// arrows, √, ∞, ᵀ, −, and ␣: GPT-2's leading space made visible in tokens).
+const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2013, 0x201D,
                                 0x2026, 0x2026, 0x2190, 0x2193, 0x2212, 0x2212, 0x221A, 0x221A,
                                 0x221E, 0x221E, 0x2264, 0x2265, 0x2423, 0x2423, 0};
 
@@ -264,6 +264,7 @@ void draw_frame(AppState& s) {
     case Centre::Walkthrough: draw_walkthrough(s); break;
     case Centre::Model: draw_model_view(s); break;
     case Centre::Train: draw_train_view(s); break;
+    case Centre::KvCache: draw_kv_view(s); break;
     case Centre::Lesson:
       if (s.opts.no_heatmaps) {
         refresh(s);
@@ -707,6 +708,11 @@ int run(const Options& opts) {
   // --train opens on the Train view; --train-until N also starts a run that pauses at step N.
   if (opts.train || opts.train_until >= 0) s.centre = Centre::Train;
   s.train.until = std::max(0LL, opts.train_until);
+  // --kv-step P[,S] opens on the KV cache view, the prefill P, step S.
+  if (!opts.kv_step.empty()) {
+    s.centre = Centre::KvCache;
+    std::sscanf(opts.kv_step.c_str(), "%d,%d", &s.kv.prefill, &s.kv.step);  // checked by add_options
+  }
   if (opts.train_until >= 0 && make_train_run(s) && opts.train_until > 0) s.train.worker->run();
   s.last_event_time = loop.imgui_time = glfwGetTime();
   while (!s.quit && frame(s, loop)) {

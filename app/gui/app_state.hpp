@@ -16,6 +16,7 @@
 #include "file_list.hpp"
 #include "gui.hpp"
 #include "history.hpp"
+#include "kv_state.hpp"
 #include "mhaviz/model.hpp"
 #include "mhaviz/session.hpp"
 #include "mhaviz/trace.hpp"
@@ -111,6 +112,7 @@ struct Renderer {
   ScreenFigure model;            // the model view of a trained GPT (panel_model_view.cpp; set by poll_model)
   ScreenFigure model_grid;       // the model view's ablation sweep grid, when shown (panel_model_view.cpp)
   ScreenFigure train;            // the Train view: curves, detectors, the probe's heads (train_view.cpp)
+  ScreenFigure kv;               // the KV cache view: the cache and the newest query's weights (kv/panel_kv.cpp)
   // The figure the centre view drew this frame (one of the above): what F12 captures, and
   // what the tests compare a capture with.
   const ScreenFigure* centre = nullptr;
@@ -285,7 +287,7 @@ struct Introspection {
 // [SECTION] The centre view
 // What fills the window's centre: one value (AppState::centre), and what each shows around it
 // in one table (centre_info).
-enum class Centre { Lesson, Walkthrough, Model, Train };
+enum class Centre { Lesson, Walkthrough, Model, Train, KvCache };
 
 // What the strip under the centre shows.
 enum class Strip { Lesson, Model, Train };
@@ -311,6 +313,7 @@ struct AppState {
   Walkthrough walkthrough;  // panel_walkthrough.cpp
   ModelUi gpt;              // the trained GPT of the model view (model_state.hpp)
   TrainUi train;            // the Train view's run (train_state.hpp)
+  KvUi kv;                  // the KV cache view's prefill, step and decode (kv_state.hpp)
   Introspection hooks;      // test hooks (written to --layout-out / --state-out)
   GLFWwindow* window = nullptr;
   bool quit = false;            // leave the main loop
@@ -416,6 +419,9 @@ void draw_train_strip(AppState& s);  // the strip below it
 // 20261126-030424") and the step shown, or "train" before a run (train_view.cpp).
 std::string train_run_name(const AppState& s);
 figure::Figure train_view_figure(const AppState& s, const figure::Options& o);  // the view's figure (needs a run)
+
+// [SECTION] The KV cache view (kv/panel_kv.cpp): the lesson decoded through a KV cache, step by step
+void draw_kv_view(AppState& s);  // the toolbar (prefill, steps) and build_kv_step_figure through the canvas
 
 // [SECTION] Files (persistence.cpp)
 void resolve_paths(AppState& s);

@@ -186,6 +186,21 @@ nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::js
 
 // The Train view's run as the window last took it: its step, its last losses, where its
 // checkpoint is, the probe's snapshots and the scrubber, the last ablation, the head selected.
+// The KV cache view: the prefill and step shown, and the cache after that step.
+nlohmann::json kv_state_json(const KvUi& kv) {
+  nlohmann::json j = {{"prefill", kv.prefill}, {"step", kv.step},     {"error", kv.error},
+                      {"note", kv.note},       {"memory", kv.memory}, {"preset", kv.preset}};
+  if (!kv.decode) return j;
+  const CacheStep& st = kv.decode->steps[static_cast<std::size_t>(kv.step)];
+  j.update({{"steps", kv.decode->steps.size()},
+            {"decoded_prefill", kv.decode->prefill},
+            {"held", {st.held.begin, st.held.end}},
+            {"evicted", {st.evicted.begin, st.evicted.end}},
+            {"elements", st.elements},
+            {"bytes", st.bytes}});
+  return j;
+}
+
 nlohmann::json train_state_json(const TrainUi& t) {
   nlohmann::json j = {{"run", t.worker != nullptr}, {"error", t.error}, {"scrub", t.scrub},
                       {"layer", t.layer},           {"head", t.head},   {"until", t.until}};
@@ -349,6 +364,7 @@ nlohmann::json centre_figure_json(const AppState& s) {
                      : f == &r.walk       ? "walk"
                      : f == &r.compare    ? "compare"
                      : f == &r.train      ? "train"
+                     : f == &r.kv         ? "kv"
                      : f == &r.model_grid ? "model_grid"
                                           : "model";
   return {{"name", name},
@@ -436,6 +452,7 @@ nlohmann::json state_json(AppState& s) {
       {"session_builds", live.session_builds},  // the session's JSON made again (once per revision and view)
       {"model", model_state_json(s)},
       {"train", train_state_json(s.train)},
+      {"kv", kv_state_json(s.kv)},
       {"figure", centre_figure_json(s)},
   });
   return j;

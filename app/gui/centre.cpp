@@ -42,6 +42,9 @@ const CentreInfo& centre_info(Centre c) {
       {"train", false, Strip::Train,
        "Start / Pause / Step on the left; click a head to show it large and ablate it.  T: train view / lesson   F12 "
        "capture"},
+      {"kv-cache", true, Strip::Lesson,
+       "\xE2\x86\x90 \xE2\x86\x92 step   Home End   the prefill P above the figure   K: KV cache / lesson   F12 "
+       "capture"},
   };
   return table[static_cast<int>(c)];
 }

@@ -44,6 +44,7 @@ struct Options {
   bool norm_weighted = false;   // the model view's norm-weighted attention
   bool train = false;           // open on the Train view
   long long train_until = -1;   // >= 0: a run of the default settings at once, trained to this step and paused
+  std::string kv_step;          // open on the KV cache view: "P" or "P,S" (the prefill, the step shown)
   std::string walkthrough;      // open the walkthrough: STEP[+FRACTION][,mistake][,compare][,pane=q|k|v|all][,pin=FLAT][,play]
 };
 

@@ -1,5 +1,6 @@
 // Command-line flags of `mhaviz gui`.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 
 #include "gui.hpp"
 #include "walk_spec.hpp"
@@ -58,6 +59,14 @@ void add_options(CLI::App& sub, Options& opts) {
                  "Make a run of the Train view's default settings at once, train it to step N (0: not at all) and "
                  "pause; with --exit-after-frames the last frame waits for it")
       ->check(CLI::Range(0LL, 1000000LL));
+  sub.add_option("--kv-step", opts.kv_step,
+                 "Open on the KV cache view: the prefill P and the step S shown (0: the prefill), as P or P,S")
+      ->check([](const std::string& v) {
+        int p = 0, st = 0;
+        char extra = 0;
+        const int n = std::sscanf(v.c_str(), "%d,%d%c", &p, &st, &extra);
+        return (n == 1 || n == 2) && p >= 1 && st >= 0 ? std::string() : "--kv-step: '" + v + "' is not P or P,S";
+      });
   sub.add_option("--model-ablate", opts.model_ablate,
                  "Ablate heads LAYER.HEAD in the model view, e.g. 5.1,6.9 (':mean': by their mean, not zero)");
   sub.add_flag("--norm-weighted", opts.norm_weighted, "Show the model view's attention norm-weighted (α·‖f(x)‖)");

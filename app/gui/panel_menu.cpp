@@ -140,6 +140,9 @@ void draw_menu_bar(AppState& s) {
     if (ImGui::MenuItem("Model view (trained GPT)", "M", model_view_active(s), !s.gpt.path.empty())) toggle_model_view(s);
     if (ImGui::MenuItem("Train a small GPT", "T", centre_view(s) == Centre::Train)) toggle_centre(s, Centre::Train);
     record_widget(s, "menu_train");
+    if (ImGui::MenuItem("KV cache, step by step", "K", centre_view(s) == Centre::KvCache))
+      toggle_centre(s, Centre::KvCache);
+    record_widget(s, "menu_kv");
     if (ImGui::MenuItem("Controls panel", "C", s.view.show_controls)) s.view.show_controls = !s.view.show_controls;
     ImGui::Separator();
     ImGui::MenuItem("Shared colour scale", nullptr, &s.settings.shared_scale);
@@ -312,6 +315,7 @@ void handle_shortcuts(AppState& s) {
   // Here, once a frame, not in walkthrough_active(), which several panels ask.
   if (k == 'w' || k == 'W') toggle_centre(s, Centre::Walkthrough);
   if (k == 't' || k == 'T') toggle_centre(s, Centre::Train);
+  if (k == 'k' || k == 'K') toggle_centre(s, Centre::KvCache);
 }
 
 }  // namespace mhaviz::gui

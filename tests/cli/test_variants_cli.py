@@ -78,6 +78,23 @@ class KvMemory(unittest.TestCase):
         self.assertEqual(figures(run("kv-memory", "--preset", "gpt2-small", "--dtype", "fp32").stdout)["mha"],
                          1024 * 64 * 12 * 2 * 4 * 12)
 
+    def test_plot(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "gemma.svg")
+            r = run("kv-memory", "--preset", "gemma3-270m", "--plot", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                svg = f.read()
+            # Every row of the table, ending at its figure (GB as the table prints them).
+            for row in ("MHA 2.42 GB", "GQA 0.60 GB", "MHA + SWA 0.43 GB", "GQA + SWA 0.11 GB"):
+                self.assertIn(row, svg)
+            bad = os.path.join(tmp, "gemma.jpg")
+            r = run("kv-memory", "--preset", "gemma3-270m", "--plot", bad)
+            self.assertEqual(r.returncode, 2)
+            self.assertFalse(os.path.exists(bad))
+            self.assertTrue(r.stderr.startswith("mhaviz: --plot: '"), r.stderr)
+            self.assertEqual(r.stdout, "")
+
     def test_session(self):
         r = run("kv-memory", "--session", "seed003-weight-split-6d", "--dtype", "fp32")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -185,6 +202,103 @@ class Dump(unittest.TestCase):
             self.assertEqual(r.returncode, 2, start)
             self.assertIsNone(d, start)
             self.assertTrue(r.stderr.startswith("mhaviz: " + start), r.stderr)
+
+
+class DecodeFrom(unittest.TestCase):
+    """`dump --decode-from P`: prefill P rows, then one at a time through a KV cache."""
+
+    def dump(self, s, *args):
+        with tempfile.TemporaryDirectory() as tmp:
+            path, out = os.path.join(tmp, "s.json"), os.path.join(tmp, "out.json")
+            with open(path, "w") as f:
+                json.dump(s, f)
+            r = run("dump", path, "-o", out, *args)
+            return r, (json.load(open(out)) if os.path.exists(out) else None)
+
+    def test_same_output_as_the_full_forward_and_the_cache_after_every_step(self):
+        sessions = [
+            (session("wrapper", d_out=2), ["heads", 3, 2], 2),
+            (session("gqa", d_out=12, num_kv_groups=1, qk_norm=True, rope_base=100.0), ["heads", 1, 4], 1),
+            (session("gqa", num_kv_groups=3, sliding_window=2), ["heads", 3, 2], 3),
+            (session("mla", latent_dim=4, sliding_window=3), ["latent", 1, 4], 5),
+            (session("fused_qkv", qk_norm=True), ["heads", 3, 2], 4),
+        ]
+        for s, (kind, heads, width), prefill in sessions:
+            label = s["model"]["variant"] + " P " + str(prefill)
+            r, full = self.dump(s, "--eval")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r, dec = self.dump(s, "--eval", "--decode-from", str(prefill))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            # Bit for bit: the same float prints the same 9 significant digits.
+            for name in ("output", "context", "attn_weights", "q", "v"):
+                self.assertEqual(dec["tensors"][name], full["tensors"][name], label + " " + name)
+            self.assertNotIn("attn_scores", dec["tensors"])
+            d = dec["decode"]
+            self.assertEqual(d["prefill"], prefill)
+            names = ["latent"] if kind == "latent" else ["k", "v"]
+            self.assertEqual([c["name"] for c in d["cache"]], names, label)
+            window = s["model"].get("sliding_window", 0)
+            self.assertEqual(d["window"], window)
+            steps = d["steps"]
+            self.assertEqual(len(steps), 5 - prefill + 1, label)
+            for i, st in enumerate(steps):
+                end = prefill + i
+                held = min(end, window) if window else end
+                self.assertEqual(st["queries"], [0 if i == 0 else end - 1, end], label)
+                self.assertEqual(st["held"], [end - held, end], label)
+                for n in names:
+                    self.assertEqual(st["shapes"][n], [2, heads, held, width], label + " step %d" % i)
+                self.assertEqual(st["elements"], 2 * held * heads * width * len(names), label)
+                self.assertEqual(st["bytes"], 4 * st["elements"], label)
+            # The cache after the last step holds the last rows of what its layout names.
+            holds = d["cache"][0]["holds"]
+            cache = dec["tensors"]["cache." + names[0]]
+            self.assertEqual(cache["shape"], [2, heads, steps[-1]["held"][1] - steps[-1]["held"][0], width], label)
+            # Item 0, head 0, first row held: the same offset in (b, G, T, hd) and the latent's (b, T, L).
+            src, first = full["tensors"][holds]["data"], steps[-1]["held"][0]
+            self.assertEqual(cache["data"][:width], src[first * width:(first + 1) * width], label)
+
+    def test_render_draws_a_step_and_refuses_what_it_cannot(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path, out = os.path.join(tmp, "s.json"), os.path.join(tmp, "kv.svg")
+            with open(path, "w") as f:
+                json.dump(session("gqa", num_kv_groups=1, sliding_window=2), f)
+            r = run("render", path, "--eval", "--view", "kv-step", "2", "--decode-from", "2", "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                svg = f.read()
+            # Step 2 decodes row 3: the window of 2 holds rows 2-3; row 1 leaves at this step.
+            self.assertIn("decoding row 3", svg)
+            self.assertIn("holds rows 2\u20133", svg)
+            self.assertIn("row 1 leaves the cache", svg)
+            os.remove(out)
+            for args, start in [(["--eval", "--view", "kv-step", "9"], "--step: 9 is not a step of this decode (0 to 4)"),
+                                (["--eval", "--view", "kv-step", "--decode-from", "0"], "--decode-from: 0 is outside"),
+                                (["--view", "kv-step"], "model.dropout: 0.1 in training mode")]:
+                r = run("render", path, "-o", out, *args)
+                self.assertEqual(r.returncode, 2, args)
+                self.assertFalse(os.path.exists(out), args)
+                self.assertTrue(r.stderr.startswith("mhaviz: " + start), r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    def test_refusals_write_nothing(self):
+        s = session("weight_split")
+        cases = [
+            (s, ["--eval", "--decode-from", "0"], "--decode-from: 0 is outside [1, 5] (the session's tokens)"),
+            (s, ["--eval", "--decode-from", "6"], "--decode-from: 6 is outside [1, 5]"),
+            (s, ["--eval", "--decode-from=-2"], "--decode-from: -2 is outside [1, 5]"),
+            (s, ["--decode-from", "2"], "model.dropout: 0.1 in training mode: decoding through a cache runs without"),
+            (session("weight_split", causal=False), ["--eval", "--decode-from", "2"], "model.causal: false"),
+        ]
+        for sess, args, start in cases:
+            r, d = self.dump(sess, *args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIsNone(d, args)
+            self.assertTrue(r.stderr.startswith("mhaviz: " + start), r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        r = run("dump", "--model", "/nonexistent", "--text", "x", "--decode-from", "2")
+        self.assertEqual(r.returncode, 2)
+        self.assertTrue(r.stderr.startswith("mhaviz: --decode-from: needs a SESSION"), r.stderr)
 
 
 class ManPage(unittest.TestCase):

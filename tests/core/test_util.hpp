@@ -25,6 +25,19 @@ inline std::string slurp(const std::string& path) {
 
 inline std::string data_path(const std::string& rel) { return std::string(MHAVIZ_TEST_DATA) + "/" + rel; }
 
+// T tokens "t0", "t1", ... with embeddings of din values uniform in [-2, 2), replacing s's.
+inline void random_tokens(std::mt19937& gen, Session& s, int T, int din) {
+  std::uniform_real_distribution<float> val(-2.0f, 2.0f);
+  s.tokens.clear();
+  s.embeddings.clear();
+  for (int i = 0; i < T; ++i) {
+    s.tokens.push_back("t" + std::to_string(i));
+    std::vector<float> row(static_cast<std::size_t>(din));
+    for (auto& x : row) x = val(gen);
+    s.embeddings.push_back(row);
+  }
+}
+
 // A random valid session: shapes drawn small enough for the loop oracle.
 inline Session random_session(std::mt19937& gen, Variant v, bool dropout) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(gen); };
@@ -39,13 +52,7 @@ inline Session random_session(std::mt19937& gen, Variant v, bool dropout) {
   s.model.causal = pick(0, 3) != 0;
   s.model.seed = static_cast<std::uint64_t>(pick(0, 100000));
   s.batch = pick(1, 3);
-  std::uniform_real_distribution<float> val(-2.0f, 2.0f);
-  for (int i = 0; i < T; ++i) {
-    s.tokens.push_back("t" + std::to_string(i));
-    std::vector<float> row(static_cast<std::size_t>(din));
-    for (auto& x : row) x = val(gen);
-    s.embeddings.push_back(row);
-  }
+  random_tokens(gen, s, T, din);
   return s;
 }
 
@@ -69,7 +76,8 @@ class BackendReport : public ::testing::Environment {
       for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
       return out.empty() ? std::string("none") : out;
     };
-    std::printf("[ backends ] ran: %s; skipped (this CPU cannot run them): %s\n", list(s.ran).c_str(), list(s.skipped).c_str());
+    std::printf("[ backends ] ran: %s; skipped (this CPU cannot run them): %s\n", list(s.ran).c_str(),
+                list(s.skipped).c_str());
   }
 };
 inline ::testing::Environment* const kBackendReport = ::testing::AddGlobalTestEnvironment(new BackendReport);
@@ -92,6 +100,8 @@ class OnBackend : public ::testing::TestWithParam<Backend> {
  private:
   Backend before_ = backend();
 };
-inline std::string backend_label(const ::testing::TestParamInfo<Backend>& p) { return std::string(backend_name(p.param)); }
+inline std::string backend_label(const ::testing::TestParamInfo<Backend>& p) {
+  return std::string(backend_name(p.param));
+}
 
 }  // namespace mhaviz::test

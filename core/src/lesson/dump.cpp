@@ -6,15 +6,55 @@
 
 namespace mhaviz {
 
-std::string dump_json(const Session& session, const Model& model, const Trace& trace) {
+namespace {
+
+nlohmann::json dump_head(const Session& session, const Model& model, const Trace& trace) {
   nlohmann::json head;
   head["format"] = "mhaviz-dump";
   head["version"] = 1;
   head["session"] = nlohmann::json::parse(session_to_json(session));
   head["cost"] = {
       {"matmul_calls", trace.cost.matmul_calls}, {"flops", trace.cost.flops}, {"parameters", model.parameter_count()}};
-  TensorJson out(head);
+  return head;
+}
+
+nlohmann::json range_json(const KeyRange& r) { return nlohmann::json::array({r.begin, r.end}); }
+
+}  // namespace
+
+std::string dump_json(const Session& session, const Model& model, const Trace& trace) {
+  TensorJson out(dump_head(session, model, trace));
   for (const auto& nt : named_tensors(model, trace)) out.add(nt.name, nt.tensor.shape, nt.tensor.data);
+  return out.finish();
+}
+
+std::string decode_dump_json(const Session& session, const Model& model, const DecodeTrace& decode) {
+  nlohmann::json head = dump_head(session, model, decode.trace);
+  nlohmann::json layout = nlohmann::json::array();
+  for (const CachedTensor& t : decode.layout.tensors)
+    layout.push_back({{"name", t.name}, {"holds", t.holds}, {"heads", t.heads}, {"width", t.width}});
+  nlohmann::json steps = nlohmann::json::array();
+  for (const CacheStep& s : decode.steps) {
+    nlohmann::json shapes = nlohmann::json::object();
+    for (std::size_t i = 0; i < decode.layout.tensors.size(); ++i)
+      shapes[decode.layout.tensors[i].name] = decode.cache_shape(s, i);
+    steps.push_back({{"queries", range_json(s.queries)},
+                     {"read", range_json(s.read)},
+                     {"held", range_json(s.held)},
+                     {"evicted", range_json(s.evicted)},
+                     {"shapes", std::move(shapes)},
+                     {"elements", s.elements},
+                     {"bytes", s.bytes}});
+  }
+  head["decode"] = {{"prefill", decode.prefill},
+                    {"window", decode.layout.window},
+                    {"bytes_per_value", KvCacheLayout::kBytesPerValue},
+                    {"cache", std::move(layout)},
+                    {"steps", std::move(steps)}};
+  TensorJson out(head);
+  for (const auto& nt : named_tensors(model, decode.trace)) out.add(nt.name, nt.tensor.shape, nt.tensor.data);
+  for (std::size_t i = 0; i < decode.cache.size(); ++i)
+    out.add("cache." + decode.layout.tensors[i].name, decode.cache[i].shape, decode.cache[i].data);
   return out.finish();
 }
 

@@ -11,23 +11,22 @@
 #include "kernels/linear.hpp"
 #include "kernels/rms_norm.hpp"
 #include "kernels/rope.hpp"
+#include "lesson/forward_steps.hpp"
 #include "mhaviz/backend.hpp"
 #include "mhaviz/trace.hpp"
 
 namespace mhaviz {
-namespace {
+namespace detail {
 
-using detail::linear_into;
-using detail::split_heads;
-
-// Reuses the buffer's capacity: an unchanged shape costs no allocation or zeroing.
 void reshape(Tensor& t, Shape shape) {
   t.shape = std::move(shape);
   t.data.resize(static_cast<std::size_t>(shape_numel(t.shape)));
 }
 
-// Steps 1-2 of mla: queries and the latent from the input (the stacked W_query | W_DKV when
-// prepared), then keys and values up-projected from the latent, each split into heads.
+namespace {
+
+// Steps 1-2 of mla but its keys and values: queries and the latent from the input (the
+// stacked W_query | W_DKV when prepared).
 void project_latent(const Model& model, const Tensor& input, Trace& tr, bool kernel) {
   const ModelConfig& c = model.config;
   const int b = tr.batch, T = tr.tokens, H = c.num_heads, hd = head_dim(c), M = merged_dim(c), L = c.latent_dim;
@@ -44,10 +43,6 @@ void project_latent(const Model& model, const Tensor& input, Trace& tr, bool ker
     linear_into(model.layer("W_DKV"), input.ptr(), N, tr.latent.ptr(), L, kernel);
     split_heads(tr.queries.ptr(), M, 0, hd, b, T, H, hd, tr.q.ptr(), T, 0, nullptr);
   }
-  linear_into(model.layer("W_UK"), tr.latent.ptr(), N, tr.keys.ptr(), M, kernel);
-  linear_into(model.layer("W_UV"), tr.latent.ptr(), N, tr.values.ptr(), M, kernel);
-  split_heads(tr.keys.ptr(), M, 0, hd, b, T, H, hd, tr.k.ptr(), T, 0, nullptr);
-  split_heads(tr.values.ptr(), M, 0, hd, b, T, H, hd, tr.v.ptr(), T, 0, nullptr);
 }
 
 // Steps 1-2 of the other variants: queries (b, T, M) and keys, values (b, T, G*hd) and their
@@ -56,6 +51,10 @@ void project(const Model& model, const Tensor& input, Trace& tr, bool kernel) {
   const ModelConfig& c = model.config;
   const int b = tr.batch, T = tr.tokens, H = c.num_heads, G = kv_heads(c), hd = head_dim(c), M = merged_dim(c);
   const std::int64_t N = static_cast<std::int64_t>(b) * T;
+  reshape(tr.k, {b, G, T, hd});
+  reshape(tr.v, {b, G, T, hd});
+  reshape(tr.keys, {b, T, G * hd});
+  reshape(tr.values, {b, T, G * hd});
   Tensor* qkv_out[3] = {&tr.queries, &tr.keys, &tr.values};
   Tensor* heads_out[3] = {&tr.q, &tr.k, &tr.v};
   const int heads[3] = {H, G, G};
@@ -95,6 +94,72 @@ void project(const Model& model, const Tensor& input, Trace& tr, bool kernel) {
   }
 }
 
+}  // namespace
+
+void project_inputs(const Model& model, const Tensor& input, Trace& tr, bool kernel) {
+  const ModelConfig& c = model.config;
+  const int b = tr.batch, T = tr.tokens;
+  reshape(tr.q, {b, c.num_heads, T, head_dim(c)});
+  reshape(tr.queries, {b, T, merged_dim(c)});
+  if (c.variant == Variant::Mla) {
+    tr.qkv = Tensor();
+    project_latent(model, input, tr, kernel);
+  } else {
+    tr.latent = Tensor();
+    project(model, input, tr, kernel);
+  }
+}
+
+void up_project(const Model& model, const Tensor& latent, Tensor& keys, Tensor& values, Tensor& k, Tensor& v,
+                bool kernel) {
+  const ModelConfig& c = model.config;
+  const int b = static_cast<int>(latent.shape[0]), T = static_cast<int>(latent.shape[1]);
+  const int H = c.num_heads, hd = head_dim(c), M = merged_dim(c);
+  const std::int64_t N = static_cast<std::int64_t>(b) * T;
+  reshape(keys, {b, T, M});
+  reshape(values, {b, T, M});
+  reshape(k, {b, H, T, hd});
+  reshape(v, {b, H, T, hd});
+  linear_into(model.layer("W_UK"), latent.ptr(), N, keys.ptr(), M, kernel);
+  linear_into(model.layer("W_UV"), latent.ptr(), N, values.ptr(), M, kernel);
+  split_heads(keys.ptr(), M, 0, hd, b, T, H, hd, k.ptr(), T, 0, nullptr);
+  split_heads(values.ptr(), M, 0, hd, b, T, H, hd, v.ptr(), T, 0, nullptr);
+}
+
+const Tensor& norm_rotate(const Model& model, const Tensor& x, const std::vector<float>& scale, std::int64_t pos0,
+                          Tensor& normed, Tensor& rotated) {
+  const ModelConfig& c = model.config;
+  const int batch = static_cast<int>(x.shape[0]), heads = static_cast<int>(x.shape[1]);
+  const int T = static_cast<int>(x.shape[2]), hd = static_cast<int>(x.shape[3]);
+  const Tensor* out = &x;
+  if (c.qk_norm) {
+    reshape(normed, x.shape);
+    // RMSNorm(head_dim, eps=1e-6): each head's vector at each position is one row.
+    detail::rms_norm(x.ptr(), normed.ptr(), x.numel() / hd, hd, scale.data(), 1e-6, detail::RmsWeight::Plain);
+    out = &normed;
+  } else {
+    normed = Tensor();
+  }
+  if (c.rope_base != 0.0) {
+    rotated = *out;
+    const std::vector<double> inv_freq = rope_inv_freq(c.rope_base, hd);
+    const std::int64_t per_item = static_cast<std::int64_t>(heads) * T * hd;
+    for (int bi = 0; bi < batch; ++bi)
+      detail::rope(rotated.ptr() + bi * per_item, detail::RopeBlock::heads_major(T, heads, hd), pos0, inv_freq);
+    out = &rotated;
+  } else {
+    rotated = Tensor();
+  }
+  return *out;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::linear_into;
+using detail::reshape;
+
 // keys_base.repeat_interleave(H / G, dim=1): (b, G, T, hd) -> (b, H, T, hd), query head h
 // reading K/V head h / (H / G).
 void repeat_interleave(const Tensor& src, int H, Tensor& dst) {
@@ -105,45 +170,6 @@ void repeat_interleave(const Tensor& src, int H, Tensor& dst) {
       const float* s = src.ptr() + (bi * G + h / (H / G)) * head;
       std::copy(s, s + head, dst.ptr() + (bi * H + h) * head);
     }
-}
-
-// Steps 2a-2b: QK-norm, then RoPE, on q (b, H, T, hd) and k (b, G, T, hd), each kept in its own
-// tensor for the pictures and the dump. Returns the q and k attention reads: the last of
-// q -> q_normed -> q_rotated (k likewise); the ones a config skips are emptied.
-std::pair<const Tensor*, const Tensor*> norm_and_rotate(const Model& model, Trace& tr) {
-  const ModelConfig& c = model.config;
-  const Tensor* q = &tr.q;
-  const Tensor* k = &tr.k;
-  if (c.qk_norm) {
-    reshape(tr.q_normed, tr.q.shape);
-    reshape(tr.k_normed, tr.k.shape);
-    // RMSNorm(head_dim, eps=1e-6): each head's vector at each position is one row.
-    detail::rms_norm(tr.q.ptr(), tr.q_normed.ptr(), tr.q.numel() / tr.head_dim, tr.head_dim, model.q_norm.data(), 1e-6,
-                     detail::RmsWeight::Plain);
-    detail::rms_norm(tr.k.ptr(), tr.k_normed.ptr(), tr.k.numel() / tr.head_dim, tr.head_dim, model.k_norm.data(), 1e-6,
-                     detail::RmsWeight::Plain);
-    q = &tr.q_normed;
-    k = &tr.k_normed;
-  } else {
-    tr.q_normed = tr.k_normed = Tensor();
-  }
-  if (c.rope_base != 0.0) {
-    tr.q_rotated = *q;
-    tr.k_rotated = *k;
-    const std::vector<double> inv_freq = rope_inv_freq(c.rope_base, tr.head_dim);
-    for (Tensor* t : {&tr.q_rotated, &tr.k_rotated}) {
-      const int heads = static_cast<int>(t->shape[1]);
-      const std::int64_t per_item = static_cast<std::int64_t>(heads) * tr.tokens * tr.head_dim;
-      for (int bi = 0; bi < tr.batch; ++bi)
-        detail::rope(t->ptr() + bi * per_item, detail::RopeBlock::heads_major(tr.tokens, heads, tr.head_dim), 0,
-                     inv_freq);
-    }
-    q = &tr.q_rotated;
-    k = &tr.k_rotated;
-  } else {
-    tr.q_rotated = tr.k_rotated = Tensor();
-  }
-  return {q, k};
 }
 
 }  // namespace
@@ -174,21 +200,12 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
   tr.cost = forward_cost(c, model.d_in, T, b);
   const bool kernel = backend() != Backend::OpenBlas;  // read once: one forward, one backend
 
-  // 1-2. Projections and the split into heads.
-  reshape(tr.q, {b, H, T, hd});
-  reshape(tr.k, {b, G, T, hd});
-  reshape(tr.v, {b, G, T, hd});
-  reshape(tr.queries, {b, T, M});
-  reshape(tr.keys, {b, T, G * hd});
-  reshape(tr.values, {b, T, G * hd});
-  if (c.variant == Variant::Mla) {
-    tr.qkv = Tensor();
-    project_latent(model, input, tr, kernel);
-  } else {
-    tr.latent = Tensor();
-    project(model, input, tr, kernel);
-  }
-  const auto [q_att, k_att] = norm_and_rotate(model, tr);
+  // 1-2. Projections and the split into heads (mla: keys and values up from the latent), then
+  // 2a-2b QK-norm and RoPE at positions from 0.
+  detail::project_inputs(model, input, tr, kernel);
+  if (c.variant == Variant::Mla) detail::up_project(model, tr.latent, tr.keys, tr.values, tr.k, tr.v, kernel);
+  const Tensor* q_att = &detail::norm_rotate(model, tr.q, model.q_norm, 0, tr.q_normed, tr.q_rotated);
+  const Tensor* k_att = &detail::norm_rotate(model, tr.k, model.k_norm, 0, tr.k_normed, tr.k_rotated);
   if (c.variant == Variant::Gqa) {
     repeat_interleave(*k_att, H, tr.k_expanded);
     repeat_interleave(tr.v, H, tr.v_expanded);

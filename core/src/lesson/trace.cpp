@@ -187,7 +187,7 @@ std::vector<NamedTensor> named_tensors(const Model& model, const Trace& tr) {
     if (!t->empty()) out.push_back({name, *t});
   if (!tr.k_expanded.empty()) out.push_back({"k_expanded", tr.k_expanded});
   if (!tr.v_expanded.empty()) out.push_back({"v_expanded", tr.v_expanded});
-  out.push_back({"attn_scores", tr.scores});
+  if (!tr.scores.empty()) out.push_back({"attn_scores", tr.scores});  // a decode through a cache has none
   out.push_back({"attn_weights", tr.weights});
   out.push_back({"attn_weights_dropped", tr.weights_after_dropout()});
   if (!tr.keep.empty()) {

@@ -1,0 +1,33 @@
+// Steps 1-2b of the lesson's forward (forward.cpp), shared with the decoder through a KV cache
+// (decode.cpp), which runs them on each step's new rows: one code path, so the rows a cache
+// receives are computed exactly as the full forward computes them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "mhaviz/trace.hpp"
+
+namespace mhaviz::detail {
+
+// Steps 1-2: input (b, T, d_in) with b = tr.batch, T = tr.tokens -> queries (b, T, M) and
+// q (b, H, T, hd); then keys, values (b, T, G*hd) and k, v (b, G, T, hd), or for mla the
+// latent (b, T, L) alone (up_project makes its keys and values); fused_qkv also qkv
+// (b, T, 3*d_out). Reshapes what it writes and empties what the variant has not.
+void project_inputs(const Model& model, const Tensor& input, Trace& tr, bool kernel);
+
+// mla's step 2: latent (b, T, L) -> keys, values (b, T, M) by W_UK, W_UV, and their heads
+// k, v (b, H, T, hd).
+void up_project(const Model& model, const Tensor& latent, Tensor& keys, Tensor& values, Tensor& k, Tensor& v,
+                bool kernel);
+
+// Steps 2a-2b on x (b, heads, T, hd), whose rows are positions pos0 … pos0 + T - 1: QK-norm
+// with `scale` into normed, then RoPE into rotated, each when the config sets it (emptied
+// otherwise). Returns the last of x -> normed -> rotated, what the attention reads.
+const Tensor& norm_rotate(const Model& model, const Tensor& x, const std::vector<float>& scale, std::int64_t pos0,
+                          Tensor& normed, Tensor& rotated);
+
+// Reuses the buffer's capacity: an unchanged shape costs no allocation or zeroing.
+void reshape(Tensor& t, Shape shape);
+
+}  // namespace mhaviz::detail
