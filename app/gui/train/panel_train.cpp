@@ -222,8 +222,8 @@ void settings_controls(AppState& s) {
   const bool fixed = t.worker != nullptr;
   ImGui::BeginDisabled(fixed);
   const char* tips[] = {
-      "Random tokens with a segment that repeats once later (lengths 5, 9, 13 never trained, only probed): the "
-      "induction-head experiment",
+      ("Random tokens with a segment that repeats once later (lengths 5, 9, 13 never trained, only probed): the "
+       "induction-head experiment"),
       "A random half and the same half again: a sanity task any model with attention learns",
       "Your own text (a short story, as chapter 5 of the book trains on): windows of it at random offsets"};
   for (int k = 0; k < 3; ++k) {
