@@ -165,7 +165,7 @@ void note_update(ModelUi& m, const ModelViewData& v) {
 void drop_stale_sweep(AppState& s) {
   ModelUi& m = s.gpt;
   if (!m.result) return;
-  const std::vector<int>& ids = m.result->trace->ids;
+  const std::vector<int>& ids = m.result->ids();  // either kind of model
   if (m.sweep_job && m.sweep_job->text_ids() != ids) m.sweep_job->cancel();
   if (!m.sweep || m.sweep->text_ids == ids) return;
   const bool shown = m.show == ModelUi::Show::Sweep;
