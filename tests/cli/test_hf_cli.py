@@ -207,6 +207,16 @@ class Render(Folders):
                              (["--view", "model", "0.4"], "--view: head 0.4 is out of range (heads 0 to 3)")):
             self.expect_error(["render", "--model", folder, "--text", "a", *args], needle, "never.png")
 
+    def test_the_apps_interventions_are_refused_on_its_command_line(self):
+        # Before any window (no display needed): one line, exit 2, as render refuses them.
+        folder = self.folders["qwen3_f32"]
+        for args, needle in ((["--model-ablate", "0.1"], "--model-ablate: needs a GPT-2-layout model"),
+                             (["--norm-weighted"], "--norm-weighted: needs a GPT-2-layout model")):
+            r = run("gui", "--model", folder, "--no-restore", *args)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn(needle, r.stderr)
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
