@@ -577,9 +577,8 @@ void present_and_refresh(AppState& s, Loop& L) {
   if (s.ui.window.fonts_dirty) build_fonts(s, true);
   if (s.ui.window.style_dirty) apply_style(s);
   // The model view names its model; the lesson and the walkthrough, the document.
-  const std::string title = model_view_active(s)                ? "mhaviz - model " + model_name(s.gpt)
-                            : centre_view(s) == Centre::Train ? "mhaviz - " + train_run_name(s)
-                                                              : "mhaviz - " + s.doc.origin + (s.doc.modified ? " *" : "");
+  const bool document = !model_view_active(s) && centre_view(s) != Centre::Train;
+  const std::string title = "mhaviz - " + shown_title(s) + (document && s.doc.modified ? " *" : "");
   if (title != s.ui.window.title) {
     glfwSetWindowTitle(s.window, title.c_str());
     s.ui.window.title = title;
@@ -725,6 +724,15 @@ int run(const Options& opts) {
   while (!s.quit && frame(s, loop)) {
   }
   return shutdown(s, loop);
+}
+
+std::string shown_title(AppState& s) {
+  if (model_view_active(s)) {
+    const std::string name = model_name(s.gpt);
+    return name.empty() ? "model view" : "model " + name;  // none open yet
+  }
+  if (centre_view(s) == Centre::Train) return train_run_name(s);
+  return s.doc.origin;
 }
 
 }  // namespace mhaviz::gui

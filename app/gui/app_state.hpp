@@ -418,6 +418,9 @@ void draw_train_strip(AppState& s);  // the strip below it
 // The Train view's run as captures and the window title name it: its folder ("induction-
 // 20261126-030424") and the step shown, or "train" before a run (train_view.cpp).
 std::string train_run_name(const AppState& s);
+// What the centre shows, for the window's title and the menu bar's right side: "model gpt2",
+// the Train view's run and step, or the document ("lesson seed003-wrapper").
+std::string shown_title(AppState& s);
 figure::Figure train_view_figure(const AppState& s, const figure::Options& o);  // the view's figure (needs a run)
 
 // [SECTION] The KV cache view (kv/panel_kv.cpp): the lesson decoded through a KV cache, step by step

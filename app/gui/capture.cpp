@@ -428,6 +428,7 @@ nlohmann::json state_json(AppState& s) {
       {"texture_uploads", s.renderer.uploads_total},
       {"status", s.ui.status.text},
       {"dialog", static_cast<int>(s.ui.dialog.kind)},
+      {"title", shown_title(s)},  // the menu bar's right side and the window's title
       {"refusal", s.ui.edit.refusal},
       {"undo", s.doc.history.can_undo() ? s.doc.history.undo_label() : ""},
       {"redo", s.doc.history.can_redo() ? s.doc.history.redo_label() : ""},

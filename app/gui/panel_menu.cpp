@@ -196,8 +196,9 @@ void draw_menu_bar(AppState& s) {
     ImGui::TextDisabled("Hover a cell for its scores, weight and dropout.");
     ImGui::EndMenu();
   }
-  // Right side: document name and state.
-  std::string title = s.doc.origin + (s.doc.modified ? "  (modified)" : "");
+  // Right side: what is shown (the model, the run, or the document and its state).
+  const bool document = !model_view_active(s) && centre_view(s) != Centre::Train;
+  std::string title = shown_title(s) + (document && s.doc.modified ? "  (modified)" : "");
   const float w = ImGui::CalcTextSize(title.c_str()).x;
   ImGui::SameLine(std::max(ImGui::GetCursorPosX() + 20.0f, ImGui::GetWindowWidth() - w - 20.0f));
   ImGui::TextDisabled("%s", title.c_str());

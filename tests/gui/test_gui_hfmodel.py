@@ -96,6 +96,8 @@ def check_model(name, folder, layers, heads, kv_heads, windows):
         g.check(m["ids"] == d["token_ids"] and m["ids"][0] == BOS and m["tokens"] == d["tokens"],
                 "%s: the tokens are dump's, <bos> first as the template says: %s" % (name, m["tokens"][:4]))
         g.check("GPT-2-layout models only" in m["gpt_only"], "%s: the state says why the GPT tools are off" % name)
+        g.check(st["title"] == "model " + os.path.basename(folder.rstrip("/")),
+                "%s: the menu bar and the window name the model shown (%r), not the lesson behind it" % (name, st["title"]))
         kv = texts(st, "kv-label")
         want_kv = ["K/V %d" % k for k in range(kv_heads)] if kv_heads < heads else []
         g.check(kv == want_kv, "%s: the heads grouped under %s (%s)" % (name, want_kv, kv))
