@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "figure/builder.hpp"
 #include "figure/heatmap.hpp"
@@ -105,6 +106,60 @@ std::string size_line(const DecodeTrace& d, const CacheStep& st) {
   return buf;
 }
 
+// The header: what the step did, the cache's size, the legend. Returns the y below it.
+float kv_header(Builder& B, const DecodeTrace& d, const CacheStep& st, const Columns& cols,
+                const std::vector<std::string>& tokens, int step) {
+  float y = kMargin + text_ascent(B.ty.title);
+  B.text(kMargin, y, header_title(d, st, tokens, step), B.ty.title, B.th.text, 0, "title");
+  y += line_h(B.ty.small) + 2.0f;
+  B.text(kMargin, y, size_line(d, st), B.ty.small, B.th.text, 0, "kv-size");
+  y += 6.0f;
+  float lx = kMargin;
+  if (!st.evicted.empty())
+    lx = mask_legend(B, lx, y,
+                     (st.evicted.size() == 1 ? "row " : "rows ") + range_text(st.evicted.begin, st.evicted.end) +
+                         (st.evicted.size() == 1 ? " leaves" : " leave") +
+                         " the cache: the window (W = " + std::to_string(d.layout.window) + ") has moved past " +
+                         (st.evicted.size() == 1 ? "it" : "them"),
+                     true);
+  if (cols.first > 0)
+    lx = mask_legend(B, lx, y,
+                     (cols.first == 1 ? "row " : "rows ") + range_text(0, cols.first) + " left at earlier steps", true);
+  B.frame(lx, y + 1.0f, lx + 14.0f, y + B.ty.small, B.th.accent, 2.0f, "legend-new");
+  B.text(lx + 20.0f, y + B.ty.small - 1.0f, step == 0 ? "rows of the prefill" : "the row added at this step",
+         B.ty.small, B.th.text);
+  return y + line_h(B.ty.small) + 10.0f;
+}
+
+// The weight of query row `query` of head h on key p, batch item b: weights (b, H, T, T).
+float query_weight(const Trace& tr, int b, int h, std::int64_t query, std::int64_t p) {
+  const std::int64_t T = tr.tokens;
+  return tr.weights.data[static_cast<std::size_t>(((static_cast<std::int64_t>(b) * tr.heads + h) * T + query) * T + p)];
+}
+
+// The scales: cached values signed (diverging) over what the cache holds, the newest query's
+// weights from 0 over the columns drawn.
+std::pair<ColorScale, ColorScale> kv_scales(const DecodeTrace& d, const CacheStep& st, const Columns& cols,
+                                            const Options& o) {
+  const Trace& tr = d.trace;
+  const std::int64_t T = tr.tokens, query = st.queries.end - 1;
+  ValueRange cached, weights;
+  for (std::size_t i = 0; i < d.layout.tensors.size(); ++i) {
+    const Tensor& t = d.held_tensor(i);
+    const CachedTensor& ct = d.layout.tensors[i];
+    for (int g = 0; g < ct.heads; ++g)
+      for (std::int64_t p = st.held.begin; p < st.held.end; ++p)
+        for (int e = 0; e < ct.width; ++e)
+          cached.add(t.data[static_cast<std::size_t>(
+              ((static_cast<std::int64_t>(o.batch) * ct.heads + g) * T + p) * ct.width + e)]);
+  }
+  for (int h = 0; h < tr.heads; ++h)
+    for (std::int64_t p = cols.first; p < cols.end; ++p) weights.add(query_weight(tr, o.batch, h, query, p));
+  Options signed_o = o;
+  signed_o.log_scale = false;
+  return {scale_for(cached, true, signed_o), scale_for(weights, false, signed_o)};
+}
+
 }  // namespace
 
 // [SECTION] The figure
@@ -126,48 +181,10 @@ Figure build_kv_step_figure(const DecodeTrace& d, const std::vector<std::string>
   const bool latent = d.layout.tensors.size() == 1;
   const int blocks = latent ? 1 : tr.kv_heads;
 
-  // Header: what the step did, the cache's size, the legend.
-  float y = kMargin + text_ascent(B.ty.title);
-  B.text(kMargin, y, header_title(d, st, tokens, step), B.ty.title, B.th.text, 0, "title");
-  y += line_h(B.ty.small) + 2.0f;
-  B.text(kMargin, y, size_line(d, st), B.ty.small, B.th.text, 0, "kv-size");
-  y += 6.0f;
-  float lx = kMargin;
-  if (!st.evicted.empty())
-    lx = mask_legend(B, lx, y,
-                     (st.evicted.size() == 1 ? "row " : "rows ") + range_text(st.evicted.begin, st.evicted.end) +
-                         (st.evicted.size() == 1 ? " leaves" : " leave") +
-                         " the cache: the window (W = " + std::to_string(d.layout.window) + ") has moved past " +
-                         (st.evicted.size() == 1 ? "it" : "them"),
-                     true);
-  if (cols.first > 0)
-    lx = mask_legend(B, lx, y,
-                     (cols.first == 1 ? "row " : "rows ") + range_text(0, cols.first) + " left at earlier steps", true);
-  B.frame(lx, y + 1.0f, lx + 14.0f, y + B.ty.small, B.th.accent, 2.0f, "legend-new");
-  B.text(lx + 20.0f, y + B.ty.small - 1.0f, step == 0 ? "rows of the prefill" : "the row added at this step",
-         B.ty.small, B.th.text);
-  y += line_h(B.ty.small) + 10.0f;
+  float y = kv_header(B, d, st, cols, tokens, step);
 
-  // Scales: cached values signed (diverging), weights from 0.
-  ValueRange cached, weights;
-  for (std::size_t i = 0; i < d.layout.tensors.size(); ++i) {
-    const Tensor& t = d.held_tensor(i);
-    const CachedTensor& ct = d.layout.tensors[i];
-    for (int g = 0; g < ct.heads; ++g)
-      for (std::int64_t p = st.held.begin; p < st.held.end; ++p)
-        for (int e = 0; e < ct.width; ++e)
-          cached.add(t.data[static_cast<std::size_t>(
-              ((static_cast<std::int64_t>(o.batch) * ct.heads + g) * T + p) * ct.width + e)]);
-  }
-  auto weight = [&](int h, std::int64_t p) {
-    return tr.weights
-        .data[static_cast<std::size_t>(((static_cast<std::int64_t>(o.batch) * tr.heads + h) * T + query) * T + p)];
-  };
-  for (int h = 0; h < tr.heads; ++h)
-    for (std::int64_t p = cols.first; p < cols.end; ++p) weights.add(weight(h, p));
-  Options signed_o = o;
-  signed_o.log_scale = false;
-  const ColorScale value_scale = scale_for(cached, true, signed_o), weight_scale = scale_for(weights, false, signed_o);
+  const auto [value_scale, weight_scale] = kv_scales(d, st, cols, o);
+  auto weight = [&](int h, std::int64_t p) { return query_weight(tr, o.batch, h, query, p); };
 
   // Layout.
   float left = text_width("weights", B.ty.tile) + 12.0f;

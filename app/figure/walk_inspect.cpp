@@ -263,16 +263,13 @@ void inspect_softmax_row(const Frame& f, int head, int i, Inspection& out) {
   if (T > shown) out.dim("(first " + std::to_string(shown - 1) + " keys and the last of " + std::to_string(T) + ")");
 }
 
-Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_head) {
-  Inspection out;
-  const lay::Step st = f.steps[static_cast<std::size_t>(k)];
-  const lay::Layout l = lay::step_layout(st, f.dims);
+// The caption a step always shows (what the step does on this trace), before any cell is hovered.
+void step_caption(const Frame& f, lay::Step st, Inspection& out) {
   const Trace& tr = f.tr;
   const int T = tr.tokens;
   std::int64_t masked_cells = 0;
   for (int i = 0; i < T; ++i)
     for (int j = 0; j < T; ++j) masked_cells += tr.masked(i, j) ? 1 : 0;
-  // Always-on captions per step.
   switch (st) {
     case lay::Step::Mask:
       if (f.dims.window > 0) {
@@ -340,6 +337,67 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
       break;
     default: break;
   }
+}
+
+// A scores cell: the dot product of its query and key rows, and which K/V head gqa paired.
+void inspect_scores(const Frame& f, lay::Step st, const lay::Cell& c, Inspection& out) {
+  const Trace& tr = f.tr;
+  const std::int64_t head = c.block, i = c.row, j = c.col, hd = tr.head_dim;
+  std::vector<float> q(static_cast<std::size_t>(hd)), kk(static_cast<std::size_t>(hd));
+  const Tensor& kt = k_read(f, st);
+  const Tensor& qt = q_read(f);
+  for (std::int64_t d = 0; d < hd; ++d) {
+    q[static_cast<std::size_t>(d)] = qt.at({f.b, head, i, d});
+    kk[static_cast<std::size_t>(d)] = kt.at({f.b, head, j, d});
+  }
+  double sum = 0;
+  const std::string terms = dot_terms(q, kk, sum);
+  out.text("= q" + lay::index_string({f.b, head, i}).insert(lay::index_string({f.b, head, i}).size() - 1, ", :") +
+           " · k" + lay::index_string({f.b, head, j}).insert(lay::index_string({f.b, head, j}).size() - 1, ", :") +
+           " = " + terms + " = " + num(static_cast<float>(sum)));
+  out.text("Row " + std::to_string(i) + " of q (query " + token_name(f, i) + ") times column " + std::to_string(j) +
+           " of kᵀ (key " + token_name(f, j) + "), inside head " + std::to_string(head) + " only.");
+  if (tr.config.variant == Variant::Gqa) {
+    const int g = kv_read(f.src, st, static_cast<int>(head)),
+              ok = lay::kv_head_read(f.dims, static_cast<int>(head), false);
+    out.text("Query head " + std::to_string(head) + " reads K/V head " + std::to_string(g) +
+             (g == ok
+                  ? " (head / group_size = " + std::to_string(head) + " / " + std::to_string(f.dims.group()) + ")"
+                  : ", but its group's is K/V head " + std::to_string(ok) + " (.repeat pairs it wrongly)") +
+             ".");
+  }
+}
+
+// An output cell: its merged row times out_proj's (fused: linear_layer's) weight row, plus bias.
+void inspect_out_proj(const Frame& f, const lay::Cell& c, Inspection& out) {
+  const Trace& tr = f.tr;
+  const char* name = tr.config.variant == Variant::FusedQkv ? "linear_layer" : "out_proj";
+  try {
+    if (!f.in.model) throw std::out_of_range(name);
+    const Linear& lin = f.in.model->layer(name);
+    std::vector<float> x(static_cast<std::size_t>(lin.in));
+    // With the mistake on, out_proj reads the scrambled merge (and gives the wrong output shown).
+    const Tensor& merged = f.src.wrong() ? f.src.mistake->merged : tr.context_merged;
+    for (int i = 0; i < lin.in; ++i) x[static_cast<std::size_t>(i)] = merged.at({f.b, c.row, i});
+    double sum = 0;
+    const std::string terms = dot_terms(x, row_of(lin.weight, c.col, lin.in), sum);
+    const float bias = lin.bias.empty() ? 0.0f : lin.bias[static_cast<std::size_t>(c.col)];
+    out.text("= merged[" + std::to_string(f.b) + ", " + std::to_string(c.row) + ", :] · " + name + ".weight[" +
+             std::to_string(c.col) + ", :] + bias = " + terms + " + " + num(bias) + " = " +
+             num(static_cast<float>(sum + bias)));
+    out.text(std::string(name) + " mixes all heads: every output column reads every head's columns.");
+  } catch (const std::exception&) {
+    out.text("(weights of this trace are not available)");
+  }
+}
+
+Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_head) {
+  Inspection out;
+  const lay::Step st = f.steps[static_cast<std::size_t>(k)];
+  const lay::Layout l = lay::step_layout(st, f.dims);
+  const Trace& tr = f.tr;
+  const int T = tr.tokens;
+  step_caption(f, st, out);
   if (flat < 0) {
     if (st == lay::Step::Softmax && T > 0)
       inspect_softmax_row(f, std::clamp(softmax_head, 0, tr.heads - 1), T - 1, out);
@@ -354,33 +412,7 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
   switch (st) {
     case lay::Step::Project:
     case lay::Step::Latent: inspect_project(f, st, l, c, value, out); break;
-    case lay::Step::Scores: {
-      const std::int64_t head = c.block, i = c.row, j = c.col, hd = tr.head_dim;
-      std::vector<float> q(static_cast<std::size_t>(hd)), kk(static_cast<std::size_t>(hd));
-      const Tensor& kt = k_read(f, st);
-      const Tensor& qt = q_read(f);
-      for (std::int64_t d = 0; d < hd; ++d) {
-        q[static_cast<std::size_t>(d)] = qt.at({f.b, head, i, d});
-        kk[static_cast<std::size_t>(d)] = kt.at({f.b, head, j, d});
-      }
-      double sum = 0;
-      const std::string terms = dot_terms(q, kk, sum);
-      out.text("= q" + lay::index_string({f.b, head, i}).insert(lay::index_string({f.b, head, i}).size() - 1, ", :") +
-               " · k" + lay::index_string({f.b, head, j}).insert(lay::index_string({f.b, head, j}).size() - 1, ", :") +
-               " = " + terms + " = " + num(static_cast<float>(sum)));
-      out.text("Row " + std::to_string(i) + " of q (query " + token_name(f, i) + ") times column " + std::to_string(j) +
-               " of kᵀ (key " + token_name(f, j) + "), inside head " + std::to_string(head) + " only.");
-      if (tr.config.variant == Variant::Gqa) {
-        const int g = kv_read(f.src, st, static_cast<int>(head)),
-                  ok = lay::kv_head_read(f.dims, static_cast<int>(head), false);
-        out.text("Query head " + std::to_string(head) + " reads K/V head " + std::to_string(g) +
-                 (g == ok
-                      ? " (head / group_size = " + std::to_string(head) + " / " + std::to_string(f.dims.group()) + ")"
-                      : ", but its group's is K/V head " + std::to_string(ok) + " (.repeat pairs it wrongly)") +
-                 ".");
-      }
-      break;
-    }
+    case lay::Step::Scores: inspect_scores(f, st, c, out); break;
     case lay::Step::QkNorm:
     case lay::Step::Rope: inspect_norm_rope(f, st, c, out); break;
     case lay::Step::Expand: {
@@ -407,27 +439,7 @@ Inspection inspect_step(const Frame& f, int k, std::int64_t flat, int softmax_he
       inspect_path(f, k, flat, out);
       break;
     }
-    case lay::Step::OutProj: {
-      const char* name = tr.config.variant == Variant::FusedQkv ? "linear_layer" : "out_proj";
-      try {
-        if (!f.in.model) throw std::out_of_range(name);
-        const Linear& lin = f.in.model->layer(name);
-        std::vector<float> x(static_cast<std::size_t>(lin.in));
-        // With the mistake on, out_proj reads the scrambled merge (and gives the wrong output shown).
-        const Tensor& merged = f.src.wrong() ? f.src.mistake->merged : tr.context_merged;
-        for (int i = 0; i < lin.in; ++i) x[static_cast<std::size_t>(i)] = merged.at({f.b, c.row, i});
-        double sum = 0;
-        const std::string terms = dot_terms(x, row_of(lin.weight, c.col, lin.in), sum);
-        const float bias = lin.bias.empty() ? 0.0f : lin.bias[static_cast<std::size_t>(c.col)];
-        out.text("= merged[" + std::to_string(f.b) + ", " + std::to_string(c.row) + ", :] · " + name + ".weight[" +
-                 std::to_string(c.col) + ", :] + bias = " + terms + " + " + num(bias) + " = " +
-                 num(static_cast<float>(sum + bias)));
-        out.text(std::string(name) + " mixes all heads: every output column reads every head's columns.");
-      } catch (const std::exception&) {
-        out.text("(weights of this trace are not available)");
-      }
-      break;
-    }
+    case lay::Step::OutProj: inspect_out_proj(f, c, out); break;
     default: break;
   }
   if (st == lay::Step::Mask) {
