@@ -164,22 +164,6 @@ void attend(const Model& model, const Tensor& q, std::int64_t q_pos, const float
   detail::attention(job, s.workspace);
 }
 
-// Step 5: merge the new rows' heads and project them (the wrapper has no projection).
-void merge_and_project(const Model& model, StepBuffers& s, bool kernel) {
-  const ModelConfig& c = model.config;
-  const int b = static_cast<int>(s.context.shape[0]), R = static_cast<int>(s.context.shape[2]);
-  const int H = c.num_heads, hd = head_dim(c), M = merged_dim(c);
-  reshape(s.merged, {b, R, M});
-  detail::merge_heads(s.context.ptr(), b, R, H, hd, R, 0, s.merged.ptr());
-  if (c.variant == Variant::Wrapper) {
-    s.output = s.merged;
-    return;
-  }
-  reshape(s.output, {b, R, c.d_out});
-  const Linear& out = model.layer(c.variant == Variant::FusedQkv ? "linear_layer" : "out_proj");
-  detail::linear_into(out, s.merged.ptr(), static_cast<std::int64_t>(b) * R, s.output.ptr(), c.d_out, kernel);
-}
-
 // Step 6: the step's rows [t0, t0 + R) into the decode's trace; keys of mla from the last R of
 // the rows it up-projected; weights at the columns of the keys read.
 void place_rows(const StepBuffers& s, bool mla, std::int64_t t0, const KeyRange& read, Trace& tr) {
@@ -272,7 +256,7 @@ DecodeTrace decode_with_cache(const Model& model, const Tensor& input, int prefi
              static_cast<std::int64_t>(cache.capacity) * hd, read.begin, n, s, kernel);
     }
     // 5-6. The new rows' output, and every tensor of theirs into the trace.
-    merge_and_project(model, s, kernel);
+    detail::merge_and_project(model, s.context, s.merged, s.output, kernel);  // step 5
     place_rows(s, mla, t0, read, tr);
     // 7. The window keeps its last W rows; the others leave the cache.
     CacheStep step;

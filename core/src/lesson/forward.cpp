@@ -153,6 +153,22 @@ const Tensor& norm_rotate(const Model& model, const Tensor& x, const std::vector
   return *out;
 }
 
+void merge_and_project(const Model& model, const Tensor& context, Tensor& merged, Tensor& output, bool kernel) {
+  const ModelConfig& c = model.config;
+  const int b = static_cast<int>(context.shape[0]), R = static_cast<int>(context.shape[2]);
+  const int H = c.num_heads, hd = head_dim(c), M = merged_dim(c);
+  // (b, h, R, hd) -> (b, R, h*hd): the transpose back and the view. The wrapper's torch.cat is the same layout.
+  reshape(merged, {b, R, M});
+  merge_heads(context.ptr(), b, R, H, hd, R, 0, merged.ptr());
+  if (c.variant == Variant::Wrapper) {
+    output = merged;
+    return;
+  }
+  const Linear& out = model.layer(c.variant == Variant::FusedQkv ? "linear_layer" : "out_proj");
+  reshape(output, {b, R, c.d_out});
+  linear_into(out, merged.ptr(), static_cast<std::int64_t>(b) * R, output.ptr(), c.d_out, kernel);
+}
+
 }  // namespace detail
 
 namespace {
@@ -186,8 +202,8 @@ std::vector<double> rope_inv_freq(double base, int head_dim) {
 void forward(const Model& model, const Tensor& input, Trace& tr) {
   const ModelConfig& c = model.config;
   const int b = static_cast<int>(input.shape[0]), T = static_cast<int>(input.shape[1]);
-  const int H = c.num_heads, G = kv_heads(c), hd = head_dim(c), M = merged_dim(c);
-  const std::int64_t N = static_cast<std::int64_t>(b) * T, TT = static_cast<std::int64_t>(T) * T;
+  const int H = c.num_heads, G = kv_heads(c), hd = head_dim(c);
+  const std::int64_t TT = static_cast<std::int64_t>(T) * T;
   const std::int64_t P = static_cast<std::int64_t>(b) * H;  // (batch, head) pairs
   tr.config = c;
   tr.batch = b;
@@ -261,18 +277,8 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
     detail::attention_context(job, tr.dropped.ptr());
   }
 
-  // 7. Transpose back and merge: (b, h, T, hd) -> (b, T, h*hd). The wrapper's torch.cat is the same layout.
-  reshape(tr.context_merged, {b, T, M});
-  detail::merge_heads(tr.context.ptr(), b, T, H, hd, T, 0, tr.context_merged.ptr());
-
-  // 8. Output projection (none in the wrapper).
-  if (c.variant == Variant::Wrapper) {
-    tr.output = tr.context_merged;
-  } else {
-    const Linear& out = model.layer(c.variant == Variant::FusedQkv ? "linear_layer" : "out_proj");
-    reshape(tr.output, {b, T, c.d_out});
-    linear_into(out, tr.context_merged.ptr(), N, tr.output.ptr(), c.d_out, kernel);
-  }
+  // 7-8. Transpose back and merge, then the output projection (none in the wrapper).
+  detail::merge_and_project(model, tr.context, tr.context_merged, tr.output, kernel);
 }
 
 Trace forward(const Model& model, const Tensor& input) {

@@ -1,4 +1,4 @@
-// Steps 1-2b of the lesson's forward (forward.cpp), shared with the decoder through a KV cache
+// Steps 1-2b and 7-8 of the lesson's forward (forward.cpp), shared with the decoder through a KV cache
 // (decode.cpp), which runs them on each step's new rows: one code path, so the rows a cache
 // receives are computed exactly as the full forward computes them.
 #pragma once
@@ -26,6 +26,10 @@ void up_project(const Model& model, const Tensor& latent, Tensor& keys, Tensor& 
 // otherwise). Returns the last of x -> normed -> rotated, what the attention reads.
 const Tensor& norm_rotate(const Model& model, const Tensor& x, const std::vector<float>& scale, std::int64_t pos0,
                           Tensor& normed, Tensor& rotated);
+
+// Steps 7-8 on R rows: the heads of context (b, H, R, hd) merged into merged (b, R, M), then
+// the output projection into output (b, R, d_out); the wrapper has none (output = merged).
+void merge_and_project(const Model& model, const Tensor& context, Tensor& merged, Tensor& output, bool kernel);
 
 // Reuses the buffer's capacity: an unchanged shape costs no allocation or zeroing.
 void reshape(Tensor& t, Shape shape);
