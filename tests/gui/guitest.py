@@ -235,6 +235,45 @@ def settle(path, proc=None):
                       lambda j: j["input"]["polled_at"] > sent and j["input"]["pending"] == 0, proc)
 
 
+def catch_up(path, proc=None, most=0):
+    """Waits until the app's queue of input events not yet handed to a frame holds at most
+    `most` (0: every event sent by now taken and applied, as settle). The app hands at most
+    0.1 s of input to a frame, so on a slow machine a burst of input drains over many frames:
+    the deadline is for a wait in which the app applies nothing, not for the whole drain.
+    Returns the state."""
+    sent = time.time()
+
+    def caught_up(j):
+        return j["input"]["pending"] <= most and (most > 0 or j["input"]["polled_at"] > sent)
+
+    j = wait_state(path, "a state with input counts", lambda j: j["input"]["applied"] >= 0, proc)
+    while not caught_up(j):
+        # Each wait ends when the app has caught up or applied more than before.
+        applied = j["input"]["applied"]
+        j = wait_state(path, "the app to take the input sent by %.2f (at most %d queued), or to apply more than %d "
+                       "events" % (sent, most, applied), lambda j: caught_up(j) or j["input"]["applied"] > applied,
+                       proc)
+    return j
+
+
+def click_until(layout, state, name, done, proc=None, tries=5):
+    """Clicks the middle of widget `name` once it has settled, as click_widget, until
+    done(state) holds for the state of a frame that took the click. A click without effect
+    is sent again while the widget is still shown, and printed: on one starved core (an ASan
+    build pinned beside other builds) a click on a just-opened question once left it open
+    with every event the app received applied. Returns that state."""
+    for attempt in range(tries):
+        rect = settled_widget(layout, state, name, proc)
+        click(*center(rect))
+        j = settle(state, proc)
+        if done(j):
+            return j
+        if name not in read_json(layout)["shown"]:
+            break
+        print("note: click %d on %s taken without effect; clicking again" % (attempt + 1, name), flush=True)
+    return wait_until("a click on %s to take effect" % name, lambda: read_json(state), done, timeout=0, proc=proc)
+
+
 def judge_speed(what):
     """Whether timings are judged in this build: only an optimised one without sanitizers
     (MHAVIZ_JUDGE_SPEED=1, which CMake gives the tests of such builds). Says so when not."""

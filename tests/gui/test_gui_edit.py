@@ -272,7 +272,7 @@ try:
     g.click(*g.center(w["menu_lessons"]))
     g.click(*g.center(g.settled_widget(layout, state, "lesson_book-weight-split-3d", proc)))
     # A popup sizes itself over its first frames: click where it settled.
-    g.click(*g.center(g.settled_widget(layout, state, "open_discard", proc)))
+    g.click_until(layout, state, "open_discard", lambda j: j["dialog"] == 0, proc)
     menu = edit_menu(None, lambda v: v and v.startswith("Undo open lesson book"), "the lesson switch is a step")
     g.check(menu == "Undo open lesson book-weight-split-3d|Redo", "[undo] the lesson switch is a step: %r" % menu)
     edit_menu("ctrl+z", lambda v: v and v.startswith("Undo edit tokens"), "Ctrl+Z: the edited lesson")
