@@ -33,10 +33,11 @@ volatile std::sig_atomic_t g_terminate = 0;
 extern "C" void on_terminate_signal(int) { g_terminate = 1; }
 
 // Latin-1 plus the symbols the UI and the stage titles use (dashes, quotes, ‖ (a norm), ellipsis,
-// arrows, √, ∞, ᵀ, −, and ␣: GPT-2's leading space made visible in tokens).
-const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2013, 0x201D,
-                                0x2026, 0x2026, 0x2190, 0x2193, 0x2212, 0x2212, 0x221A, 0x221A,
-                                0x221E, 0x221E, 0x2264, 0x2265, 0x2423, 0x2423, 0};
+// arrows, √, ∞, ᵀ, −, ≠ (the variants' comparison), and ␣: GPT-2's leading space made visible
+// in tokens).
+const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2013, 0x201D, 0x2026,
+                                0x2026, 0x2190, 0x2193, 0x2212, 0x2212, 0x221A, 0x221A, 0x221E, 0x221E,
+                                0x2260, 0x2260, 0x2264, 0x2265, 0x2423, 0x2423, 0};
 
 constexpr int kWarmupFrames = 10;
 
@@ -281,7 +282,8 @@ void draw_frame(AppState& s) {
     case Strip::Model: draw_model_shapes(s); break;
     case Strip::Train: draw_train_strip(s); break;
   }
-  s.ui.drawn.shapes_content_h = ImGui::GetCursorPosY() - ImGui::GetStyle().WindowPadding.y - ImGui::GetStyle().ItemSpacing.y;
+  s.ui.drawn.shapes_content_h =
+      ImGui::GetCursorPosY() - ImGui::GetStyle().WindowPadding.y - ImGui::GetStyle().ItemSpacing.y;
   ImGui::EndChild();
   ImGui::EndGroup();
 

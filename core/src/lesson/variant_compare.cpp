@@ -287,9 +287,11 @@ void add_costs(VariantComparison& out, const ModelConfig& mha_config, int gqa_g,
       "FLOPs: 2\xC2\xB7m\xC2\xB7n\xC2\xB7k of every matmul of one forward. SWA's are MHA's: PyTorch's masked "
       "implementation computes every q\xC2\xB7k\xE1\xB5\x80 and hides cells afterwards (a kernel that skips them "
       "would do about T\xC2\xB7W of T\xC2\xB2 per head).");
-  out.notes.push_back("KV cache: float32, this module as one layer, per token of one sequence and for batch " +
-                      std::to_string(out.batch) + " at context_length " + std::to_string(out.context) +
-                      ", as mhaviz kv-memory --session FILE --dtype fp32 counts it.");
+  out.notes.push_back(
+      "KV cache: float32, this module as one layer, per token of one sequence and for batch " +
+      std::to_string(out.batch) + " at context_length " + std::to_string(out.context) +
+      ", as mhaviz kv-memory --session FILE --dtype fp32 counts it; SWA's grows as MHA's until the window is "
+      "full, then stays at W tokens.");
 }
 
 }  // namespace
