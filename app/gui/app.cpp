@@ -624,8 +624,13 @@ bool after_frame(AppState& s, Loop& L) {
   const bool training = opts.train_until >= 0 && s.train.worker &&
                         (!s.train.snap || s.train.snap->step < s.train.until || train_busy(s) ||
                          s.train.seen != s.train.worker->generation());
+  // So is the walkthrough's comparison while its tab is open: computed off the UI thread, it
+  // could come after the last frame on a busy machine (the tab then showed no figure).
+  const Walkthrough& w = s.walkthrough;
+  const bool comparing =
+      walkthrough_active(s) && w.tab == 1 && (w.cmp_job.valid() || w.cmp.generation != s.compute.generation);
   const bool last_frame =
-      opts.exit_after_frames > 0 && s.frame >= opts.exit_after_frames && !model_busy(s) && !training;
+      opts.exit_after_frames > 0 && s.frame >= opts.exit_after_frames && !model_busy(s) && !training && !comparing;
   if (last_frame && opts.capture_on_exit) capture(s, CaptureKind::Shown);
   if (!opts.screenshot.empty() && (last_frame || (opts.exit_after_frames == 0 && s.frame == 10))) {
     std::string err;
