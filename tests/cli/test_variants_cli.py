@@ -281,6 +281,26 @@ class DecodeFrom(unittest.TestCase):
                 self.assertTrue(r.stderr.startswith("mhaviz: " + start), r.stderr)
                 self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
+    def test_render_draws_the_variants_against_mha(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path, out = os.path.join(tmp, "s.json"), os.path.join(tmp, "variants.svg")
+            with open(path, "w") as f:
+                json.dump(session("gqa", num_kv_groups=1, sliding_window=2), f)
+            r = run("render", path, "--view", "variants", "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                svg = f.read()
+            # 3 heads of 2: GQA's row is the session's one K/V head, the window its 2; RoPE rotates head_dim 2.
+            for text in ["GQA with 3 K/V heads (one per query head) = MHA", "bit-equal",
+                         "Sliding window W = 2 &lt; T is not causal MHA", "1 K/V head (the session&apos;s)",
+                         "MHA, window 2 (the session&apos;s)", "RoPE at 5 tokens is not no RoPE"]:
+                self.assertIn(text, svg)
+            os.remove(out)
+            r = run("render", path, "--view", "variants", "3", "-o", out)
+            self.assertEqual(r.returncode, 2)
+            self.assertFalse(os.path.exists(out))
+            self.assertEqual(r.stderr.strip(), "mhaviz: --view: variants takes no number, got '3'")
+
     def test_refusals_write_nothing(self):
         s = session("weight_split")
         cases = [
