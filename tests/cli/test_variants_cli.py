@@ -301,6 +301,20 @@ class DecodeFrom(unittest.TestCase):
             self.assertFalse(os.path.exists(out))
             self.assertEqual(r.stderr.strip(), "mhaviz: --view: variants takes no number, got '3'")
 
+    def test_the_readmes_sessions_load_and_draw(self):
+        # doc/sessions: scripts/make_variant_images.sh draws the README's pictures from them.
+        folder = os.path.join(os.path.dirname(MAN), "sessions")
+        want = {"gqa-6-heads-2-kv.json": "2 K/V heads (the session&apos;s)", "swa-window-3.json": "window 3 (the session&apos;s)",
+                "rope.json": "RoPE base 10000 (the session&apos;s) against none"}
+        self.assertEqual(sorted(os.listdir(folder)), sorted(want))
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, text in want.items():
+                out = os.path.join(tmp, name + ".svg")
+                r = run("render", os.path.join(folder, name), "--view", "variants", "-o", out)
+                self.assertEqual(r.returncode, 0, name + ": " + r.stderr)
+                with open(out) as f:
+                    self.assertIn(text, f.read(), name)
+
     def test_refusals_write_nothing(self):
         s = session("weight_split")
         cases = [
