@@ -12,10 +12,12 @@
 #include "figure/figure.hpp"
 #include "figure/kv_figure.hpp"
 #include "figure/train_figure.hpp"
+#include "figure/variant_figure.hpp"
 #include "mhaviz/hf_model.hpp"
 #include "mhaviz/kv_cache.hpp"
 #include "mhaviz/load_error.hpp"
 #include "mhaviz/session.hpp"
+#include "mhaviz/variant_compare.hpp"
 
 namespace mhaviz::cli {
 
@@ -112,6 +114,14 @@ figure::Figure build_kv_step_render(const RenderOptions& o, figure::Options fo) 
   return figure::build_kv_step_figure(d, s.tokens, step, fo);
 }
 
+// --view variants: the session's sizes through every attention variant, as the walkthrough's
+// "Compare variants" tab draws them.
+figure::Figure build_variants_render(const RenderOptions& o, const figure::Options& fo) {
+  if (o.view.size() > 1) throw std::invalid_argument("--view: variants takes no number, got '" + o.view[1] + "'");
+  const Session s = load_session(o.session);
+  return figure::build_variant_figure(compare_attention_variants(build_model(s.model, s.d_in()), s.input_tensor()), fo);
+}
+
 }  // namespace
 
 void add_render(CLI::App& app, RenderOptions& o) {
@@ -140,7 +150,8 @@ void add_render(CLI::App& app, RenderOptions& o) {
          "--view", o.view,
          "grid (every head), head [N] (one head, also --head N), step [K] (walkthrough step K: "
          "number from 0 or name, also --step K), kv-step [K] (step K of the decode through a KV cache from "
-         "--decode-from P: 0 is the prefill; default the last); put SESSION before --view. With --model: model [L.H] "
+         "--decode-from P: 0 is the prefill; default the last), variants (equivalences and costs of GQA, MQA, MLA "
+         "and SWA at the session's size); put SESSION before --view. With --model: model [L.H] "
          "(every layer "
          "x head, head L.H large beside them), layer L (every head of layer L), head L.H, sweep (each head ablated), "
          "patch (activation patching), lens (the logit lens)")
@@ -238,12 +249,12 @@ int run_render(const RenderOptions& o) {
       return 0;
     }
     const std::string& kind = o.view.front();
-    if (kind == "kv-step") {
-      write_figure(o, build_kv_step_render(o, fo), svg);
+    if (kind == "kv-step" || kind == "variants") {
+      write_figure(o, kind == "kv-step" ? build_kv_step_render(o, fo) : build_variants_render(o, fo), svg);
       return 0;
     }
     if (kind != "grid" && kind != "head" && kind != "step")
-      return usage_error("--view: '" + kind + "' is not one of grid, head, step, kv-step");
+      return usage_error("--view: '" + kind + "' is not one of grid, head, step, kv-step, variants");
     if (kind == "grid" && o.view.size() > 1)
       return usage_error("--view: grid takes no number, got '" + o.view[1] + "'");
     fo.view = kind == "grid" ? figure::View::Grid : kind == "head" ? figure::View::Head : figure::View::Step;

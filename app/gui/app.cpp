@@ -33,10 +33,11 @@ volatile std::sig_atomic_t g_terminate = 0;
 extern "C" void on_terminate_signal(int) { g_terminate = 1; }
 
 // Latin-1 plus the symbols the UI and the stage titles use (dashes, quotes, ‖ (a norm), ellipsis,
-// arrows, √, ∞, ᵀ, −, and ␣: GPT-2's leading space made visible in tokens).
-const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2013, 0x201D,
-                                0x2026, 0x2026, 0x2190, 0x2193, 0x2212, 0x2212, 0x221A, 0x221A,
-                                0x221E, 0x221E, 0x2264, 0x2265, 0x2423, 0x2423, 0};
+// arrows, √, ∞, ᵀ, −, ≠ (the variants' comparison), and ␣: GPT-2's leading space made visible
+// in tokens).
+const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2013, 0x201D, 0x2026,
+                                0x2026, 0x2190, 0x2193, 0x2212, 0x2212, 0x221A, 0x221A, 0x221E, 0x221E,
+                                0x2260, 0x2260, 0x2264, 0x2265, 0x2423, 0x2423, 0};
 
 constexpr int kWarmupFrames = 10;
 
@@ -281,7 +282,8 @@ void draw_frame(AppState& s) {
     case Strip::Model: draw_model_shapes(s); break;
     case Strip::Train: draw_train_strip(s); break;
   }
-  s.ui.drawn.shapes_content_h = ImGui::GetCursorPosY() - ImGui::GetStyle().WindowPadding.y - ImGui::GetStyle().ItemSpacing.y;
+  s.ui.drawn.shapes_content_h =
+      ImGui::GetCursorPosY() - ImGui::GetStyle().WindowPadding.y - ImGui::GetStyle().ItemSpacing.y;
   ImGui::EndChild();
   ImGui::EndGroup();
 
@@ -622,8 +624,13 @@ bool after_frame(AppState& s, Loop& L) {
   const bool training = opts.train_until >= 0 && s.train.worker &&
                         (!s.train.snap || s.train.snap->step < s.train.until || train_busy(s) ||
                          s.train.seen != s.train.worker->generation());
+  // So is the walkthrough's comparison while its tab is open: computed off the UI thread, it
+  // could come after the last frame on a busy machine (the tab then showed no figure).
+  const Walkthrough& w = s.walkthrough;
+  const bool comparing =
+      walkthrough_active(s) && w.tab == 1 && (w.cmp_job.valid() || w.cmp.generation != s.compute.generation);
   const bool last_frame =
-      opts.exit_after_frames > 0 && s.frame >= opts.exit_after_frames && !model_busy(s) && !training;
+      opts.exit_after_frames > 0 && s.frame >= opts.exit_after_frames && !model_busy(s) && !training && !comparing;
   if (last_frame && opts.capture_on_exit) capture(s, CaptureKind::Shown);
   if (!opts.screenshot.empty() && (last_frame || (opts.exit_after_frames == 0 && s.frame == 10))) {
     std::string err;

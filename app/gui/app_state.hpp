@@ -108,6 +108,7 @@ struct Renderer {
   ScreenFigure lesson;           // the lesson's heatmaps (panel_heatmaps.cpp)
   ScreenFigure walk;             // the walkthrough's picture (panel_walkthrough.cpp)
   ScreenFigure compare;          // the wrapper vs weight split patterns (panel_walk_compare.cpp)
+  ScreenFigure variants;         // the attention variants' equivalences and costs (panel_walk_compare.cpp)
   ScreenFigure shapes;           // the shapes strip (panel_shapes.cpp)
   ScreenFigure model;            // the model view of a trained GPT (panel_model_view.cpp; set by poll_model)
   ScreenFigure model_grid;       // the model view's ablation sweep grid, when shown (panel_model_view.cpp)

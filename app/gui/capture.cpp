@@ -186,6 +186,33 @@ nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::js
 
 // The Train view's run as the window last took it: its step, its last losses, where its
 // checkpoint is, the probe's snapshots and the scrubber, the last ablation, the head selected.
+// The walkthrough's "Compare variants" tab: the part shown and the variants' figures as the
+// panel draws them (generation: the trace they were computed for; ~0 before the first).
+nlohmann::json compare_state_json(const Walkthrough& w) {
+  const Comparison& c = w.cmp;
+  nlohmann::json eq = nlohmann::json::array(), costs = nlohmann::json::array();
+  for (const Equivalence& e : c.variants.equivalences) {
+    nlohmann::json diffs = nlohmann::json::object();
+    for (const auto& [name, d] : e.diffs) diffs[name] = number_or_null(d);
+    eq.push_back({{"claim", e.claim},
+                  {"expected_equal", e.expected_equal},
+                  {"equal", e.equal},
+                  {"verdict", e.verdict},
+                  {"diffs", diffs}});
+  }
+  for (const VariantCost& r : c.variants.costs)
+    costs.push_back({{"variant", r.variant},
+                     {"detail", r.detail},
+                     {"parameters", r.cost.parameters},
+                     {"flops", r.cost.flops},
+                     {"kv_bytes_token", r.kv_bytes_token},
+                     {"kv_bytes_context", r.kv_bytes_context}});
+  return {{"tab", w.tab == 1},          {"part", w.compare_part == 1 ? "variants" : "wrapper"},
+          {"generation", c.generation}, {"valid", c.valid},
+          {"equivalences", eq},         {"costs", costs},
+          {"notes", c.variants.notes}};
+}
+
 // The KV cache view: the prefill and step shown, and the cache after that step.
 nlohmann::json kv_state_json(const KvUi& kv) {
   nlohmann::json j = {{"prefill", kv.prefill}, {"step", kv.step},     {"error", kv.error},
@@ -363,6 +390,7 @@ nlohmann::json centre_figure_json(const AppState& s) {
   const char* name = f == &r.lesson       ? "lesson"
                      : f == &r.walk       ? "walk"
                      : f == &r.compare    ? "compare"
+                     : f == &r.variants   ? "variants"
                      : f == &r.train      ? "train"
                      : f == &r.kv         ? "kv"
                      : f == &r.model_grid ? "model_grid"
@@ -454,6 +482,7 @@ nlohmann::json state_json(AppState& s) {
       {"model", model_state_json(s)},
       {"train", train_state_json(s.train)},
       {"kv", kv_state_json(s.kv)},
+      {"compare", compare_state_json(s.walkthrough)},
       {"figure", centre_figure_json(s)},
   });
   return j;

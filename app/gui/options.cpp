@@ -72,7 +72,9 @@ void add_options(CLI::App& sub, Options& opts) {
   sub.add_flag("--norm-weighted", opts.norm_weighted, "Show the model view's attention norm-weighted (α·‖f(x)‖)");
   sub.add_option("--walkthrough", opts.walkthrough,
                  "Open the walkthrough at STEP (name or number; STEP+0.5 is halfway into the next step), "
-                 "then comma-separated: mistake, compare, pane=q|k|v|all, pin=FLAT, play, no-numbers, no-weights")
+                 "then comma-separated: mistake, compare (the Compare variants tab: wrapper vs weight split), "
+                 "variants (the same tab: GQA, MQA, MLA, SWA against MHA), pane=q|k|v|all, pin=FLAT, play, "
+                 "no-numbers, no-weights")
       ->check(CLI::Validator(
           [](std::string& spec) {
             try {

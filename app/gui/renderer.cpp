@@ -181,7 +181,8 @@ void delete_texture(HeadTexture& t) {
 }
 
 void renderer_shutdown(Renderer& r) {
-  for (ScreenFigure* f : {&r.lesson, &r.walk, &r.compare, &r.shapes, &r.model, &r.model_grid, &r.train, &r.kv})
+  for (ScreenFigure* f :
+       {&r.lesson, &r.walk, &r.compare, &r.variants, &r.shapes, &r.model, &r.model_grid, &r.train, &r.kv})
     for (HeadTexture& t : f->textures) delete_texture(t);
   if (r.colorbar.tex) glDeleteTextures(1, &r.colorbar.tex);
   if (r.lut) glDeleteTextures(1, &r.lut);

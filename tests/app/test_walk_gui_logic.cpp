@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "figure/variant_figure.hpp"
 #include "mhaviz/session.hpp"
 #include "variant_edit.hpp"
 #include "walk_compare.hpp"
@@ -257,6 +258,52 @@ TEST(Compare, SaysWhenItsModelIsNotTheSessions) {
   const Comparison c = compare_lesson("book-weight-split-3d");
   ASSERT_TRUE(c.valid) << c.note;
   EXPECT_NE(c.note.find("differ from the walkthrough's"), std::string::npos) << c.note;
+}
+
+// [SECTION] The attention variants against MHA: the same tab's other part
+TEST(Compare, ComparesTheVariantsAndSaysWhatTheNumbersShow) {
+  Session s = lesson("seed003-weight-split-6d");  // 2 heads of head_dim 3, T = 3, b = 2
+  s.model.d_out = 4;                              // head_dim 2: RoPE can rotate it
+  s.model.sliding_window = 2;
+  s.model.training = false;
+  const Comparison c = compare_variants(build_model(s.model, s.d_in()), s.input_tensor(), 4);
+  ASSERT_TRUE(c.valid) << c.note;
+  const VariantComparison& v = c.variants;
+  EXPECT_NE(v.base.find("this session's weight-split"), std::string::npos) << v.base;
+  // Every pair the session can make, each verdict what the lesson says of it.
+  std::vector<std::string> claims;
+  for (const Equivalence& e : v.equivalences) {
+    claims.push_back(e.claim);
+    EXPECT_EQ(e.equal, e.expected_equal) << e.claim << ": " << e.verdict;
+    if (e.expected_equal) {
+      EXPECT_EQ(e.verdict, "bit-equal") << e.claim;
+    }
+  }
+  const std::vector<std::string> want = {
+      "GQA with 2 K/V heads (one per query head) = MHA", "GQA with 1 K/V head, made by mean-pooling, is not MHA",
+      "Sliding window W = T = 3 = causal MHA",           "Sliding window W = 2 < T is not causal MHA",
+      "RoPE at one token (every angle 0) = no RoPE",     "RoPE at 3 tokens is not no RoPE"};
+  EXPECT_EQ(claims, want);
+  // One cost row per variant, MHA first; the session's window, GQA's h / 2.
+  std::vector<std::string> rows;
+  for (const VariantCost& r : v.costs) rows.push_back(r.variant + ": " + r.detail);
+  EXPECT_EQ(rows, (std::vector<std::string>{
+                      "MHA: 2 K/V heads (weight split)", "GQA: 1 K/V head (h / 2: the session is not gqa)",
+                      "MQA: 1 K/V head (GQA with G = 1)", "MLA: latent_dim 16 (max(16, d_out // 8))",
+                      "SWA: MHA, window 2 (the session's)"}));
+  // The figure says each claim and verdict, and names each row.
+  figure::Options o;
+  o.canvas = {1280, 800};
+  const figure::Figure f = figure::build_variant_figure(v, o);
+  std::string text;
+  for (const figure::Prim& p : f.prims)
+    if (p.kind == figure::Prim::Kind::Text) text += p.text + "\n";
+  for (const Equivalence& e : v.equivalences) {
+    EXPECT_NE(text.find(e.claim), std::string::npos) << e.claim;
+    EXPECT_NE(text.find(e.verdict), std::string::npos) << e.verdict;
+  }
+  for (const VariantCost& r : v.costs) EXPECT_NE(f.hit("cost_" + r.variant), nullptr) << r.variant;
+  EXPECT_LE(f.width, 1280);
 }
 
 }  // namespace

@@ -281,6 +281,40 @@ class DecodeFrom(unittest.TestCase):
                 self.assertTrue(r.stderr.startswith("mhaviz: " + start), r.stderr)
                 self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
+    def test_render_draws_the_variants_against_mha(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path, out = os.path.join(tmp, "s.json"), os.path.join(tmp, "variants.svg")
+            with open(path, "w") as f:
+                json.dump(session("gqa", num_kv_groups=1, sliding_window=2), f)
+            r = run("render", path, "--view", "variants", "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                svg = f.read()
+            # 3 heads of 2: GQA's row is the session's one K/V head, the window its 2; RoPE rotates head_dim 2.
+            for text in ["GQA with 3 K/V heads (one per query head) = MHA", "bit-equal",
+                         "Sliding window W = 2 &lt; T is not causal MHA", "1 K/V head (the session&apos;s)",
+                         "MHA, window 2 (the session&apos;s)", "RoPE at 5 tokens is not no RoPE"]:
+                self.assertIn(text, svg)
+            os.remove(out)
+            r = run("render", path, "--view", "variants", "3", "-o", out)
+            self.assertEqual(r.returncode, 2)
+            self.assertFalse(os.path.exists(out))
+            self.assertEqual(r.stderr.strip(), "mhaviz: --view: variants takes no number, got '3'")
+
+    def test_the_readmes_sessions_load_and_draw(self):
+        # doc/sessions: scripts/make_variant_images.sh draws the README's pictures from them.
+        folder = os.path.join(os.path.dirname(MAN), "sessions")
+        want = {"gqa-6-heads-2-kv.json": "2 K/V heads (the session&apos;s)", "swa-window-3.json": "window 3 (the session&apos;s)",
+                "rope.json": "RoPE base 10000 (the session&apos;s) against none"}
+        self.assertEqual(sorted(os.listdir(folder)), sorted(want))
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, text in want.items():
+                out = os.path.join(tmp, name + ".svg")
+                r = run("render", os.path.join(folder, name), "--view", "variants", "-o", out)
+                self.assertEqual(r.returncode, 0, name + ": " + r.stderr)
+                with open(out) as f:
+                    self.assertIn(text, f.read(), name)
+
     def test_refusals_write_nothing(self):
         s = session("weight_split")
         cases = [

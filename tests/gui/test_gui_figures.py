@@ -2,7 +2,8 @@
 built once (app/figure); the screen draws it and a capture draws the same list. Checked here
 as the app runs, under Xvfb, for the lesson's grid and enlarged head, walkthrough steps (the
 matmul steps with their operands, the mistake with the correct merge beside it, out_proj with
-its W and the output, the middle of an animation), the comparison tab, and the model view of a
+its W and the output, the middle of an animation), the comparison tab (wrapper vs weight split, and
+the attention variants against MHA, whose state must say its figures), and the model view of a
 trained GPT (its grid, and a head shown large beside it) and of a Gemma-3-shaped folder, and the Train view (its plots and the
 probe's heads):
 
@@ -100,8 +101,11 @@ def check_pixels(name, run, min_cell=6):
         # Cells at rest (whole pixels, opaque): a moving cell's sub-pixel edges are anti-aliased
         # on screen and rounded in a capture.
         whole = all(float(p[k]).is_integer() for k in ("x0", "y0", "x1", "y1"))
-        if p["kind"] == "rect" and p["class"].startswith("cell") and p["x1"] - p["x0"] >= 8 and p["color"][3] == 255 and whole:
+        solid = p["class"].startswith("cell") or p["class"] == "bar"  # the variants' cost bars too
+        if p["kind"] == "rect" and solid and p["x1"] - p["x0"] >= 8 and p["color"][3] == 255 and whole:
             points.append((int(p["x0"] + 3), int(p["y1"] - 3)))
+    # A figure taller than its canvas (the variants' in its scrolling tab) shows its top on screen.
+    points = [(x, y) for x, y in points if y < fig["canvas"][1]]
     bad = []
     ww, wh, _ = g.read_png(run["window"])
     for x, y in points[:400]:
@@ -127,6 +131,27 @@ def check_render(name, run, render_args):
         g.check(a.read() == b.read(), "%s: render --size %s --font %g writes the capture's bytes" % (name, size, fig["font"]))
 
 
+def check_variants_state(st):
+    """The state says the variants' figures the tab shows: every pair as the lesson says it, a
+    cost row per variant, and KV bytes equal to `mhaviz kv-memory --session --dtype fp32`'s."""
+    c = st["compare"]
+    g.check(c["tab"] and c["part"] == "variants" and c["valid"], "variants: the tab's part is shown (%s)" % c["part"])
+    g.check([r["variant"] for r in c["costs"]] == ["MHA", "GQA", "MQA", "MLA", "SWA"],
+            "variants: one cost row per variant, MHA first (%s)" % [r["variant"] for r in c["costs"]])
+    g.check(c["equivalences"] and all(e["equal"] == e["expected_equal"] for e in c["equivalences"]),
+            "variants: each pair equal or not as the lesson says (%s)" %
+            [(e["claim"], e["verdict"]) for e in c["equivalences"]])
+    g.check(any(e["claim"] == "Sliding window W = 2 < T is not causal MHA" and not e["equal"] for e in c["equivalences"]),
+            "variants: the session's window 2 of 6 tokens is not causal MHA")
+    r = g.run(["kv-memory", "--session", WINDOW, "--dtype", "fp32"])
+    keys = dict(kv.split("=") for kv in r.stdout.strip().splitlines()[-1].split())
+    rows = {x["variant"]: x for x in c["costs"]}
+    g.check(int(keys["mha_bytes"]) == rows["MHA"]["kv_bytes_context"] and
+            int(keys["mha_swa_bytes"]) == rows["SWA"]["kv_bytes_context"],
+            "variants: KV bytes are kv-memory's (%s; MHA %d, SWA %d)" %
+            (keys, rows["MHA"]["kv_bytes_context"], rows["SWA"]["kv_bytes_context"]))
+
+
 VIEWS = [
     # name, app arguments, the same figure from `mhaviz render` (None: no render view of it)
     ("lesson-grid", ["seed003-wrapper"], ["seed003-wrapper", "--head", "0"]),
@@ -144,6 +169,8 @@ VIEWS = [
      ["seed003-wrapper", "--view", "step", "project", "--pane", "q"]),
     ("walk-moving", ["seed003-weight-split-6d", "--walkthrough", "view+0.5"], None),
     ("compare", ["seed003-wrapper", "--walkthrough", "1,compare"], None),
+    # The same tab's attention variants against MHA: one figure for screen, capture and render.
+    ("compare-variants", [WINDOW, "--walkthrough", "1,variants"], [WINDOW, "--view", "variants"]),
     ("lesson-window", [WINDOW], [WINDOW, "--head", "0"]),
     # The Train view paused at step 30: its plots and the probe's heads, head 1.1 large.
     ("train", ["--train-until", "30", "--model-head", "1.1"], None),
@@ -189,5 +216,7 @@ for name, args, render_args in VIEWS:
     check_pixels(name, run, 4 if name == "train" else 6)
     if render_args:
         check_render(name, run, render_args)
+    if name == "compare-variants":
+        check_variants_state(run["state"])
 
 g.finish()

@@ -7,6 +7,7 @@
 - GPT-2 sizes (T = 256, d = 768, 12 heads) draw a window of cells, not millions (the UI
   build time is printed as a figure).
 - The keys Right, Left and Space and the Next button move through the steps.
+- The Compare variants tab's two parts, chosen by their radio buttons.
 
 Captures are kept in $MHAVIZ_WALK_SHOTS when it is set (to look at them).
 
@@ -159,5 +160,38 @@ try:
 finally:
     rc, out, err = g.stop(proc)
     g.check(rc == 0, "keys: app exits cleanly (%s)" % err.strip()[-200:])
+
+# [6] The Compare variants tab: its two parts by their radio buttons, each the centre's figure,
+# the variants' figures in the state as the panel draws them.
+layout = os.path.join(tmp, "compare-layout.json")
+state = os.path.join(tmp, "compare-state.json")
+proc = g.start(["gui", "seed003-weight-split-6d", "--no-restore", "--width", "1280", "--height", "800",
+                "--config-dir", layout + ".cfg", "--state-dir", layout + ".st", "--walkthrough", "1,compare",
+                "--layout-out", layout, "--state-out", state])
+try:
+    g.wait_for_layout(layout, ["cmp_wrapper", "cmp_variants"], proc=proc)
+    g.focus_window()
+    j = g.wait_state(state, "the wrapper vs weight split part drawn",
+                     lambda j: j["figure"] and j["figure"]["name"] == "compare", proc)
+    g.check(j["compare"]["part"] == "wrapper", "compare: opens on wrapper vs weight split")
+    g.click_widget(layout, state, "cmp_variants", proc)
+    j = g.wait_state(state, "the variants part drawn",
+                     lambda j: j["figure"] and j["figure"]["name"] == "variants" and j["compare"]["valid"], proc)
+    c = j["compare"]
+    g.check(c["part"] == "variants" and [r["variant"] for r in c["costs"]] == ["MHA", "GQA", "MQA", "MLA", "SWA"],
+            "compare: its radio button shows the variants, a cost row each (%s)" % [r["variant"] for r in c["costs"]])
+    # 2 heads of head_dim 3: RoPE cannot rotate an odd head_dim, and the state says why.
+    g.check(not any(e["claim"].startswith("RoPE") for e in c["equivalences"]) and
+            any("head_dim 3 is odd" in n for n in c["notes"]), "compare: no RoPE pair for head_dim 3, and why")
+    # Its text prims in order (a verdict too long for its line goes on in the next ones).
+    texts = " ".join(p["text"] for p in j["figure"]["display_list"]["prims"] if p["kind"] == "text")
+    g.check(c["equivalences"] and all(e["verdict"] in texts for e in c["equivalences"]),
+            "compare: the figure says each verdict (%s)" % [e["verdict"] for e in c["equivalences"]])
+    g.click_widget(layout, state, "cmp_wrapper", proc)
+    g.wait_state(state, "back to wrapper vs weight split",
+                 lambda j: j["figure"] and j["figure"]["name"] == "compare" and j["compare"]["part"] == "wrapper", proc)
+finally:
+    rc, out, err = g.stop(proc)
+    g.check(rc == 0, "compare: app exits cleanly (%s)" % err.strip()[-200:])
 
 g.finish()

@@ -134,6 +134,7 @@ Comparison compare_variants(const Model& model, const Tensor& input, int max_hea
       if (h > max_heads) break;
       c.rows.push_back(cost_row(h));
     }
+    c.variants = compare_attention_variants(model, input);
     c.valid = true;
   } catch (const std::exception& e) {
     c.valid = false;

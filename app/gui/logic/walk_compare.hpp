@@ -1,5 +1,5 @@
-// Wrapper vs weight split: what the comparison tab shows, computed by a non-UI function (off
-// the UI thread: the panel starts it when the trace changes and draws its result when ready).
+// What the "Compare variants" tab shows, computed by a non-UI function (off the UI thread: the
+// panel starts it when the trace changes and draws its result when ready).
 #pragma once
 
 #include "mhaviz/model.hpp"
@@ -25,7 +25,8 @@ Timing time_forward(const Model& m, const Tensor& x, Trace& out);
 // and the weight-split model made from that wrapper's weights (W stacked row-wise, out_proj =
 // identity), both in eval mode; their traces and differences; the cost and median time of
 // each variant at this size and as num_heads grows to max_heads (timed while a forward stays
-// under `time_flops`). Never throws: Comparison::valid and note say why not.
+// under `time_flops`); and the attention variants at this size (compare_attention_variants).
+// Never throws: Comparison::valid and note say why not.
 Comparison compare_variants(const Model& model, const Tensor& input, int max_heads, double time_flops = 4e8);
 
 }  // namespace mhaviz::gui

@@ -33,6 +33,8 @@ WalkSpec parse_walk_spec(const std::string& spec) {
       w.mistake = true;
     else if (p == "compare")
       w.compare = true;
+    else if (p == "variants")
+      w.compare = w.variants = true;
     else if (p == "play")
       w.play = true;
     else if (p == "no-numbers")
@@ -55,8 +57,8 @@ WalkSpec parse_walk_spec(const std::string& spec) {
       layout::Step st;
       if (step_seen || (!all_digits(step) && !layout::parse_step(step, st)))
         bad(p,
-            "is not a step (a name such as transpose, or a number) nor one of mistake, compare, play, no-numbers, "
-            "no-weights, pane=, pin=, heads=");
+            "is not a step (a name such as transpose, or a number) nor one of mistake, compare, variants, play, "
+            "no-numbers, no-weights, pane=, pin=, heads=");
       if (all_digits(step) && (step.size() > 6 || std::stoi(step) < 1)) bad(p, "is not a step number (1 is the first)");
       if (plus != std::string::npos) {
         const std::string f = p.substr(plus + 1);

@@ -1,5 +1,6 @@
-// State of the animated walkthrough of the multi-head pipeline and of the wrapper vs
-// weight-split comparison (panel_walkthrough.cpp). Part of AppState; no function-local statics.
+// State of the animated walkthrough of the multi-head pipeline and of its "Compare variants"
+// tab: wrapper vs weight split, and the attention variants (panel_walkthrough.cpp). Part of
+// AppState; no function-local statics.
 #pragma once
 
 #include <array>
@@ -13,10 +14,11 @@
 #include "mhaviz/layout.hpp"
 #include "mhaviz/model.hpp"
 #include "mhaviz/trace.hpp"
+#include "mhaviz/variant_compare.hpp"
 
 namespace mhaviz::gui {
 
-// Wrapper vs weight split, rebuilt when the trace changes (never per frame).
+// The "Compare variants" tab's data, rebuilt when the trace changes (never per frame).
 struct Comparison {
   std::uint64_t generation = ~std::uint64_t{0};  // compute.generation it was built for
   bool valid = false;
@@ -32,11 +34,14 @@ struct Comparison {
     int samples = 0, per_sample = 0;                          // of the wrapper's timing (the others alike)
   };
   std::vector<Row> rows;  // the current size first, then growing num_heads
+  // GQA, MQA, MLA and SWA against MHA at the session's size: equivalences and costs.
+  VariantComparison variants;
 };
 
 struct Walkthrough {
   bool options_applied = false;  // --walkthrough applied on the first frame
-  int tab = 0;                   // 0 = walkthrough, 1 = wrapper vs weight split
+  int tab = 0;                   // 0 = walkthrough, 1 = compare variants
+  int compare_part = 0;          // the compare tab shows 0 = wrapper vs weight split, 1 = GQA, MQA, MLA, SWA
   int request_tab = -1;          // select this tab next frame (options, menu)
 
   // Position along the steps: an integer is a step shown still; a fraction is the

@@ -1,15 +1,16 @@
-// The "Wrapper vs weight split" tab.
+// The "Compare variants" tab: wrapper vs weight split, or the attention variants against MHA.
 #include <GLFW/glfw3.h>
 
 #include "walk_frame.hpp"
 
 #include <chrono>
 
+#include "figure/variant_figure.hpp"
 #include "walk_compare.hpp"
 
 namespace mhaviz::gui::walk {
 
-// [SECTION] Wrapper vs weight split: computed by compare_variants off the UI thread
+// [SECTION] The comparison: computed by compare_variants off the UI thread
 // Starts the comparison for the current trace when it changed; takes the result when ready.
 // Returns false while it is being computed.
 bool comparison_ready(AppState& s) {
@@ -45,16 +46,26 @@ std::string big(std::int64_t v) {
   return buf;
 }
 
+// [SECTION] GQA, MQA, MLA and SWA against MHA: one figure (variant_figure.hpp), as F12 and
+// `mhaviz render --view variants` draw it
+void draw_variants_part(AppState& s) {
+  const Comparison& c = s.walkthrough.cmp;
+  const figure::Options o = figure_options(s, figure::View::Grid, ImGui::GetContentRegionAvail());
+  ScreenFigure& f = s.renderer.variants;
+  AppState* sp = &s;
+  f.ensure(o, c.generation,
+           [sp](const figure::Options& x) { return figure::build_variant_figure(sp->walkthrough.cmp.variants, x); });
+  f.stem = "variants";
+  s.renderer.centre = &f;
+  draw_figure(s, f, ImGui::GetCursorScreenPos());
+  ImGui::Dummy(ImVec2(static_cast<float>(f.fig.width), static_cast<float>(f.fig.height)));
+}
 
-void draw_compare_tab(AppState& s) {
+// [SECTION] Wrapper vs weight split: both patterns, the cost of each, the growth with num_heads
+void draw_wrapper_part(AppState& s) {
   Walkthrough& w = s.walkthrough;
   Comparison& c = w.cmp;
-  if (!comparison_ready(s)) {
-    ImGui::TextDisabled("Building both models and timing their forwards (off the UI thread)…");
-    if (!c.valid) return;
-  }
   ImGui::TextWrapped("%s", c.note.c_str());
-  if (!c.valid) return;
   const float fh = ImGui::GetFontSize();
   const int head = std::clamp(s.view.head, 0, std::max(0, c.heads - 1));
   ImGui::Separator();
@@ -77,8 +88,8 @@ void draw_compare_tab(AppState& s) {
   AppState* sp = &s;
   f.ensure(o, c.generation * 1000003u + static_cast<std::uint64_t>(c.heads), [sp](const figure::Options& x) {
     const Comparison& cc = sp->walkthrough.cmp;
-    return figure::compare_figure(cc.wrapper, cc.split, "Wrapper: head's own module", "Weight split: q.view + transpose",
-                                  sp->compute.tokens, x);
+    return figure::compare_figure(cc.wrapper, cc.split, "Wrapper: head's own module",
+                                  "Weight split: q.view + transpose", sp->compute.tokens, x);
   });
   f.stem = "compare-head" + std::to_string(head);
   s.renderer.centre = &f;
@@ -180,6 +191,30 @@ void draw_compare_tab(AppState& s) {
       "FLOPs of the projections are the same; the wrapper pays for h times more, smaller calls. Times: forward() "
       "medians measured off the UI thread when the input changes (\"not timed\": too large to time while you edit).");
   ImGui::PopTextWrapPos();
+}
+
+// [SECTION] The tab: which comparison, then it
+void draw_compare_tab(AppState& s) {
+  Walkthrough& w = s.walkthrough;
+  if (ImGui::RadioButton("Wrapper vs weight split", w.compare_part == 0)) w.compare_part = 0;
+  record_widget(s, "cmp_wrapper");
+  ImGui::SameLine();
+  if (ImGui::RadioButton("GQA, MQA, MLA, SWA against MHA: equivalence and cost", w.compare_part == 1))
+    w.compare_part = 1;
+  record_widget(s, "cmp_variants");
+  const Comparison& c = w.cmp;
+  if (!comparison_ready(s)) {
+    ImGui::TextDisabled("Building the models and timing their forwards (off the UI thread)…");
+    if (!c.valid) return;
+  }
+  if (!c.valid) {
+    ImGui::TextWrapped("%s", c.note.c_str());
+    return;
+  }
+  if (w.compare_part == 1)
+    draw_variants_part(s);
+  else
+    draw_wrapper_part(s);
 }
 
 }  // namespace mhaviz::gui::walk

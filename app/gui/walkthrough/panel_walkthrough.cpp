@@ -153,6 +153,7 @@ void apply_options(AppState& s) {
   s.centre = Centre::Walkthrough;
   w.mistaken = spec.mistake;
   if (spec.compare) w.request_tab = 1;
+  w.compare_part = spec.variants ? 1 : 0;
   w.playing = spec.play;
   w.values = spec.numbers;
   w.show_weights = spec.weights;
@@ -193,7 +194,7 @@ void draw_walkthrough(AppState& s) {
       walk::draw_walkthrough_tab(s);
       ImGui::EndTabItem();
     }
-    if (ImGui::BeginTabItem("Wrapper vs weight split", nullptr, f1)) {
+    if (ImGui::BeginTabItem("Compare variants", nullptr, f1)) {
       w.tab = 1;
       ImGui::BeginChild("compare_scroll");  // the tables may be taller than the panel
       walk::draw_compare_tab(s);

@@ -55,7 +55,7 @@ struct SessionView {
   bool walkthrough = false;    // the walkthrough shown instead of the heatmaps
   int walk_step = 0;           // [0, kMaxWalkSteps)
   bool walk_mistake = false;   // its "common mistake" merge
-  bool walk_compare = false;   // its "wrapper vs weight split" tab
+  bool walk_compare = false;   // its "Compare variants" tab
   int walk_pane = 0;           // its Q | K | V panes shown: 0 q, 1 k, 2 v, 3 all ("q", "k", "v", "all")
   bool walk_numbers = true;    // its numbers in cells (when they fit)
   bool walk_weights = true;    // its Wᵀ drawn in the projection step
