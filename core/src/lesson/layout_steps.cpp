@@ -205,7 +205,7 @@ std::string_view step_shape(Step s, const Dims& d) {
     case Step::TransposeBack: return "(b, num_tokens, num_heads, head_dim)";
     case Step::Merge: return "(b, num_tokens, d_out)";
     case Step::Concat: return "(b, num_tokens, num_heads * d_out)";
-    case Step::OutProj: return "(b, num_tokens, d_out)";
+    case Step::OutProj: return d.out > 0 ? "(b, num_tokens, out_dim)" : "(b, num_tokens, d_out)";
   }
   return "";
 }
