@@ -2,7 +2,8 @@
 // every checkpoint make_modern_checkpoints.py writes (MHAVIZ_MODERN) and every layer of each
 // (the Gemma-shaped ones have sliding and full layers): the lesson's forward of the layer's
 // input norm output gives the model forward's attention weights within 1e-5, and the float64
-// reference's attention output (before the residual) within 1e-4; its loop oracle agrees.
+// reference's attention output (before the residual) within 1e-4; its loop oracle and its
+// decode through a KV cache agree.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 
 #include "json_file.hpp"
 #include "mhaviz/hf_layer.hpp"
+#include "mhaviz/kv_cache.hpp"
 #include "mhaviz/safetensors.hpp"
 #include "mhaviz/trace.hpp"
 
@@ -71,6 +73,10 @@ TEST_P(Layer, EveryLayerAsTheLessonGivesTheModelsWeightsAndOutput) {
         const Trace oracle = forward_reference(model, ses.input_tensor());
         EXPECT_LT(max_abs_diff(oracle.weights.data, lesson.weights.data), 1e-5f) << "oracle weights";
         EXPECT_LT(max_abs_diff(oracle.output.data, lesson.output.data), 1e-4f) << "oracle output";
+      }
+      if (s == 1) {  // the KV cache view decodes the layer row by row from 3 rows to the same output
+        const DecodeTrace dec = decode_with_cache(model, ses.input_tensor(), 3);
+        EXPECT_LT(max_abs_diff(dec.trace.output.data, lesson.output.data), 1e-5f) << "decoded output";
       }
     }
   }
