@@ -11,11 +11,14 @@ with the small byte-level tokenizer.json of tests/models/small_tokenizer.py).
   weights of that layer (head 0); F12 at the mask step saves the step with its sidecar, whose
   cells outside the window are hatched on the Gemma sliding layer and on no Qwen3 layer.
 - `render --model FOLDER --view layer L` draws the layer through the same module (exit 0).
+- A Llama with attention_bias (an o_proj bias the gqa module has not): the reason where the
+  button would be, none in the toolbar, render --view layer refused in the same words.
 
 usage (under xvfb-run): test_gui_hfwalk.py PATH/TO/mhaviz MODERN_DIR
 """
 import json
 import os
+import struct
 import sys
 
 import guitest as g
@@ -109,6 +112,57 @@ def check_layer(name, folder, layer, head, want):
             "%s: render --view layer %d draws the layer through the lesson's module (%s)" % (name, layer, r.stderr.strip()))
 
 
+def with_attention_bias(folder):
+    """The SmolLM2-style Llama with attention_bias: zero q/k/v/o_proj biases (o_proj's has no place
+    in the lesson's gqa module)."""
+    path = os.path.join(folder, "model.safetensors")
+    with open(path, "rb") as f:
+        blob = f.read()
+    n = struct.unpack("<Q", blob[:8])[0]
+    header, data = json.loads(blob[8:8 + n]), blob[8 + n:]
+    with open(os.path.join(folder, "config.json")) as f:
+        config = json.load(f)
+    width = config["hidden_size"]
+    for layer in range(config["num_hidden_layers"]):
+        for p in "qkvo":
+            header["model.layers.%d.self_attn.%s_proj.bias" % (layer, p)] = {
+                "dtype": "F32", "shape": [width], "data_offsets": [len(data), len(data) + 4 * width]}
+            data += bytes(4 * width)
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+    config["attention_bias"] = True
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f)
+    return folder
+
+
+def check_refused(folder):
+    """Where the lesson cannot show the layer's numbers: the reason in the button's place, no
+    button in the toolbar, and render --view layer refused in the same words."""
+    lay, state = os.path.join(tmp, "bias.layout.json"), os.path.join(tmp, "bias.state.json")
+    why = "Llama: o_proj has a bias (attention_bias), which the lesson's gqa out_proj has not"
+    p = g.start(["gui", "--model", folder, "--text", TEXT, "--model-head", "0.0", "--no-restore", "--check-gl",
+                 "--config-dir", tmp + "/c-bias", "--state-dir", tmp + "/s-bias", "--layout-out", lay,
+                 "--state-out", state] + SIZE)
+    try:
+        g.wait_for_layout(lay, ["model_walk_refused"], proc=p)
+        st = g.wait_state(state, "the model view drawn", lambda j: not j["model"]["busy"] and j["model"]["shown"], p)
+        g.check(st["model"]["layer_walk_refused"] == why, "attention_bias: the state says why (%r)" %
+                st["model"]["layer_walk_refused"])
+        widgets = g.read_json(lay)["widgets"]
+        g.check("model_walk" not in widgets and "model_view_walk" not in widgets,
+                "attention_bias: no Open layer button, its reason in its place")
+        g.stop(p)
+    finally:
+        if p.poll() is None:
+            g.stop(p)
+    out = os.path.join(tmp, "never.png")
+    r = g.run(["render", "--model", folder, "--text", TEXT, "--view", "layer", "0", "-o", out])
+    g.check(r.returncode == 2 and why in r.stderr and not os.path.exists(out),
+            "attention_bias: render --view layer 0 refused in one line, exit 2 (%s)" % r.stderr.strip())
+
+
 # Qwen3: 4 query heads sharing 2 K/V heads of 32 (d_out 128 against hidden 64), QK-norm, base 1e6.
 check_layer("qwen3_f32", hf_folder(MODERN, "qwen3_f32", os.path.join(tmp, "qwen3_f32")), 1, 2,
             {"variant": "gqa", "num_kv_groups": 2, "qk_norm": True, "rope_base": 1000000.0, "sliding_window": None,
@@ -117,5 +171,7 @@ check_layer("qwen3_f32", hf_folder(MODERN, "qwen3_f32", os.path.join(tmp, "qwen3
 check_layer("gemma3_f32", hf_folder(MODERN, "gemma3_f32", os.path.join(tmp, "gemma3_f32")), 0, 1,
             {"variant": "gqa", "num_kv_groups": 2, "qk_norm": True, "rope_base": 10000.0, "sliding_window": 4,
              "out_dim": None, "query_pre_attn_scalar": 24.0})
+
+check_refused(with_attention_bias(hf_folder(MODERN, "llama_mha_f32", os.path.join(tmp, "llama_bias"))))
 
 g.finish()

@@ -109,7 +109,8 @@ void toolbar(AppState& s) {
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("Save the model view as shown (F12), as `mhaviz render --view model` draws it");
   // The selected head's buttons with the heads shown (a grid fills the toolbar's line otherwise).
-  const bool heads = head_selected(m) && m.show == ModelUi::Show::Heads;
+  // (Once a forward is shown: before it, whether its layers can open is not known.)
+  const bool heads = m.result && head_selected(m) && m.show == ModelUi::Show::Heads;
   if (heads && layer_walk_reason(m).empty()) {  // the lesson's module: the walkthrough and its captures
     ImGui::SameLine();
     if (ImGui::Button("Open layer in the walkthrough")) open_layer_walkthrough(s, m.layer);
