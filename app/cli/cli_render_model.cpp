@@ -2,11 +2,13 @@
 // layer × head (with a head detector's scores; --view model L.H with that head large, as the
 // app's model view with a head selected, the same figure for the same --size and --font), of
 // a GPT or of a Qwen, Llama or Gemma folder (heads grouped by K/V head, sliding layers
-// marked); for a GPT, --view layer L every head of one layer and --view head L.H one head,
-// the last two through the chapter-3 module (gpt_layer.hpp), so they are the same figures as
-// for a lesson, with that layer's numbers.
+// marked); --view layer L every head of one layer and --view head L.H one head, the last two
+// through the lesson's module (a GPT's weight split, gpt_layer.hpp; a Qwen, Llama or Gemma
+// layer's gqa, hf_layer.hpp), so they are the same figures as for a lesson, with that layer's
+// numbers.
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include "cli.hpp"
 #include "figure/figure.hpp"
@@ -16,6 +18,7 @@
 #include "mhaviz/gpt_interventions.hpp"
 #include "mhaviz/gpt_layer.hpp"
 #include "mhaviz/heads.hpp"
+#include "mhaviz/hf_layer.hpp"
 
 namespace mhaviz::cli {
 namespace {
@@ -62,8 +65,7 @@ figure::Figure model_figure(figure::ModelView mv, const ModelAsk& a, const Rende
   return figure::build_model_figure(mv, fo);
 }
 
-// A Qwen, Llama or Gemma folder: --view model [L.H] only (its layers have no chapter-3 module
-// and no interventions).
+// A Qwen, Llama or Gemma folder's --view model [L.H] (it has no interventions).
 figure::Figure hf_model_render(const RenderOptions& o, const figure::Options& fo) {
   if (o.norm_weighted)
     throw std::invalid_argument("--norm-weighted: needs a GPT-2-layout model (" + o.model.path +
@@ -78,20 +80,48 @@ figure::Figure hf_model_render(const RenderOptions& o, const figure::Options& fo
   return model_figure(figure::hf_model_view(in.model, tr, in.tokenizer, o.model.path, a.pattern), a, o, fo);
 }
 
+// --view layer L | head L.H: the layer and head asked for (one-line errors naming --view).
+std::pair<int, int> layer_ask(const RenderOptions& o) {
+  const std::string& kind = o.view.front();
+  if (o.view.size() < 2)
+    throw std::invalid_argument("--view: " + kind + " needs " +
+                                (kind == "layer" ? "a layer (--view layer 5)" : "a head L.H (--view head 5.1)"));
+  int layer = 0, head = 0;
+  if (kind == "layer") {
+    try {
+      std::size_t used = 0;
+      layer = std::stoi(o.view[1], &used);
+      if (used != o.view[1].size() || layer < 0) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--view: layer '" + o.view[1] + "' is not a layer number");
+    }
+  } else if (!figure::parse_layer_head(o.view[1], layer, head)) {
+    throw std::invalid_argument("--view: head '" + o.view[1] + "' is not LAYER.HEAD (e.g. 5.1)");
+  }
+  if (!o.detector.empty()) throw std::invalid_argument("--detector: only with --view model");
+  if (o.norm_weighted) throw std::invalid_argument("--norm-weighted: only with --view model");
+  return {layer, head};
+}
+
+// A Qwen, Llama or Gemma layer as the lesson's gqa module (hf_layer.hpp), its input RMSNorm
+// output as X; a model the lesson cannot reproduce exactly is refused in hf_layer_refusal's words.
+figure::Figure hf_layer_render(const RenderOptions& o, figure::Options fo) {
+  const auto [layer, head] = layer_ask(o);
+  const HfModelInput in = load_hf_model_input(o.model);
+  const ModelFacts f = model_facts(in.model);
+  check_head(f.layers, f.heads, layer, head);
+  if (const std::string why = hf_layer_refusal(in.model); !why.empty())
+    throw std::invalid_argument("--view: " + o.view.front() + " " + o.view[1] + ": " + why);
+  const HfTrace tr = hf_forward(in.model, in.ids);
+  fo.log_scale = o.log_scale || (!o.linear_scale && tr.tokens() >= figure::kLogScaleFromTokens);
+  return figure::hf_layer_figure(in.model, tr, in.tokenizer, o.model.path, layer, head, o.view.front() == "layer", fo);
+}
+
 }  // namespace
 
 figure::Figure build_model_render(const RenderOptions& o, figure::Options fo) {
   const std::string& kind = o.view.front();
-  if (is_hf_model_folder(o.model.path)) {
-    if (kind != "model")
-      throw std::invalid_argument("--view: " + kind +
-                                  " draws a GPT layer through the chapter-3 module; a Qwen, Llama or Gemma folder "
-                                  "has --view model [L.H]");
-    return hf_model_render(o, fo);
-  }
-  if (kind != "model" && o.view.size() < 2)
-    throw std::invalid_argument("--view: " + kind + " needs " +
-                                (kind == "layer" ? "a layer (--view layer 5)" : "a head L.H (--view head 5.1)"));
+  if (is_hf_model_folder(o.model.path)) return kind == "model" ? hf_model_render(o, fo) : hf_layer_render(o, fo);
   if (kind == "model") {
     const ModelAsk a = model_ask(o);
     ModelInput in = load_model_input(o.model);
@@ -108,26 +138,12 @@ figure::Figure build_model_render(const RenderOptions& o, figure::Options fo) {
     if (o.norm_weighted) figure::make_norm_weighted(mv);
     return model_figure(std::move(mv), a, o, fo);
   }
+  const auto [layer, head] = layer_ask(o);
   ModelInput in = load_model_input(o.model);
-  const GptConfig& c = in.model.config;
-  int layer = 0, head = 0;
-  if (kind == "layer") {
-    try {
-      std::size_t used = 0;
-      layer = std::stoi(o.view[1], &used);
-      if (used != o.view[1].size() || layer < 0) throw std::invalid_argument("");
-    } catch (const std::exception&) {
-      throw std::invalid_argument("--view: layer '" + o.view[1] + "' is not a layer number");
-    }
-  } else if (!figure::parse_layer_head(o.view[1], layer, head)) {
-    throw std::invalid_argument("--view: head '" + o.view[1] + "' is not LAYER.HEAD (e.g. 5.1)");
-  }
-  check_head(c.n_layer, c.n_head, layer, head);
-  if (!o.detector.empty()) throw std::invalid_argument("--detector: only with --view model");
-  if (o.norm_weighted) throw std::invalid_argument("--norm-weighted: only with --view model");
+  check_head(in.model.config.n_layer, in.model.config.n_head, layer, head);
   // That layer as the chapter-3 module, its LayerNorm output as X.
   const GptTrace tr = gpt_forward(in.model, in.ids);
-  fo.log_scale = o.log_scale || (!o.linear_scale && tr.tokens() >= 64);
+  fo.log_scale = o.log_scale || (!o.linear_scale && tr.tokens() >= figure::kLogScaleFromTokens);
   return figure::gpt_layer_figure(in.model, tr, in.tokenizer, o.model.path, layer, head, kind == "layer", fo);
 }
 

@@ -158,9 +158,16 @@ inline std::string model_line(const Trace& tr) {
   if (c.sliding_window > 0) s += " \xC2\xB7 sliding window " + std::to_string(c.sliding_window);
   if (c.qk_norm) s += " \xC2\xB7 QK-norm";
   if (c.rope_base != 0.0) {
-    std::snprintf(buf, sizeof buf, " \xC2\xB7 RoPE base %g", c.rope_base);
+    std::snprintf(buf, sizeof buf, " \xC2\xB7 RoPE base %g%s", c.rope_base,
+                  c.rope_inv_freq.empty() ? "" : " (the model's scaled frequencies)");
     s += buf;
   }
+  // A trained model's layer (hf_layer.hpp): its score scale and out_proj's width.
+  if (c.query_pre_attn_scalar > 0.0) {
+    std::snprintf(buf, sizeof buf, " \xC2\xB7 scores \xC2\xB7 %g^-0.5", c.query_pre_attn_scalar);
+    s += buf;
+  }
+  if (c.out_dim > 0) s += " \xC2\xB7 out_proj to " + std::to_string(c.out_dim);
   return s;
 }
 

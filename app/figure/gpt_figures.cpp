@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "mhaviz/gpt_layer.hpp"
+#include "mhaviz/hf_layer.hpp"
 
 namespace mhaviz::figure {
 
@@ -166,23 +167,47 @@ ModelView hf_model_view(const HfModel& m, const HfTrace& tr, const Tokenizer& to
   return mv;
 }
 
-Figure gpt_layer_figure(const GptModel& m, const GptTrace& tr, const Tokenizer& tok, const std::string& path, int layer,
-                        int head, bool grid, Options o) {
-  if (layer < 0 || layer >= m.config.n_layer)
-    throw std::out_of_range("layer " + std::to_string(layer) + " is out of range [0, " +
-                            std::to_string(m.config.n_layer - 1) + "]");
-  if (head < 0 || head >= m.config.n_head)
+namespace {
+
+void check_layer_head(int layers, int heads, int layer, int head) {
+  if (layer < 0 || layer >= layers)
+    throw std::out_of_range("layer " + std::to_string(layer) + " is out of range [0, " + std::to_string(layers - 1) +
+                            "]");
+  if (head < 0 || head >= heads)
     throw std::out_of_range("head " + std::to_string(layer) + "." + std::to_string(head) +
-                            " is out of range (heads 0 to " + std::to_string(m.config.n_head - 1) + ")");
-  const std::vector<std::string> tokens = display_tokens(tok, tr.ids);
-  const Session s = gpt_layer_session(m, layer, tokens, tr.layers[static_cast<std::size_t>(layer)].x.data);
-  const Model mod = weight_split_from_gpt_layer(m, layer);
-  const Trace t = forward(mod, s.input_tensor());
+                            " is out of range (heads 0 to " + std::to_string(heads - 1) + ")");
+}
+
+// The lesson's figure of a layer's module t: every head (grid) or one.
+Figure layer_figure(const Trace& t, const std::vector<std::string>& tokens, int layer, int head, bool grid,
+                    std::string caption, Options o) {
   o.view = grid ? View::Grid : View::Head;
   o.head = head;
   o.layer = layer;
-  o.model_caption = gpt_caption(m, path, tr.tokens());
-  return build_figure(t, s.tokens, o);
+  o.model_caption = std::move(caption);
+  return build_figure(t, tokens, o);
+}
+
+}  // namespace
+
+Figure gpt_layer_figure(const GptModel& m, const GptTrace& tr, const Tokenizer& tok, const std::string& path, int layer,
+                        int head, bool grid, Options o) {
+  check_layer_head(m.config.n_layer, m.config.n_head, layer, head);
+  const std::vector<std::string> tokens = display_tokens(tok, tr.ids);
+  const Session s = gpt_layer_session(m, layer, tokens, tr.layers[static_cast<std::size_t>(layer)].x.data);
+  const Model mod = weight_split_from_gpt_layer(m, layer);
+  return layer_figure(forward(mod, s.input_tensor()), s.tokens, layer, head, grid, gpt_caption(m, path, tr.tokens()),
+                      o);
+}
+
+Figure hf_layer_figure(const HfModel& m, const HfTrace& tr, const Tokenizer& tok, const std::string& path, int layer,
+                       int head, bool grid, Options o) {
+  check_layer_head(m.config.num_hidden_layers, m.config.num_attention_heads, layer, head);
+  const Session s =
+      hf_layer_session(m, layer, display_tokens(tok, tr.ids), tr.layers[static_cast<std::size_t>(layer)].x.data);
+  const Model mod = build_model(s.model, s.d_in());
+  return layer_figure(forward(mod, s.input_tensor()), s.tokens, layer, head, grid,
+                      hf_caption(model_facts(m), path, tr.tokens()), o);
 }
 
 }  // namespace mhaviz::figure

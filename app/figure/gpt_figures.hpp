@@ -59,5 +59,9 @@ ModelView hf_model_view(const HfModel& m, const HfTrace& tr, const Tokenizer& to
 // here. Throws std::out_of_range for a layer or head outside the model.
 Figure gpt_layer_figure(const GptModel& m, const GptTrace& tr, const Tokenizer& tok, const std::string& path, int layer,
                         int head, bool grid, Options o);
+// The same of a Qwen/Llama/Gemma layer as the lesson's gqa module (hf_layer.hpp), its input
+// RMSNorm output as X; also throws std::invalid_argument with hf_layer_refusal's line.
+Figure hf_layer_figure(const HfModel& m, const HfTrace& tr, const Tokenizer& tok, const std::string& path, int layer,
+                       int head, bool grid, Options o);
 
 }  // namespace mhaviz::figure

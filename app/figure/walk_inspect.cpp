@@ -145,12 +145,14 @@ void inspect_norm_rope(const Frame& f, lay::Step st, const lay::Cell& c, Inspect
     for (int e = 0; e < hd; ++e) ms += static_cast<double>(tr.q.at({f.b, h, t, e})) * tr.q.at({f.b, h, t, e});
     ms /= hd;
     const float w = f.in.model && !f.in.model->q_norm.empty() ? f.in.model->q_norm[static_cast<std::size_t>(d)] : 1.0f;
-    const double x = tr.q.at({f.b, h, t, d});
+    const double x = tr.q.at({f.b, h, t, d}), eps = tr.config.qk_norm_eps;
+    char eps_text[32];
+    std::snprintf(eps_text, sizeof eps_text, "%g", eps);
     out.text("= q" + lay::index_string({f.b, h, t, d}) + " / √(mean(q" +
-             lay::index_string({f.b, h, t}).insert(lay::index_string({f.b, h, t}).size() - 1, ", :") +
-             "²) + 1e-6) · q_norm.scale[" + std::to_string(d) + "] = " + num(static_cast<float>(x)) + " / " +
-             num(static_cast<float>(std::sqrt(ms + 1e-6))) + " · " + num(w) + " = " +
-             num(static_cast<float>(x / std::sqrt(ms + 1e-6) * w)));
+             lay::index_string({f.b, h, t}).insert(lay::index_string({f.b, h, t}).size() - 1, ", :") + "²) + " +
+             eps_text + ") · q_norm.scale[" + std::to_string(d) + "] = " + num(static_cast<float>(x)) + " / " +
+             num(static_cast<float>(std::sqrt(ms + eps))) + " · " + num(w) + " = " +
+             num(static_cast<float>(x / std::sqrt(ms + eps) * w)));
     out.text(
         "Every head's vector at every position is scaled to a root mean square of 1 (then by the learned scale), "
         "for q and k alike: the scores' size no longer grows with the vectors'.");
@@ -159,13 +161,15 @@ void inspect_norm_rope(const Frame& f, lay::Step st, const lay::Cell& c, Inspect
   const Tensor& in = tr.q_normed.empty() ? tr.q : tr.q_normed;
   const int half = hd / 2, i = static_cast<int>(d % half);
   const std::int64_t partner = d < half ? d + half : d - half;
-  const std::vector<double> inv = rope_inv_freq(tr.config.rope_base, hd);
+  const std::vector<double> inv = rope_inv_freq(tr.config);
   const double angle = static_cast<double>(t) * inv[static_cast<std::size_t>(i)];
+  const std::string freq = tr.config.rope_inv_freq.empty()
+                               ? "θ^(−2·" + std::to_string(i) + "/" + std::to_string(hd) + ")"
+                               : "inv_freq[" + std::to_string(i) + "] (the model's scaled RoPE)";
   const double x = in.at({f.b, h, t, d}), y = in.at({f.b, h, t, partner});
   const double r = d < half ? x * std::cos(angle) - y * std::sin(angle) : x * std::cos(angle) + y * std::sin(angle);
   out.text("Pair (" + std::to_string(i) + ", " + std::to_string(i + half) + ") at position " + std::to_string(t) +
-           " turns by angle " + std::to_string(t) + " · θ^(−2·" + std::to_string(i) + "/" + std::to_string(hd) +
-           ") = " + num(static_cast<float>(angle)) + " rad");
+           " turns by angle " + std::to_string(t) + " · " + freq + " = " + num(static_cast<float>(angle)) + " rad");
   out.text(std::string("= ") + (d < half ? "x·cos − y·sin" : "x·cos + y·sin") + " with x = " +
            num(static_cast<float>(x)) + " (d " + std::to_string(d) + "), y = " + num(static_cast<float>(y)) + " (d " +
            std::to_string(partner) + ") = " + num(static_cast<float>(r)));
@@ -217,14 +221,20 @@ void inspect_path(const Frame& f, int k, std::int64_t flat, Inspection& out) {
   }
 }
 
+// The scaled score as the module writes it: s/√head_dim, or s·query_pre_attn_scalar^−0.5.
+std::string scaled_text(const Trace& tr) {
+  if (tr.config.query_pre_attn_scalar > 0) return "s·" + num(tr.scale());
+  return "s/√" + std::to_string(tr.head_dim);
+}
+
 void inspect_softmax_row(const Frame& f, int head, int i, Inspection& out) {
   const Trace& tr = f.tr;
   const int T = tr.tokens;
-  const float scale = tr.scale();
   std::vector<float> sc(static_cast<std::size_t>(T));
   float mx = -std::numeric_limits<float>::infinity();
   for (int j = 0; j < T; ++j) {
-    const float v = tr.masked(i, j) ? -std::numeric_limits<float>::infinity() : tr.scores.at({f.b, head, i, j}) * scale;
+    const float v =
+        tr.masked(i, j) ? -std::numeric_limits<float>::infinity() : tr.scaled(tr.scores.at({f.b, head, i, j}));
     sc[static_cast<std::size_t>(j)] = v;
     mx = std::max(mx, v);
   }
@@ -234,13 +244,14 @@ void inspect_softmax_row(const Frame& f, int head, int i, Inspection& out) {
                ? 0.0
                : std::exp(static_cast<double>(sc[static_cast<std::size_t>(j)] - mx));
   out.text("Row inspector: head " + std::to_string(head) + ", query " + std::to_string(i) + " (" + token_name(f, i) +
-           ").  weight = exp(s/√" + std::to_string(tr.head_dim) + " − max) / Σ,  max = " + num(mx) +
+           ").  weight = exp(" + scaled_text(tr) + " − max) / Σ,  max = " + num(mx) +
            ",  Σ = " + num(static_cast<float>(sum)));
   const int shown = std::min(T, 10);
   Inspection::Table& t = out.table();
   t.header.push_back("key");
   for (int c = 0; c < shown; ++c) t.header.push_back(token_name(f, c == shown - 1 ? T - 1 : c).substr(0, 8));
-  const char* names[4] = {"score", "score/√d", "exp(· − max)", "weight"};
+  const std::string scaled_row = tr.config.query_pre_attn_scalar > 0 ? "score·s" : "score/√d";
+  const char* names[4] = {"score", scaled_row.c_str(), "exp(· − max)", "weight"};
   for (int r = 0; r < 4; ++r) {
     std::vector<Inspection::Line> row{{names[r], false}};
     for (int c = 0; c < shown; ++c) {

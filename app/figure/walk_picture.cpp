@@ -55,13 +55,23 @@ std::string extra_text(const Frame& f, lay::Step st) {
     return std::to_string(tr.heads) + " modules, each its own W_query, W_key, W_value (" + std::to_string(tr.head_dim) +
            " x " + std::to_string(tr.d_in) + ")";
   if (v == Variant::FusedQkv && st == lay::Step::Project) return "per head a [q | k | v] chunk of 3 * head_dim columns";
+  if (st == lay::Step::Softmax && tr.config.query_pre_attn_scalar > 0)
+    return "query_pre_attn_scalar^−0.5 = " + format_number(static_cast<float>(tr.config.query_pre_attn_scalar), 4) +
+           "^−0.5 = " + format_number(tr.scale(), 4) + " (head_dim " + std::to_string(tr.head_dim) + ")";
   if (st == lay::Step::Softmax)
     return "1/√head_dim = 1/√" + std::to_string(tr.head_dim) + " = " + format_number(tr.scale(), 4);
-  if (st == lay::Step::QkNorm)
-    return "RMSNorm(head_dim = " + std::to_string(tr.head_dim) + ", eps = 1e-6), scale from 1s";
+  if (st == lay::Step::QkNorm) {
+    char eps[32];
+    std::snprintf(eps, sizeof eps, "%g", tr.config.qk_norm_eps);
+    return "RMSNorm(head_dim = " + std::to_string(tr.head_dim) + ", eps = " + eps + ")" +
+           (f.in.model && f.in.model->config.weights ? ", its trained scale" : ", scale from 1s");
+  }
   if (st == lay::Step::Rope) {
     char base[32];
     std::snprintf(base, sizeof base, "%g", tr.config.rope_base);
+    if (!tr.config.rope_inv_freq.empty())
+      return "θ = " + std::string(base) +
+             ", the model's scaled frequencies: pair (i, i + head_dim/2) turns by pos · inv_freq[i]";
     return "θ = " + std::string(base) + ": pair (i, i + head_dim/2) turns by pos · θ^(−2i/head_dim)";
   }
   if (st == lay::Step::Mask && f.dims.window > 0)

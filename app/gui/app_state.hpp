@@ -394,12 +394,17 @@ const figure::GridView* shown_grid(const ModelUi& m);
 bool model_view_active(AppState& s);  // centre_view(s) == Centre::Model
 // The open model's name: its folder's, or its file's stem ("gpt2", "run"); window titles and captures.
 std::string model_name(const ModelUi& m);
-void open_layer_walkthrough(AppState& s, int layer);  // that layer as the chapter-3 module, in the walkthrough
-PromptOptions prompt_options(const ModelUi& m);       // the special tokens the text box asks for
+// That layer as the lesson's module (a GPT's: the weight split, gpt_layer.hpp; a Qwen/Llama/Gemma
+// model's: gqa, hf_layer.hpp), in the walkthrough.
+void open_layer_walkthrough(AppState& s, int layer);
+PromptOptions prompt_options(const ModelUi& m);  // the special tokens the text box asks for
 // Why the tools that need a GPT's trace (ablation, the sweep, patching, the logit lens,
-// norm-weighted attention, a layer in the walkthrough or captured through the chapter-3
-// module) are off for the model shown, in one line; empty: they work.
+// norm-weighted attention, a layer captured through the chapter-3 module) are off for the
+// model shown, in one line; empty: they work.
 std::string gpt_only_reason(const ModelUi& m);
+// Why the model shown's layers cannot open in the walkthrough (hf_layer_refusal), in one line;
+// empty: they can (every GPT, and Qwen/Llama/Gemma models within the lesson's reach).
+std::string layer_walk_reason(const ModelUi& m);
 void draw_model_panel(AppState& s);        // panel_model.cpp: open, text, detector, next token
 void draw_model_open_dialog(AppState& s);  // panel_model.cpp: File → Open model…
 void draw_model_view(AppState& s);         // panel_model_view.cpp

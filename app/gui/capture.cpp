@@ -326,6 +326,7 @@ nlohmann::json model_state_json(const AppState& s) {
     j["facts"] = {{"model_type", f.model_type}, {"architecture", f.architecture}, {"layers", f.layers},
                   {"heads", f.heads},           {"kv_heads", f.kv_heads},         {"windows", f.window}};
     j["gpt_only"] = gpt_only_reason(m);
+    j["layer_walk_refused"] = layer_walk_reason(m);
     j["generation"] = m.result->generation;
     j["forward_ms"] = m.result->forward_ms;
     j["recomputed_from"] = m.result->recomputed_from;

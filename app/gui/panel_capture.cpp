@@ -135,7 +135,7 @@ int model_head(const AppState& s) { return std::max(0, s.gpt.head); }
 void capture_model(AppState& s, CaptureKind kind, bool svg) {
   const ModelUi& m = s.gpt;
   if (!m.result || !m.view) return;
-  if (const std::string why = gpt_only_reason(m); kind != CaptureKind::Shown && !why.empty()) {
+  if (const std::string why = layer_walk_reason(m); kind != CaptureKind::Shown && !why.empty()) {
     notify(s, why, true);
     return;
   }
@@ -157,16 +157,19 @@ void capture_model(AppState& s, CaptureKind kind, bool svg) {
       f = model_figure_for(*m.view, for_capture(s, m.view->key.fig));
       stem += "-model-view";
     } else {
-      // A layer or head through the chapter-3 module, as `mhaviz render --view layer|head` draws it.
+      // A layer or head through the lesson's module, as `mhaviz render --view layer|head` draws it.
       figure::Options o = for_capture(s, figure_options(s, figure::View::Grid, ImVec2(1280, 720)));
       o.type = {};
       o.frame_selected = false;
       o.colormap = m.view->key.fig.colormap;
       o.log_scale = m.view->key.fig.log_scale;
       const bool grid = kind != CaptureKind::Head;
-      f = figure::gpt_layer_figure(*m.result->loaded.model, *m.result->trace, tok, m.path, model_layer(s),
-                                   model_head(s), grid, o);
-      stem += grid ? "-layer" + std::to_string(model_layer(s)) : "-head" + std::to_string(model_layer(s)) + "." + std::to_string(model_head(s));
+      f = m.result->loaded.hf ? figure::hf_layer_figure(*m.result->loaded.hf, *m.result->hf_trace, tok, m.path,
+                                                        model_layer(s), model_head(s), grid, o)
+                              : figure::gpt_layer_figure(*m.result->loaded.model, *m.result->trace, tok, m.path,
+                                                         model_layer(s), model_head(s), grid, o);
+      stem += grid ? "-layer" + std::to_string(model_layer(s))
+                   : "-head" + std::to_string(model_layer(s)) + "." + std::to_string(model_head(s));
     }
     const int scale = std::clamp(s.settings.capture_scale, 1, 4);
     if (svg) save(s, stem, ".svg", figure::to_svg(f), &f);
@@ -182,11 +185,11 @@ void draw_model_capture_items(AppState& s) {
   std::snprintf(head_item, sizeof head_item, "Head %d.%d (PNG)", model_layer(s), model_head(s));
   if (ImGui::MenuItem("Model view (PNG)", "F12")) capture_model(s, CaptureKind::Shown, false);
   record_widget(s, "capture_model_view");
-  // Through the chapter-3 module: a GPT's layers only (gpt_only_reason).
-  const bool gpt = gpt_only_reason(s.gpt).empty();
-  if (ImGui::MenuItem(layer_item, nullptr, false, gpt)) capture_model(s, CaptureKind::Grid, false);
+  // Through the lesson's module: the layers the walkthrough opens (layer_walk_reason).
+  const bool lesson = layer_walk_reason(s.gpt).empty();
+  if (ImGui::MenuItem(layer_item, nullptr, false, lesson)) capture_model(s, CaptureKind::Grid, false);
   record_widget(s, "capture_model_layer");
-  if (ImGui::MenuItem(head_item, nullptr, false, gpt)) capture_model(s, CaptureKind::Head, false);
+  if (ImGui::MenuItem(head_item, nullptr, false, lesson)) capture_model(s, CaptureKind::Head, false);
   record_widget(s, "capture_model_head");
   if (ImGui::MenuItem("Model view (SVG)")) capture_model(s, CaptureKind::Shown, true);
   if (ImGui::MenuItem("Whole window (PNG)", "Shift+F12")) capture(s, CaptureKind::Window);

@@ -196,10 +196,35 @@ class Render(Folders):
         drawn, _ = self.render(self.folders["gemma3_f32"], "--detector", "induction")
         self.assertEqual(len(drawn["heads"]), 3 * 4)
 
+    def test_a_layer_is_drawn_through_the_lessons_module(self):
+        # --view layer L: every head of layer L as the lesson's gqa module draws it (hf_layer.hpp),
+        # its cells dump's weights of that layer, the window's cells hidden on a sliding layer.
+        for name, layer in (("gemma3_f32", 0), ("gemma3_f32", 2), ("qwen3_f32", 1), ("llama3_bf16_sharded", 1)):
+            c = next(c for c in self.manifest["checkpoints"] if c["name"] == name)
+            folder = self.folders[name]
+            d = json.loads(run("dump", "--model", folder, "--text", self.TEXT).stdout)
+            T, H = len(d["token_ids"]), c["n_heads"]
+            W = c["window"] if c["sliding"][layer] else 0
+            out, cells = os.path.join(self.tmp, "layer.png"), os.path.join(self.tmp, "layer.json")
+            r = run("render", "--model", folder, "--text", self.TEXT, "--view", "layer", str(layer), "--linear-scale",
+                    "-o", out, "--cells-json", cells)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            drawn = load(cells)["heads"]
+            self.assertEqual(len(drawn), H, name)
+            w = d["tensors"][f"layers.{layer}.attn_weights"]["data"]
+            for h, head in enumerate(drawn):
+                for i in range(T):
+                    for j in range(T):
+                        v = head["values"][i * T + j]
+                        if j > i or (W > 0 and j <= i - W):
+                            self.assertIsNone(v, f"{name} {layer}.{h} [{i}, {j}]")
+                        else:
+                            self.assertAlmostEqual(v, w[(h * T + i) * T + j], places=5, msg=f"{name} {layer}.{h} [{i}, {j}]")
+
     def test_what_needs_a_gpts_layers_is_refused(self):
         folder = self.folders["gemma3_f32"]
-        for args, needle in ((["--view", "layer", "1"], "through the chapter-3 module"),
-                             (["--view", "head", "1.1"], "through the chapter-3 module"),
+        for args, needle in ((["--view", "layer", "3"], "--view: layer 3 is out of range [0, 2]"),
+                             (["--view", "head", "1.4"], "--view: head 1.4 is out of range (heads 0 to 3)"),
                              (["--view", "sweep"], "--view: sweep needs a GPT-2-layout model"),
                              (["--view", "lens"], "--view: lens needs a GPT-2-layout model"),
                              (["--view", "model", "--norm-weighted"], "--norm-weighted: needs a GPT-2-layout model"),

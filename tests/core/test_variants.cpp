@@ -216,6 +216,23 @@ TEST(Variants, VersionThreeRoundTripsAndOlderFilesStayOlder) {
   EXPECT_EQ(json::parse(written)["model"]["rope_base"], 500000.0);
   EXPECT_EQ(json::parse(written)["model"]["qk_norm"], true);
   EXPECT_EQ(json::parse(written)["version"], 3);
+  // The fields a trained model's layer carries (hf_layer.hpp) round-trip with their values.
+  json layer = v3("gqa");
+  layer["model"]["rope_base"] = 500000.0;
+  layer["model"]["rope_inv_freq"] = {0.0078125};
+  layer["model"]["qk_norm"] = true;
+  layer["model"]["qk_norm_eps"] = 1e-5;
+  layer["model"]["query_pre_attn_scalar"] = 24;
+  layer["model"]["out_dim"] = 5;
+  const Session ls = parse_session(layer.dump());
+  EXPECT_EQ(ls.model.rope_inv_freq, std::vector<double>{0.0078125});
+  EXPECT_EQ(ls.model.qk_norm_eps, 1e-5);
+  EXPECT_EQ(ls.model.query_pre_attn_scalar, 24.0);
+  EXPECT_EQ(output_dim(ls.model), 5);
+  const std::string layer_text = session_to_json(ls);
+  EXPECT_EQ(session_to_json(parse_session(layer_text)), layer_text);
+  EXPECT_EQ(forward(build_model(ls.model, ls.d_in()), ls.input_tensor()).output.shape,
+            (Shape{ls.batch, ls.num_tokens(), 5}));
   // A weight_split without a window is written as before.
   EXPECT_EQ(json::parse(session_to_json(lesson("book-weight-split-3d")))["version"], 1);
   json null_window = v3("weight_split");
@@ -307,6 +324,51 @@ TEST(Variants, EveryBadCombinationNamesFieldAndValue) {
        },
        "model.qk_norm: true is set but model.variant = \"wrapper\""},
       {"QK-norm not a bool", [](json& j) { j["model"]["qk_norm"] = 1; }, "model.qk_norm: "},
+      {"qk_norm_eps without QK-norm", [](json& j) { j["model"]["qk_norm_eps"] = 1e-5; },
+       "model.qk_norm_eps: 1e-05 is set but model.qk_norm is false"},
+      {"qk_norm_eps 0",
+       [](json& j) {
+         j["model"]["qk_norm"] = true;
+         j["model"]["qk_norm_eps"] = 0;
+       },
+       "model.qk_norm_eps: 0 is out of range (0, 1]"},
+      {"rope_inv_freq without RoPE", [](json& j) { j["model"]["rope_inv_freq"] = {0.5}; },
+       "model.rope_inv_freq: is set but model.rope_base is null"},
+      {"rope_inv_freq of another head_dim",
+       [](json& j) {
+         j["model"]["rope_base"] = 10000;
+         j["model"]["rope_inv_freq"] = {1.0, 0.5};
+       },
+       "model.rope_inv_freq: 2 values, but head_dim / 2 = 1"},
+      {"rope_inv_freq negative",
+       [](json& j) {
+         j["model"]["rope_base"] = 10000;
+         j["model"]["rope_inv_freq"] = {-1.0};
+       },
+       "model.rope_inv_freq[0]: -1 is not a positive number"},
+      {"rope_inv_freq a string",
+       [](json& j) {
+         j["model"]["rope_base"] = 10000;
+         j["model"]["rope_inv_freq"] = {"1"};
+       },
+       "model.rope_inv_freq[0]: expected a number"},
+      {"query_pre_attn_scalar on the wrapper",
+       [](json& j) {
+         j["model"]["variant"] = "wrapper";
+         j["model"].erase("num_kv_groups");
+         j["model"]["query_pre_attn_scalar"] = 24;
+       },
+       "model.query_pre_attn_scalar: 24 is set but model.variant = \"wrapper\""},
+      {"query_pre_attn_scalar 0", [](json& j) { j["model"]["query_pre_attn_scalar"] = 0; },
+       "model.query_pre_attn_scalar: 0 is out of range"},
+      {"out_dim on weight_split",
+       [](json& j) {
+         j["model"]["variant"] = "weight_split";
+         j["model"].erase("num_kv_groups");
+         j["model"]["out_dim"] = 4;
+       },
+       "model.out_dim: 4 is set but model.variant = \"weight_split\" projects to d_out"},
+      {"out_dim 0", [](json& j) { j["model"]["out_dim"] = 0; }, "model.out_dim: 0 is out of range"},
       {"RoPE in version 2",
        [](json& j) {
          j["version"] = 2;

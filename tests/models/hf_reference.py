@@ -177,7 +177,11 @@ class TransformerBlock(nn.Module):
             self.norm4 = RMSNorm(a["emb_dim"], a["eps"], True, device)  # post_feedforward_layernorm
 
     def forward(self, x, mask, cos, sin):
-        attn, weights = self.att(self.norm1(x), mask, cos, sin)
+        h = self.norm1(x)
+        attn, weights = self.att(h, mask, cos, sin)
+        # The attention sublayer's input and output (before the residual and Gemma's post-norm):
+        # what a layer opened as the lesson's module reads and must give.
+        self.attn_in, self.attn_out = h, attn
         if self.gemma:
             x = x + self.norm2(attn)
             return x + self.norm4(self.ff(self.norm3(x))), weights

@@ -12,6 +12,8 @@ names, the per-layer sliding flags. Each folder holds config.json and model.safe
 model-0000K-of-0000N.safetensors shards with model.safetensors.index.json, plus reference/:
   input.json            {"sequences": [[ids], ...]}
   expected.safetensors  s{k}.layers.{L}.attn_weights (1, n_heads, T, T), s{k}.logits_last (vocab),
+                        s{k}.layers.{L}.attn_in / attn_out (1, T, hidden): the attention sublayer's
+                        input (the input norm's output) and output (before the residual),
                         rope_global.inv_freq / rope_local.inv_freq (head_dim/2); F32 of float64 values
   weights_f32.safetensors  every tensor as the checkpoint stores it, widened to F32
 The reference runs on the stored values (BF16 rounded), in float64. OUT/bad/manifest.json lists
@@ -133,6 +135,9 @@ def reference(config, state64):
             logits, weights = model(torch.tensor([ids]))
             for i, w in enumerate(weights):
                 out[f"s{k}.layers.{i}.attn_weights"] = w.to(torch.float32).contiguous()
+                block = model.trf_blocks[i]
+                out[f"s{k}.layers.{i}.attn_in"] = block.attn_in.to(torch.float32).contiguous()
+                out[f"s{k}.layers.{i}.attn_out"] = block.attn_out.to(torch.float32).contiguous()
             out[f"s{k}.logits_last"] = logits[0, -1].to(torch.float32).contiguous()
     a = model.a
     out["rope_global.inv_freq"] = inv_freq(a["rope_global"], a["head_dim"]).to(torch.float32)

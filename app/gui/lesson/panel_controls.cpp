@@ -161,6 +161,7 @@ void draw_variant_options(AppState& s, ModelConfig& c) {
   ImGui::BeginDisabled(!rope_fits);
   if (ImGui::Checkbox("RoPE", &rope)) {
     c.rope_base = rope ? 10000.0 : 0.0;
+    c.rope_inv_freq.clear();  // a model's scaled frequencies belong to its base
     mark_model_dirty(s, rope ? "turn RoPE on" : "turn RoPE off", "rope");
   }
   ImGui::EndDisabled();
@@ -179,6 +180,7 @@ void draw_variant_options(AppState& s, ModelConfig& c) {
       for (double b : kRopeBases)
         if (ImGui::Selectable(base_name(b).c_str(), b == c.rope_base) && b != c.rope_base) {
           c.rope_base = b;
+          c.rope_inv_freq.clear();
           mark_model_dirty(s, "change the RoPE base", "rope");
         }
       ImGui::EndCombo();

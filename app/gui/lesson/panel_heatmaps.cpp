@@ -35,9 +35,14 @@ void cell_tooltip(const AppState& s, int head, int i, int j) {
     ImGui::Text("Masked: yes (key after query) -> -inf");
   }
   const float scaled = tr.stage_value(Stage::Scaled, b, head, i, j);
-  if (std::isinf(scaled)) ImGui::Text("Scaled score:      -inf");
-  else ImGui::Text("Scaled score:      %.4f  (x 1/sqrt(%d) = %.4f)", static_cast<double>(scaled), tr.head_dim,
-                   static_cast<double>(tr.scale()));
+  if (std::isinf(scaled))
+    ImGui::Text("Scaled score:      -inf");
+  else if (tr.config.query_pre_attn_scalar > 0)
+    ImGui::Text("Scaled score:      %.4f  (x query_pre_attn_scalar^-0.5 = %g^-0.5 = %.4f)", static_cast<double>(scaled),
+                tr.config.query_pre_attn_scalar, static_cast<double>(tr.scale()));
+  else
+    ImGui::Text("Scaled score:      %.4f  (x 1/sqrt(%d) = %.4f)", static_cast<double>(scaled), tr.head_dim,
+                static_cast<double>(tr.scale()));
   ImGui::Text("Weight (softmax):  %.4f", static_cast<double>(tr.stage_value(Stage::Weights, b, head, i, j)));
   if (tr.dropout_applied()) {
     ImGui::Text("Dropout: %s -> %.4f", tr.kept(b, head, i, j) ? "kept (scaled by 1/(1-p))" : "dropped",

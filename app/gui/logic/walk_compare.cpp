@@ -65,6 +65,7 @@ Comparison compare_variants(const Model& model, const Tensor& input, int max_hea
       ModelConfig wc = cur;
       wc.variant = Variant::Wrapper;
       wc.d_out = head_dim;
+      wc.out_dim = 0;  // a trained layer's out_proj width: the wrapper has no out_proj
       wc.weights = nullptr;
       wrapper = build_model(wc, c.d_in);
       c.note = what + "This session is " + std::string(variant_name(cur.variant)) +

@@ -11,6 +11,7 @@
 #include "app_state.hpp"
 #include "figure/gpt_figures.hpp"
 #include "mhaviz/gpt_layer.hpp"
+#include "mhaviz/hf_layer.hpp"
 #include "mhaviz/prompt.hpp"
 #include "mhaviz/safetensors.hpp"
 
@@ -38,8 +39,13 @@ PromptOptions prompt_options(const ModelUi& m) {
 std::string gpt_only_reason(const ModelUi& m) {
   if (!m.result || !m.result->loaded.facts.hf) return {};
   return m.result->loaded.facts.architecture +
-         ": ablation, the sweep, patching, the logit lens, norm-weighted attention and a layer in the walkthrough "
-         "work on GPT-2-layout models only";
+         ": ablation, the sweep, patching, the logit lens and norm-weighted attention work on GPT-2-layout models "
+         "only";
+}
+
+std::string layer_walk_reason(const ModelUi& m) {
+  if (!m.result || !m.result->loaded.hf) return {};
+  return hf_layer_refusal(*m.result->loaded.hf);
 }
 
 void set_model_text(AppState& s, std::string text) {
@@ -291,49 +297,75 @@ static std::string save_layer_weights(const AppState& s, const ParameterFile& pa
   write_safetensors_f32(file, out, {{"mhaviz", "layer " + std::to_string(layer) + " of " + s.gpt.path}});
   return file.string();
 }
-// The layer as the book's weight-split module (gpt_layer.hpp): its parameters go into the
-// session as model.weights, its LayerNorm output is X, so every lesson panel and the
-// walkthrough show that layer's real numbers.
+namespace {
+
+// The session of layer `layer` of the model shown, its parameters (path not yet set) and what
+// the status bar says of it: a GPT's as the weight-split module (gpt_layer.hpp), a Qwen, Llama
+// or Gemma 3 model's as gqa (hf_layer.hpp). X is the layer's norm output either way.
+struct LayerLesson {
+  Session session;
+  std::shared_ptr<ParameterFile> params;
+  std::string what;
+};
+
+LayerLesson layer_lesson(const GptWorker::Result& r, int layer) {
+  const std::vector<std::string> tokens = figure::display_tokens(*r.loaded.tokenizer, r.ids());
+  LayerLesson out;
+  if (r.loaded.hf) {
+    const HfTrace& tr = *r.hf_trace;
+    out.session = hf_layer_session(*r.loaded.hf, layer, tokens, tr.layers.at(static_cast<std::size_t>(layer)).x.data);
+    out.params = std::make_shared<ParameterFile>(*out.session.model.weights);
+    out.what =
+        "its input RMSNorm output is X, q_proj, k_proj, v_proj, o_proj are W_query, W_key, W_value, out_proj "
+        "of the book's GroupedQueryAttention";
+    return out;
+  }
+  const GptModel& gm = *r.loaded.model;
+  out.session = gpt_layer_session(gm, layer, tokens, r.trace->layers.at(static_cast<std::size_t>(layer)).x.data);
+  const Model mod = weight_split_from_gpt_layer(gm, layer);
+  out.params = std::make_shared<ParameterFile>();
+  for (const Linear& l : mod.layers) {
+    out.params->tensors[l.name + ".weight"] = {{l.out, l.in}, l.weight};
+    if (!l.bias.empty()) out.params->tensors[l.name + ".bias"] = {{l.out}, l.bias};
+  }
+  out.what = "its LayerNorm output is X, its weights are W_query, W_key, W_value, out_proj";
+  return out;
+}
+
+}  // namespace
+
+// The layer as the lesson's module: its parameters go into the session as model.weights, its
+// norm output is X, so every lesson panel and the walkthrough show that layer's real numbers.
 void open_layer_walkthrough(AppState& s, int layer) {
   ModelUi& m = s.gpt;
-  if (!m.result || layer < 0) return;
-  if (const std::string why = gpt_only_reason(m); !why.empty()) {
+  if (!m.result || layer < 0 || layer >= m.result->loaded.facts.layers) return;
+  if (const std::string why = layer_walk_reason(m); !why.empty()) {
     notify(s, why, true);
     return;
   }
-  const GptModel& gm = *m.result->loaded.model;
-  if (layer >= gm.config.n_layer) return;
   try {
-    const GptTrace& tr = *m.result->trace;
-    const std::vector<std::string> tokens = figure::display_tokens(*m.result->loaded.tokenizer, tr.ids);
-    Session ses = gpt_layer_session(gm, layer, tokens, tr.layers[static_cast<std::size_t>(layer)].x.data);
+    LayerLesson l = layer_lesson(*m.result, layer);
+    Session& ses = l.session;
     // It opens clean, whatever the walkthrough showed before: its first step, the correct
     // merge, the walkthrough tab, the head chosen in the model view selected.
     SessionView view;
     view.walkthrough = true;
-    view.head = std::clamp(m.head, 0, gm.config.n_head - 1);
-    view.log_scale = static_cast<int>(tokens.size()) >= figure::kLogScaleFromTokens;
+    view.head = std::clamp(m.head, 0, ses.model.num_heads - 1);
+    view.log_scale = ses.num_tokens() >= figure::kLogScaleFromTokens;
     view.shared_scale = s.settings.shared_scale;
     view.colormap = std::string(colormap_name(s.settings.colormap));
     ses.view = view;
-    const Model mod = weight_split_from_gpt_layer(gm, layer);
-    auto params = std::make_shared<ParameterFile>();
-    for (const Linear& l : mod.layers) {
-      params->tensors[l.name + ".weight"] = {{l.out, l.in}, l.weight};
-      if (!l.bias.empty()) params->tensors[l.name + ".bias"] = {{l.out}, l.bias};
-    }
     // The parameters go into a real file beside the autosave, so that an edit of this
     // document autosaves a session whose model.weights loads again on the next start.
-    params->path = save_layer_weights(s, *params, layer);
-    ses.model.weights = std::move(params);
+    l.params->path = save_layer_weights(s, *l.params, layer);
+    ses.model.weights = std::move(l.params);
     const std::string origin =
         "layer " + std::to_string(layer) + " of " + std::filesystem::path(m.path).filename().string();
     set_document(s, std::move(ses), "", origin);
     // A layer of a model is not an edit to save: the autosave keeps the last lesson.
     s.autosaved_revision = s.doc.revision;
     s.autosaved_view = current_view(s);
-    notify(s, "Walkthrough of " + origin +
-                  ": its LayerNorm output is X, its weights are W_query, W_key, W_value, out_proj");
+    notify(s, "Walkthrough of " + origin + ": " + l.what);
   } catch (const std::exception& e) {
     notify(s, e.what(), true);
   }

@@ -361,13 +361,14 @@ void draw_model_panel(AppState& s) {
   if (m.layer >= 0) {
     ImGui::Separator();
     ImGui::Text("Head %d.%d", m.layer, m.head);
-    if (gpt_only_reason(m).empty()) {
+    if (const std::string why = layer_walk_reason(m); why.empty()) {
       if (ImGui::Button("Open layer in the walkthrough")) open_layer_walkthrough(s, m.layer);
       record_widget(s, "model_walk");
-    } else {
+    } else {  // where the button would be: why the lesson cannot show this model's layers exactly
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-      ImGui::TextWrapped("Open layer in the walkthrough: GPT-2-layout models only");
+      ImGui::TextWrapped("Open layer in the walkthrough: %s", why.c_str());
       ImGui::PopStyleColor();
+      record_widget(s, "model_walk_refused");
     }
   }
   ImGui::Separator();

@@ -52,7 +52,7 @@ void sweep_tools(AppState& s) {
   ImGui::SameLine();
   if (!gpt_only_reason(m).empty()) {
     // Where the buttons would be: why they are not (the panel has the whole line).
-    ImGui::TextDisabled("Ablation, sweep, patching, lens, walkthrough: GPT-2-layout models only");
+    ImGui::TextDisabled("Ablation, sweep, patching, lens: GPT-2-layout models only");
     record_widget(s, "model_view_gpt_only");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", gpt_only_reason(m).c_str());
     return;
@@ -109,15 +109,24 @@ void toolbar(AppState& s) {
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("Save the model view as shown (F12), as `mhaviz render --view model` draws it");
   // The selected head's buttons with the heads shown (a grid fills the toolbar's line otherwise).
-  if (head_selected(m) && m.show == ModelUi::Show::Heads && gpt_only_reason(m).empty()) {
+  // (Once a forward is shown: before it, whether its layers can open is not known.)
+  const bool heads = m.result && head_selected(m) && m.show == ModelUi::Show::Heads;
+  if (heads && layer_walk_reason(m).empty()) {  // the lesson's module: the walkthrough and its captures
     ImGui::SameLine();
     if (ImGui::Button("Open layer in the walkthrough")) open_layer_walkthrough(s, m.layer);
     record_widget(s, "model_view_walk");
-    if (ImGui::IsItemHovered())
-      ImGui::SetTooltip(
-          "Layer %d as the book's MultiHeadAttention: its LayerNorm output is X, its weights are W_query, W_key, "
-          "W_value and out_proj",
-          m.layer);
+    if (ImGui::IsItemHovered()) {
+      if (m.result && m.result->loaded.hf)
+        ImGui::SetTooltip(
+            "Layer %d as the book's GroupedQueryAttention: its input RMSNorm output is X, q_proj, k_proj, v_proj and "
+            "o_proj are W_query, W_key, W_value and out_proj, with the layer's QK-norm, RoPE and window",
+            m.layer);
+      else
+        ImGui::SetTooltip(
+            "Layer %d as the book's MultiHeadAttention: its LayerNorm output is X, its weights are W_query, W_key, "
+            "W_value and out_proj",
+            m.layer);
+    }
     ImGui::SameLine();
     if (ImGui::Button("Capture head")) capture(s, CaptureKind::Head);
     record_widget(s, "model_capture_head");

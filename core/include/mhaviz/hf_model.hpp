@@ -75,7 +75,10 @@ HfModel load_hf_model(const std::filesystem::path& folder);
 
 struct HfLayerTrace {
   AttentionMask mask;  // which keys each query saw: ask it, never the values
-  Tensor weights;      // (1, H, T, T) softmax over the keys the mask shows; hidden cells exactly 0
+  // (1, T, C) the input norm's output, what the layer's attention reads (a layer opened as the
+  // lesson's module takes it as X: hf_layer.hpp). T·C floats a layer, H·T/C times fewer than weights.
+  Tensor x;
+  Tensor weights;  // (1, H, T, T) softmax over the keys the mask shows; hidden cells exactly 0
 };
 
 // Buffers of one forward's rows (T of each), kept in the trace so that a forward into the same

@@ -176,10 +176,13 @@ struct Dims {
   int G = 0;       // gqa: K/V heads (num_kv_groups); 0: h
   int window = 0;  // sliding window W; 0: none
   bool causal = true;
-  bool qk_norm = false;  // RMSNorm of q and k over head_dim after the split
-  bool rope = false;     // RoPE on q and k (after QK-norm)
-  int latent = 0;        // mla: latent_dim (W_DKV's output)
+  bool qk_norm = false;     // RMSNorm of q and k over head_dim after the split
+  bool rope = false;        // RoPE on q and k (after QK-norm)
+  int latent = 0;           // mla: latent_dim (W_DKV's output)
+  double query_scalar = 0;  // scores · query_pre_attn_scalar^-0.5 (Gemma 3's layers); 0: / √head_dim
+  int out = 0;              // out_proj's width when it is not d_out (a trained layer's out_dim); 0: d_out
   int d_out() const { return h * hd; }
+  int out_width() const { return out > 0 ? out : d_out(); }
   int kv() const { return G > 0 ? G : h; }
   int group() const { return h / kv(); }  // query heads per K/V head
 };

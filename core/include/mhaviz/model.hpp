@@ -64,6 +64,19 @@ struct ModelConfig {
   // Split variants: RMSNorm over head_dim (eps 1e-6, scale initialised to ones) on queries and
   // keys after the head split and before RoPE, as Qwen3's q_norm and k_norm.
   bool qk_norm = false;
+  // The fields below let a trained model's layer (hf_layer.hpp) be this module with its own
+  // numbers; the book's modules leave them at their defaults.
+  // qk_norm: RMSNorm's eps (the model's rms_norm_eps; Qwen3 and Gemma 3 ship 1e-6).
+  double qk_norm_eps = 1e-6;
+  // rope_base: the head_dim/2 inverse frequencies used in place of rope_base^(-2i/head_dim),
+  // when a model scales them (Llama 3's rope_scaling "llama3", "linear"). Empty: unscaled.
+  std::vector<double> rope_inv_freq;
+  // Split variants: scores scaled by query_pre_attn_scalar^-0.5 as a factor (Gemma 3) instead
+  // of divided by sqrt(head_dim). 0: sqrt(head_dim).
+  double query_pre_attn_scalar = 0.0;
+  // gqa: out_proj's width, Linear(d_out, out_dim) (the book's Qwen3 and Gemma 3 project back to
+  // d_in, which may differ from num_heads * head_dim). 0: d_out, as chapter 3.
+  int out_dim = 0;
   // Trained parameters replacing the seed's init (null: init from seed). Their shapes fix
   // d_in, d_out, num_heads and qkv_bias: validate_model refuses a config they do not fit.
   // Dropout masks still continue the seed's stream, as in PyTorch after load_state_dict.
@@ -82,6 +95,8 @@ std::vector<ParameterSpec> parameter_specs(const ModelConfig& config, int d_in);
 int head_dim(const ModelConfig& c);
 // Width of the concatenated/merged context: num_heads * head_dim.
 int merged_dim(const ModelConfig& c);
+// out_proj's output width: out_dim when set, else d_out.
+int output_dim(const ModelConfig& c);
 // K/V heads the attention reads: num_kv_groups for gqa, num_heads otherwise.
 int kv_heads(const ModelConfig& c);
 // MultiHeadLatentAttention's latent_dim when none is given: max(16, d_out // 8).

@@ -70,7 +70,8 @@ struct Trace {
   MaskRule hidden_by(int i, int j) const { return mask().hidden_by(i, j); }
   bool masked(int i, int j) const { return !mask().visible(i, j); }
   bool kept(int b, int h, int i, int j) const;
-  float scale() const;  // 1 / sqrt(head_dim), as applied
+  float scale() const;  // the factor scores are scaled by: 1 / sqrt(head_dim), or query_pre_attn_scalar^-0.5
+  float scaled(float score) const;  // score / sqrt(head_dim) in float, or score · that factor, as the forward
 
   // One head's (T, T) matrix of a stage, row-major, written to out (size T*T).
   // Masked cells of Masked/Scaled are -inf, as PyTorch holds them.
@@ -90,6 +91,9 @@ void forward(const Model& model, const Tensor& input, Trace& out);
 // RoPE's inverse frequencies for a lesson: 1 / base^(2i / head_dim) for i < head_dim / 2, as the
 // book's compute_rope_params (no scaling). head_dim even.
 std::vector<double> rope_inv_freq(double base, int head_dim);
+// The inverse frequencies a config's RoPE uses: its rope_inv_freq when a model's scaling set
+// them, else rope_inv_freq(rope_base, head_dim).
+std::vector<double> rope_inv_freq(const ModelConfig& c);
 
 // Slow, obviously-correct loop version of forward(), the oracle for tests.
 Trace forward_reference(const Model& model, const Tensor& input);

@@ -155,7 +155,7 @@ void attend(const Model& model, const Tensor& q, std::int64_t q_pos, const float
   job.q_stride = static_cast<std::int64_t>(R) * hd;
   job.kv_stride = kv_stride;
   job.mask = attention_mask(c);
-  job.scale = detail::ScoreScale::sqrt_head_dim(hd);
+  job.scale = detail::score_scale(c);
   job.weights = s.weights.ptr();
   job.out_stride = static_cast<std::int64_t>(R) * n;
   job.context = s.context.ptr();

@@ -134,15 +134,15 @@ const Tensor& norm_rotate(const Model& model, const Tensor& x, const std::vector
   const Tensor* out = &x;
   if (c.qk_norm) {
     reshape(normed, x.shape);
-    // RMSNorm(head_dim, eps=1e-6): each head's vector at each position is one row.
-    detail::rms_norm(x.ptr(), normed.ptr(), x.numel() / hd, hd, scale.data(), 1e-6, detail::RmsWeight::Plain);
+    // RMSNorm(head_dim, eps): each head's vector at each position is one row.
+    detail::rms_norm(x.ptr(), normed.ptr(), x.numel() / hd, hd, scale.data(), c.qk_norm_eps, detail::RmsWeight::Plain);
     out = &normed;
   } else {
     normed = Tensor();
   }
   if (c.rope_base != 0.0) {
     rotated = *out;
-    const std::vector<double> inv_freq = rope_inv_freq(c.rope_base, hd);
+    const std::vector<double> inv_freq = rope_inv_freq(c);
     const std::int64_t per_item = static_cast<std::int64_t>(heads) * T * hd;
     for (int bi = 0; bi < batch; ++bi)
       detail::rope(rotated.ptr() + bi * per_item, detail::RopeBlock::heads_major(T, heads, hd), pos0, inv_freq);
@@ -165,8 +165,8 @@ void merge_and_project(const Model& model, const Tensor& context, Tensor& merged
     return;
   }
   const Linear& out = model.layer(c.variant == Variant::FusedQkv ? "linear_layer" : "out_proj");
-  reshape(output, {b, R, c.d_out});
-  linear_into(out, merged.ptr(), static_cast<std::int64_t>(b) * R, output.ptr(), c.d_out, kernel);
+  reshape(output, {b, R, output_dim(c)});
+  linear_into(out, merged.ptr(), static_cast<std::int64_t>(b) * R, output.ptr(), output_dim(c), kernel);
 }
 
 }  // namespace detail
@@ -194,6 +194,10 @@ std::vector<double> rope_inv_freq(double base, int head_dim) {
   std::vector<double> f(static_cast<std::size_t>(head_dim / 2));
   for (std::size_t i = 0; i < f.size(); ++i) f[i] = 1.0 / std::pow(base, static_cast<double>(2 * i) / head_dim);
   return f;
+}
+
+std::vector<double> rope_inv_freq(const ModelConfig& c) {
+  return c.rope_inv_freq.empty() ? rope_inv_freq(c.rope_base, head_dim(c)) : c.rope_inv_freq;
 }
 
 // input (b, T, d_in) -> trace with every intermediate (see trace.hpp for shapes).
@@ -230,7 +234,7 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
   }
 
   // 3-4 (and 6 without dropout). Raw scores q·kᵀ of every cell, then softmax(masked scores /
-  // sqrt(hd)) row by row with hidden cells exactly 0 (attention.hpp).
+  // sqrt(hd), or · query_pre_attn_scalar^-0.5) row by row with hidden cells exactly 0 (attention.hpp).
   reshape(tr.scores, {b, H, T, T});
   reshape(tr.weights, {b, H, T, T});
   reshape(tr.context, {b, H, T, hd});
@@ -240,6 +244,7 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
                            drop ? nullptr : tr.context.ptr(), kernel);  // dropout draws over every pair first
   job.kv_heads = G;  // K/V heads read in place: the expanded copies are only shown
   job.mask = attention_mask(c);
+  job.scale = detail::score_scale(c);
   job.raw_scores = tr.scores.ptr();
   // The stacked projection's scratch, split by now, holds the packed keys.
   detail::attention(job, tr.workspace);
@@ -297,6 +302,7 @@ Tensor raw_scores(const Trace& tr, const Tensor& q, const Tensor& k) {
                                                   backend() != Backend::OpenBlas);
   job.kv_heads = static_cast<int>(k.shape[1]);
   job.mask = tr.mask();
+  job.scale = detail::score_scale(tr.config);
   job.raw_scores = scores.ptr();
   detail::attention(job, workspace);
   return scores;

@@ -3,9 +3,11 @@
 // receives are computed exactly as the full forward computes them.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
+#include "kernels/softmax.hpp"
 #include "mhaviz/trace.hpp"
 
 namespace mhaviz::detail {
@@ -30,6 +32,14 @@ const Tensor& norm_rotate(const Model& model, const Tensor& x, const std::vector
 // Steps 7-8 on R rows: the heads of context (b, H, R, hd) merged into merged (b, R, M), then
 // the output projection into output (b, R, d_out); the wrapper has none (output = merged).
 void merge_and_project(const Model& model, const Tensor& context, Tensor& merged, Tensor& output, bool kernel);
+
+// How the config's scores are scaled: / sqrt(head_dim) as PyTorch's modules write it, or
+// · query_pre_attn_scalar^-0.5 (rounded to float once) as Gemma's does.
+inline ScoreScale score_scale(const ModelConfig& c) {
+  if (c.query_pre_attn_scalar > 0.0)
+    return ScoreScale::multiply(static_cast<float>(1.0 / std::sqrt(c.query_pre_attn_scalar)));
+  return ScoreScale::sqrt_head_dim(head_dim(c));
+}
 
 // Reuses the buffer's capacity: an unchanged shape costs no allocation or zeroing.
 void reshape(Tensor& t, Shape shape);

@@ -318,7 +318,7 @@ Layout step_layout(Step s, const Dims& d) {
       l.dims = {b, 1, T, D};
       l.head_cols = d.hd;
       break;
-    case Step::OutProj: l.dims = {b, 1, T, D}; break;
+    case Step::OutProj: l.dims = {b, 1, T, d.out_width()}; break;
   }
   return l;
 }

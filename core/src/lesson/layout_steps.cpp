@@ -23,6 +23,8 @@ Dims dims_for(const ModelConfig& c, int b, int T, int d_in) {
   d.qk_norm = c.qk_norm;
   d.rope = c.rope_base != 0.0;
   d.latent = c.variant == Variant::Mla ? c.latent_dim : 0;
+  d.out = c.out_dim;
+  d.query_scalar = c.query_pre_attn_scalar;
   return d;
 }
 
@@ -110,7 +112,9 @@ std::string step_title(Step s, const Dims& d) {
     case Step::Mask:
       if (d.window > 0) return "Causal and sliding-window mask: hidden cells become -∞";
       return "Causal mask: future cells become -∞";
-    case Step::Softmax: return "Scale by 1/√head_dim and softmax";
+    case Step::Softmax:
+      return d.query_scalar > 0 ? "Scale by query_pre_attn_scalar^−0.5 and softmax"
+                                : "Scale by 1/√head_dim and softmax";
     case Step::Dropout: return "Dropout";
     case Step::Context: return "Context = weights·v";
     case Step::TransposeBack: return "Transpose back: group by token";
@@ -159,7 +163,9 @@ std::string step_code(Step s, const Dims& d, int batch) {
         return "mask_bool = (diff < 0) | (diff >= W)   # diff = i - j;  attn_scores.masked_fill_(mask_bool, "
                "-torch.inf)";
       return "attn_scores.masked_fill_(mask_bool, -torch.inf)";
-    case Step::Softmax: return "attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)";
+    case Step::Softmax:
+      if (d.query_scalar > 0) return "attn_weights = torch.softmax(attn_scores * query_pre_attn_scalar**-0.5, dim=-1)";
+      return "attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)";
     case Step::Dropout: return "attn_weights = self.dropout(attn_weights)";
     case Step::Context: return "context_vec = attn_weights @ values";
     case Step::TransposeBack: return "context_vec = context_vec.transpose(1, 2)";
@@ -199,7 +205,7 @@ std::string_view step_shape(Step s, const Dims& d) {
     case Step::TransposeBack: return "(b, num_tokens, num_heads, head_dim)";
     case Step::Merge: return "(b, num_tokens, d_out)";
     case Step::Concat: return "(b, num_tokens, num_heads * d_out)";
-    case Step::OutProj: return "(b, num_tokens, d_out)";
+    case Step::OutProj: return d.out > 0 ? "(b, num_tokens, out_dim)" : "(b, num_tokens, d_out)";
   }
   return "";
 }

@@ -36,6 +36,8 @@ int head_dim(const ModelConfig& c) {
 
 int merged_dim(const ModelConfig& c) { return c.num_heads * head_dim(c); }
 
+int output_dim(const ModelConfig& c) { return c.out_dim > 0 ? c.out_dim : c.d_out; }
+
 int kv_heads(const ModelConfig& c) { return c.variant == Variant::Gqa ? c.num_kv_groups : c.num_heads; }
 
 int default_latent_dim(int d_out) { return std::max(16, d_out / 8); }
@@ -168,7 +170,10 @@ std::vector<LayerPlan> layer_plan(const ModelConfig& config, int d_in) {
     case Variant::Gqa: {
       // GroupedQueryAttention creates its K/V projections first and out_proj without bias.
       const int kv = config.num_kv_groups * head_dim(config);
-      return {{"W_key", d_in, kv, b}, {"W_value", d_in, kv, b}, {"W_query", d_in, d, b}, {"out_proj", d, d, false}};
+      return {{"W_key", d_in, kv, b},
+              {"W_value", d_in, kv, b},
+              {"W_query", d_in, d, b},
+              {"out_proj", d, output_dim(config), false}};
     }
     case Variant::Mla: {
       const int L = config.latent_dim;
@@ -230,6 +235,7 @@ Model weight_split_from_wrapper(const Model& wrapper) {
   m.config = wc;
   m.config.variant = Variant::WeightSplit;
   m.config.d_out = wc.num_heads * wc.d_out;
+  m.config.out_dim = 0;  // out_proj is the identity on d_out
   m.d_in = wrapper.d_in;
   m.rng_after_init = wrapper.rng_after_init;
   const int D = m.config.d_out;
@@ -262,6 +268,7 @@ Model weight_split_from_fused(const Model& fused) {
   Model m;
   m.config = fc;
   m.config.variant = Variant::WeightSplit;
+  m.config.out_dim = 0;  // linear_layer is [d_out, d_out]
   m.d_in = din;
   m.rng_after_init = fused.rng_after_init;
   const Linear& qkv = fused.layer("qkv_layer");

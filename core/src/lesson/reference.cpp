@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/attention_reference.hpp"
+#include "lesson/forward_steps.hpp"
 #include "mhaviz/trace.hpp"
 
 namespace mhaviz {
@@ -31,14 +32,14 @@ std::vector<double> pair_rows(const Tensor& t, std::size_t p, int rows, int cols
                              t.data.begin() + static_cast<std::ptrdiff_t>((p + 1) * n));
 }
 
-// RMSNorm over the last dimension d of t, each row by itself: x / sqrt(mean(x²) + 1e-6) · scale.
-Tensor rms_norm_loops(const Tensor& t, const std::vector<float>& scale) {
+// RMSNorm over the last dimension d of t, each row by itself: x / sqrt(mean(x²) + eps) · scale.
+Tensor rms_norm_loops(const Tensor& t, const std::vector<float>& scale, double eps) {
   Tensor out(t.shape);
   const std::size_t d = scale.size();
   for (std::size_t row = 0; row < t.data.size() / d; ++row) {
     double ms = 0.0;
     for (std::size_t i = 0; i < d; ++i) ms += static_cast<double>(t.data[row * d + i]) * t.data[row * d + i];
-    const double inv = 1.0 / std::sqrt(ms / static_cast<double>(d) + 1e-6);
+    const double inv = 1.0 / std::sqrt(ms / static_cast<double>(d) + eps);
     for (std::size_t i = 0; i < d; ++i)
       out.data[row * d + i] = static_cast<float>(t.data[row * d + i] * inv) * scale[i];
   }
@@ -46,8 +47,9 @@ Tensor rms_norm_loops(const Tensor& t, const std::vector<float>& scale) {
 }
 
 // RoPE of t (b, heads, T, hd), position = t's index: x·cos + cat(−x2, x1)·sin, the angle of
-// value i (and i + hd/2) at position p being p / base^(2i / hd).
-Tensor rope_loops(const Tensor& t, double base) {
+// value i (and i + hd/2) at position p being p / base^(2i / hd), or p · inv_freq[i] when a
+// model's scaling gave the frequencies.
+Tensor rope_loops(const Tensor& t, double base, const std::vector<double>& inv_freq) {
   Tensor out(t.shape);
   const std::int64_t B = t.shape[0], heads = t.shape[1], T = t.shape[2], hd = t.shape[3], half = hd / 2;
   for (std::int64_t bi = 0; bi < B; ++bi)
@@ -56,7 +58,9 @@ Tensor rope_loops(const Tensor& t, double base) {
         for (std::int64_t i = 0; i < hd; ++i) {
           const std::int64_t f = i % half;
           const double angle =
-              static_cast<double>(p) / std::pow(base, static_cast<double>(2 * f) / static_cast<double>(hd));
+              inv_freq.empty()
+                  ? static_cast<double>(p) / std::pow(base, static_cast<double>(2 * f) / static_cast<double>(hd))
+                  : static_cast<double>(p) * inv_freq[static_cast<std::size_t>(f)];
           const double x = t.at({bi, h, p, i});
           const double rotated =
               i < half ? -static_cast<double>(t.at({bi, h, p, i + half})) : t.at({bi, h, p, i - half});
@@ -72,14 +76,14 @@ std::pair<const Tensor*, const Tensor*> norm_and_rotate_loops(const Model& model
   const Tensor* q = &tr.q;
   const Tensor* k = &tr.k;
   if (c.qk_norm) {
-    tr.q_normed = rms_norm_loops(tr.q, model.q_norm);
-    tr.k_normed = rms_norm_loops(tr.k, model.k_norm);
+    tr.q_normed = rms_norm_loops(tr.q, model.q_norm, c.qk_norm_eps);
+    tr.k_normed = rms_norm_loops(tr.k, model.k_norm, c.qk_norm_eps);
     q = &tr.q_normed;
     k = &tr.k_normed;
   }
   if (c.rope_base != 0.0) {
-    tr.q_rotated = rope_loops(*q, c.rope_base);
-    tr.k_rotated = rope_loops(*k, c.rope_base);
+    tr.q_rotated = rope_loops(*q, c.rope_base, c.rope_inv_freq);
+    tr.k_rotated = rope_loops(*k, c.rope_base, c.rope_inv_freq);
     q = &tr.q_rotated;
     k = &tr.k_rotated;
   }
@@ -171,8 +175,8 @@ Trace forward_reference(const Model& model, const Tensor& input) {
     for (int h = 0; h < H; ++h) {
       const std::size_t pair = static_cast<std::size_t>(bi * H + h), kv = static_cast<std::size_t>(bi * G + kv_of(h));
       const std::vector<double> q = pair_rows(*q_att, pair, T, hd), k = pair_rows(*k_att, kv, T, hd);
-      const detail::ReferenceAttention a = detail::attention_reference(q.data(), k.data(), T, T, hd, 0, 0, mask, bi,
-                                                                       detail::ScoreScale::sqrt_head_dim(hd));
+      const detail::ReferenceAttention a =
+          detail::attention_reference(q.data(), k.data(), T, T, hd, 0, 0, mask, bi, detail::score_scale(c));
       for (std::size_t e = 0; e < TT; ++e) {
         tr.scores.data[pair * TT + e] = static_cast<float>(a.scores[e]);
         tr.weights.data[pair * TT + e] = static_cast<float>(a.weights[e]);
@@ -220,7 +224,7 @@ Trace forward_reference(const Model& model, const Tensor& input) {
   if (c.variant == Variant::Wrapper) {
     tr.output = tr.context_merged;
   } else {
-    tr.output = Tensor({b, T, D});
+    tr.output = Tensor({b, T, output_dim(c)});
     tr.output.data = linear_loops(model.layer(c.variant == Variant::FusedQkv ? "linear_layer" : "out_proj"),
                                   tr.context_merged.data, N);
   }

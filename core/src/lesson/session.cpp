@@ -150,6 +150,47 @@ void check_parameter_file(const ParameterFile& file, const ModelConfig& c, int d
   }
 }
 
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// The fields that make a trained model's layer this module (hf_layer.hpp): each needs the
+// option it refines.
+void check_model_fields(const ModelConfig& c, const std::string& variant) {
+  if (c.qk_norm_eps != 1e-6) {
+    if (!(c.qk_norm_eps > 0.0 && c.qk_norm_eps <= 1.0))
+      fail("model.qk_norm_eps", number(c.qk_norm_eps) + " is out of range (0, 1]");
+    if (!c.qk_norm) fail("model.qk_norm_eps", number(c.qk_norm_eps) + " is set but model.qk_norm is false");
+  }
+  if (!c.rope_inv_freq.empty()) {
+    if (c.rope_base == 0.0) fail("model.rope_inv_freq", "is set but model.rope_base is null (RoPE is off)");
+    const std::size_t half = static_cast<std::size_t>(head_dim(c) / 2);
+    if (c.rope_inv_freq.size() != half)
+      fail("model.rope_inv_freq", std::to_string(c.rope_inv_freq.size()) + " values, but head_dim / 2 = " +
+                                      std::to_string(half) + " (one per rotated pair)");
+    for (std::size_t i = 0; i < half; ++i)
+      if (!(std::isfinite(c.rope_inv_freq[i]) && c.rope_inv_freq[i] > 0.0))
+        fail("model.rope_inv_freq[" + std::to_string(i) + "]",
+             number(c.rope_inv_freq[i]) + " is not a positive number");
+  }
+  if (c.query_pre_attn_scalar != 0.0) {
+    if (!(c.query_pre_attn_scalar > 0.0 && c.query_pre_attn_scalar <= Limits::kMaxRopeBase))
+      fail("model.query_pre_attn_scalar", number(c.query_pre_attn_scalar) + " is out of range (0, 1e9]");
+    if (!is_split(c.variant))
+      fail("model.query_pre_attn_scalar", number(c.query_pre_attn_scalar) + " is set but " + variant +
+                                              " scales each head by its own d_out (only the split variants take it)");
+  }
+  if (c.out_dim != 0) {
+    if (c.out_dim < 1 || c.out_dim > Limits::kMaxDim)
+      fail("model.out_dim",
+           std::to_string(c.out_dim) + " is out of range [1, " + std::to_string(Limits::kMaxDim) + "]");
+    if (c.variant != Variant::Gqa)
+      fail("model.out_dim", std::to_string(c.out_dim) + " is set but " + variant + " projects to d_out (only \"gqa\")");
+  }
+}
+
 // The fields of the book's bonus variants (session version 3): each on the variants that have it.
 void check_variant_fields(const ModelConfig& c) {
   const std::string variant = "model.variant = \"" + std::string(variant_name(c.variant)) + "\"";
@@ -202,13 +243,14 @@ void check_variant_fields(const ModelConfig& c) {
   if (c.qk_norm && !is_split(c.variant))
     fail("model.qk_norm",
          "true is set but " + variant + " has no QK-norm (the split variants have: weight_split, fused_qkv, gqa, mla)");
+  check_model_fields(c, variant);
 }
 
 // Version 3 holds the bonus variants and their fields; a session without them is written as
 // before, so older builds read it.
 bool needs_version_3(const ModelConfig& c) {
   return c.variant == Variant::Gqa || c.variant == Variant::Mla || c.sliding_window != 0 || c.rope_base != 0.0 ||
-         c.qk_norm;
+         c.qk_norm || c.query_pre_attn_scalar != 0.0;
 }
 
 // The optional "view" object of version 2. Ranges that depend on the model (head, batch
@@ -246,6 +288,30 @@ SessionView parse_view(const json& v) {
   return out;
 }
 
+// A number field of the model given as a number (its range: check_model_fields).
+double get_number(const json& v, const std::string& field) {
+  if (!v.is_number() || !std::isfinite(v.get<double>()))
+    fail(field, "expected a number, got " + type_name(v) + " " + show(v));
+  return v.get<double>();
+}
+
+// model.qk_norm_eps, rope_inv_freq, query_pre_attn_scalar, out_dim (version 3, optional).
+void parse_model_fields(const json& m, ModelConfig& c) {
+  if (auto it = m.find("qk_norm_eps"); it != m.end()) c.qk_norm_eps = get_number(*it, "model.qk_norm_eps");
+  if (auto it = m.find("rope_inv_freq"); it != m.end()) {
+    if (!it->is_array() || it->size() > static_cast<std::size_t>(Limits::kMaxDim))
+      fail("model.rope_inv_freq", "expected an array of head_dim / 2 numbers, got " + type_name(*it));
+    for (std::size_t i = 0; i < it->size(); ++i)
+      c.rope_inv_freq.push_back(get_number((*it)[i], "model.rope_inv_freq[" + std::to_string(i) + "]"));
+  }
+  if (auto it = m.find("query_pre_attn_scalar"); it != m.end()) {
+    c.query_pre_attn_scalar = get_number(*it, "model.query_pre_attn_scalar");
+    if (c.query_pre_attn_scalar == 0.0) fail("model.query_pre_attn_scalar", "0 is out of range (0, 1e9]");
+  }
+  if (auto it = m.find("out_dim"); it != m.end())
+    c.out_dim = static_cast<int>(get_int(*it, "model.out_dim", 1, Limits::kMaxDim));
+}
+
 // model.num_kv_groups (gqa, required), model.latent_dim (mla, optional: max(16, d_out // 8)),
 // model.sliding_window (null or absent: off): version 3 fields. Combinations are
 // check_variant_fields's, through validate_session.
@@ -253,7 +319,8 @@ void parse_variant_fields(const json& m, std::int64_t version, ModelConfig& c) {
   const bool bonus = c.variant == Variant::Gqa || c.variant == Variant::Mla;
   if (version < 3) {
     if (bonus) fail("model.variant", "\"" + std::string(variant_name(c.variant)) + "\" needs \"version\": 3");
-    for (const char* key : {"num_kv_groups", "sliding_window", "latent_dim", "rope_base", "qk_norm"})
+    for (const char* key : {"num_kv_groups", "sliding_window", "latent_dim", "rope_base", "qk_norm", "qk_norm_eps",
+                            "rope_inv_freq", "query_pre_attn_scalar", "out_dim"})
       if (m.contains(key)) fail(std::string("model.") + key, "needs \"version\": 3 (value " + show(m[key]) + ")");
     return;
   }
@@ -274,6 +341,7 @@ void parse_variant_fields(const json& m, std::int64_t version, ModelConfig& c) {
     c.rope_base = it->get<double>();  // its range: check_variant_fields, through validate_session
   }
   if (auto it = m.find("qk_norm"); it != m.end()) c.qk_norm = get_bool(*it, "model.qk_norm");
+  parse_model_fields(m, c);
 }
 
 }  // namespace
@@ -300,7 +368,7 @@ std::int64_t estimate_memory_bytes(const ModelConfig& c, int d_in, int tokens, i
                         + (c.variant == Variant::Mla ? b * T * c.latent_dim : 0)  // the latent
                         + 2 * attn                                                // scores, weights
                         + (drop ? attn : 0)                                       // dropped
-                        + 2 * b * T * M + b * T * D;                              // context, merged, output
+                        + 2 * b * T * M + b * T * output_dim(c);                  // context, merged, output
   return floats * 4 + (drop ? attn : 0);          // + keep mask bytes
 }
 
@@ -447,7 +515,8 @@ Session parse_session(std::string_view text, const std::filesystem::path& base_d
   if (!m.is_object()) fail("model", "expected an object, got " + type_name(m));
   reject_unknown(m, "model",
                  {"variant", "d_out", "num_heads", "context_length", "dropout", "qkv_bias", "causal", "seed",
-                  "training", "weights", "num_kv_groups", "sliding_window", "latent_dim", "rope_base", "qk_norm"});
+                  "training", "weights", "num_kv_groups", "sliding_window", "latent_dim", "rope_base", "qk_norm",
+                  "qk_norm_eps", "rope_inv_freq", "query_pre_attn_scalar", "out_dim"});
   const json& variant = require(m, "model.", "variant");
   if (!variant.is_string() || !parse_variant(variant.get<std::string>(), s.model.variant))
     fail("model.variant",
@@ -508,6 +577,10 @@ std::string session_to_json(const Session& s) {
   if (c.sliding_window != 0) j["model"]["sliding_window"] = c.sliding_window;
   if (c.rope_base != 0.0) j["model"]["rope_base"] = c.rope_base;
   if (c.qk_norm) j["model"]["qk_norm"] = true;
+  if (c.qk_norm_eps != 1e-6) j["model"]["qk_norm_eps"] = c.qk_norm_eps;
+  if (!c.rope_inv_freq.empty()) j["model"]["rope_inv_freq"] = c.rope_inv_freq;
+  if (c.query_pre_attn_scalar != 0.0) j["model"]["query_pre_attn_scalar"] = c.query_pre_attn_scalar;
+  if (c.out_dim != 0) j["model"]["out_dim"] = c.out_dim;
   if (c.weights) j["model"]["weights"] = c.weights->path;
   if (s.view) {
     const SessionView& v = *s.view;

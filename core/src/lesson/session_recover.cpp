@@ -192,7 +192,8 @@ void recover_model(json& j, Repairs& repairs) {
   if (!m.is_object()) throw SessionError("model: not an object, nothing to recover");
   drop_unknown(m, "model.",
                {"variant", "d_out", "num_heads", "context_length", "dropout", "qkv_bias", "causal", "seed", "training",
-                "weights", "num_kv_groups", "sliding_window", "latent_dim", "rope_base", "qk_norm"},
+                "weights", "num_kv_groups", "sliding_window", "latent_dim", "rope_base", "qk_norm", "qk_norm_eps",
+                "rope_inv_freq", "query_pre_attn_scalar", "out_dim"},
                repairs);
   const ModelConfig defaults;
   const std::int64_t d_out = clamp_int(m, "d_out", "model.d_out", 1, Limits::kMaxDim, defaults.d_out, repairs);
@@ -271,7 +272,7 @@ std::int64_t version_for(const json& j) {
   const auto it = m.find("variant");
   const bool bonus = it != m.end() && (*it == "gqa" || *it == "mla");
   const bool v3 = bonus || m.contains("num_kv_groups") || m.contains("sliding_window") || m.contains("latent_dim") ||
-                  m.contains("rope_base") || m.contains("qk_norm");
+                  m.contains("rope_base") || m.contains("qk_norm") || m.contains("query_pre_attn_scalar");
   return v3 ? 3 : j.contains("view") ? 2 : 1;
 }
 

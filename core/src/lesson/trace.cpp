@@ -1,6 +1,7 @@
 #include <cmath>
 #include <limits>
 
+#include "lesson/forward_steps.hpp"
 #include "mhaviz/trace.hpp"
 
 namespace mhaviz {
@@ -61,10 +62,10 @@ Cost forward_cost(const ModelConfig& c, int d_in, int tokens, int batch) {
       k.parameters = din * 3 * D + bias * 3 * D + D * D + D;
       break;
     case Variant::Gqa: {
-      const std::int64_t KV = static_cast<std::int64_t>(c.num_kv_groups) * hd;
+      const std::int64_t KV = static_cast<std::int64_t>(c.num_kv_groups) * hd, O = output_dim(c);
       k.matmul_calls = 6;  // W_query, W_key, W_value, q·kᵀ, weights·v, out_proj
-      k.flops = 2 * b * T * din * (D + 2 * KV) + attention_flops + 2 * b * T * D * D;
-      k.parameters = din * D + bias * D + 2 * (din * KV + bias * KV) + D * D;  // out_proj without bias
+      k.flops = 2 * b * T * din * (D + 2 * KV) + attention_flops + 2 * b * T * D * O;
+      k.parameters = din * D + bias * D + 2 * (din * KV + bias * KV) + D * O;  // out_proj without bias
       break;
     }
     case Variant::Mla: {
@@ -86,7 +87,15 @@ AttentionMask attention_mask(const ModelConfig& c) {
   return m;
 }
 
-float Trace::scale() const { return 1.0f / static_cast<float>(std::sqrt(static_cast<double>(head_dim))); }
+float Trace::scale() const {
+  if (config.query_pre_attn_scalar > 0.0) return detail::score_scale(config).value;
+  return 1.0f / static_cast<float>(std::sqrt(static_cast<double>(head_dim)));
+}
+
+float Trace::scaled(float score) const {
+  const detail::ScoreScale s = detail::score_scale(config);
+  return s.op == detail::ScoreScale::Op::Divide ? score / s.value : score * s.value;
+}
 
 bool Trace::kept(int b, int h, int i, int j) const {
   if (keep.empty()) return true;
@@ -101,7 +110,6 @@ void Trace::stage_matrix(Stage s, int b, int h, float* out) const {
   const std::int64_t TT = static_cast<std::int64_t>(tokens) * tokens;
   const std::int64_t base = (static_cast<std::int64_t>(b) * heads + h) * TT;
   const float ninf = -std::numeric_limits<float>::infinity();
-  const float divisor = static_cast<float>(std::sqrt(static_cast<double>(head_dim)));
   const AttentionMask m = mask();
   const float* src = nullptr;
   switch (s) {
@@ -119,7 +127,7 @@ void Trace::stage_matrix(Stage s, int b, int h, float* out) const {
         if (!m.visible(i, j))
           x = ninf;
         else if (s == Stage::Scaled)
-          x /= divisor;
+          x = scaled(x);
       }
       out[e] = x;
     }
@@ -138,9 +146,7 @@ float Trace::stage_value(Stage s, int b, int h, int i, int j) const {
     case Stage::Masked:
       return masked(i, j) ? -std::numeric_limits<float>::infinity() : scores.data[static_cast<std::size_t>(e)];
     case Stage::Scaled:
-      return masked(i, j) ? -std::numeric_limits<float>::infinity()
-                          : scores.data[static_cast<std::size_t>(e)] /
-                                static_cast<float>(std::sqrt(static_cast<double>(head_dim)));
+      return masked(i, j) ? -std::numeric_limits<float>::infinity() : scaled(scores.data[static_cast<std::size_t>(e)]);
     case Stage::Weights: return weights.data[static_cast<std::size_t>(e)];
     case Stage::Dropped: return weights_after_dropout().data[static_cast<std::size_t>(e)];
   }

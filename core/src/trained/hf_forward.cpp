@@ -67,10 +67,11 @@ void attention_sublayer(const HfModel& m, const HfBlock& b, const float* resid, 
   const HfConfig& c = m.config;
   const int C = c.hidden_size, H = c.num_attention_heads, G = c.num_key_value_heads, hd = c.head_dim;
   // 1. Input norm and the three projections.
-  detail::rms_norm(resid, s.x.data(), T, C, b.input_norm.data(), c.rms_norm_eps, norm_form(c));
-  detail::linear_into(b.q, s.x.data(), T, s.q.data(), H * hd, kernel);
-  detail::linear_into(b.k, s.x.data(), T, s.k.data(), G * hd, kernel);
-  detail::linear_into(b.v, s.x.data(), T, s.v.data(), G * hd, kernel);
+  const float* x = L.x.ptr();
+  detail::rms_norm(resid, L.x.ptr(), T, C, b.input_norm.data(), c.rms_norm_eps, norm_form(c));
+  detail::linear_into(b.q, x, T, s.q.data(), H * hd, kernel);
+  detail::linear_into(b.k, x, T, s.k.data(), G * hd, kernel);
+  detail::linear_into(b.v, x, T, s.v.data(), G * hd, kernel);
   // 2. QK-norm over each head's hd values, then RoPE at positions 0 … T − 1, both on the
   // (T, heads, hd) rows as projected.
   if (!b.q_norm.empty()) {
@@ -163,6 +164,7 @@ void hf_forward(const HfModel& m, std::span<const int> ids, HfTrace& tr) {
     L.mask = m.layer_mask(static_cast<int>(l));
     // Every cell is written (hidden ones 0): a tensor of the right shape is reused as it is.
     if (L.weights.shape != Shape{1, H, T, T}) L.weights = Tensor({1, H, T, T}, 0.0f);
+    if (L.x.shape != Shape{1, T, C}) L.x = Tensor({1, T, C}, 0.0f);
     attention_sublayer(m, b, resid.data(), T, L, s, kernel);
     add_residual(resid.data(), s.out, T, C, c.gemma_norms ? b.post_attn_norm : std::vector<float>{}, c);
     mlp_sublayer(m, b, resid.data(), T, s, kernel);
