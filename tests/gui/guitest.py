@@ -291,9 +291,19 @@ def judge_speed(what):
 # within 0.3 s are typing, further apart two shortcuts).
 XDOTOOL = (["nice", "-n", "-5"] if os.geteuid() == 0 else []) + ["xdotool"]
 
+# Every xdo call ends with a round trip on its own connection (getmouselocation waits for the
+# server's reply), so it returns only once the X server has taken all it sent: a starved
+# server may otherwise take the next call's events first. (xdotool type takes every word
+# after it as text, so type_text cannot end so: on a server starved by a load of 10 on two
+# cores, gui_edit's "extraordinarily" once ended as "extraord", the click after it first.)
+ROUND_TRIP = ["getmouselocation"]
+
+
 def xdo(*args, check=True):
     """check=False: a failure is expected and ignored (the soak acts on unmapped or 1x1 windows)."""
-    subprocess.run(XDOTOOL + [str(a) for a in args], check=check, capture_output=not check, timeout=60)
+    r = subprocess.run(XDOTOOL + [str(a) for a in args] + ROUND_TRIP, capture_output=True, text=True, timeout=60)
+    if check and r.returncode != 0:
+        raise subprocess.CalledProcessError(r.returncode, r.args, r.stdout, r.stderr)
 
 
 def focus_window():
@@ -332,10 +342,22 @@ def key(combo, check=True):
     xdo("key", "--delay", 0, combo, check=check)
 
 
-def type_text(text, delay_ms=12):
+SHIFTED = set('~!@#$%^&*()_+{}|:"<>?')
+
+
+def type_text(text, delay_ms=12, state=None, proc=None):
     """Characters as a typist sends them (xdotool type, at xdotool's own default pace: it may
-    remap a key for a character the keymap lacks)."""
+    remap a key for a character the keymap lacks). With the app's state file: returns once the
+    app has received the events of the text (an ASCII character a press, a character and a
+    release, and Shift's press and release around it where it needs one), as xdotool type
+    cannot end with the round trip xdo's calls end with."""
+    before = settle(state, proc)["input"]["received"] if state else 0
     subprocess.run(XDOTOOL + ["type", "--delay", str(delay_ms), text], check=True, timeout=120)
+    if state:
+        # A non-ASCII character's key is remapped: count only its press and release.
+        events = sum((5 if c.isupper() or c in SHIFTED else 3) if c.isascii() else 2 for c in text)
+        wait_state(state, "the app to receive the %d events of typing %r" % (events, text),
+                   lambda j: j["input"]["received"] >= before + events, proc)
 
 
 def gpt2_small_checkpoint(folder, models):

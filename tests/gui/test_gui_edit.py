@@ -32,15 +32,23 @@ def dirs(name):
 
 
 def xtype(text, delay_ms=40):
-    """Characters as a typist sends them (xdotool type): each is a char event, not a held key."""
-    g.type_text(text, delay_ms)
+    """Characters as a typist sends them (xdotool type): each is a char event, not a held key.
+    Returns once the app of the current section (its state file and process) received them all."""
+    g.type_text(text, delay_ms, globals().get("state"), globals().get("proc"))
 
 
-def double_click_to_type(x, y, state, proc):
+def double_click_to_type(x, y, state, proc, tries=3):
     """Double-clicks a value so that it takes typing: the clicks 80 ms apart, within ImGui's
-    0.3 s (of its clock, which follows queued input: slow frames do not stretch it)."""
+    0.3 s (of its clock, which follows queued input: slow frames do not stretch it). An app
+    starved of the CPU may poll the two clicks more than 0.3 s apart, which is two single
+    clicks: then, as a user would, double-click again (printed)."""
     was = g.settle(state, proc)["text_input"]
-    g.xdo("mousemove", x, y, "click", "--repeat", 2, "--delay", 80, 1)
+    for attempt in range(tries):
+        g.xdo("mousemove", x, y, "click", "--repeat", 2, "--delay", 80, 1)
+        if was or g.settle(state, proc)["text_input"]:
+            break
+        print("note: double-click %d on (%d, %d) taken as two clicks; double-clicking again" % (attempt + 1, x, y),
+              flush=True)
     return not was and g.wait_state(state, "a double-click makes the value take typing", lambda j: j["text_input"],
                                     proc)["text_input"]
 
