@@ -191,6 +191,12 @@ json v3(const std::string& variant) {
   return j;
 }
 
+// A session of v3("gqa") made another variant: without the K/V heads only gqa has.
+void as_variant(json& j, const std::string& variant) {
+  j["model"]["variant"] = variant;
+  j["model"].erase("num_kv_groups");
+}
+
 std::string error_of(const json& j) {
   try {
     parse_session(j.dump());
@@ -268,15 +274,13 @@ TEST(Variants, EveryBadCombinationNamesFieldAndValue) {
       {"window negative", [](json& j) { j["model"]["sliding_window"] = -3; }, "model.sliding_window: -3"},
       {"window on the wrapper",
        [](json& j) {
-         j["model"]["variant"] = "wrapper";
-         j["model"].erase("num_kv_groups");
+         as_variant(j, "wrapper");
          j["model"]["sliding_window"] = 2;
        },
        "model.sliding_window: 2 is set but model.variant = \"wrapper\""},
       {"latent_dim below 1",
        [](json& j) {
-         j["model"]["variant"] = "mla";
-         j["model"].erase("num_kv_groups");
+         as_variant(j, "mla");
          j["model"]["latent_dim"] = 0;
        },
        "model.latent_dim: 0"},
@@ -285,8 +289,7 @@ TEST(Variants, EveryBadCombinationNamesFieldAndValue) {
       {"window in version 1",
        [](json& j) {
          j["version"] = 1;
-         j["model"]["variant"] = "weight_split";
-         j["model"].erase("num_kv_groups");
+         as_variant(j, "weight_split");
          j["model"]["sliding_window"] = 2;
        },
        "model.sliding_window: needs \"version\": 3 (value 2)"},
@@ -299,16 +302,14 @@ TEST(Variants, EveryBadCombinationNamesFieldAndValue) {
        "model.rope_base: 10000 needs an even head_dim, but d_out / num_heads = 3"},
       {"RoPE on mla",
        [](json& j) {
-         j["model"]["variant"] = "mla";
-         j["model"].erase("num_kv_groups");
+         as_variant(j, "mla");
          j["model"]["d_out"] = 12;
          j["model"]["rope_base"] = 10000;
        },
        "model.rope_base: 10000 is set but model.variant = \"mla\" has no RoPE here (real MLA models rotate"},
       {"RoPE on the wrapper",
        [](json& j) {
-         j["model"]["variant"] = "wrapper";
-         j["model"].erase("num_kv_groups");
+         as_variant(j, "wrapper");
          j["model"]["rope_base"] = 10000;
        },
        "model.rope_base: 10000 is set but model.variant = \"wrapper\""},
@@ -318,8 +319,7 @@ TEST(Variants, EveryBadCombinationNamesFieldAndValue) {
       {"RoPE base 0", [](json& j) { j["model"]["rope_base"] = 0; }, "model.rope_base: expected a number"},
       {"QK-norm on the wrapper",
        [](json& j) {
-         j["model"]["variant"] = "wrapper";
-         j["model"].erase("num_kv_groups");
+         as_variant(j, "wrapper");
          j["model"]["qk_norm"] = true;
        },
        "model.qk_norm: true is set but model.variant = \"wrapper\""},
@@ -354,8 +354,7 @@ TEST(Variants, EveryBadCombinationNamesFieldAndValue) {
        "model.rope_inv_freq[0]: expected a number"},
       {"query_pre_attn_scalar on the wrapper",
        [](json& j) {
-         j["model"]["variant"] = "wrapper";
-         j["model"].erase("num_kv_groups");
+         as_variant(j, "wrapper");
          j["model"]["query_pre_attn_scalar"] = 24;
        },
        "model.query_pre_attn_scalar: 24 is set but model.variant = \"wrapper\""},
@@ -363,8 +362,7 @@ TEST(Variants, EveryBadCombinationNamesFieldAndValue) {
        "model.query_pre_attn_scalar: 0 is out of range"},
       {"out_dim on weight_split",
        [](json& j) {
-         j["model"]["variant"] = "weight_split";
-         j["model"].erase("num_kv_groups");
+         as_variant(j, "weight_split");
          j["model"]["out_dim"] = 4;
        },
        "model.out_dim: 4 is set but model.variant = \"weight_split\" projects to d_out"},
@@ -372,8 +370,7 @@ TEST(Variants, EveryBadCombinationNamesFieldAndValue) {
       {"RoPE in version 2",
        [](json& j) {
          j["version"] = 2;
-         j["model"]["variant"] = "weight_split";
-         j["model"].erase("num_kv_groups");
+         as_variant(j, "weight_split");
          j["model"]["rope_base"] = 10000;
        },
        "model.rope_base: needs \"version\": 3 (value 10000)"},
@@ -403,7 +400,6 @@ TEST(Variants, RecoveryKeepsVersionThreeAndFitsTheGroups) {
 
 TEST(Variants, RecoveryRemovesTheRopeAModelCannotHold) {
   json j = v3("weight_split");
-  j["model"].erase("num_kv_groups");
   j["model"]["d_out"] = 9;  // head_dim 3: no pairs to rotate
   j["model"]["rope_base"] = 10000;
   j["model"]["qk_norm"] = true;

@@ -64,6 +64,14 @@ def run(args, timeout=600, **kw):
     return subprocess.run([MHAVIZ] + args, capture_output=True, text=True, timeout=timeout, **kw)
 
 
+def model_dump(model, text):
+    """`mhaviz dump --model MODEL --text TEXT` as JSON (token_ids, tokens, every layer's
+    attention weights); it must succeed."""
+    r = run(["dump", "--model", model, "--text", text])
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
 # [SECTION] The app as a process. Its output goes to files, so that a wait that fails can
 # show the stderr of an app that still runs.
 APPS = []  # (proc, stdout path, stderr path) of every app started

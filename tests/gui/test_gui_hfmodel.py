@@ -17,7 +17,6 @@ copied with the small byte-level tokenizer.json of tests/models/small_tokenizer.
 usage (under xvfb-run): test_gui_hfmodel.py PATH/TO/mhaviz MODERN_DIR
 """
 import hashlib
-import json
 import os
 import sys
 
@@ -35,12 +34,6 @@ SIZE = ["--width", "1280", "--height", "800"]
 def digest(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
-
-
-def dump(folder):
-    r = g.run(["dump", "--model", folder, "--text", TEXT])
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
 
 
 def texts(state, cls):
@@ -76,7 +69,7 @@ def check_model(name, folder, layers, heads, kv_heads, windows):
     shot = os.path.join(tmp, name + ".png")
     args = ["gui", "--model", folder, "--text", TEXT, "--no-restore", "--check-gl", "--config-dir", tmp + "/c-" + name,
             "--state-dir", tmp + "/s-" + name, "--capture-dir", caps, "--layout-out", lay, "--state-out", state] + SIZE
-    d = dump(folder)
+    d = g.model_dump(folder, TEXT)
     p = g.start(args)
     try:
         g.wait_for_layout(lay, ["thumb_0_1", "model_gpt_only", "model_view_gpt_only"], proc=p)

@@ -32,12 +32,6 @@ TEXT = "hello world"
 SIZE = ["--width", "1600", "--height", "900"]
 
 
-def dump(folder):
-    r = g.run(["dump", "--model", folder, "--text", TEXT])
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
-
-
 def chip(model, name):
     """The 1-based chip of a step of gqa with the layer's options (layout_steps.cpp's order)."""
     steps = ["input", "project", "view", "transpose"] + (["qk_norm"] if model.get("qk_norm") else []) + \
@@ -58,7 +52,7 @@ def check_layer(name, folder, layer, head, want):
     args = ["gui", "--model", folder, "--text", TEXT, "--model-head", "%d.%d" % (layer, head), "--no-restore",
             "--check-gl", "--config-dir", tmp + "/c-" + name, "--state-dir", tmp + "/s-" + name, "--capture-dir", caps,
             "--capture-sidecars", "--layout-out", lay, "--state-out", state] + SIZE
-    d = dump(folder)
+    d = g.model_dump(folder, TEXT)
     T = len(d["token_ids"])
     p = g.start(args)
     try:

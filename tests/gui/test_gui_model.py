@@ -51,12 +51,6 @@ TEXT = "the heat in the heater"
 SIZE = ["--width", "1280", "--height", "800"]
 
 
-def dump(model, text):
-    r = g.run(["dump", "--model", model, "--text", text])
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
-
-
 def weights(d, layer, head):
     t = d["tensors"]["layers.%d.attn_weights" % layer]
     _, H, T, _ = t["shape"]
@@ -109,7 +103,7 @@ def test_pixels():
         return
     side = g.read_json(png + ".json")
     st = g.read_json(state)["model"]
-    d = dump(MODEL, TEXT)
+    d = g.model_dump(MODEL, TEXT)
     L, H = d["model"]["n_layer"], d["model"]["n_head"]
     m = side["model"]
     g.check(m is not None and len(m["thumbnails"]) == L * H, "sidecar: %d thumbnails (%d layers x %d heads)" % (L * H, L, H))
@@ -277,7 +271,7 @@ def test_interaction():
     st = drive(args, lay, state, ["thumb_2_1"], click_and_walk)
     g.check((st["model"]["layer"], st["model"]["head"]) == (2, 1), "clicking thumbnail 2.1 selects head 2.1")
     g.check(st["origin"] == "layer 2 of hf_untied", "the walkthrough's document is layer 2 (%s)" % st["origin"])
-    d = dump(MODEL, TEXT)
+    d = g.model_dump(MODEL, TEXT)
     T, exp = weights(d, 2, 0)
     shown = st["walk"]["values"]
     want = ["%.2f" % exp[k // T][k % T] for k in range(len(shown))]
@@ -411,7 +405,7 @@ def test_captures_typing_probe():
         model_state(state, "the induction probe run", lambda m: m["probe"] and m["pattern"] == "induction" and
                     not m["busy"] and len(m["ids"]) % 2 == 1 and m["ids"] != typed_ids, p)
 
-    typed_ids = dump(MODEL, TEXT + " the")["token_ids"]
+    typed_ids = g.model_dump(MODEL, TEXT + " the")["token_ids"]
 
     st = drive(args, lay, state, ["thumb_1_2", "model_text", "model_probe", "menu_capture"], actions)["model"]
     # The app's figure is laid out for its canvas and font (the state gives them): render
@@ -423,7 +417,7 @@ def test_captures_typing_probe():
                     "F12: the same file as render --view %s --detector previous-token %s" % (" ".join(view), " ".join(size)))
     g.check(len(st.get("updates", [])) >= 1, "the typed edits reached the screen, timed (%s ms)" %
             [round(u["ms"]) for u in st.get("updates", [])])
-    typed = dump(MODEL, TEXT + " the")
+    typed = g.model_dump(MODEL, TEXT + " the")
     g.check(st["text"] == TEXT + " the" and st["text_tokens"] == typed["tokens"],
             "typed ' the': the tokens shown are dump's for the new text %s" % typed["tokens"][-3:])
     ids = st["ids"]
@@ -471,7 +465,7 @@ def test_load_progress():
     # loads faster than xdotool can click.)
     g.check("model_progress" in st["widgets"] and "model_cancel" in st["widgets"],
             "loading a 500 MB model shows a progress bar and Cancel")
-    g.check(m["path"] == GPT2_SMALL and m.get("n_layer") == 12 and m.get("ids") == dump(MODEL, TEXT)["token_ids"],
+    g.check(m["path"] == GPT2_SMALL and m.get("n_layer") == 12 and m.get("ids") == g.model_dump(MODEL, TEXT)["token_ids"],
             "the new model replaces the old one and runs the same text (%s)" % m["path"])
 
 
