@@ -53,6 +53,17 @@ std::vector<double> time_runs(int warmup, int repeat, Step step) {
   return ms;
 }
 
+// The line saying what was timed (a whole forward, or the recompute of rows [from, T) after
+// an edit at P) and the runs' median, min and max.
+void print_runs(const BenchOptions& o, int P, int from, int T, const std::vector<double>& ms) {
+  const std::string what = o.edit_at < 0 ? "full forward (every layer's attention kept, logits at the last position)"
+                                         : "recompute after an edit at position " + std::to_string(P) + " (rows " +
+                                               std::to_string(from) + " to " + std::to_string(T - 1) + ")";
+  std::printf("%s: %zu runs after %d warm-up, median %.4f ms, min %.4f ms, max %.4f ms\n", what.c_str(), ms.size(),
+              o.warmup, median_of(ms), *std::min_element(ms.begin(), ms.end()),
+              *std::max_element(ms.begin(), ms.end()));
+}
+
 // --sweep: an ablation sweep over every head (gpt_interventions.hpp) on ids, alternated with a
 // fresh forward of the same ids, so both are timed under the same load.
 int bench_sweep(const GptModel& model, const std::vector<int>& ids, const BenchOptions& o) {
@@ -118,23 +129,18 @@ int bench_model(const BenchOptions& o) {
       "%s\n",
       o.model.c_str(), model.layout == GptLayout::HuggingFace ? "Hugging Face" : "book", c.n_layer, c.n_head, c.n_embd,
       c.vocab_size, static_cast<long long>(model.parameter_count()), T, std::string(backend_name(backend())).c_str());
-  std::printf("%s: %zu runs after %d warm-up, median %.4f ms, min %.4f ms, max %.4f ms\n",
-              o.edit_at < 0 ? "full forward (every layer's attention kept, logits at the last position)"
-                            : ("recompute after an edit at position " + std::to_string(P) + " (rows " +
-                               std::to_string(trace.recomputed_from) + " to " + std::to_string(T - 1) + ")")
-                                  .c_str(),
-              ms.size(), o.warmup, median, *std::min_element(ms.begin(), ms.end()),
-              *std::max_element(ms.begin(), ms.end()));
+  print_runs(o, P, trace.recomputed_from, T, ms);
   std::printf("%.3f GFLOP per run\n", flops / 1e9);
   std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib());
   return 0;
 }
 
 // A Qwen, Llama or Gemma folder's forward over --tokens random ids (--seed), every layer's
-// attention kept, to the last position's logits. The load (widening, packing) is timed apart.
+// attention kept, to the last position's logits, into one reused trace as the app recomputes.
+// With --edit-at P each run changes the token at P, alternating between two ids, so rows >= P
+// are recomputed every time; then the time to read every weight the model holds once, the
+// floor of an edit that needs each weight once. The load (widening, packing) is timed apart.
 int bench_hf_model(const BenchOptions& o) {
-  if (o.edit_at >= 0)
-    return usage_error("--edit-at: a Qwen, Llama or Gemma model is timed whole (no incremental forward)");
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   const HfModel model = load_hf_model(o.model);
@@ -144,24 +150,48 @@ int bench_hf_model(const BenchOptions& o) {
   if (T < 1 || T > limit)
     return usage_error("--tokens: " + std::to_string(T) + " is out of range [1, " + std::to_string(limit) +
                        "] (the model's max_position_embeddings)");
+  const int P = o.edit_at < 0 ? 0 : o.edit_at;
+  if (P >= T)
+    return usage_error("--edit-at: " + std::to_string(o.edit_at) + " is out of range [0, " + std::to_string(T - 1) +
+                       "]");
   std::mt19937 gen(static_cast<std::mt19937::result_type>(o.seed));
   std::vector<int> ids(static_cast<std::size_t>(T));
   for (int& id : ids) id = static_cast<int>(gen() % static_cast<unsigned>(c.vocab_size));
+  const int other = (ids[static_cast<std::size_t>(P)] + 1) % c.vocab_size, original = ids[static_cast<std::size_t>(P)];
   HfTrace trace;  // reused, as the app recomputes into its trace
-  const std::vector<double> ms = time_runs(o.warmup, o.repeat, [&] { hf_forward(model, ids, trace); });
-  const double median = median_of(ms), flops = hf_forward_flops(c, T);
+  hf_forward(model, ids, trace);
+  bool flip = false;
+  const std::vector<double> ms = time_runs(o.warmup, o.repeat, [&] {
+    flip = !flip;
+    ids[static_cast<std::size_t>(P)] = flip ? other : original;
+    hf_forward(model, ids, trace);
+  });
+  const double median = median_of(ms), flops = hf_forward_flops(c, T, trace.recomputed_from);
   std::printf(
-      "mhaviz bench: model %s (%s, %d layers, %d query / %d K/V heads of %d, %d wide, vocab %d, %lld parameters), "
-      "T=%d, products in %s, loaded in %.0f ms\n",
+      "mhaviz bench: model %s (%s, %d layers, %d query / %d K/V heads of %d, %d wide, vocab %d, %lld parameters, "
+      "%.1f MiB of weights held), T=%d, products in %s, loaded in %.0f ms\n",
       o.model.c_str(), std::string(hf_arch_name(c.arch)).c_str(), c.num_hidden_layers, c.num_attention_heads,
       c.num_key_value_heads, c.head_dim, c.hidden_size, c.vocab_size, static_cast<long long>(model.parameter_count()),
-      T, std::string(backend_name(backend())).c_str(), load_ms);
-  std::printf(
-      "full forward (every layer's attention kept, logits at the last position): %zu runs after %d warm-up, "
-      "median %.4f ms, min %.4f ms, max %.4f ms\n",
-      ms.size(), o.warmup, median, *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()));
+      static_cast<double>(hf_weight_bytes(model)) / (1 << 20), T, std::string(backend_name(backend())).c_str(),
+      load_ms);
+  print_runs(o, P, trace.recomputed_from, T, ms);
   std::printf("%.3f GFLOP per run\n", flops / 1e9);
-  std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib());
+  std::string read_once;  // appended to the scripts' line
+  if (o.edit_at >= 0) {
+    std::uint64_t sink = 0;
+    const std::vector<double> read =
+        time_runs(o.warmup, static_cast<int>(ms.size()), [&] { sink += hf_read_weights(model); });
+    const double read_median = median_of(read);
+    std::printf(
+        "reading every weight once (%.1f MiB as held, checksum %llu): median %.4f ms; the edit takes %.2f times that\n",
+        static_cast<double>(hf_weight_bytes(model)) / (1 << 20), static_cast<unsigned long long>(sink % 1000),
+        read_median, median / read_median);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " read_once_ms=%.4f", read_median);
+    read_once = buf;
+  }
+  std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f%s\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib(),
+              read_once.c_str());
   return 0;
 }
 

@@ -5,9 +5,11 @@
 // n = 1 ... 64 every column remainder of a panel and of each AVX2 half, in the first panel
 // and the second; m around 240 the block edge. Both entry points (packed weights with a
 // bias, row-major) run every shape; the row-major one's lower-triangular mode every m too.
+// Weights held as BF16 panels give the bits of float panels of the same values.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <random>
 #include <set>
@@ -15,6 +17,7 @@
 #include <utility>
 
 #include "kernels/gemm.hpp"
+#include "kernels/linear.hpp"
 #include "kernels/parallel.hpp"
 #include "mhaviz/backend.hpp"
 #include "test_util.hpp"
@@ -143,6 +146,68 @@ TEST(Packing, IntoAReusedBufferEqualsAFreshPack) {
       EXPECT_EQ(reused, fresh) << n << "x" << k;
       EXPECT_EQ(detail::unpack_transposed(reused.data(), n, k), w) << n << "x" << k;
     }
+}
+
+// BF16 weights rounded from random floats, as stored bytes (little-endian bit patterns) from
+// an odd offset, as a safetensors file may place them; and the same values widened.
+struct Bf16Weights {
+  std::vector<unsigned char> bytes;  // 1 + 2·n·k: the tensor starts at bytes[1]
+  std::vector<float> widened;        // (n, k)
+};
+Bf16Weights random_bf16(int n, int k, std::mt19937& gen) {
+  Bf16Weights w;
+  const std::vector<float> v = random_values(static_cast<std::size_t>(n) * k, gen);
+  w.bytes.assign(1 + 2 * v.size(), 0xAB);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &v[i], 4);
+    const std::uint16_t h = static_cast<std::uint16_t>(bits >> 16);  // truncated: any BF16 value will do
+    w.bytes[1 + 2 * i] = static_cast<unsigned char>(h & 0xFF);
+    w.bytes[2 + 2 * i] = static_cast<unsigned char>(h >> 8);
+    const std::uint32_t wide = static_cast<std::uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &wide, 4);
+    w.widened.push_back(f);
+  }
+  return w;
+}
+
+// BF16 panels give the bits of float panels of the widened weights: through gemm_packed_bf16
+// (tiles that widen in registers below the row count where a panel is widened once, and the
+// widened panel from there on) and through linear_into (a few rows split over the panels).
+TEST_P(Gemm, Bf16PanelsGiveTheBitsOfTheWidenedWeights) {
+  std::mt19937 gen(21);
+  int checked = 0;
+  for (const int n : {1, 15, 16, 17, 31, 32, 33, 64, 65, 300})
+    for (const int k : {1, 17, 64}) {
+      const Bf16Weights w = random_bf16(n, k, gen);
+      const std::vector<std::uint16_t> half = detail::pack_transposed_bf16(w.bytes.data() + 1, n, k);
+      const std::vector<float> full = detail::pack_transposed(w.widened.data(), n, k);
+      ASSERT_EQ(static_cast<std::int64_t>(half.size()), detail::packed_size(n, k));
+      ASSERT_EQ(detail::unpack_transposed_bf16(half.data(), n, k), w.widened) << n << "x" << k;
+      const std::vector<float> bias = random_values(static_cast<std::size_t>(n), gen);
+      Linear l;
+      l.in = k;
+      l.out = n;
+      l.bias = bias;
+      l.packed_bf16 = half;
+      Linear f = l;
+      f.packed_bf16.clear();
+      f.packed = full;
+      for (const int m : {1, 2, 5, 11, 12, 13, 15, 16, 17, 23, 24, 25, 30, 239, 240, 241}) {
+        const std::vector<float> a = random_values(static_cast<std::size_t>(m) * k, gen);
+        std::vector<float> got(static_cast<std::size_t>(m) * n), want(got.size());
+        detail::gemm_packed_bf16(m, n, k, a.data(), k, half.data(), bias.data(), got.data(), n);
+        detail::gemm_packed(m, n, k, a.data(), k, full.data(), bias.data(), want.data(), n);
+        ASSERT_EQ(got, want) << "gemm " << m << "x" << n << "x" << k;
+        detail::linear_into(l, a.data(), m, got.data(), n, true);
+        detail::linear_into(f, a.data(), m, want.data(), n, true);
+        ASSERT_EQ(got, want) << "linear " << m << "x" << n << "x" << k;
+        ++checked;
+      }
+      EXPECT_EQ(detail::linear_weight(l), w.widened);
+    }
+  EXPECT_EQ(checked, 10 * 3 * 16);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, Gemm, ::testing::Values(Backend::Avx512, Backend::Avx2), test::backend_label);

@@ -11,6 +11,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "json_file.hpp"
 #include "load_error_util.hpp"
@@ -82,6 +83,50 @@ TEST_P(Forward, EveryLayersWeightsAndTheLastLogitsEqualTheFloat64Reference) {
   }
 }
 
+// A trace edited in place (the app's model view, `bench --edit-at`): after a change at
+// position P only rows from P on are computed, against the keys and values kept per layer,
+// and every tensor has the bits of a fresh forward. On OpenBLAS every row is computed again.
+TEST_P(Forward, AnEditComputesFromTheFirstChangedTokenWithAFreshForwardsBits) {
+  const BackendGuard guard;
+  const std::vector<int> base{5, 17, 230, 17, 99, 5, 42, 7, 1, 64, 3, 88, 120, 9};
+  struct Step {
+    std::vector<int> ids;
+    int from;  // recomputed_from on the kernel
+  };
+  std::vector<Step> steps{{base, 0}};
+  steps.push_back({steps.back().ids, 14});  // the same ids: only the logits
+  steps.back().ids.back() = 200;            // the last token changed
+  steps.back().from = 13;
+  steps.push_back({steps.back().ids, 6});
+  steps.back().ids[6] = 11;  // one in the middle
+  steps.push_back({steps.back().ids, 14});
+  steps.back().ids.push_back(77);  // one appended: a new row, every row longer by a key
+  steps.push_back({std::vector<int>(steps.back().ids.begin(), steps.back().ids.end() - 3), 12});  // three dropped
+  steps.push_back({steps.back().ids, 12});                                                        // unchanged again
+  for (const Backend be : {Backend::Avx512, Backend::Avx2, Backend::OpenBlas}) {
+    if (!set_backend(be)) continue;
+    SCOPED_TRACE(std::string(backend_name(be)));
+    const HfModel m = load_hf_model(dir());
+    HfTrace edited;
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      SCOPED_TRACE("step " + std::to_string(k));
+      hf_forward(m, steps[k].ids, edited);
+      const HfTrace fresh = hf_forward(m, steps[k].ids);
+      EXPECT_EQ(edited.recomputed_from, be == Backend::OpenBlas ? 0 : steps[k].from);
+      ASSERT_EQ(edited.layers.size(), fresh.layers.size());
+      for (std::size_t l = 0; l < fresh.layers.size(); ++l) {
+        const HfLayerTrace &a = edited.layers[l], &b = fresh.layers[l];
+        for (const auto& [got, want] : {std::pair{&a.weights, &b.weights}, {&a.x, &b.x}, {&a.k, &b.k}, {&a.v, &b.v}}) {
+          ASSERT_EQ(got->shape, want->shape) << "layer " << l;
+          ASSERT_EQ(got->data, want->data) << "layer " << l;
+        }
+      }
+      EXPECT_EQ(edited.final_norm.data, fresh.final_norm.data);
+      EXPECT_EQ(edited.logits_last.data, fresh.logits_last.data);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Modern, Forward,
                          ::testing::Values("qwen3_f32", "qwen3_bf16_sharded", "qwen2_bias", "llama3_bf16_sharded",
                                            "llama_mha_f32", "gemma3_f32", "gemma3_bf16_sharded"));
@@ -119,6 +164,36 @@ TEST(HfForward, AReusedTraceGivesTheFreshValues) {
     }
     EXPECT_EQ(reused.final_norm.data, fresh.final_norm.data);
     EXPECT_EQ(reused.logits_last.data, fresh.logits_last.data);
+  }
+}
+
+// A BF16 checkpoint on the kernel is held as BF16 panels (two bytes a weight, the tied head's
+// included), a float32 one as float panels; norms and biases stay float32.
+TEST(HfForward, Bf16WeightsAreHeldAtTheirStoredWidth) {
+  const BackendGuard guard;
+  for (const Backend be : {Backend::Avx512, Backend::Avx2}) {
+    if (!set_backend(be)) continue;
+    for (const char* name : {"qwen3_bf16_sharded", "gemma3_bf16_sharded", "qwen3_f32"}) {
+      SCOPED_TRACE(std::string(name) + " on " + std::string(backend_name(be)));
+      const HfModel m = load_hf_model(kModels / name);
+      const bool bf16 = std::string(name).find("bf16") != std::string::npos;
+      std::int64_t linear_weights = 0, floats = static_cast<std::int64_t>(m.final_norm.size() + m.embed.size());
+      std::vector<const Linear*> linears{&m.lm_head};
+      for (const HfBlock& b : m.blocks) {
+        for (const Linear* l : {&b.q, &b.k, &b.v, &b.o, &b.gate, &b.up, &b.down}) linears.push_back(l);
+        for (const std::vector<float>* v :
+             {&b.input_norm, &b.post_attn_norm, &b.pre_ff_norm, &b.post_ff_norm, &b.q_norm, &b.k_norm})
+          floats += static_cast<std::int64_t>(v->size());
+      }
+      for (const Linear* l : linears) {
+        EXPECT_TRUE(l->weight.empty()) << l->name;
+        EXPECT_EQ(l->packed_bf16.empty(), !bf16) << l->name;
+        EXPECT_EQ(l->packed.empty(), bf16) << l->name;
+        linear_weights += static_cast<std::int64_t>(l->packed_bf16.size() + l->packed.size());
+        floats += static_cast<std::int64_t>(l->bias.size());
+      }
+      EXPECT_EQ(hf_weight_bytes(m), linear_weights * (bf16 ? 2 : 4) + floats * 4);
+    }
   }
 }
 

@@ -18,6 +18,7 @@
 // forward and the book's Gemma3Model do; transformers rounds it to the weights' dtype).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <span>
 #include <vector>
@@ -46,6 +47,9 @@ struct HfBlock {
 
 struct HfModel {
   HfConfig config;
+  // Unique per load_hf_model in this process: a trace names the model it came from by it (an
+  // address may be reused by the next model loaded).
+  std::uint64_t serial = 0;
   std::filesystem::path folder;
   // [V, C] model.embed_tokens.weight, widened to float32; empty when the head is tied and
   // packed for the kernel (the rows are read from lm_head's panels: the weights held once).
@@ -53,7 +57,8 @@ struct HfModel {
   std::vector<HfBlock> blocks;
   std::vector<float> final_norm;  // (C) model.norm.weight
   // Untied: lm_head.weight [V, C]. Tied: on the kernel the embedding packed (which the
-  // lookup reads too), on OpenBLAS nothing (the head multiplies by `embed`).
+  // lookup reads too; BF16 panels for a BF16 file, as every Linear of a BF16 checkpoint on
+  // the kernel), on OpenBLAS nothing (the head multiplies by `embed`).
   Linear lm_head;
   bool tied = false;
   std::vector<double> inv_freq_global, inv_freq_local;  // (hd/2) RoPE of full and sliding layers
@@ -79,16 +84,22 @@ struct HfLayerTrace {
   // lesson's module takes it as X: hf_layer.hpp). T·C floats a layer, H·T/C times fewer than weights.
   Tensor x;
   Tensor weights;  // (1, H, T, T) softmax over the keys the mask shows; hidden cells exactly 0
+  // (1, G, T, hd) keys after QK-norm and RoPE, and values: what a later forward's rows read
+  // when it recomputes only the rows from the first changed token on.
+  Tensor k, v;
 };
 
 // Buffers of one forward's rows (T of each), kept in the trace so that a forward into the same
 // trace reuses their memory instead of faulting in fresh pages.
+// R = the rows a forward computes (T − recomputed_from).
 struct HfScratch {
-  std::vector<float> resid, x, out;       // (T, C) residual stream, a norm's output, a sublayer's output
-  std::vector<float> q, qh, ctx, merged;  // (T, H·hd) projected, (1, H, T, hd) per head ×2, (T, H·hd) merged
-  std::vector<float> k, v, kh, vh;        // (T, G·hd) projected, (1, G, T, hd) per head
-  std::vector<float> gate, up;            // (T, I)
-  std::vector<float> keys;                // the attention's packed keys
+  std::vector<float> resid, out;  // (R, C) residual stream, a sublayer's output
+  std::vector<float> x;           // (R, C) the MLP's input norm
+  std::vector<float> q, k, v;     // (R, H·hd), (R, G·hd) ×2 projected
+  std::vector<float> qh, ctx;     // (1, H, T, hd) per head, rows from recomputed_from on
+  std::vector<float> merged;      // (R, H·hd)
+  std::vector<float> gate, up;    // (R, I)
+  std::vector<float> keys;        // the attention's packed keys
 };
 
 struct HfTrace {
@@ -97,6 +108,11 @@ struct HfTrace {
   Tensor final_norm;                 // (1, T, C) the final RMSNorm: the LM head's input
   Tensor logits_last;                // (V) the LM head at position T − 1
   HfScratch scratch;
+  // What the rows kept from the last forward were computed by: a forward recomputes from the
+  // first token that differs only when both match (else from 0).
+  std::uint64_t model_serial = 0;
+  Backend backend = Backend::OpenBlas;
+  int recomputed_from = 0;  // first row the last call computed (T: none, only the logits)
   int tokens() const { return static_cast<int>(ids.size()); }
 };
 
@@ -104,7 +120,12 @@ struct HfTrace {
 // trace. Products in the project's kernel (or OpenBLAS), element-wise stages over threads.
 // Throws std::invalid_argument for bad ids.
 HfTrace hf_forward(const HfModel& model, std::span<const int> ids);
-// The same into tr, reusing its tensors' and scratch's memory: the same values as a fresh trace.
+// The same into tr, reusing its tensors' and scratch's memory, with the same bits as a fresh
+// trace. When tr holds a forward of the same model on the same backend, rows before the first
+// id that differs are kept (causal attention: they cannot change) and only the rows from it on
+// are computed, against the keys and values tr keeps per layer: an edit at the last position
+// multiplies one row by every weight. On OpenBLAS, whose products' bits depend on their shape,
+// every row is computed again.
 void hf_forward(const HfModel& model, std::span<const int> ids, HfTrace& tr);
 
 // (V) logits at position pos of tr: the LM head applied to final_norm's row.
@@ -123,7 +144,15 @@ bool is_hf_model_folder(const std::filesystem::path& path);
 //  "p"} x top_k]}, "tensors": {"layers.{L}.attn_weights": (1, H, T, T), "logits_last": (V)}}
 std::string hf_dump_json(const HfModel& model, const Tokenizer& tokenizer, const HfTrace& trace, int top_k = 5);
 
-// Multiply-adds × 2 of a forward over T tokens plus the LM head at the last row.
-double hf_forward_flops(const HfConfig& c, int T);
+// Multiply-adds × 2 of a forward computing rows [from, T) of T tokens (sliding layers
+// counted as causal) plus the LM head at the last row.
+double hf_forward_flops(const HfConfig& c, int T, int from = 0);
+
+// Bytes of every weight the model holds, as held (BF16 panels at two bytes a weight): what a
+// forward of one row must read at least once.
+std::int64_t hf_weight_bytes(const HfModel& model);
+// Reads each of those bytes once, on the forward's threads, and returns their sum as 64-bit
+// words (so that the reads are made): its time is the floor of an edit at the last position.
+std::uint64_t hf_read_weights(const HfModel& model);
 
 }  // namespace mhaviz

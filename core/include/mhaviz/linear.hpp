@@ -3,6 +3,7 @@
 // linear_into (core/src/kernels/linear.hpp).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct Linear {
   // prepare_gpt_forward (gpt_forward.hpp) for the layers a forward multiplies by; where it is
   // empty the forward uses OpenBLAS for the layer. A prepared GPT may hold only this copy.
   std::vector<float> packed;
+  // The same panels as bfloat16 bit patterns, for a layer whose checkpoint stores BF16 (a
+  // Hugging Face model on the kernel): held instead of `packed` and `weight`, half their size.
+  std::vector<std::uint16_t> packed_bf16;
 };
 
 }  // namespace mhaviz

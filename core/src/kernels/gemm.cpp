@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/parallel.hpp"
 #include "mhaviz/backend.hpp"
@@ -18,19 +21,34 @@ constexpr int kTileRows = 12;
 // the B panels stream past them.
 constexpr int kRowBlock = 240;
 
+// 16 BF16 values (bit patterns) widened to float32: a BF16 value is the high half of its
+// float32, so this is exact.
+__attribute__((target("avx512f"), always_inline)) inline __m512 widen16(const std::uint16_t* b) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+  // The zero-masking forms: GCC 12 warns that the plain ones' undefined pass-through may be
+  // used uninitialised. With every lane on they are the same instructions.
+  const __m512i w = _mm512_maskz_cvtepu16_epi32(0xFFFF, h);
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, w, 16));
+}
+
 // c (MR, cols) = a (MR, k; lda) · b (k, cols; ldb) + bias; cols in [1, kPanel].
 // Partial panels load B masked (b may end right after its last valid column); full ones
 // do not, as masked loads in the inner loop cost about two thirds of the speed.
-template <int MR, bool Full>
-__attribute__((target("avx512f"))) void tile(int k, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
-                                            const float* bias, float* c, std::int64_t ldc, int cols) {
+// BT: the type B is stored in, float or BF16 bit patterns (std::uint16_t). BF16 B comes only
+// from packed panels, which are whole (zero past n), so it is always read in full.
+template <int MR, bool Full, class BT>
+__attribute__((target("avx512f"))) void tile(int k, const float* a, std::int64_t lda, const BT* b, std::int64_t ldb,
+                                             const float* bias, float* c, std::int64_t ldc, int cols) {
   const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFF : (1u << cols) - 1u);
   const __mmask16 m1 = static_cast<__mmask16>(cols >= kPanel ? 0xFFFF : cols > 16 ? (1u << (cols - 16)) - 1u : 0u);
   __m512 lo[MR], hi[MR];
   for (int i = 0; i < MR; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
   for (int p = 0; p < k; ++p) {
     __m512 b0, b1;
-    if constexpr (Full) {
+    if constexpr (std::is_same_v<BT, std::uint16_t>) {
+      b0 = widen16(b + p * ldb);
+      b1 = widen16(b + p * ldb + 16);
+    } else if constexpr (Full) {
       b0 = _mm512_loadu_ps(b + p * ldb);
       b1 = _mm512_loadu_ps(b + p * ldb + 16);
     } else {
@@ -56,11 +74,14 @@ __attribute__((target("avx512f"))) void tile(int k, const float* a, std::int64_t
   }
 }
 
-using TileFn = void (*)(int, const float*, std::int64_t, const float*, std::int64_t, const float*, float*, std::int64_t, int);
-template <bool Full>
-constexpr TileFn kTiles[kTileRows + 1] = {nullptr,          tile<1, Full>,  tile<2, Full>,  tile<3, Full>, tile<4, Full>,
-                                          tile<5, Full>,    tile<6, Full>,  tile<7, Full>,  tile<8, Full>, tile<9, Full>,
-                                          tile<10, Full>,   tile<11, Full>, tile<12, Full>};
+template <class BT>
+using TileFn = void (*)(int, const float*, std::int64_t, const BT*, std::int64_t, const float*, float*, std::int64_t,
+                        int);
+template <bool Full, class BT>
+constexpr TileFn<BT> kTiles[kTileRows + 1] = {
+    nullptr,           tile<1, Full, BT>, tile<2, Full, BT>, tile<3, Full, BT>, tile<4, Full, BT>,  tile<5, Full, BT>,
+    tile<6, Full, BT>, tile<7, Full, BT>, tile<8, Full, BT>, tile<9, Full, BT>, tile<10, Full, BT>, tile<11, Full, BT>,
+    tile<12, Full, BT>};
 
 // The AVX2 + FMA tile: c (MR, cols) for cols in [1, 16], one half of a 32-column panel:
 // 6 rows × 2 registers = 12 accumulators, two B loads and a broadcast of 16 registers. Each
@@ -77,8 +98,14 @@ __attribute__((target("avx2,fma"), always_inline)) inline void lane_masks(int co
   m1 = _mm256_cmpgt_epi32(n, _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
 }
 
-template <int MR, bool Full>
-__attribute__((target("avx2,fma"))) void tile2(int k, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+// 8 BF16 values widened to float32, as widen16.
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 widen8(const std::uint16_t* b) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+template <int MR, bool Full, class BT>
+__attribute__((target("avx2,fma"))) void tile2(int k, const float* a, std::int64_t lda, const BT* b, std::int64_t ldb,
                                                const float* bias, float* c, std::int64_t ldc, int cols) {
   // Masks are made where they are used (lane_masks): live across the loop they would take
   // two of the 16 registers the 12 accumulators, two B rows and the broadcast need, and
@@ -90,7 +117,10 @@ __attribute__((target("avx2,fma"))) void tile2(int k, const float* a, std::int64
   for (int i = 0; i < MR; ++i) lo[i] = hi[i] = _mm256_setzero_ps();
   for (int p = 0; p < k; ++p) {
     __m256 b0, b1;
-    if constexpr (Full) {
+    if constexpr (std::is_same_v<BT, std::uint16_t>) {
+      b0 = widen8(b + p * ldb);
+      b1 = widen8(b + p * ldb + 8);
+    } else if constexpr (Full) {
       b0 = _mm256_loadu_ps(b + p * ldb);
       b1 = _mm256_loadu_ps(b + p * ldb + 8);
     } else {
@@ -128,41 +158,84 @@ __attribute__((target("avx2,fma"))) void tile2(int k, const float* a, std::int64
   }
 }
 
-template <bool Full>
-constexpr TileFn kTiles2[kTileRows2 + 1] = {nullptr, tile2<1, Full>, tile2<2, Full>, tile2<3, Full>,
-                                            tile2<4, Full>, tile2<5, Full>, tile2<6, Full>};
+template <bool Full, class BT>
+constexpr TileFn<BT> kTiles2[kTileRows2 + 1] = {nullptr,
+                                                tile2<1, Full, BT>,
+                                                tile2<2, Full, BT>,
+                                                tile2<3, Full, BT>,
+                                                tile2<4, Full, BT>,
+                                                tile2<5, Full, BT>,
+                                                tile2<6, Full, BT>};
 
 // Where panel p of B starts and its row stride.
+template <class BT>
 struct BView {
-  const float* base;
+  const BT* base;
   std::int64_t ldb;
-  std::int64_t panel_step;  // floats from panel p to panel p + 1
+  std::int64_t panel_step;  // elements from panel p to panel p + 1
 };
+
+// From this many rows on, a BF16 panel is widened once into a float32 scratch panel that
+// every row tile then reads: widening in each tile costs two conversions per two B loads,
+// against 2·rows FMAs, a sixth of the 12-row tile's time. Below it the tiles widen in
+// registers, and a product of one row reads each BF16 weight once, at its stored width.
+constexpr int kWidenRows = 24;
+
+// A BF16 panel (k, kPanel) widened into out (k, kPanel) floats.
+template <bool Wide>
+void widen_panel(const std::uint16_t* panel, int k, float* out);
+template <>
+__attribute__((target("avx512f"))) void widen_panel<true>(const std::uint16_t* panel, int k, float* out) {
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(k) * kPanel; i += 16)
+    _mm512_storeu_ps(out + i, widen16(panel + i));
+}
+template <>
+__attribute__((target("avx2,fma"))) void widen_panel<false>(const std::uint16_t* panel, int k, float* out) {
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(k) * kPanel; i += 8)
+    _mm256_storeu_ps(out + i, widen8(panel + i));
+}
 
 // Columns [p0·kPanel, p1·kPanel) ∩ [0, n) of c = a · b + bias, in AVX-512 tiles (Wide) or
 // in AVX2 tiles over each 16-column half of a panel.
-template <bool Wide>
-void panels(int m, int n, int k, const float* a, std::int64_t lda, BView b, const float* bias, float* c, std::int64_t ldc,
-            bool lower, std::int64_t p0, std::int64_t p1) {
+// Rows [i0, i1) of columns [j, j + cols) of c = a · (panel bp) + bias, in row tiles.
+template <bool Wide, class BT>
+void panel_rows(int i0, int i1, int j, int cols, int k, const float* a, std::int64_t lda, const BT* bp,
+                std::int64_t ldb, const float* bias, float* c, std::int64_t ldc, bool lower) {
   constexpr int R = Wide ? kTileRows : kTileRows2;
+  for (int i = i0; i < i1; i += R) {
+    const int rows = std::min(R, i1 - i), depth = lower ? std::min(k, i + rows) : k;
+    if constexpr (Wide) {
+      (cols == kPanel ? kTiles<true, BT> : kTiles<false, BT>)[rows](
+          depth, a + i * lda, lda, bp, ldb, bias ? bias + j : nullptr, c + i * ldc + j, ldc, cols);
+    } else {
+      for (int h = 0; h < kPanel && h < cols; h += 16) {
+        const int hc = std::min(16, cols - h);
+        (hc == 16 ? kTiles2<true, BT> : kTiles2<false, BT>)[rows](
+            depth, a + i * lda, lda, bp + h, ldb, bias ? bias + j + h : nullptr, c + i * ldc + j + h, ldc, hc);
+      }
+    }
+  }
+}
+
+template <bool Wide, class BT>
+void panels(int m, int n, int k, const float* a, std::int64_t lda, BView<BT> b, const float* bias, float* c,
+            std::int64_t ldc, bool lower, std::int64_t p0, std::int64_t p1) {
+  // The widened panel of a long BF16 product, one per thread (k · kPanel floats).
+  thread_local std::vector<float> widened;
   for (int i0 = 0; i0 < m; i0 += kRowBlock) {
     const int i1 = std::min(m, i0 + kRowBlock);
     for (std::int64_t p = p0; p < p1; ++p) {
       const int j = static_cast<int>(p * kPanel), cols = std::min(kPanel, n - j);
-      const float* bp = b.base + p * b.panel_step;
-      for (int i = i0; i < i1; i += R) {
-        const int rows = std::min(R, i1 - i), depth = lower ? std::min(k, i + rows) : k;
-        if constexpr (Wide) {
-          (cols == kPanel ? kTiles<true> : kTiles<false>)[rows](depth, a + i * lda, lda, bp, b.ldb, bias ? bias + j : nullptr,
-                                                                c + i * ldc + j, ldc, cols);
-        } else {
-          for (int h = 0; h < kPanel && h < cols; h += 16) {
-            const int hc = std::min(16, cols - h);
-            (hc == 16 ? kTiles2<true> : kTiles2<false>)[rows](depth, a + i * lda, lda, bp + h, b.ldb,
-                                                              bias ? bias + j + h : nullptr, c + i * ldc + j + h, ldc, hc);
-          }
+      const BT* bp = b.base + p * b.panel_step;
+      if constexpr (std::is_same_v<BT, std::uint16_t>) {
+        if (i1 - i0 >= kWidenRows) {
+          widened.resize(static_cast<std::size_t>(k) * kPanel);
+          widen_panel<Wide>(bp, k, widened.data());
+          panel_rows<Wide, float>(i0, i1, j, cols, k, a, lda, widened.data(), kPanel, bias, c, ldc, lower);
+          continue;
         }
       }
+      panel_rows<Wide, BT>(i0, i1, j, cols, k, a, lda, bp, b.ldb, bias, c, ldc, lower);
     }
   }
 }
@@ -171,9 +244,32 @@ void panels(int m, int n, int k, const float* a, std::int64_t lda, BView b, cons
 // give the same bits, so which one a product runs in never changes a result).
 bool wide() { return avx512_available() && backend() != Backend::Avx2; }
 
-void run_panels(int m, int n, int k, const float* a, std::int64_t lda, BView b, const float* bias, float* c, std::int64_t ldc,
-                bool lower, std::int64_t p0, std::int64_t p1) {
-  (wide() ? panels<true> : panels<false>)(m, n, k, a, lda, b, bias, c, ldc, lower, p0, p1);
+template <class BT>
+void run_panels(int m, int n, int k, const float* a, std::int64_t lda, BView<BT> b, const float* bias, float* c,
+                std::int64_t ldc, bool lower, std::int64_t p0, std::int64_t p1) {
+  (wide() ? panels<true, BT> : panels<false, BT>)(m, n, k, a, lda, b, bias, c, ldc, lower, p0, p1);
+}
+
+// gemm_packed over panels of either type.
+template <class BT>
+void gemm_panels(int m, int n, int k, const float* a, std::int64_t lda, const BT* packed, const float* bias, float* c,
+                 std::int64_t ldc) {
+  const BView<BT> b{packed, kPanel, static_cast<std::int64_t>(k) * kPanel};
+  const std::int64_t count = (n + kPanel - 1) / kPanel;
+  // Work units of 64 multiply-adds: parallel_for starts a second thread past ~8 M of them.
+  parallel_for(count, std::max<std::int64_t>(1, static_cast<std::int64_t>(m) * k * kPanel / 64),
+               [&](std::int64_t p0, std::int64_t p1) { run_panels(m, n, k, a, lda, b, bias, c, ldc, false, p0, p1); });
+}
+
+// Panels of w (n, k) row-major, element (col, r) read by get(col, r); columns past n zero.
+template <class T, class Get>
+std::vector<T> pack_panels(int n, int k, Get get) {
+  std::vector<T> out(static_cast<std::size_t>(packed_size(n, k)), T{});
+  for (std::int64_t col = 0; col < n; ++col) {
+    T* dst = out.data() + (col / kPanel) * k * kPanel + col % kPanel;
+    for (int r = 0; r < k; ++r) dst[static_cast<std::int64_t>(r) * kPanel] = get(col, r);
+  }
+  return out;
 }
 
 }  // namespace
@@ -202,7 +298,8 @@ void pack_transposed_into(const float* w, int n, int k, float* out) {
       for (int r = 0; r < k; ++r) panel[static_cast<std::int64_t>(r) * kPanel + col] = row[r];
     }
     if (cols < kPanel)  // columns past n are zero: the tiles read whole panels
-      for (int r = 0; r < k; ++r) std::fill_n(panel + static_cast<std::int64_t>(r) * kPanel + cols, kPanel - cols, 0.0f);
+      for (int r = 0; r < k; ++r)
+        std::fill_n(panel + static_cast<std::int64_t>(r) * kPanel + cols, kPanel - cols, 0.0f);
   }
 }
 
@@ -221,18 +318,39 @@ std::vector<float> unpack_transposed(const float* packed, int n, int k) {
   return w;
 }
 
-void gemm_packed(int m, int n, int k, const float* a, std::int64_t lda, const float* packed, const float* bias, float* c,
-                 std::int64_t ldc) {
-  const BView b{packed, kPanel, static_cast<std::int64_t>(k) * kPanel};
-  const std::int64_t count = (n + kPanel - 1) / kPanel;
-  // Work units of 64 multiply-adds: parallel_for starts a second thread past ~8 M of them.
-  parallel_for(count, std::max<std::int64_t>(1, static_cast<std::int64_t>(m) * k * kPanel / 64),
-               [&](std::int64_t p0, std::int64_t p1) { run_panels(m, n, k, a, lda, b, bias, c, ldc, false, p0, p1); });
+void gemm_packed(int m, int n, int k, const float* a, std::int64_t lda, const float* packed, const float* bias,
+                 float* c, std::int64_t ldc) {
+  gemm_panels(m, n, k, a, lda, packed, bias, c, ldc);
+}
+
+void gemm_packed_bf16(int m, int n, int k, const float* a, std::int64_t lda, const std::uint16_t* packed,
+                      const float* bias, float* c, std::int64_t ldc) {
+  gemm_panels(m, n, k, a, lda, packed, bias, c, ldc);
+}
+
+std::vector<std::uint16_t> pack_transposed_bf16(const unsigned char* w, int n, int k) {
+  return pack_panels<std::uint16_t>(n, k, [&](std::int64_t col, int r) {
+    std::uint16_t v;
+    std::memcpy(&v, w + 2 * (col * k + r), 2);  // safetensors offsets need not be even
+    return v;
+  });
+}
+
+std::vector<float> unpack_transposed_bf16(const std::uint16_t* packed, int n, int k) {
+  std::vector<float> w(static_cast<std::size_t>(n) * static_cast<std::size_t>(k));
+  for (std::int64_t col = 0; col < n; ++col) {
+    const std::uint16_t* src = packed + (col / kPanel) * k * kPanel + col % kPanel;
+    for (int r = 0; r < k; ++r) {
+      const std::uint32_t bits = static_cast<std::uint32_t>(src[static_cast<std::int64_t>(r) * kPanel]) << 16;
+      std::memcpy(&w[static_cast<std::size_t>(col * k + r)], &bits, 4);
+    }
+  }
+  return w;
 }
 
 void gemm_rowmajor(int m, int n, int k, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float* c,
                    std::int64_t ldc, bool lower) {
-  run_panels(m, n, k, a, lda, BView{b, ldb, kPanel}, nullptr, c, ldc, lower, 0, (n + kPanel - 1) / kPanel);
+  run_panels(m, n, k, a, lda, BView<float>{b, ldb, kPanel}, nullptr, c, ldc, lower, 0, (n + kPanel - 1) / kPanel);
 }
 
 }  // namespace mhaviz::detail

@@ -30,11 +30,24 @@ void pack_transposed_into(const float* w, int n, int k, float* out);
 // The inverse: packed panels of an (n, k) matrix -> the (n, k) row-major matrix.
 std::vector<float> unpack_transposed(const float* packed, int n, int k);
 
+// The same panels holding bfloat16 bit patterns, for weights stored as BF16: half the
+// memory of float32 panels, and a product of a few rows (an edit at the last position)
+// streams half the bytes. w: (n, k) row-major BF16 as stored (any alignment). Widening a
+// BF16 value is exact, so a product with these panels has the bits of one with
+// pack_transposed of the widened weight.
+std::vector<std::uint16_t> pack_transposed_bf16(const unsigned char* w, int n, int k);
+std::vector<float> unpack_transposed_bf16(const std::uint16_t* packed, int n, int k);
+
 // c (m, n; row stride ldc) = a (m, k; row stride lda) · b + bias, where b is (k, n) given as
 // pack_transposed panels and bias (n) may be null. Splits the panels over two threads
 // when the product is large enough to pay for starting one.
-void gemm_packed(int m, int n, int k, const float* a, std::int64_t lda, const float* packed, const float* bias, float* c,
-                 std::int64_t ldc);
+void gemm_packed(int m, int n, int k, const float* a, std::int64_t lda, const float* packed, const float* bias,
+                 float* c, std::int64_t ldc);
+// The same with pack_transposed_bf16 panels: rows of few products widen B in registers as
+// they read it; longer products widen each panel once into a scratch buffer and run the
+// float tiles over it. Same bits as gemm_packed on the widened panels.
+void gemm_packed_bf16(int m, int n, int k, const float* a, std::int64_t lda, const std::uint16_t* packed,
+                      const float* bias, float* c, std::int64_t ldc);
 
 // c (m, n; ldc) = a (m, k; lda) · b (k, n; ldb), both row-major, on the calling thread.
 // lower: a is lower-triangular (row i is zero past column i), so row block [i, i + r)

@@ -12,15 +12,17 @@
 namespace mhaviz::detail {
 
 // x: (n, in) row-major; writes x · Wᵀ + bias, (n, out), into y with row stride ld.
-// kernel: the caller's backend is not OpenBLAS. The packed copy is used when kernel is set,
-// or when it is the only copy (weight dropped by pack_linear); else Eigen on `weight`.
+// kernel: the caller's backend is not OpenBLAS. BF16 panels, when held, are always used (they
+// are the only copy); the float panels when kernel is set, or when they are the only copy
+// (weight dropped by pack_linear); else Eigen on `weight`.
 // Every element is the same sum in the same order whatever n is, on the kernel's path.
 void linear_into(const Linear& l, const float* x, std::int64_t n, float* y, std::int64_t ld, bool kernel);
 
 // Fills l.packed from l.weight (no-op when already packed); drop_weight then frees weight,
 // so the layer costs its size once. Needs a CPU with a kernel (backend() != OpenBlas).
 void pack_linear(Linear& l, bool drop_weight);
-// Puts weight back from the packed copy when it was dropped, and frees the packed copy.
+// Puts weight back from the packed copy (float or BF16) when it was dropped, and frees the
+// packed copies.
 void unpack_linear(Linear& l);
 // [out, in] row-major, whichever form l holds.
 std::vector<float> linear_weight(const Linear& l);

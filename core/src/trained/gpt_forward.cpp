@@ -16,6 +16,7 @@
 #include "kernels/head_split.hpp"
 #include "kernels/linear.hpp"
 #include "kernels/parallel.hpp"
+#include "trace_rows.hpp"
 
 namespace mhaviz {
 namespace {
@@ -24,29 +25,8 @@ using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMa
 using CMap = Eigen::Map<const RowMat>;
 using Map = Eigen::Map<RowMat>;
 
-// (1, rows, cols) row-major: keeps rows < keep (a prefix of the data) and resizes.
-void resize_rows(Tensor& t, int rows, int cols) {
-  t.shape = {1, rows, cols};
-  t.data.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
-}
-
-// (1, H, T_old, cols_old) -> (1, H, T, cols): rows < keep of every head keep their first
-// min(cols_old, cols) values, everything else is 0 (the weight of a key a kept row cannot
-// see). Same shape: left as is, the caller overwrites rows ≥ keep.
-void resize_heads(Tensor& t, int H, int T, int cols, int keep) {
-  const Shape shape{1, H, T, cols};
-  if (t.shape == shape) return;
-  Tensor out(shape, 0.0f);
-  if (keep > 0 && t.rank() == 4) {
-    const std::int64_t old_rows = t.shape[2], old_cols = t.shape[3], n = std::min<std::int64_t>(old_cols, cols);
-    for (std::int64_t h = 0; h < H; ++h)
-      for (std::int64_t i = 0; i < keep; ++i) {
-        const float* src = t.ptr() + (h * old_rows + i) * old_cols;
-        std::copy(src, src + n, out.ptr() + (h * T + i) * cols);
-      }
-  }
-  t = std::move(out);
-}
+using detail::resize_heads;
+using detail::resize_rows;
 
 // in, out: (rows, C). LayerNorm with biased variance, statistics in double.
 void layer_norm_rows(const float* in, float* out, int rows, int C, const std::vector<float>& w,

@@ -15,6 +15,7 @@
 #include "kernels/rms_norm.hpp"
 #include "kernels/rope.hpp"
 #include "mhaviz/hf_model.hpp"
+#include "trace_rows.hpp"
 
 namespace mhaviz {
 namespace {
@@ -39,88 +40,128 @@ void check_ids(const HfConfig& c, std::span<const int> ids) {
 }
 
 // g (rows, I) = act(g) ⊙ u: SiLU x·σ(x), or torch's tanh GELU, in float as torch computes them.
+// Each row goes through an aligned buffer, so Eigen's vector and scalar paths fall on the same
+// columns wherever the row lies: a row has the same bits in a fresh forward and an edit's.
 void gated_activation(float* g, const float* u, std::int64_t rows, int I, HfConfig::Activation act) {
   detail::parallel_for(rows, static_cast<std::int64_t>(I) * 12, [&](std::int64_t r0, std::int64_t r1) {
-    const std::int64_t n = (r1 - r0) * I;
-    Eigen::Map<Eigen::ArrayXf> x(g + r0 * I, n);
-    const Eigen::Map<const Eigen::ArrayXf> up(u + r0 * I, n);
-    if (act == HfConfig::Activation::SiLU) {
-      x = x / (1.0f + (-x).exp()) * up;
-    } else {
-      const float c = 0.7978845608028654f;  // √(2/π)
-      x = 0.5f * x * (1.0f + (c * (x + 0.044715f * x.cube())).tanh()) * up;
+    Eigen::ArrayXf x(I), up(I);
+    for (std::int64_t r = r0; r < r1; ++r) {
+      float* row = g + r * I;
+      std::copy(row, row + I, x.data());
+      std::copy(u + r * I, u + (r + 1) * I, up.data());
+      if (act == HfConfig::Activation::SiLU) {
+        x = x / (1.0f + (-x).exp()) * up;
+      } else {
+        const float c = 0.7978845608028654f;  // √(2/π)
+        x = 0.5f * x * (1.0f + (c * (x + 0.044715f * x.cube())).tanh()) * up;
+      }
+      std::copy(x.data(), x.data() + I, row);
     }
   });
 }
 
-// resid (T, C) += out, or += RMSNorm(out) with Gemma's post-sublayer norm w.
-void add_residual(float* resid, std::vector<float>& out, std::int64_t T, int C, const std::vector<float>& w,
+// resid (R, C) += out, or += RMSNorm(out) with Gemma's post-sublayer norm w.
+void add_residual(float* resid, std::vector<float>& out, std::int64_t R, int C, const std::vector<float>& w,
                   const HfConfig& c) {
-  if (!w.empty()) detail::rms_norm(out.data(), out.data(), T, C, w.data(), c.rms_norm_eps, norm_form(c));
-  const std::int64_t n = T * C;
+  if (!w.empty()) detail::rms_norm(out.data(), out.data(), R, C, w.data(), c.rms_norm_eps, norm_form(c));
+  const std::int64_t n = R * C;
   for (std::int64_t i = 0; i < n; ++i) resid[i] += out[static_cast<std::size_t>(i)];
 }
 
-// The attention sublayer of block b on resid (T, C): fills L.weights and s.out (T, C).
-void attention_sublayer(const HfModel& m, const HfBlock& b, const float* resid, int T, HfLayerTrace& L, HfScratch& s,
-                        bool kernel) {
+// The attention sublayer of block b for rows [start, T) of a T-token sequence: resid holds
+// those R = T − start rows (R, C); fills their rows of L.x, L.k, L.v and L.weights, and
+// s.out (R, C). Rows < start of L.k and L.v are the kept keys and values they attend to.
+void attention_sublayer(const HfModel& m, const HfBlock& b, const float* resid, int start, int T, HfLayerTrace& L,
+                        HfScratch& s, bool kernel) {
   const HfConfig& c = m.config;
-  const int C = c.hidden_size, H = c.num_attention_heads, G = c.num_key_value_heads, hd = c.head_dim;
+  const int C = c.hidden_size, H = c.num_attention_heads, G = c.num_key_value_heads, hd = c.head_dim, R = T - start;
   // 1. Input norm and the three projections.
-  const float* x = L.x.ptr();
-  detail::rms_norm(resid, L.x.ptr(), T, C, b.input_norm.data(), c.rms_norm_eps, norm_form(c));
-  detail::linear_into(b.q, x, T, s.q.data(), H * hd, kernel);
-  detail::linear_into(b.k, x, T, s.k.data(), G * hd, kernel);
-  detail::linear_into(b.v, x, T, s.v.data(), G * hd, kernel);
-  // 2. QK-norm over each head's hd values, then RoPE at positions 0 … T − 1, both on the
-  // (T, heads, hd) rows as projected.
+  float* x = L.x.ptr() + static_cast<std::int64_t>(start) * C;
+  detail::rms_norm(resid, x, R, C, b.input_norm.data(), c.rms_norm_eps, norm_form(c));
+  detail::linear_into(b.q, x, R, s.q.data(), H * hd, kernel);
+  detail::linear_into(b.k, x, R, s.k.data(), G * hd, kernel);
+  detail::linear_into(b.v, x, R, s.v.data(), G * hd, kernel);
+  // 2. QK-norm over each head's hd values, then RoPE at positions start … T − 1, both on the
+  // (R, heads, hd) rows as projected.
   if (!b.q_norm.empty()) {
-    detail::rms_norm(s.q.data(), s.q.data(), static_cast<std::int64_t>(T) * H, hd, b.q_norm.data(), c.rms_norm_eps,
+    detail::rms_norm(s.q.data(), s.q.data(), static_cast<std::int64_t>(R) * H, hd, b.q_norm.data(), c.rms_norm_eps,
                      norm_form(c));
-    detail::rms_norm(s.k.data(), s.k.data(), static_cast<std::int64_t>(T) * G, hd, b.k_norm.data(), c.rms_norm_eps,
+    detail::rms_norm(s.k.data(), s.k.data(), static_cast<std::int64_t>(R) * G, hd, b.k_norm.data(), c.rms_norm_eps,
                      norm_form(c));
   }
   const std::vector<double>& f = b.sliding ? m.inv_freq_local : m.inv_freq_global;
-  detail::rope(s.q.data(), detail::RopeBlock::tokens_major(T, H, hd), 0, f);
-  detail::rope(s.k.data(), detail::RopeBlock::tokens_major(T, G, hd), 0, f);
-  // 3. Per head: (1, H, T, hd) and (1, G, T, hd).
-  detail::split_heads(s.q.data(), H * hd, 0, hd, 1, T, H, hd, s.qh.data(), T, 0, nullptr);
-  detail::split_heads(s.k.data(), G * hd, 0, hd, 1, T, G, hd, s.kh.data(), T, 0, nullptr);
-  detail::split_heads(s.v.data(), G * hd, 0, hd, 1, T, G, hd, s.vh.data(), T, 0, nullptr);
-  // 4. Grouped-query attention with the layer's mask and the model's scale.
-  detail::AttentionJob job;
-  job.heads = H;
+  detail::rope(s.q.data(), detail::RopeBlock::tokens_major(R, H, hd), start, f);
+  detail::rope(s.k.data(), detail::RopeBlock::tokens_major(R, G, hd), start, f);
+  // 3. Per head, rows [start, T) of (1, H, T, hd) and (1, G, T, hd).
+  detail::split_heads(s.q.data(), H * hd, 0, hd, 1, R, H, hd, s.qh.data(), T, start, nullptr);
+  detail::split_heads(s.k.data(), G * hd, 0, hd, 1, R, G, hd, L.k.ptr(), T, start, nullptr);
+  detail::split_heads(s.v.data(), G * hd, 0, hd, 1, R, G, hd, L.v.ptr(), T, start, nullptr);
+  // 4. Grouped-query attention of rows [start, T) against keys [0, T), with the layer's mask
+  // and the model's scale.
+  detail::AttentionJob job = detail::per_head_job(1, H, T, hd, start, s.qh.data(), L.k.ptr(), L.v.ptr(),
+                                                  L.weights.ptr(), s.ctx.data(), kernel);
   job.kv_heads = G;
-  job.rows = T;
-  job.keys = T;
-  job.head_dim = hd;
-  job.q = s.qh.data();
-  job.k = s.kh.data();
-  job.v = s.vh.data();
-  job.q_stride = job.kv_stride = job.context_stride = static_cast<std::int64_t>(T) * hd;
   job.mask = L.mask;
   job.scale = c.gemma_norms ? detail::ScoreScale::multiply(static_cast<float>(c.score_scale()))
                             : detail::ScoreScale::sqrt_head_dim(hd);
-  job.weights = L.weights.ptr();
-  job.out_stride = static_cast<std::int64_t>(T) * T;
-  job.context = s.ctx.data();
-  job.kernel = kernel;
   detail::attention(job, s.keys);
   // 5. Merge heads and project.
-  detail::merge_heads(s.ctx.data(), 1, T, H, hd, T, 0, s.merged.data());
-  detail::linear_into(b.o, s.merged.data(), T, s.out.data(), C, kernel);
+  detail::merge_heads(s.ctx.data(), 1, R, H, hd, T, start, s.merged.data());
+  detail::linear_into(b.o, s.merged.data(), R, s.out.data(), C, kernel);
 }
 
-// The MLP sublayer on resid (T, C): s.out (T, C) = down(act(gate(n)) ⊙ up(n)).
-void mlp_sublayer(const HfModel& m, const HfBlock& b, const float* resid, int T, HfScratch& s, bool kernel) {
+// The MLP sublayer on resid (R, C): s.out (R, C) = down(act(gate(n)) ⊙ up(n)).
+void mlp_sublayer(const HfModel& m, const HfBlock& b, const float* resid, int R, HfScratch& s, bool kernel) {
   const HfConfig& c = m.config;
   const int C = c.hidden_size, I = c.intermediate_size;
   const std::vector<float>& norm = c.gemma_norms ? b.pre_ff_norm : b.post_attn_norm;
-  detail::rms_norm(resid, s.x.data(), T, C, norm.data(), c.rms_norm_eps, norm_form(c));
-  detail::linear_into(b.gate, s.x.data(), T, s.gate.data(), I, kernel);
-  detail::linear_into(b.up, s.x.data(), T, s.up.data(), I, kernel);
-  gated_activation(s.gate.data(), s.up.data(), T, I, c.activation);
-  detail::linear_into(b.down, s.gate.data(), T, s.out.data(), C, kernel);
+  detail::rms_norm(resid, s.x.data(), R, C, norm.data(), c.rms_norm_eps, norm_form(c));
+  detail::linear_into(b.gate, s.x.data(), R, s.gate.data(), I, kernel);
+  detail::linear_into(b.up, s.x.data(), R, s.up.data(), I, kernel);
+  gated_activation(s.gate.data(), s.up.data(), R, I, c.activation);
+  detail::linear_into(b.down, s.gate.data(), R, s.out.data(), C, kernel);
+}
+
+// First row whose result can differ from what tr holds for ids: the first changed id (T when
+// ids are tr's ids or a prefix of them); 0 when tr came from another model or backend, and on
+// OpenBLAS (see hf_forward).
+int first_changed(const HfModel& m, std::span<const int> ids, const HfTrace& tr, Backend be) {
+  if (be == Backend::OpenBlas || m.serial == 0 || tr.model_serial != m.serial || tr.backend != be ||
+      tr.layers.size() != m.blocks.size())
+    return 0;
+  const std::size_t common = std::min(ids.size(), tr.ids.size());
+  std::size_t t = 0;
+  while (t < common && tr.ids[t] == ids[t]) ++t;
+  return static_cast<int>(t);
+}
+
+// Rows [start, T) of every layer and of the final norm, into tr shaped for T.
+void compute_rows(const HfModel& m, std::span<const int> ids, int start, HfTrace& tr, bool kernel) {
+  const HfConfig& c = m.config;
+  const int T = static_cast<int>(ids.size()), C = c.hidden_size, R = T - start;
+  HfScratch& s = tr.scratch;
+  // 1. Embedding of rows [start, T) (Gemma: · √C as a float).
+  std::vector<float>& resid = s.resid;
+  const float scale = static_cast<float>(c.embedding_scale);
+  for (int i = 0; i < R; ++i) {
+    float* r = resid.data() + static_cast<std::int64_t>(i) * C;
+    m.embedding_row(ids[static_cast<std::size_t>(start + i)], r);
+    if (c.embedding_scale != 1.0)
+      for (int d = 0; d < C; ++d) r[d] *= scale;
+  }
+
+  // 2. The blocks.
+  for (std::size_t l = 0; l < m.blocks.size(); ++l) {
+    const HfBlock& b = m.blocks[l];
+    attention_sublayer(m, b, resid.data(), start, T, tr.layers[l], s, kernel);
+    add_residual(resid.data(), s.out, R, C, c.gemma_norms ? b.post_attn_norm : std::vector<float>{}, c);
+    mlp_sublayer(m, b, resid.data(), R, s, kernel);
+    add_residual(resid.data(), s.out, R, C, b.post_ff_norm, c);
+  }
+
+  // 3. Final norm.
+  detail::rms_norm(resid.data(), tr.final_norm.ptr() + static_cast<std::int64_t>(start) * C, R, C, m.final_norm.data(),
+                   c.rms_norm_eps, norm_form(c));
 }
 
 }  // namespace
@@ -136,44 +177,43 @@ void hf_forward(const HfModel& m, std::span<const int> ids, HfTrace& tr) {
   check_ids(c, ids);
   const int T = static_cast<int>(ids.size()), C = c.hidden_size, H = c.num_attention_heads, G = c.num_key_value_heads,
             hd = c.head_dim, I = c.intermediate_size;
-  const bool kernel = backend() != Backend::OpenBlas;  // read once: one forward, one backend
-  const auto rows = [T](std::int64_t cols) { return static_cast<std::size_t>(T) * static_cast<std::size_t>(cols); };
+  const Backend be = backend();  // read once: one forward, one backend
+  const bool kernel = be != Backend::OpenBlas;
+  const int start = first_changed(m, ids, tr, be);
+  if (start == T && tr.tokens() == T) {
+    tr.recomputed_from = T;
+    return;
+  }
+  const int R = T - start;
+  const auto rows = [](int n, std::int64_t cols) {
+    return static_cast<std::size_t>(n) * static_cast<std::size_t>(cols);
+  };
 
+  // Shapes for T, keeping rows < start. Until the rows are written the trace names no model:
+  // a forward that throws part-way leaves nothing a later one would keep.
+  tr.model_serial = 0;
   tr.ids.assign(ids.begin(), ids.end());
   HfScratch& s = tr.scratch;
-  for (std::vector<float>* v : {&s.resid, &s.x, &s.out}) v->resize(rows(C));
-  for (std::vector<float>* v : {&s.q, &s.qh, &s.ctx, &s.merged}) v->resize(rows(H * hd));
-  for (std::vector<float>* v : {&s.k, &s.v, &s.kh, &s.vh}) v->resize(rows(G * hd));
-  for (std::vector<float>* v : {&s.gate, &s.up}) v->resize(rows(I));
-  std::vector<float>& resid = s.resid;
-
-  // 1. Embedding (Gemma: · √C as a float).
-  const float scale = static_cast<float>(c.embedding_scale);
-  for (int i = 0; i < T; ++i) {
-    float* r = resid.data() + static_cast<std::int64_t>(i) * C;
-    m.embedding_row(ids[static_cast<std::size_t>(i)], r);
-    if (c.embedding_scale != 1.0)
-      for (int d = 0; d < C; ++d) r[d] *= scale;
-  }
-
-  // 2. The blocks.
+  for (std::vector<float>* v : {&s.resid, &s.x, &s.out}) v->resize(rows(R, C));
+  for (std::vector<float>* v : {&s.q, &s.merged}) v->resize(rows(R, H * hd));
+  for (std::vector<float>* v : {&s.qh, &s.ctx}) v->resize(rows(T, H * hd));
+  for (std::vector<float>* v : {&s.k, &s.v}) v->resize(rows(R, G * hd));
+  for (std::vector<float>* v : {&s.gate, &s.up}) v->resize(rows(R, I));
   tr.layers.resize(m.blocks.size());
   for (std::size_t l = 0; l < m.blocks.size(); ++l) {
-    const HfBlock& b = m.blocks[l];
     HfLayerTrace& L = tr.layers[l];
     L.mask = m.layer_mask(static_cast<int>(l));
-    // Every cell is written (hidden ones 0): a tensor of the right shape is reused as it is.
-    if (L.weights.shape != Shape{1, H, T, T}) L.weights = Tensor({1, H, T, T}, 0.0f);
-    if (L.x.shape != Shape{1, T, C}) L.x = Tensor({1, T, C}, 0.0f);
-    attention_sublayer(m, b, resid.data(), T, L, s, kernel);
-    add_residual(resid.data(), s.out, T, C, c.gemma_norms ? b.post_attn_norm : std::vector<float>{}, c);
-    mlp_sublayer(m, b, resid.data(), T, s, kernel);
-    add_residual(resid.data(), s.out, T, C, b.post_ff_norm, c);
+    detail::resize_rows(L.x, T, C);
+    detail::resize_heads(L.k, G, T, hd, start);
+    detail::resize_heads(L.v, G, T, hd, start);
+    detail::resize_heads(L.weights, H, T, T, start);  // every cell of rows ≥ start is written (hidden ones 0)
   }
+  detail::resize_rows(tr.final_norm, T, C);
 
-  // 3. Final norm and the last position's logits.
-  if (tr.final_norm.shape != Shape{1, T, C}) tr.final_norm = Tensor({1, T, C}, 0.0f);
-  detail::rms_norm(resid.data(), tr.final_norm.ptr(), T, C, m.final_norm.data(), c.rms_norm_eps, norm_form(c));
+  if (R > 0) compute_rows(m, ids, start, tr, kernel);
+  tr.model_serial = m.serial;
+  tr.backend = be;
+  tr.recomputed_from = start;
   tr.logits_last.shape = {c.vocab_size};
   tr.logits_last.data = hf_logits(m, tr, T - 1);
 }
@@ -185,7 +225,7 @@ std::vector<float> hf_logits(const HfModel& m, const HfTrace& tr, int pos) {
                             std::to_string(tr.tokens()) + ")");
   const float* x = tr.final_norm.ptr() + static_cast<std::int64_t>(pos) * C;
   std::vector<float> logits(static_cast<std::size_t>(V));
-  if (!m.lm_head.weight.empty() || !m.lm_head.packed.empty()) {
+  if (!m.lm_head.weight.empty() || !m.lm_head.packed.empty() || !m.lm_head.packed_bf16.empty()) {
     detail::linear_into(m.lm_head, x, 1, logits.data(), V, backend() != Backend::OpenBlas);
   } else {  // tied on OpenBLAS: the embedding itself
     Eigen::Map<Eigen::VectorXf>(logits.data(), V).noalias() =
@@ -194,11 +234,11 @@ std::vector<float> hf_logits(const HfModel& m, const HfTrace& tr, int pos) {
   return logits;
 }
 
-double hf_forward_flops(const HfConfig& c, int T) {
+double hf_forward_flops(const HfConfig& c, int T, int from) {
   const double C = c.hidden_size, Q = static_cast<double>(c.num_attention_heads) * c.head_dim,
                KV = static_cast<double>(c.num_key_value_heads) * c.head_dim, I = c.intermediate_size;
   double per_layer = 0.0;
-  for (int i = 0; i < T; ++i) per_layer += 2.0 * (C * Q * 2.0 + C * KV * 2.0 + 3.0 * C * I) + 4.0 * Q * (i + 1);
+  for (int i = from; i < T; ++i) per_layer += 2.0 * (C * Q * 2.0 + C * KV * 2.0 + 3.0 * C * I) + 4.0 * Q * (i + 1);
   return per_layer * c.num_hidden_layers + 2.0 * C * c.vocab_size;
 }
 

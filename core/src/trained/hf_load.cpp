@@ -1,10 +1,15 @@
 // load_hf_model (hf_model.hpp): config.json, then every tensor the config implies, checked
-// against its shape, widened to float32 and packed for the kernel as it is read.
+// against its shape and packed for the kernel as it is read (BF16 into BF16 panels, any other
+// dtype widened to float32).
 #include <algorithm>
+#include <atomic>
+#include <cstring>
 #include <string>
+#include <utility>
 
 #include "kernels/gemm.hpp"
 #include "kernels/linear.hpp"
+#include "kernels/parallel.hpp"
 #include "mhaviz/hf_model.hpp"
 #include "mhaviz/hf_weights.hpp"
 #include "mhaviz/safetensors.hpp"
@@ -24,14 +29,33 @@ class Reader {
   // The tensor as float32 after its shape is checked; its file pages are given back.
   std::vector<float> read(const std::string& name, const Shape& shape) const {
     const HfTensor& t = w_.at(name);
-    if (t.shape() != shape)
-      throw LoadError(label_ + ": tensor \"" + name + "\" is " + shape_list_string(t.shape()) + ", config.json gives " +
-                      shape_list_string(shape));
+    check(name, t, shape);
     std::vector<float> out = t.read();
     t.release();
     return out;
   }
   bool has(const std::string& name) const { return w_.find(name) != nullptr; }
+
+  void check(const std::string& name, const HfTensor& t, const Shape& shape) const {
+    if (t.shape() != shape)
+      throw LoadError(label_ + ": tensor \"" + name + "\" is " + shape_list_string(t.shape()) + ", config.json gives " +
+                      shape_list_string(shape));
+  }
+
+  // The tensor checked as read() does, then packed for the kernel: a BF16 tensor into BF16
+  // panels straight from its bytes (half the memory; an edit's one-row products stream it at
+  // its stored width), any other into float panels.
+  void pack(const std::string& name, const Shape& shape, Linear& l) const {
+    const HfTensor& t = w_.at(name);
+    if (t.dtype() != StDtype::BF16) {
+      l.weight = read(name, shape);
+      detail::pack_linear(l, true);
+      return;
+    }
+    check(name, t, shape);
+    l.packed_bf16 = detail::pack_transposed_bf16(t.bytes().data(), l.out, l.in);
+    t.release();
+  }
 
   // prefix.weight [out, in] (and prefix.bias [out] when bias), packed on the kernel.
   Linear linear(const std::string& prefix, int in, int out, bool bias) const {
@@ -39,9 +63,11 @@ class Reader {
     l.name = prefix;
     l.in = in;
     l.out = out;
-    l.weight = read(prefix + ".weight", {out, in});
+    if (kernel_)
+      pack(prefix + ".weight", {out, in}, l);
+    else
+      l.weight = read(prefix + ".weight", {out, in});
     if (bias) l.bias = read(prefix + ".bias", {out});
-    if (kernel_) detail::pack_linear(l, true);
     return l;
   }
 
@@ -80,7 +106,9 @@ HfBlock read_block(const Reader& r, const HfConfig& c, int i) {
 }  // namespace
 
 HfModel load_hf_model(const fs::path& folder) {
+  static std::atomic<std::uint64_t> loaded{0};
   HfModel m;
+  m.serial = ++loaded;
   m.folder = folder;
   m.config = read_hf_config(folder / "config.json");
   const HfConfig& c = m.config;
@@ -93,13 +121,14 @@ HfModel load_hf_model(const fs::path& folder) {
   // tied head is packed first, before the blocks are read, so the embedding is held twice
   // only while nothing else is.
   m.tied = c.tie_word_embeddings;
-  m.embed = r.read("model.embed_tokens.weight", {V, C});
   if (m.tied && kernel) {
+    // The embedding is held once, as the head's panels (Qwen3-0.6B: 594 MiB not held twice).
     m.lm_head.name = "lm_head (tied to model.embed_tokens)";
     m.lm_head.in = C;
     m.lm_head.out = V;
-    m.lm_head.packed = detail::pack_transposed(m.embed.data(), V, C);
-    std::vector<float>().swap(m.embed);  // Qwen3-0.6B: 594 MiB not held twice
+    r.pack("model.embed_tokens.weight", {V, C}, m.lm_head);
+  } else {
+    m.embed = r.read("model.embed_tokens.weight", {V, C});
   }
   for (int i = 0; i < c.num_hidden_layers; ++i) m.blocks.push_back(read_block(r, c, i));
   m.final_norm = r.read("model.norm.weight", {C});
@@ -132,8 +161,77 @@ void HfModel::embedding_row(int id, float* out) const {
     return;
   }
   // Row id of [V, C] packed (gemm.hpp): panel id / kPanel is (C, kPanel) row-major.
-  const float* panel = lm_head.packed.data() + static_cast<std::int64_t>(id / detail::kPanel) * C * detail::kPanel;
-  for (int d = 0; d < C; ++d) out[d] = panel[static_cast<std::int64_t>(d) * detail::kPanel + id % detail::kPanel];
+  const std::int64_t at = static_cast<std::int64_t>(id / detail::kPanel) * C * detail::kPanel + id % detail::kPanel;
+  for (int d = 0; d < C; ++d) {
+    const std::int64_t i = at + static_cast<std::int64_t>(d) * detail::kPanel;
+    if (lm_head.packed_bf16.empty()) {
+      out[d] = lm_head.packed[static_cast<std::size_t>(i)];
+    } else {
+      out[d] = bf16_to_f32(lm_head.packed_bf16[static_cast<std::size_t>(i)]);
+    }
+  }
+}
+
+namespace {
+
+// Every weight buffer the model holds, as (start, bytes).
+std::vector<std::pair<const unsigned char*, std::int64_t>> weight_buffers(const HfModel& m) {
+  std::vector<std::pair<const unsigned char*, std::int64_t>> out;
+  auto add = [&out](const auto& v) {
+    if (!v.empty())
+      out.emplace_back(reinterpret_cast<const unsigned char*>(v.data()),
+                       static_cast<std::int64_t>(v.size() * sizeof(v[0])));
+  };
+  auto linear = [&](const Linear& l) {
+    add(l.weight);
+    add(l.packed);
+    add(l.packed_bf16);
+    add(l.bias);
+  };
+  add(m.embed);
+  for (const HfBlock& b : m.blocks) {
+    for (const Linear* l : {&b.q, &b.k, &b.v, &b.o, &b.gate, &b.up, &b.down}) linear(*l);
+    for (const std::vector<float>* v :
+         {&b.input_norm, &b.post_attn_norm, &b.pre_ff_norm, &b.post_ff_norm, &b.q_norm, &b.k_norm})
+      add(*v);
+  }
+  add(m.final_norm);
+  linear(m.lm_head);
+  return out;
+}
+
+}  // namespace
+
+std::int64_t hf_weight_bytes(const HfModel& m) {
+  std::int64_t n = 0;
+  for (const auto& [p, bytes] : weight_buffers(m)) n += bytes;
+  return n;
+}
+
+std::uint64_t hf_read_weights(const HfModel& m) {
+  std::uint64_t total = 0;
+  for (const auto& [p, bytes] : weight_buffers(m)) {
+    // Chunks of 64 KiB over the threads; each sums its words into its own slot.
+    constexpr std::int64_t kChunk = 1 << 16;
+    const std::int64_t chunks = (bytes + kChunk - 1) / kChunk;
+    std::vector<std::uint64_t> sums(static_cast<std::size_t>(chunks), 0);
+    detail::parallel_for(chunks, kChunk, [&](std::int64_t c0, std::int64_t c1) {
+      for (std::int64_t c = c0; c < c1; ++c) {
+        const std::int64_t from = c * kChunk, to = std::min(bytes, from + kChunk);
+        std::uint64_t s = 0;
+        std::int64_t i = from;
+        for (; i + 8 <= to; i += 8) {
+          std::uint64_t w;
+          std::memcpy(&w, p + i, 8);
+          s += w;
+        }
+        for (; i < to; ++i) s += p[i];
+        sums[static_cast<std::size_t>(c)] = s;
+      }
+    });
+    for (const std::uint64_t s : sums) total += s;
+  }
+  return total;
 }
 
 AttentionMask HfModel::layer_mask(int layer) const {
