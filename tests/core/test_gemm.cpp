@@ -210,6 +210,42 @@ TEST_P(Gemm, Bf16PanelsGiveTheBitsOfTheWidenedWeights) {
   EXPECT_EQ(checked, 10 * 3 * 16);
 }
 
+// Several Linears of one input in one loop over their panels (an edit's q, k and v) give the
+// bits of each alone, float and BF16 panels mixed, biases or none, below and past the row
+// count where the loop is fused.
+TEST_P(Gemm, LinearsOfOneInputTogetherGiveTheBitsOfEachAlone) {
+  std::mt19937 gen(23);
+  const int k = 96;
+  std::vector<Linear> ls(3);
+  const int outs[] = {200, 33, 64};
+  for (int i = 0; i < 3; ++i) {
+    ls[static_cast<std::size_t>(i)].in = k;
+    ls[static_cast<std::size_t>(i)].out = outs[i];
+    const Bf16Weights w = random_bf16(outs[i], k, gen);
+    if (i == 1)
+      ls[1].packed = detail::pack_transposed(w.widened.data(), outs[i], k);
+    else
+      ls[static_cast<std::size_t>(i)].packed_bf16 = detail::pack_transposed_bf16(w.bytes.data() + 1, outs[i], k);
+    if (i != 2) ls[static_cast<std::size_t>(i)].bias = random_values(static_cast<std::size_t>(outs[i]), gen);
+  }
+  for (const int n : {1, 2, 7, 15, 16, 17, 40}) {
+    const std::vector<float> x = random_values(static_cast<std::size_t>(n) * k, gen);
+    std::vector<std::vector<float>> together(3), alone(3);
+    for (int i = 0; i < 3; ++i) {
+      together[static_cast<std::size_t>(i)].assign(static_cast<std::size_t>(n) * outs[i], 7.0f);
+      alone[static_cast<std::size_t>(i)].assign(static_cast<std::size_t>(n) * outs[i], 8.0f);
+      detail::linear_into(ls[static_cast<std::size_t>(i)], x.data(), n, alone[static_cast<std::size_t>(i)].data(),
+                          outs[i], true);
+    }
+    const Linear* ptrs[] = {&ls[0], &ls[1], &ls[2]};
+    float* const outs_p[] = {together[0].data(), together[1].data(), together[2].data()};
+    detail::linears_into(ptrs, x.data(), n, outs_p, true);
+    for (int i = 0; i < 3; ++i)
+      EXPECT_EQ(together[static_cast<std::size_t>(i)], alone[static_cast<std::size_t>(i)])
+          << "n " << n << ", Linear " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, Gemm, ::testing::Values(Backend::Avx512, Backend::Avx2), test::backend_label);
 
 }  // namespace

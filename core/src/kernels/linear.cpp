@@ -3,6 +3,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include "kernels/gemm.hpp"
 #include "kernels/parallel.hpp"
@@ -28,40 +29,66 @@ void gemm_of(int m, int n, int k, const float* a, std::int64_t lda, const std::u
   gemm_packed_bf16(m, n, k, a, lda, b, bias, c, ldc);
 }
 
-// x (n, in) · the panels (float or BF16) + bias -> y (n, out; row stride ld).
-template <class BT>
-void packed_product(const Linear& l, const float* x, std::int64_t n, float* y, std::int64_t ld, const BT* panels,
-                    const float* bias) {
-  if (n >= kFewRows) {
-    gemm_of(static_cast<int>(n), l.out, l.in, x, l.in, panels, bias, y, ld);
-    return;
-  }
-  // Panel p holds output columns [p·kPanel, (p + 1)·kPanel), k·kPanel values each (gemm.hpp).
-  const std::int64_t count = (l.out + kPanel - 1) / kPanel, panel = static_cast<std::int64_t>(l.in) * kPanel;
-  parallel_for(count, std::max<std::int64_t>(1, panel / 8), [&](std::int64_t p0, std::int64_t p1) {
-    const std::int64_t j = p0 * kPanel, cols = std::min<std::int64_t>(l.out, p1 * kPanel) - j;
-    gemm_of(static_cast<int>(n), static_cast<int>(cols), l.in, x, l.in, panels + p0 * panel, bias ? bias + j : nullptr,
-            y + j, ld);
-  });
+// True when l's product runs on its panels (float or BF16).
+bool on_panels(const Linear& l, bool kernel) {
+  return !l.packed_bf16.empty() || (!l.packed.empty() && (kernel || l.weight.empty()));
 }
+
+// Output columns [p0·kPanel, p1·kPanel) ∩ [0, out) of y (n, out; row stride ld) = x · Wᵀ + b,
+// from l's panels (float or BF16) on the calling thread. Panel p holds output columns
+// [p·kPanel, (p + 1)·kPanel), in·kPanel values (gemm.hpp).
+void panel_range(const Linear& l, const float* x, std::int64_t n, float* y, std::int64_t ld, std::int64_t p0,
+                 std::int64_t p1) {
+  const std::int64_t j = p0 * kPanel, cols = std::min<std::int64_t>(l.out, p1 * kPanel) - j, at = p0 * l.in * kPanel;
+  const float* bias = l.bias.empty() ? nullptr : l.bias.data() + j;
+  if (!l.packed_bf16.empty())
+    gemm_of(static_cast<int>(n), static_cast<int>(cols), l.in, x, l.in, l.packed_bf16.data() + at, bias, y + j, ld);
+  else
+    gemm_of(static_cast<int>(n), static_cast<int>(cols), l.in, x, l.in, l.packed.data() + at, bias, y + j, ld);
+}
+
+std::int64_t panel_count(const Linear& l) { return (l.out + kPanel - 1) / kPanel; }
 
 }  // namespace
 
 void linear_into(const Linear& l, const float* x, std::int64_t n, float* y, std::int64_t ld, bool kernel) {
+  if (on_panels(l, kernel)) {
+    if (n >= kFewRows) {
+      panel_range(l, x, n, y, ld, 0, panel_count(l));  // gemm_packed splits the panels over threads
+      return;
+    }
+    const std::int64_t per_panel = static_cast<std::int64_t>(l.in) * kPanel;
+    parallel_for(panel_count(l), std::max<std::int64_t>(1, per_panel / 8),
+                 [&](std::int64_t p0, std::int64_t p1) { panel_range(l, x, n, y, ld, p0, p1); });
+    return;
+  }
   const float* bias = l.bias.empty() ? nullptr : l.bias.data();
-  if (!l.packed_bf16.empty()) {
-    packed_product(l, x, n, y, ld, l.packed_bf16.data(), bias);
-    return;
-  }
-  if (!l.packed.empty() && (kernel || l.weight.empty())) {
-    packed_product(l, x, n, y, ld, l.packed.data(), bias);
-    return;
-  }
   CMap X(x, n, l.in);
   CMap W(l.weight.data(), l.out, l.in);
   StridedMap Y(y, n, l.out, Eigen::OuterStride<>(ld));
   Y.noalias() = X * W.transpose();
   if (bias) Y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(bias, l.out);
+}
+
+void linears_into(std::span<const Linear* const> ls, const float* x, std::int64_t n, std::span<float* const> ys,
+                  bool kernel) {
+  const bool fused = n < kFewRows && std::all_of(ls.begin(), ls.end(), [&](const Linear* l) {
+                       return on_panels(*l, kernel) && l->in == ls.front()->in;
+                     });
+  if (!fused) {
+    for (std::size_t i = 0; i < ls.size(); ++i) linear_into(*ls[i], x, n, ys[i], ls[i]->out, kernel);
+    return;
+  }
+  // Panel q of the loop is panel q − first[i] of Linear i, for first[i] ≤ q < first[i + 1].
+  std::vector<std::int64_t> first{0};
+  for (const Linear* l : ls) first.push_back(first.back() + panel_count(*l));
+  const std::int64_t per_panel = static_cast<std::int64_t>(ls.front()->in) * kPanel;
+  parallel_for(first.back(), std::max<std::int64_t>(1, per_panel / 8), [&](std::int64_t q0, std::int64_t q1) {
+    for (std::size_t i = 0; i < ls.size(); ++i) {
+      const std::int64_t a = std::max(q0, first[i]), b = std::min(q1, first[i + 1]);
+      if (a < b) panel_range(*ls[i], x, n, ys[i], ls[i]->out, a - first[i], b - first[i]);
+    }
+  });
 }
 
 void pack_linear(Linear& l, bool drop_weight) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "mhaviz/linear.hpp"
@@ -17,6 +18,13 @@ namespace mhaviz::detail {
 // (weight dropped by pack_linear); else Eigen on `weight`.
 // Every element is the same sum in the same order whatever n is, on the kernel's path.
 void linear_into(const Linear& l, const float* x, std::int64_t n, float* y, std::int64_t ld, bool kernel);
+
+// Several Linears of the same input x (n, in): ys[i] (n, ls[i]->out, rows of out floats) =
+// x · Wᵢᵀ + bᵢ, the same bits as linear_into each. When n is a few rows (an edit) and every one
+// runs on its panels, their panels go over the threads as one loop: one hand-over for the lot
+// (a layer's q, k and v; its gate and up) instead of one each.
+void linears_into(std::span<const Linear* const> ls, const float* x, std::int64_t n, std::span<float* const> ys,
+                  bool kernel);
 
 // Fills l.packed from l.weight (no-op when already packed); drop_weight then frees weight,
 // so the layer costs its size once. Needs a CPU with a kernel (backend() != OpenBlas).

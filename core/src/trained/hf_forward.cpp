@@ -78,9 +78,9 @@ void attention_sublayer(const HfModel& m, const HfBlock& b, const float* resid, 
   // 1. Input norm and the three projections.
   float* x = L.x.ptr() + static_cast<std::int64_t>(start) * C;
   detail::rms_norm(resid, x, R, C, b.input_norm.data(), c.rms_norm_eps, norm_form(c));
-  detail::linear_into(b.q, x, R, s.q.data(), H * hd, kernel);
-  detail::linear_into(b.k, x, R, s.k.data(), G * hd, kernel);
-  detail::linear_into(b.v, x, R, s.v.data(), G * hd, kernel);
+  const Linear* qkv[] = {&b.q, &b.k, &b.v};
+  float* const qkv_out[] = {s.q.data(), s.k.data(), s.v.data()};
+  detail::linears_into(qkv, x, R, qkv_out, kernel);
   // 2. QK-norm over each head's hd values, then RoPE at positions start … T − 1, both on the
   // (R, heads, hd) rows as projected.
   if (!b.q_norm.empty()) {
@@ -116,8 +116,9 @@ void mlp_sublayer(const HfModel& m, const HfBlock& b, const float* resid, int R,
   const int C = c.hidden_size, I = c.intermediate_size;
   const std::vector<float>& norm = c.gemma_norms ? b.pre_ff_norm : b.post_attn_norm;
   detail::rms_norm(resid, s.x.data(), R, C, norm.data(), c.rms_norm_eps, norm_form(c));
-  detail::linear_into(b.gate, s.x.data(), R, s.gate.data(), I, kernel);
-  detail::linear_into(b.up, s.x.data(), R, s.up.data(), I, kernel);
+  const Linear* gate_up[] = {&b.gate, &b.up};
+  float* const gate_up_out[] = {s.gate.data(), s.up.data()};
+  detail::linears_into(gate_up, s.x.data(), R, gate_up_out, kernel);
   gated_activation(s.gate.data(), s.up.data(), R, I, c.activation);
   detail::linear_into(b.down, s.gate.data(), R, s.out.data(), C, kernel);
 }

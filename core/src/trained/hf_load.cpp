@@ -209,28 +209,34 @@ std::int64_t hf_weight_bytes(const HfModel& m) {
 }
 
 std::uint64_t hf_read_weights(const HfModel& m) {
-  std::uint64_t total = 0;
-  for (const auto& [p, bytes] : weight_buffers(m)) {
-    // Chunks of 64 KiB over the threads; each sums its words into its own slot.
-    constexpr std::int64_t kChunk = 1 << 16;
-    const std::int64_t chunks = (bytes + kChunk - 1) / kChunk;
-    std::vector<std::uint64_t> sums(static_cast<std::size_t>(chunks), 0);
-    detail::parallel_for(chunks, kChunk, [&](std::int64_t c0, std::int64_t c1) {
-      for (std::int64_t c = c0; c < c1; ++c) {
-        const std::int64_t from = c * kChunk, to = std::min(bytes, from + kChunk);
-        std::uint64_t s = 0;
-        std::int64_t i = from;
-        for (; i + 8 <= to; i += 8) {
-          std::uint64_t w;
-          std::memcpy(&w, p + i, 8);
-          s += w;
-        }
-        for (; i < to; ++i) s += p[i];
-        sums[static_cast<std::size_t>(c)] = s;
+  // One loop over chunks of 64 KiB of every buffer, split over the threads as one range, so the
+  // floor pays one hand-over and not one per tensor; each chunk's 64-bit words are summed into
+  // its own slot.
+  constexpr std::int64_t kChunk = 1 << 16;
+  struct Chunk {
+    const unsigned char* p;
+    std::int64_t bytes;
+  };
+  std::vector<Chunk> chunks;
+  for (const auto& [p, bytes] : weight_buffers(m))
+    for (std::int64_t at = 0; at < bytes; at += kChunk) chunks.push_back({p + at, std::min(kChunk, bytes - at)});
+  std::vector<std::uint64_t> sums(chunks.size(), 0);
+  detail::parallel_for(static_cast<std::int64_t>(chunks.size()), kChunk, [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const Chunk& k = chunks[static_cast<std::size_t>(c)];
+      std::uint64_t s = 0;
+      std::int64_t i = 0;
+      for (; i + 8 <= k.bytes; i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, k.p + i, 8);
+        s += w;
       }
-    });
-    for (const std::uint64_t s : sums) total += s;
-  }
+      for (; i < k.bytes; ++i) s += k.p[i];
+      sums[static_cast<std::size_t>(c)] = s;
+    }
+  });
+  std::uint64_t total = 0;
+  for (const std::uint64_t s : sums) total += s;
   return total;
 }
 
