@@ -26,6 +26,9 @@ import time
 import torch
 import torch.nn as nn
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_floor import sgemm_peak_gflops  # noqa: E402  (the SGEMM peak, in a process of its own)
+
 
 class MultiHeadAttention(nn.Module):
     """Seed 003's MultiHeadAttention, as printed there."""
@@ -118,30 +121,6 @@ def module_flops(tokens, d, heads):
     return 2 * tokens * d * d * 4 + 2 * tokens * tokens * d + heads * tokens * (tokens + 1) * hd
 
 
-def sgemm_peak_gflops(tokens, d, repeat):
-    """The best rate torch.mm (OpenBLAS here) reaches in this run, on the projection's shape
-    and on a large square product. In a child process: freeing the large operands here would
-    raise glibc's mmap threshold and spare torch's forward the page faults it otherwise pays."""
-    out = subprocess.run([sys.executable, __file__, "--sgemm-peak", str(tokens), str(d), str(repeat)], check=True,
-                         capture_output=True, text=True).stdout
-    return float(out)
-
-
-def sgemm_peak_here(tokens, d, repeat):
-    best = 0.0
-    for m, k, n in ((tokens, d, 3 * d), (2048, 2048, 2048)):
-        a, b = torch.rand(m, k), torch.rand(k, n)
-        for _ in range(2):
-            torch.mm(a, b)
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            torch.mm(a, b)
-            times.append(time.perf_counter() - t0)
-        best = max(best, 2 * m * k * n / statistics.median(times) / 1e9)
-    return best
-
-
 def mhaviz_median_ms(binary, tokens, d, heads, repeat, backend, variant="weight_split"):
     # Warm-up runs as many as timed ones: on this kind of virtual machine a fresh process's
     # first ~0.1 s of two-thread work often runs at half speed.
@@ -183,7 +162,9 @@ def main():
             for n in args.torch_threads:
                 torch.set_num_threads(n)
                 theirs[n].append(torch_median_ms(tokens, args.d, args.heads, repeat))
-            sgemm = max(sgemm, sgemm_peak_gflops(tokens, args.d, 5))  # its own process: not per thread count
+            # In its own process, once a round (not per thread count): the best of the projection's
+            # shape and 2048³.
+            sgemm = max(sgemm, sgemm_peak_gflops([(tokens, args.d, 3 * args.d)], 5))
             for b in args.backends:
                 ms, peak = mhaviz_median_ms(args.mhaviz, tokens, args.d, args.heads, repeat, b)
                 ours[b].append(ms)
@@ -220,7 +201,4 @@ def compare_variants(args):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--sgemm-peak":
-        print(sgemm_peak_here(*map(int, sys.argv[2:])))
-    else:
-        main()
+    main()

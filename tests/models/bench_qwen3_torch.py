@@ -2,13 +2,14 @@
 """The book's Qwen3Model forward in PyTorch on a Qwen3-0.6B-shaped checkpoint: the time mhaviz's
 forward of the same checkpoint is to be compared with, measured on the same machine.
 
-    make_modern_checkpoints.py --qwen3-0.6b DIR     (once: ~2.4 GB of random F32 weights)
+    make_modern_checkpoints.py --qwen3-0.6b DIR [--bf16]   (once: ~2.4 GB of random F32 weights, or ~1.2 GB of BF16)
     bench_qwen3_torch.py DIR [--tokens 256] [--repeat 5]
 
 The model is hf_reference.DecoderModel, which follows the book's Qwen3Model module by module
 (pkg/llms_from_scratch/qwen3.py: GroupedQueryAttention with QK-norm, split-half RoPE,
 repeat_interleave, masked_fill(-inf), softmax; SiLU FeedForward; RMSNorm), in float32, its
-weights viewing the memory-mapped file without a copy (tied LM head = the embedding).
+weights viewing the memory-mapped file without a copy (tied LM head = the embedding); BF16
+weights are widened to float32 once, on loading (so the peak RSS holds the widened copy).
 The forward runs under torch.no_grad() on T random ids, every layer's attention weights
 kept; the median of --repeat runs after one warm-up, with 1 and with 2 threads, and the best
 of the two is the figure. Peak RSS is the process's maximum resident set (file pages
@@ -32,7 +33,8 @@ from hf_reference import DecoderModel, attach_state  # noqa: E402
 
 
 def mapped_state(folder):
-    """{name: float32 tensor viewing the file's pages}; the map stays open with the tensors."""
+    """{name: float32 tensor viewing the file's pages, or widened from BF16}; the map stays
+    open with the tensors."""
     path = os.path.join(folder, "model.safetensors")
     f = open(path, "rb")
     m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
@@ -44,9 +46,11 @@ def mapped_state(folder):
     for name, t in header.items():
         if name == "__metadata__":
             continue
-        assert t["dtype"] == "F32", f"{name}: {t['dtype']} (this benchmark reads F32)"
+        assert t["dtype"] in ("F32", "BF16"), f"{name}: {t['dtype']} (this benchmark reads F32 and BF16)"
+        dtype, width = (torch.float32, 4) if t["dtype"] == "F32" else (torch.bfloat16, 2)
         b, e = t["data_offsets"]
-        state[name] = torch.frombuffer(m, dtype=torch.float32, count=(e - b) // 4, offset=base + b).reshape(t["shape"])
+        mapped = torch.frombuffer(m, dtype=dtype, count=(e - b) // width, offset=base + b)
+        state[name] = mapped.to(torch.float32).reshape(t["shape"])  # no copy when F32
     return state, os.path.getsize(path)
 
 

@@ -6,6 +6,7 @@ standalone modules).
     make_modern_checkpoints.py OUT [--bad]   checkpoints in OUT (and broken inputs in OUT/bad)
     make_modern_checkpoints.py --check       the reference's invariants only (no files)
     make_modern_checkpoints.py --qwen3-0.6b DIR   a random Qwen3-0.6B-shaped F32 checkpoint (~2.4 GB)
+    make_modern_checkpoints.py --qwen3-0.6b DIR --bf16   the same values rounded to BF16 (~1.2 GB)
 
 OUT/manifest.json lists the checkpoints: name, model_type, dtype, sharded, tied, the tensor
 names, the per-layer sliding flags. Each folder holds config.json and model.safetensors, or
@@ -347,8 +348,10 @@ QWEN3_06B = {"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "hidd
              "bos_token_id": 151643, "eos_token_id": 151645}
 
 
-def write_qwen3_06b(folder):
-    """Random weights (std 0.02, norms 1), F32, written tensor by tensor so memory stays low."""
+def write_qwen3_06b(folder, bf16=False):
+    """Random weights (std 0.02, norms 1), F32, written tensor by tensor so memory stays low.
+    bf16: the same values rounded to BF16 (torch's round to nearest even), as a checkpoint
+    saved in bfloat16 holds them, config.json saying torch_dtype bfloat16."""
     os.makedirs(folder, exist_ok=True)
     a = arch_of(QWEN3_06B)
     E, H, K, hd, I, V = a["emb_dim"], a["n_heads"], a["n_kv_heads"], a["head_dim"], a["hidden_dim"], a["vocab_size"]
@@ -362,9 +365,10 @@ def write_qwen3_06b(folder):
                        p + "mlp.gate_proj.weight": [I, E], p + "mlp.up_proj.weight": [I, E], p + "mlp.down_proj.weight": [E, I]})
     shapes["model.norm.weight"] = [E]
     header, offset = {"__metadata__": {"format": "pt"}}, 0
+    dtype, width = ("BF16", 2) if bf16 else ("F32", 4)
     for name, shape in shapes.items():
-        n = 4 * math.prod(shape)
-        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + n]}
+        n = width * math.prod(shape)
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + n]}
         offset += n
     h = json.dumps(header, separators=(",", ":")).encode()
     h += b" " * (-len(h) % 8)
@@ -374,9 +378,9 @@ def write_qwen3_06b(folder):
         f.write(struct.pack("<Q", len(h)) + h)
         for name, shape in shapes.items():
             t = torch.ones(shape) if name.endswith("norm.weight") else 0.02 * torch.randn(shape, generator=g)
-            f.write(t.numpy().tobytes())
+            f.write((t.to(torch.bfloat16).view(torch.int16) if bf16 else t).numpy().tobytes())
     os.replace(path + ".tmp", path)
-    write_json(os.path.join(folder, "config.json"), QWEN3_06B)
+    write_json(os.path.join(folder, "config.json"), dict(QWEN3_06B, torch_dtype="bfloat16") if bf16 else QWEN3_06B)
     print(f"{path}: {os.path.getsize(path) / 2**30:.2f} GiB")
 
 
@@ -386,13 +390,16 @@ def main():
     ap.add_argument("--bad", action="store_true", help="also write the broken inputs in OUT/bad")
     ap.add_argument("--check", action="store_true", help="run the reference's invariants and exit")
     ap.add_argument("--qwen3-0.6b", dest="qwen3", metavar="DIR", help="write a random Qwen3-0.6B-shaped F32 checkpoint into DIR")
+    ap.add_argument("--bf16", action="store_true", help="with --qwen3-0.6b: the same values rounded to BF16")
     a = ap.parse_args()
     torch.set_num_threads(1)
     if a.check:
         check_invariants()
         return 0
+    if a.bf16 and not a.qwen3:
+        ap.error("--bf16: only with --qwen3-0.6b DIR")
     if a.qwen3:
-        write_qwen3_06b(a.qwen3)
+        write_qwen3_06b(a.qwen3, a.bf16)
     if not a.out:
         if not a.qwen3:
             ap.error("give OUT, --check or --qwen3-0.6b DIR")
