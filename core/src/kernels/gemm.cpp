@@ -6,28 +6,32 @@
 #include <atomic>
 
 #include "kernels/parallel.hpp"
+#include "kernels/tuning.hpp"
 #include "mhaviz/backend.hpp"
 
 namespace mhaviz::detail {
 namespace {
 
 // Rows per tile: 12 rows × 2 registers = 24 accumulators, leaving registers for the
-// two B loads and the broadcast of A out of AVX-512's 32.
+// two B loads and the broadcast of A out of AVX-512's 32. Row blocks, depth blocks and the
+// AVX2 tile's shape are the process's record (tuning.hpp).
 constexpr int kTileRows = 12;
-// Rows of A per block: 240 rows of a 768-wide A (720 KiB) stay in a 1 MiB L2 while
-// the B panels stream past them.
-constexpr int kRowBlock = 240;
 
-// c (MR, cols) = a (MR, k; lda) · b (k, cols; ldb) + bias; cols in [1, kPanel].
+// c (MR, cols) = a (MR, k; lda) · b (k, cols; ldb) + bias; cols in [1, kPanel]. carry: the
+// sums go on from c's values (a depth block after the first) instead of from zero; a float
+// stored and loaded again is the same float, so each element's FMA chain is unchanged.
 // Partial panels load B masked (b may end right after its last valid column); full ones
 // do not, as masked loads in the inner loop cost about two thirds of the speed.
 template <int MR, bool Full>
 __attribute__((target("avx512f"))) void tile(int k, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
-                                            const float* bias, float* c, std::int64_t ldc, int cols) {
+                                             const float* bias, float* c, std::int64_t ldc, int cols, bool carry) {
   const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFF : (1u << cols) - 1u);
   const __mmask16 m1 = static_cast<__mmask16>(cols >= kPanel ? 0xFFFF : cols > 16 ? (1u << (cols - 16)) - 1u : 0u);
   __m512 lo[MR], hi[MR];
-  for (int i = 0; i < MR; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
+  for (int i = 0; i < MR; ++i) {
+    lo[i] = carry ? _mm512_maskz_loadu_ps(m0, c + i * ldc) : _mm512_setzero_ps();
+    hi[i] = carry ? _mm512_maskz_loadu_ps(m1, c + i * ldc + 16) : _mm512_setzero_ps();
+  }
   for (int p = 0; p < k; ++p) {
     __m512 b0, b1;
     if constexpr (Full) {
@@ -56,81 +60,80 @@ __attribute__((target("avx512f"))) void tile(int k, const float* a, std::int64_t
   }
 }
 
-using TileFn = void (*)(int, const float*, std::int64_t, const float*, std::int64_t, const float*, float*, std::int64_t, int);
+using TileFn = void (*)(int, const float*, std::int64_t, const float*, std::int64_t, const float*, float*, std::int64_t,
+                        int, bool);
 template <bool Full>
-constexpr TileFn kTiles[kTileRows + 1] = {nullptr,          tile<1, Full>,  tile<2, Full>,  tile<3, Full>, tile<4, Full>,
-                                          tile<5, Full>,    tile<6, Full>,  tile<7, Full>,  tile<8, Full>, tile<9, Full>,
-                                          tile<10, Full>,   tile<11, Full>, tile<12, Full>};
+constexpr TileFn kTiles[kTileRows + 1] = {nullptr,        tile<1, Full>,  tile<2, Full>, tile<3, Full>, tile<4, Full>,
+                                          tile<5, Full>,  tile<6, Full>,  tile<7, Full>, tile<8, Full>, tile<9, Full>,
+                                          tile<10, Full>, tile<11, Full>, tile<12, Full>};
 
-// The AVX2 + FMA tile: c (MR, cols) for cols in [1, 16], one half of a 32-column panel:
-// 6 rows × 2 registers = 12 accumulators, two B loads and a broadcast of 16 registers. Each
-// element is the same chain of FMAs over p, in the same order, as in the AVX-512 tile, so
-// both kernels give the same bits.
-constexpr int kTileRows2 = 6;
+// The AVX2 + FMA tile: c (MR, cols) for cols in [1, 8·NV], NV registers of a row inside a
+// 32-column panel: 6 × 16 (two halves of a panel) or 3 × 32 (tuning.hpp's kAvx2Tiles), 12
+// accumulators either way. Each element is the same chain of FMAs over p, in the same order,
+// as in the AVX-512 tile, so both kernels and every shape give the same bits.
 
-// Lanes < cols are on: maskload/maskstore read the sign bit of each 32-bit lane. A function
-// of its own with the tile's target: a lambda inside the tile would not inherit the target
-// and fails to build when the rest of the project is compiled for x86-64-v2.
-__attribute__((target("avx2,fma"), always_inline)) inline void lane_masks(int cols, __m256i& m0, __m256i& m1) {
-  const __m256i n = _mm256_set1_epi32(cols);
-  m0 = _mm256_cmpgt_epi32(n, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  m1 = _mm256_cmpgt_epi32(n, _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
+// Lanes < cols of register v are on: maskload/maskstore read the sign bit of each 32-bit
+// lane. A function of its own with the tile's target: a lambda inside the tile would not
+// inherit the target and fails to build when the rest of the project is compiled for x86-64-v2.
+__attribute__((target("avx2,fma"), always_inline)) inline __m256i lane_mask(int cols, int v) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - 8 * v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-template <int MR, bool Full>
-__attribute__((target("avx2,fma"))) void tile2(int k, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
-                                               const float* bias, float* c, std::int64_t ldc, int cols) {
-  // Masks are made where they are used (lane_masks): live across the loop they would take
-  // two of the 16 registers the 12 accumulators, two B rows and the broadcast need, and
-  // spill the accumulators.
+template <int MR, int NV, bool Full>
+__attribute__((target("avx2,fma"))) void tile2(int k, const float* a, std::int64_t lda, const float* b,
+                                               std::int64_t ldb, const float* bias, float* c, std::int64_t ldc,
+                                               int cols, bool carry) {
+  // Masks are made where they are used (lane_mask): live across the loop they would take
+  // registers the 12 accumulators, the B rows and the broadcast need, and spill the accumulators.
   // Every loop over rows unrolled early: GCC 12 at -O3 otherwise keeps the accumulator
   // arrays in memory and stores all twelve registers on every step of p (a third of the speed).
-  __m256 lo[MR], hi[MR];
+  __m256 acc[MR][NV];
 #pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) lo[i] = hi[i] = _mm256_setzero_ps();
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      acc[i][v] = !carry ? _mm256_setzero_ps()
+                  : Full ? _mm256_loadu_ps(c + i * ldc + 8 * v)
+                         : _mm256_maskload_ps(c + i * ldc + 8 * v, lane_mask(cols, v));
   for (int p = 0; p < k; ++p) {
-    __m256 b0, b1;
-    if constexpr (Full) {
-      b0 = _mm256_loadu_ps(b + p * ldb);
-      b1 = _mm256_loadu_ps(b + p * ldb + 8);
-    } else {
-      __m256i m0, m1;
-      lane_masks(cols, m0, m1);
-      b0 = _mm256_maskload_ps(b + p * ldb, m0);
-      b1 = _mm256_maskload_ps(b + p * ldb + 8, m1);
-    }
+    __m256 bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      bv[v] = Full ? _mm256_loadu_ps(b + p * ldb + 8 * v) : _mm256_maskload_ps(b + p * ldb + 8 * v, lane_mask(cols, v));
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       const __m256 ai = _mm256_broadcast_ss(a + i * lda + p);
-      lo[i] = _mm256_fmadd_ps(ai, b0, lo[i]);
-      hi[i] = _mm256_fmadd_ps(ai, b1, hi[i]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(ai, bv[v], acc[i][v]);
     }
   }
-  __m256i m0, m1;
-  lane_masks(cols, m0, m1);
-  if (bias) {
-    const __m256 c0 = _mm256_maskload_ps(bias, m0), c1 = _mm256_maskload_ps(bias + 8, m1);
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const __m256i m = lane_mask(cols, v);
+    const __m256 cb = bias ? _mm256_maskload_ps(bias + 8 * v, m) : _mm256_setzero_ps();
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      lo[i] = _mm256_add_ps(lo[i], c0);
-      hi[i] = _mm256_add_ps(hi[i], c1);
-    }
-  }
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) {
-    if (Full) {
-      _mm256_storeu_ps(c + i * ldc, lo[i]);
-      _mm256_storeu_ps(c + i * ldc + 8, hi[i]);
-    } else {
-      _mm256_maskstore_ps(c + i * ldc, m0, lo[i]);
-      _mm256_maskstore_ps(c + i * ldc + 8, m1, hi[i]);
+      if (bias) acc[i][v] = _mm256_add_ps(acc[i][v], cb);
+      if (Full)
+        _mm256_storeu_ps(c + i * ldc + 8 * v, acc[i][v]);
+      else
+        _mm256_maskstore_ps(c + i * ldc + 8 * v, m, acc[i][v]);
     }
   }
 }
 
 template <bool Full>
-constexpr TileFn kTiles2[kTileRows2 + 1] = {nullptr, tile2<1, Full>, tile2<2, Full>, tile2<3, Full>,
-                                            tile2<4, Full>, tile2<5, Full>, tile2<6, Full>};
+constexpr TileFn kTiles2x16[7] = {nullptr,           tile2<1, 2, Full>, tile2<2, 2, Full>, tile2<3, 2, Full>,
+                                  tile2<4, 2, Full>, tile2<5, 2, Full>, tile2<6, 2, Full>};
+template <bool Full>
+constexpr TileFn kTiles2x32[4] = {nullptr, tile2<1, 4, Full>, tile2<2, 4, Full>, tile2<3, 4, Full>};
+
+// The AVX2 tile for `rows` rows of a shape's height (or fewer) and a slice of hc columns.
+TileFn avx2_tile(const TileShape& shape, int rows, int hc) {
+  const bool full = hc == 8 * shape.vectors;
+  if (shape.vectors == 4) return (full ? kTiles2x32<true> : kTiles2x32<false>)[rows];
+  return (full ? kTiles2x16<true> : kTiles2x16<false>)[rows];
+}
 
 // Where panel p of B starts and its row stride.
 struct BView {
@@ -140,26 +143,36 @@ struct BView {
 };
 
 // Columns [p0·kPanel, p1·kPanel) ∩ [0, n) of c = a · b + bias, in AVX-512 tiles (Wide) or
-// in AVX2 tiles over each 16-column half of a panel.
+// in AVX2 tiles over each slice of a panel as wide as the record's tile shape. Row blocks of
+// A, then panels, then depth blocks of the panel (each element's sum carried in c between
+// them, bias added after the last), then the tiles of the row block.
 template <bool Wide>
-void panels(int m, int n, int k, const float* a, std::int64_t lda, BView b, const float* bias, float* c, std::int64_t ldc,
-            bool lower, std::int64_t p0, std::int64_t p1) {
-  constexpr int R = Wide ? kTileRows : kTileRows2;
-  for (int i0 = 0; i0 < m; i0 += kRowBlock) {
-    const int i1 = std::min(m, i0 + kRowBlock);
+void panels(const KernelTuning& t, int m, int n, int k, const float* a, std::int64_t lda, BView b, const float* bias,
+            float* c, std::int64_t ldc, bool lower, std::int64_t p0, std::int64_t p1) {
+  const TileShape shape = Wide ? TileShape{kTileRows, 4} : kAvx2Tiles[t.avx2_tile];
+  const int R = shape.rows, W = 8 * shape.vectors, rb = row_block_rows(t, k);
+  const int kb = t.depth_block > 0 ? t.depth_block : std::max(k, 1);
+  for (int i0 = 0; i0 < m; i0 += rb) {
+    const int i1 = std::min(m, i0 + rb);
     for (std::int64_t p = p0; p < p1; ++p) {
       const int j = static_cast<int>(p * kPanel), cols = std::min(kPanel, n - j);
       const float* bp = b.base + p * b.panel_step;
-      for (int i = i0; i < i1; i += R) {
-        const int rows = std::min(R, i1 - i), depth = lower ? std::min(k, i + rows) : k;
-        if constexpr (Wide) {
-          (cols == kPanel ? kTiles<true> : kTiles<false>)[rows](depth, a + i * lda, lda, bp, b.ldb, bias ? bias + j : nullptr,
-                                                                c + i * ldc + j, ldc, cols);
-        } else {
-          for (int h = 0; h < kPanel && h < cols; h += 16) {
-            const int hc = std::min(16, cols - h);
-            (hc == 16 ? kTiles2<true> : kTiles2<false>)[rows](depth, a + i * lda, lda, bp + h, b.ldb,
-                                                              bias ? bias + j + h : nullptr, c + i * ldc + j + h, ldc, hc);
+      for (int d0 = 0; d0 < k; d0 += kb) {
+        for (int i = i0; i < i1; i += R) {
+          const int rows = std::min(R, i1 - i), depth = lower ? std::min(k, i + rows) : k;
+          if (d0 >= depth) continue;
+          const int d1 = std::min(depth, d0 + kb);
+          const float* tb = bias && d1 == depth ? bias + j : nullptr;  // after the last depth block
+          const float* ta = a + i * lda + d0;
+          if constexpr (Wide) {
+            (cols == kPanel ? kTiles<true> : kTiles<false>)[rows](d1 - d0, ta, lda, bp + d0 * b.ldb, b.ldb, tb,
+                                                                  c + i * ldc + j, ldc, cols, d0 > 0);
+          } else {
+            for (int h = 0; h < kPanel && h < cols; h += W) {
+              const int hc = std::min(W, cols - h);
+              avx2_tile(shape, rows, hc)(d1 - d0, ta, lda, bp + d0 * b.ldb + h, b.ldb, tb ? tb + h : nullptr,
+                                         c + i * ldc + j + h, ldc, hc, d0 > 0);
+            }
           }
         }
       }
@@ -171,10 +184,12 @@ void panels(int m, int n, int k, const float* a, std::int64_t lda, BView b, cons
 // give the same bits, so which one a product runs in never changes a result).
 bool wide() { return avx512_available() && backend() != Backend::Avx2; }
 
-void run_panels(int m, int n, int k, const float* a, std::int64_t lda, BView b, const float* bias, float* c, std::int64_t ldc,
-                bool lower, std::int64_t p0, std::int64_t p1) {
-  (wide() ? panels<true> : panels<false>)(m, n, k, a, lda, b, bias, c, ldc, lower, p0, p1);
+void run_panels(const KernelTuning& t, int m, int n, int k, const float* a, std::int64_t lda, BView b,
+                const float* bias, float* c, std::int64_t ldc, bool lower, std::int64_t p0, std::int64_t p1) {
+  (wide() ? panels<true> : panels<false>)(t, m, n, k, a, lda, b, bias, c, ldc, lower, p0, p1);
 }
+
+KernelTuning tuning_now() { return active_tuning(wide() ? Isa::Avx512 : Isa::Avx2); }
 
 }  // namespace
 
@@ -202,7 +217,8 @@ void pack_transposed_into(const float* w, int n, int k, float* out) {
       for (int r = 0; r < k; ++r) panel[static_cast<std::int64_t>(r) * kPanel + col] = row[r];
     }
     if (cols < kPanel)  // columns past n are zero: the tiles read whole panels
-      for (int r = 0; r < k; ++r) std::fill_n(panel + static_cast<std::int64_t>(r) * kPanel + cols, kPanel - cols, 0.0f);
+      for (int r = 0; r < k; ++r)
+        std::fill_n(panel + static_cast<std::int64_t>(r) * kPanel + cols, kPanel - cols, 0.0f);
   }
 }
 
@@ -221,18 +237,26 @@ std::vector<float> unpack_transposed(const float* packed, int n, int k) {
   return w;
 }
 
-void gemm_packed(int m, int n, int k, const float* a, std::int64_t lda, const float* packed, const float* bias, float* c,
-                 std::int64_t ldc) {
+void gemm_packed_tuned(const KernelTuning& t, int m, int n, int k, const float* a, std::int64_t lda,
+                       const float* packed, const float* bias, float* c, std::int64_t ldc) {
   const BView b{packed, kPanel, static_cast<std::int64_t>(k) * kPanel};
   const std::int64_t count = (n + kPanel - 1) / kPanel;
   // Work units of 64 multiply-adds: parallel_for starts a second thread past ~8 M of them.
-  parallel_for(count, std::max<std::int64_t>(1, static_cast<std::int64_t>(m) * k * kPanel / 64),
-               [&](std::int64_t p0, std::int64_t p1) { run_panels(m, n, k, a, lda, b, bias, c, ldc, false, p0, p1); });
+  parallel_for(
+      count, std::max<std::int64_t>(1, static_cast<std::int64_t>(m) * k * kPanel / 64),
+      [&](std::int64_t p0, std::int64_t p1) { run_panels(t, m, n, k, a, lda, b, bias, c, ldc, false, p0, p1); });
+}
+
+void gemm_packed(int m, int n, int k, const float* a, std::int64_t lda, const float* packed, const float* bias,
+                 float* c, std::int64_t ldc) {
+  tune_before(static_cast<std::int64_t>(m) * n * k);
+  gemm_packed_tuned(tuning_now(), m, n, k, a, lda, packed, bias, c, ldc);
 }
 
 void gemm_rowmajor(int m, int n, int k, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float* c,
                    std::int64_t ldc, bool lower) {
-  run_panels(m, n, k, a, lda, BView{b, ldb, kPanel}, nullptr, c, ldc, lower, 0, (n + kPanel - 1) / kPanel);
+  run_panels(tuning_now(), m, n, k, a, lda, BView{b, ldb, kPanel}, nullptr, c, ldc, lower, 0,
+             (n + kPanel - 1) / kPanel);
 }
 
 }  // namespace mhaviz::detail

@@ -33,8 +33,13 @@ std::vector<float> unpack_transposed(const float* packed, int n, int k);
 // c (m, n; row stride ldc) = a (m, k; row stride lda) · b + bias, where b is (k, n) given as
 // pack_transposed panels and bias (n) may be null. Splits the panels over two threads
 // when the product is large enough to pay for starting one.
-void gemm_packed(int m, int n, int k, const float* a, std::int64_t lda, const float* packed, const float* bias, float* c,
-                 std::int64_t ldc);
+void gemm_packed(int m, int n, int k, const float* a, std::int64_t lda, const float* packed, const float* bias,
+                 float* c, std::int64_t ldc);
+
+// gemm_packed with the sizes t (tuning.hpp) instead of the process's record: calibration.
+struct KernelTuning;
+void gemm_packed_tuned(const KernelTuning& t, int m, int n, int k, const float* a, std::int64_t lda,
+                       const float* packed, const float* bias, float* c, std::int64_t ldc);
 
 // c (m, n; ldc) = a (m, k; lda) · b (k, n; ldb), both row-major, on the calling thread.
 // lower: a is lower-triangular (row i is zero past column i), so row block [i, i + r)

@@ -11,6 +11,12 @@ namespace mhaviz::detail {
 // Calls fn(begin, end) over [0, n) split into contiguous chunks. Runs inline when
 // work_per_item * n is below a threshold (teaching sizes stay single-threaded), when
 // called from inside a loop, or while another thread's loop holds the workers.
-void parallel_for(std::int64_t n, std::int64_t work_per_item, const std::function<void(std::int64_t, std::int64_t)>& fn);
+void parallel_for(std::int64_t n, std::int64_t work_per_item,
+                  const std::function<void(std::int64_t, std::int64_t)>& fn);
+
+// The threads a loop may run on (the caller and the pool's workers).
+int parallel_threads();
+// True inside a parallel_for body: a loop started there runs inline, on one thread.
+bool in_parallel_loop();
 
 }  // namespace mhaviz::detail
