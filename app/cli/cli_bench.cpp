@@ -9,6 +9,7 @@
 #include "mhaviz/gpt_forward.hpp"
 #include "mhaviz/gpt_interventions.hpp"
 #include "mhaviz/hf_model.hpp"
+#include "mhaviz/kernel_tuning.hpp"
 #include "mhaviz/session.hpp"
 #include "mhaviz/trace.hpp"
 
@@ -82,6 +83,7 @@ int bench_sweep(const GptModel& model, const std::vector<int>& ids, const BenchO
   std::printf("full forward, alternated with it: median %.2f ms; the sweep costs %.1f forwards (%d without reuse)\n", f,
               s / f, heads);
   std::printf("sweep_median_ms=%.1f forward_median_ms=%.2f\n", s, f);
+  std::printf("%s\n", kernel_tuning_summary().c_str());
   return 0;
 }
 
@@ -127,6 +129,7 @@ int bench_model(const BenchOptions& o) {
               *std::max_element(ms.begin(), ms.end()));
   std::printf("%.3f GFLOP per run\n", flops / 1e9);
   std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib());
+  std::printf("%s\n", kernel_tuning_summary().c_str());
   return 0;
 }
 
@@ -162,6 +165,7 @@ int bench_hf_model(const BenchOptions& o) {
       ms.size(), o.warmup, median, *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()));
   std::printf("%.3f GFLOP per run\n", flops / 1e9);
   std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib());
+  std::printf("%s\n", kernel_tuning_summary().c_str());
   return 0;
 }
 
@@ -269,6 +273,7 @@ int run_bench(const BenchOptions& o) {
               static_cast<long long>(trace.cost.matmul_calls), static_cast<double>(trace.cost.flops) / 1e9,
               static_cast<long long>(trace.cost.parameters));
   std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, gflops, rss_mib);
+  std::printf("%s\n", kernel_tuning_summary().c_str());
   return 0;
 }
 
