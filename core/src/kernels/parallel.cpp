@@ -109,7 +109,7 @@ void parallel_for(std::int64_t n, std::int64_t work_per_item,
 
 int parallel_threads() { return pool().size(); }
 
-bool in_parallel_loop() { return in_loop; }
+bool loops_run_inline() { return in_loop || serial; }
 
 }  // namespace mhaviz::detail
 

@@ -16,7 +16,8 @@ void parallel_for(std::int64_t n, std::int64_t work_per_item,
 
 // The threads a loop may run on (the caller and the pool's workers).
 int parallel_threads();
-// True inside a parallel_for body: a loop started there runs inline, on one thread.
-bool in_parallel_loop();
+// True where a loop would run inline, on the calling thread alone: inside a parallel_for body,
+// or on a thread set serial (set_thread_serial). Calibration times nothing there.
+bool loops_run_inline();
 
 }  // namespace mhaviz::detail

@@ -320,7 +320,7 @@ void tune_before(std::int64_t macs) {
   const Isa isa = active_isa();
   State& s = state();
   std::atomic<int>& phase = s.phase[index_of(isa)];
-  if (phase.load(std::memory_order_acquire) != 0 || in_parallel_loop()) return;
+  if (phase.load(std::memory_order_acquire) != 0 || loops_run_inline()) return;
   std::string path;
   {
     std::lock_guard lk(s.mu);

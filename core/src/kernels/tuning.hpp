@@ -62,7 +62,7 @@ void reset_tuning();
 // calibrated: a T = 16 GPT-2-small product is past it, the lessons' 6-wide ones are far below.
 inline constexpr std::int64_t kTuneAtMacs = std::int64_t{1} << 24;
 // Called by a product of m · n · k multiply-adds before it reads the record: at the first one
-// past kTuneAtMacs (not inside a parallel loop), loads or calibrates the active ISA's record
+// past kTuneAtMacs (not where loops run on one thread: loops_run_inline), loads or calibrates the active ISA's record
 // when a cache file is set.
 void tune_before(std::int64_t macs);
 
