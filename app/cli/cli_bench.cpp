@@ -82,8 +82,8 @@ int bench_sweep(const GptModel& model, const std::vector<int>& ids, const BenchO
               *std::max_element(sweep.begin(), sweep.end()));
   std::printf("full forward, alternated with it: median %.2f ms; the sweep costs %.1f forwards (%d without reuse)\n", f,
               s / f, heads);
-  std::printf("sweep_median_ms=%.1f forward_median_ms=%.2f\n", s, f);
   std::printf("%s\n", kernel_tuning_summary().c_str());
+  std::printf("sweep_median_ms=%.1f forward_median_ms=%.2f\n", s, f);
   return 0;
 }
 
@@ -128,8 +128,8 @@ int bench_model(const BenchOptions& o) {
               ms.size(), o.warmup, median, *std::min_element(ms.begin(), ms.end()),
               *std::max_element(ms.begin(), ms.end()));
   std::printf("%.3f GFLOP per run\n", flops / 1e9);
-  std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib());
   std::printf("%s\n", kernel_tuning_summary().c_str());
+  std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib());
   return 0;
 }
 
@@ -164,8 +164,8 @@ int bench_hf_model(const BenchOptions& o) {
       "median %.4f ms, min %.4f ms, max %.4f ms\n",
       ms.size(), o.warmup, median, *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()));
   std::printf("%.3f GFLOP per run\n", flops / 1e9);
-  std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib());
   std::printf("%s\n", kernel_tuning_summary().c_str());
+  std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib());
   return 0;
 }
 
@@ -272,8 +272,8 @@ int run_bench(const BenchOptions& o) {
   std::printf("matmul calls %lld, %.3f GFLOP per forward, %lld parameters\n",
               static_cast<long long>(trace.cost.matmul_calls), static_cast<double>(trace.cost.flops) / 1e9,
               static_cast<long long>(trace.cost.parameters));
-  std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, gflops, rss_mib);
   std::printf("%s\n", kernel_tuning_summary().c_str());
+  std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, gflops, rss_mib);
   return 0;
 }
 
