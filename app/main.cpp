@@ -8,7 +8,9 @@
 
 #include "cli/cli.hpp"
 #include "cli/cli_train.hpp"
+#include "mhaviz/kernel_tuning.hpp"
 #include "mhaviz/session.hpp"
+#include "settings_dir.hpp"
 #ifdef MHAVIZ_WITH_GUI
 #include "gui/gui.hpp"
 #endif
@@ -17,8 +19,8 @@ namespace {
 
 // Arguments that the top level handles itself; anything else is the GUI's.
 bool is_top_level(const char* arg) {
-  for (const char* s : {"gui", "dump", "patch", "lens", "export", "render", "bench", "train", "kv-memory", "lessons",
-                        "-h", "--help", "--version"})
+  for (const char* s : {"gui", "dump", "patch", "lens", "export", "render", "bench", "calibrate", "train", "kv-memory",
+                        "lessons", "-h", "--help", "--version"})
     if (std::strcmp(arg, s) == 0) return true;
   return false;
 }
@@ -47,6 +49,8 @@ int main(int argc, char** argv) {
   mhaviz::cli::add_render(app, render);
   mhaviz::cli::BenchOptions bench;
   mhaviz::cli::add_bench(app, bench);
+  mhaviz::cli::CalibrateOptions calibrate;
+  mhaviz::cli::add_calibrate(app, calibrate);
   mhaviz::cli::TrainOptions train;
   mhaviz::cli::add_train(app, train);
   mhaviz::cli::KvMemoryOptions kv_memory;
@@ -75,6 +79,11 @@ int main(int argc, char** argv) {
     return mhaviz::cli::usage_error(what + " (see mhaviz --help)");
   }
 
+  // The commands that run forwards read (or calibrate once) the kernel sizes kept beside the
+  // app's settings; the app sets its own --config-dir's.
+  for (const char* sub : {"dump", "patch", "lens", "render", "bench"})
+    if (app.got_subcommand(sub)) mhaviz::set_kernel_cache(mhaviz::kernel_cache_file(""));
+  if (app.got_subcommand("calibrate")) return mhaviz::cli::run_calibrate(calibrate);
   if (app.got_subcommand("dump")) return mhaviz::cli::run_dump(dump);
   if (app.got_subcommand("patch")) return mhaviz::cli::run_patch(patch);
   if (app.got_subcommand("lens")) return mhaviz::cli::run_lens(lens);

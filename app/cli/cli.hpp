@@ -111,6 +111,14 @@ struct LensOptions {
 void add_lens(CLI::App& app, LensOptions& o);
 int run_lens(const LensOptions& o);
 
+// `mhaviz calibrate`: the kernel's block and tile sizes timed on this CPU, into kernels.json.
+struct CalibrateOptions {
+  std::string config_dir;  // --config-dir (default $XDG_CONFIG_HOME/mhaviz)
+  std::string backend = "auto";
+};
+void add_calibrate(CLI::App& app, CalibrateOptions& o);
+int run_calibrate(const CalibrateOptions& o);
+
 // Prints "mhaviz: <message>" on stderr and returns the usage-error status 2.
 int usage_error(const std::string& message);
 // text to standard output (output empty or "-") or atomically to the file output. Returns 0,

@@ -9,6 +9,7 @@
 #include "mhaviz/gpt_forward.hpp"
 #include "mhaviz/gpt_interventions.hpp"
 #include "mhaviz/hf_model.hpp"
+#include "mhaviz/kernel_tuning.hpp"
 #include "mhaviz/session.hpp"
 #include "mhaviz/trace.hpp"
 
@@ -92,6 +93,7 @@ int bench_sweep(const GptModel& model, const std::vector<int>& ids, const BenchO
               *std::max_element(sweep.begin(), sweep.end()));
   std::printf("full forward, alternated with it: median %.2f ms; the sweep costs %.1f forwards (%d without reuse)\n", f,
               s / f, heads);
+  std::printf("%s\n", kernel_tuning_summary().c_str());
   std::printf("sweep_median_ms=%.1f forward_median_ms=%.2f\n", s, f);
   return 0;
 }
@@ -131,6 +133,7 @@ int bench_model(const BenchOptions& o) {
       c.vocab_size, static_cast<long long>(model.parameter_count()), T, std::string(backend_name(backend())).c_str());
   print_runs(o, P, trace.recomputed_from, T, ms);
   std::printf("%.3f GFLOP per run\n", flops / 1e9);
+  std::printf("%s\n", kernel_tuning_summary().c_str());
   std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib());
   return 0;
 }
@@ -190,6 +193,7 @@ int bench_hf_model(const BenchOptions& o) {
     std::snprintf(buf, sizeof buf, " read_once_ms=%.4f", read_median);
     read_once = buf;
   }
+  std::printf("%s\n", kernel_tuning_summary().c_str());
   std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f%s\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib(),
               read_once.c_str());
   return 0;
@@ -298,6 +302,7 @@ int run_bench(const BenchOptions& o) {
   std::printf("matmul calls %lld, %.3f GFLOP per forward, %lld parameters\n",
               static_cast<long long>(trace.cost.matmul_calls), static_cast<double>(trace.cost.flops) / 1e9,
               static_cast<long long>(trace.cost.parameters));
+  std::printf("%s\n", kernel_tuning_summary().c_str());
   std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, gflops, rss_mib);
   return 0;
 }

@@ -23,6 +23,7 @@
 #include "embedded.hpp"
 #include "figure/gpt_figures.hpp"
 #include "input_queue.hpp"
+#include "mhaviz/kernel_tuning.hpp"
 
 namespace mhaviz::gui {
 namespace {
@@ -435,6 +436,9 @@ int init_document(AppState& s) {
   limit_compute_threads();
   resolve_paths(s);
   load_settings(s);
+  // The kernels' sizes calibrated for this CPU live beside the settings (loaded, or calibrated
+  // once, at the first product large enough to matter).
+  set_kernel_cache((std::filesystem::path(s.paths.config_dir) / "kernels.json").string());
   if (!opts.session.empty()) {
     try {
       Session ses = load_session(opts.session);

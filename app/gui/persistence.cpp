@@ -9,19 +9,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "../settings_dir.hpp"
 #include "app_state.hpp"
 
 namespace mhaviz::gui {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string xdg_dir(const char* var, const char* fallback) {
-  const char* v = std::getenv(var);
-  if (v && *v && fs::path(v).is_absolute()) return (fs::path(v) / "mhaviz").string();
-  const char* home = std::getenv("HOME");
-  return (fs::path(home && *home ? home : ".") / fallback / "mhaviz").string();
-}
 
 void ensure_dir(const std::string& dir) {
   std::error_code ec;
@@ -31,7 +25,7 @@ void ensure_dir(const std::string& dir) {
 }  // namespace
 
 void resolve_paths(AppState& s) {
-  s.paths.config_dir = s.opts.config_dir.empty() ? xdg_dir("XDG_CONFIG_HOME", ".config") : s.opts.config_dir;
+  s.paths.config_dir = settings_dir(s.opts.config_dir);
   s.paths.state_dir = s.opts.state_dir.empty() ? xdg_dir("XDG_STATE_HOME", ".local/state") : s.opts.state_dir;
 }
 
@@ -139,7 +133,8 @@ fs::path refused_name(const fs::path& dir) {
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
   std::error_code ec;
   fs::path p = dir / ("autosave-refused-" + std::string(stamp) + ".json");
-  for (int i = 2; fs::exists(p, ec); ++i) p = dir / ("autosave-refused-" + std::string(stamp) + "-" + std::to_string(i) + ".json");
+  for (int i = 2; fs::exists(p, ec); ++i)
+    p = dir / ("autosave-refused-" + std::string(stamp) + "-" + std::to_string(i) + ".json");
   return p;
 }
 
@@ -215,7 +210,8 @@ void open_recovered(AppState& s) {
   set_document(s, std::move(d.session), d.path, d.origin);
   s.doc.saved_id = 0;  // not what any file holds
   s.doc.modified = true;
-  notify(s, "Opened what could be recovered (" + std::to_string(s.ui.restore.repairs.size()) + " values changed); the refused file is kept at " + s.ui.restore.kept_at);
+  notify(s, "Opened what could be recovered (" + std::to_string(s.ui.restore.repairs.size()) +
+                " values changed); the refused file is kept at " + s.ui.restore.kept_at);
 }
 
 // The document with what is shown: files are written as version 2 with a "view".

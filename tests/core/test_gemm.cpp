@@ -1,6 +1,7 @@
 // The kernel's products at every shape where a tile ends, on each ISA the CPU runs, against
 // a loop in double. The AVX-512 tiles are 12 rows x 32 columns (two 16-lane masks), the AVX2
-// ones 6 rows x 16 columns (each half of a 32-column panel); rows go in blocks of 240. So
+// ones 6 rows x 16 columns by default (each half of a 32-column panel); rows go in blocks of the
+// record's size (240 rows of k = 17 under a 16 KiB record: test_tuning.cpp tries every other). So
 // m = 1 ... 25 meets every row remainder of both tile heights, alone and after whole tiles;
 // n = 1 ... 64 every column remainder of a panel and of each AVX2 half, in the first panel
 // and the second; m around 240 the block edge. Both entry points (packed weights with a
@@ -19,6 +20,7 @@
 #include "kernels/gemm.hpp"
 #include "kernels/linear.hpp"
 #include "kernels/parallel.hpp"
+#include "kernels/tuning.hpp"
 #include "mhaviz/backend.hpp"
 #include "test_util.hpp"
 
@@ -95,12 +97,14 @@ TEST_P(Gemm, EveryTileEdgeAgainstALoop) {
         ASSERT_TRUE(product_matches(m, n, k, gen));
         ++checked;
       }
-  for (const int m : {239, 240, 241, 245, 252, 253})  // the 240-row block's edge
+  detail::set_tuning(detail::active_isa(), {16, 0, 0, 48});  // 16 KiB: 240 rows of k = 17
+  for (const int m : {239, 240, 241, 245, 252, 253})         // the 240-row block's edge
     for (const int n : {1, 17, 32, 33})
       for (const int k : {1, 17}) {
         ASSERT_TRUE(product_matches(m, n, k, gen));
         ++checked;
       }
+  detail::reset_tuning();
   EXPECT_EQ(checked, 25 * 64 * 2 + 6 * 4 * 2);
 }
 

@@ -10,6 +10,7 @@
 
 #include "kernels/gemm.hpp"
 #include "kernels/parallel.hpp"
+#include "kernels/tuning.hpp"
 #include "mhaviz/backend.hpp"
 
 namespace mhaviz::detail {
@@ -28,7 +29,7 @@ struct Blocks {
 
 Blocks blocks_of(const AttentionJob& j) {
   Blocks b;
-  b.size = j.kernel ? kAttnRows : kBlasRows;
+  b.size = j.kernel ? active_tuning(active_isa()).attn_rows : kBlasRows;
   b.first = j.q_pos / b.size * b.size;
   b.count = j.rows == 0 ? 0 : (j.q_pos + j.rows - b.first + b.size - 1) / b.size;
   return b;

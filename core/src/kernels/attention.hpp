@@ -20,10 +20,9 @@
 
 namespace mhaviz::detail {
 
-// Query rows per block on the kernel: a block's scores and weights (2 · 48 · T floats,
-// 384 KiB at T = 1024) stay in L2 between the products and the softmax. A multiple of both
-// tiles' rows (6, 12); measured against 64 on both forwards (README "Performance").
-inline constexpr int kAttnRows = 48;
+// Query rows per block on the kernel: the record's attn_rows (tuning.hpp), so that a block's
+// scores and weights (2 · 48 · T floats, 384 KiB at T = 1024) stay in L2 between the
+// products and the softmax. A multiple of every tile's rows (3, 6, 12).
 
 // b sequences; H query heads reading G K/V heads (H % G == 0: query head h reads K/V head
 // h / (H / G), grouped-query attention; G == H is multi-head attention); R query rows at

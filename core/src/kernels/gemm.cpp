@@ -9,17 +9,16 @@
 #include <vector>
 
 #include "kernels/parallel.hpp"
+#include "kernels/tuning.hpp"
 #include "mhaviz/backend.hpp"
 
 namespace mhaviz::detail {
 namespace {
 
 // Rows per tile: 12 rows × 2 registers = 24 accumulators, leaving registers for the
-// two B loads and the broadcast of A out of AVX-512's 32.
+// two B loads and the broadcast of A out of AVX-512's 32. Row blocks, depth blocks and the
+// AVX2 tile's shape are the process's record (tuning.hpp).
 constexpr int kTileRows = 12;
-// Rows of A per block: 240 rows of a 768-wide A (720 KiB) stay in a 1 MiB L2 while
-// the B panels stream past them.
-constexpr int kRowBlock = 240;
 
 // 16 BF16 values (bit patterns) widened to float32: a BF16 value is the high half of its
 // float32, so this is exact.
@@ -31,18 +30,29 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 widen16(const st
   return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, w, 16));
 }
 
-// c (MR, cols) = a (MR, k; lda) · b (k, cols; ldb) + bias; cols in [1, kPanel].
+// 8 BF16 values widened to float32, as widen16.
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 widen8(const std::uint16_t* b) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+// c (MR, cols) = a (MR, k; lda) · b (k, cols; ldb) + bias; cols in [1, kPanel]. carry: the
+// sums go on from c's values (a depth block after the first) instead of from zero; a float
+// stored and loaded again is the same float, so each element's FMA chain is unchanged.
 // Partial panels load B masked (b may end right after its last valid column); full ones
 // do not, as masked loads in the inner loop cost about two thirds of the speed.
 // BT: the type B is stored in, float or BF16 bit patterns (std::uint16_t). BF16 B comes only
 // from packed panels, which are whole (zero past n), so it is always read in full.
 template <int MR, bool Full, class BT>
 __attribute__((target("avx512f"))) void tile(int k, const float* a, std::int64_t lda, const BT* b, std::int64_t ldb,
-                                             const float* bias, float* c, std::int64_t ldc, int cols) {
+                                             const float* bias, float* c, std::int64_t ldc, int cols, bool carry) {
   const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFF : (1u << cols) - 1u);
   const __mmask16 m1 = static_cast<__mmask16>(cols >= kPanel ? 0xFFFF : cols > 16 ? (1u << (cols - 16)) - 1u : 0u);
   __m512 lo[MR], hi[MR];
-  for (int i = 0; i < MR; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
+  for (int i = 0; i < MR; ++i) {
+    lo[i] = carry ? _mm512_maskz_loadu_ps(m0, c + i * ldc) : _mm512_setzero_ps();
+    hi[i] = carry ? _mm512_maskz_loadu_ps(m1, c + i * ldc + 16) : _mm512_setzero_ps();
+  }
   for (int p = 0; p < k; ++p) {
     __m512 b0, b1;
     if constexpr (std::is_same_v<BT, std::uint16_t>) {
@@ -76,96 +86,90 @@ __attribute__((target("avx512f"))) void tile(int k, const float* a, std::int64_t
 
 template <class BT>
 using TileFn = void (*)(int, const float*, std::int64_t, const BT*, std::int64_t, const float*, float*, std::int64_t,
-                        int);
+                        int, bool);
 template <bool Full, class BT>
 constexpr TileFn<BT> kTiles[kTileRows + 1] = {
     nullptr,           tile<1, Full, BT>, tile<2, Full, BT>, tile<3, Full, BT>, tile<4, Full, BT>,  tile<5, Full, BT>,
     tile<6, Full, BT>, tile<7, Full, BT>, tile<8, Full, BT>, tile<9, Full, BT>, tile<10, Full, BT>, tile<11, Full, BT>,
     tile<12, Full, BT>};
 
-// The AVX2 + FMA tile: c (MR, cols) for cols in [1, 16], one half of a 32-column panel:
-// 6 rows × 2 registers = 12 accumulators, two B loads and a broadcast of 16 registers. Each
-// element is the same chain of FMAs over p, in the same order, as in the AVX-512 tile, so
-// both kernels give the same bits.
-constexpr int kTileRows2 = 6;
+// The AVX2 + FMA tile: c (MR, cols) for cols in [1, 8·NV], NV registers of a row inside a
+// 32-column panel: 6 × 16 (two halves of a panel) or 3 × 32 (tuning.hpp's kAvx2Tiles), 12
+// accumulators either way. Each element is the same chain of FMAs over p, in the same order,
+// as in the AVX-512 tile, so both kernels and every shape give the same bits.
 
-// Lanes < cols are on: maskload/maskstore read the sign bit of each 32-bit lane. A function
-// of its own with the tile's target: a lambda inside the tile would not inherit the target
-// and fails to build when the rest of the project is compiled for x86-64-v2.
-__attribute__((target("avx2,fma"), always_inline)) inline void lane_masks(int cols, __m256i& m0, __m256i& m1) {
-  const __m256i n = _mm256_set1_epi32(cols);
-  m0 = _mm256_cmpgt_epi32(n, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  m1 = _mm256_cmpgt_epi32(n, _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
+// Lanes < cols of register v are on: maskload/maskstore read the sign bit of each 32-bit
+// lane. A function of its own with the tile's target: a lambda inside the tile would not
+// inherit the target and fails to build when the rest of the project is compiled for x86-64-v2.
+__attribute__((target("avx2,fma"), always_inline)) inline __m256i lane_mask(int cols, int v) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - 8 * v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-// 8 BF16 values widened to float32, as widen16.
-__attribute__((target("avx2,fma"), always_inline)) inline __m256 widen8(const std::uint16_t* b) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-template <int MR, bool Full, class BT>
+template <int MR, int NV, bool Full, class BT>
 __attribute__((target("avx2,fma"))) void tile2(int k, const float* a, std::int64_t lda, const BT* b, std::int64_t ldb,
-                                               const float* bias, float* c, std::int64_t ldc, int cols) {
-  // Masks are made where they are used (lane_masks): live across the loop they would take
-  // two of the 16 registers the 12 accumulators, two B rows and the broadcast need, and
-  // spill the accumulators.
+                                               const float* bias, float* c, std::int64_t ldc, int cols, bool carry) {
+  // Masks are made where they are used (lane_mask): live across the loop they would take
+  // registers the 12 accumulators, the B rows and the broadcast need, and spill the accumulators.
   // Every loop over rows unrolled early: GCC 12 at -O3 otherwise keeps the accumulator
   // arrays in memory and stores all twelve registers on every step of p (a third of the speed).
-  __m256 lo[MR], hi[MR];
+  __m256 acc[MR][NV];
 #pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) lo[i] = hi[i] = _mm256_setzero_ps();
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      acc[i][v] = !carry ? _mm256_setzero_ps()
+                  : Full ? _mm256_loadu_ps(c + i * ldc + 8 * v)
+                         : _mm256_maskload_ps(c + i * ldc + 8 * v, lane_mask(cols, v));
   for (int p = 0; p < k; ++p) {
-    __m256 b0, b1;
-    if constexpr (std::is_same_v<BT, std::uint16_t>) {
-      b0 = widen8(b + p * ldb);
-      b1 = widen8(b + p * ldb + 8);
-    } else if constexpr (Full) {
-      b0 = _mm256_loadu_ps(b + p * ldb);
-      b1 = _mm256_loadu_ps(b + p * ldb + 8);
-    } else {
-      __m256i m0, m1;
-      lane_masks(cols, m0, m1);
-      b0 = _mm256_maskload_ps(b + p * ldb, m0);
-      b1 = _mm256_maskload_ps(b + p * ldb + 8, m1);
+    __m256 bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      if constexpr (std::is_same_v<BT, std::uint16_t>)
+        bv[v] = widen8(b + p * ldb + 8 * v);
+      else
+        bv[v] =
+            Full ? _mm256_loadu_ps(b + p * ldb + 8 * v) : _mm256_maskload_ps(b + p * ldb + 8 * v, lane_mask(cols, v));
     }
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       const __m256 ai = _mm256_broadcast_ss(a + i * lda + p);
-      lo[i] = _mm256_fmadd_ps(ai, b0, lo[i]);
-      hi[i] = _mm256_fmadd_ps(ai, b1, hi[i]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(ai, bv[v], acc[i][v]);
     }
   }
-  __m256i m0, m1;
-  lane_masks(cols, m0, m1);
-  if (bias) {
-    const __m256 c0 = _mm256_maskload_ps(bias, m0), c1 = _mm256_maskload_ps(bias + 8, m1);
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const __m256i m = lane_mask(cols, v);
+    const __m256 cb = bias ? _mm256_maskload_ps(bias + 8 * v, m) : _mm256_setzero_ps();
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      lo[i] = _mm256_add_ps(lo[i], c0);
-      hi[i] = _mm256_add_ps(hi[i], c1);
-    }
-  }
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) {
-    if (Full) {
-      _mm256_storeu_ps(c + i * ldc, lo[i]);
-      _mm256_storeu_ps(c + i * ldc + 8, hi[i]);
-    } else {
-      _mm256_maskstore_ps(c + i * ldc, m0, lo[i]);
-      _mm256_maskstore_ps(c + i * ldc + 8, m1, hi[i]);
+      if (bias) acc[i][v] = _mm256_add_ps(acc[i][v], cb);
+      if (Full)
+        _mm256_storeu_ps(c + i * ldc + 8 * v, acc[i][v]);
+      else
+        _mm256_maskstore_ps(c + i * ldc + 8 * v, m, acc[i][v]);
     }
   }
 }
 
 template <bool Full, class BT>
-constexpr TileFn<BT> kTiles2[kTileRows2 + 1] = {nullptr,
-                                                tile2<1, Full, BT>,
-                                                tile2<2, Full, BT>,
-                                                tile2<3, Full, BT>,
-                                                tile2<4, Full, BT>,
-                                                tile2<5, Full, BT>,
-                                                tile2<6, Full, BT>};
+constexpr TileFn<BT> kTiles2x16[7] = {nullptr,
+                                      tile2<1, 2, Full, BT>,
+                                      tile2<2, 2, Full, BT>,
+                                      tile2<3, 2, Full, BT>,
+                                      tile2<4, 2, Full, BT>,
+                                      tile2<5, 2, Full, BT>,
+                                      tile2<6, 2, Full, BT>};
+template <bool Full, class BT>
+constexpr TileFn<BT> kTiles2x32[4] = {nullptr, tile2<1, 4, Full, BT>, tile2<2, 4, Full, BT>, tile2<3, 4, Full, BT>};
+
+// The AVX2 tile for `rows` rows of a shape's height (or fewer) and a slice of hc columns.
+template <class BT>
+TileFn<BT> avx2_tile(const TileShape& shape, int rows, int hc) {
+  const bool full = hc == 8 * shape.vectors;
+  if (shape.vectors == 4) return (full ? kTiles2x32<true, BT> : kTiles2x32<false, BT>)[rows];
+  return (full ? kTiles2x16<true, BT> : kTiles2x16<false, BT>)[rows];
+}
 
 // Where panel p of B starts and its row stride.
 template <class BT>
@@ -195,35 +199,47 @@ __attribute__((target("avx2,fma"))) void widen_panel<false>(const std::uint16_t*
     _mm256_storeu_ps(out + i, widen8(panel + i));
 }
 
-// Columns [p0·kPanel, p1·kPanel) ∩ [0, n) of c = a · b + bias, in AVX-512 tiles (Wide) or
-// in AVX2 tiles over each 16-column half of a panel.
-// Rows [i0, i1) of columns [j, j + cols) of c = a · (panel bp) + bias, in row tiles.
+// Rows [i0, i1) of columns [j, j + cols) of c = a · (panel bp) + bias: depth blocks of the
+// panel (each element's sum carried in c between them, bias added after the last), then the
+// tiles of the rows, in AVX-512 tiles (Wide) or in AVX2 tiles over each slice of the panel as
+// wide as the record's tile shape.
 template <bool Wide, class BT>
-void panel_rows(int i0, int i1, int j, int cols, int k, const float* a, std::int64_t lda, const BT* bp,
-                std::int64_t ldb, const float* bias, float* c, std::int64_t ldc, bool lower) {
-  constexpr int R = Wide ? kTileRows : kTileRows2;
-  for (int i = i0; i < i1; i += R) {
-    const int rows = std::min(R, i1 - i), depth = lower ? std::min(k, i + rows) : k;
-    if constexpr (Wide) {
-      (cols == kPanel ? kTiles<true, BT> : kTiles<false, BT>)[rows](
-          depth, a + i * lda, lda, bp, ldb, bias ? bias + j : nullptr, c + i * ldc + j, ldc, cols);
-    } else {
-      for (int h = 0; h < kPanel && h < cols; h += 16) {
-        const int hc = std::min(16, cols - h);
-        (hc == 16 ? kTiles2<true, BT> : kTiles2<false, BT>)[rows](
-            depth, a + i * lda, lda, bp + h, ldb, bias ? bias + j + h : nullptr, c + i * ldc + j + h, ldc, hc);
+void panel_rows(const KernelTuning& t, int i0, int i1, int j, int cols, int k, const float* a, std::int64_t lda,
+                const BT* bp, std::int64_t ldb, const float* bias, float* c, std::int64_t ldc, bool lower) {
+  const TileShape shape = Wide ? TileShape{kTileRows, 4} : kAvx2Tiles[t.avx2_tile];
+  const int R = shape.rows, W = 8 * shape.vectors;
+  const int kb = t.depth_block > 0 ? t.depth_block : std::max(k, 1);
+  for (int d0 = 0; d0 < k; d0 += kb) {
+    for (int i = i0; i < i1; i += R) {
+      const int rows = std::min(R, i1 - i), depth = lower ? std::min(k, i + rows) : k;
+      if (d0 >= depth) continue;
+      const int d1 = std::min(depth, d0 + kb);
+      const float* tb = bias && d1 == depth ? bias + j : nullptr;  // after the last depth block
+      const float* ta = a + i * lda + d0;
+      if constexpr (Wide) {
+        (cols == kPanel ? kTiles<true, BT> : kTiles<false, BT>)[rows](d1 - d0, ta, lda, bp + d0 * ldb, ldb, tb,
+                                                                      c + i * ldc + j, ldc, cols, d0 > 0);
+      } else {
+        for (int h = 0; h < kPanel && h < cols; h += W) {
+          const int hc = std::min(W, cols - h);
+          avx2_tile<BT>(shape, rows, hc)(d1 - d0, ta, lda, bp + d0 * ldb + h, ldb, tb ? tb + h : nullptr,
+                                         c + i * ldc + j + h, ldc, hc, d0 > 0);
+        }
       }
     }
   }
 }
 
+// Columns [p0·kPanel, p1·kPanel) ∩ [0, n) of c = a · b + bias: row blocks of A, then panels,
+// then panel_rows. A BF16 panel under a block of kWidenRows rows or more is widened first.
 template <bool Wide, class BT>
-void panels(int m, int n, int k, const float* a, std::int64_t lda, BView<BT> b, const float* bias, float* c,
-            std::int64_t ldc, bool lower, std::int64_t p0, std::int64_t p1) {
+void panels(const KernelTuning& t, int m, int n, int k, const float* a, std::int64_t lda, BView<BT> b,
+            const float* bias, float* c, std::int64_t ldc, bool lower, std::int64_t p0, std::int64_t p1) {
+  const int rb = row_block_rows(t, k);
   // The widened panel of a long BF16 product, one per thread (k · kPanel floats).
   thread_local std::vector<float> widened;
-  for (int i0 = 0; i0 < m; i0 += kRowBlock) {
-    const int i1 = std::min(m, i0 + kRowBlock);
+  for (int i0 = 0; i0 < m; i0 += rb) {
+    const int i1 = std::min(m, i0 + rb);
     for (std::int64_t p = p0; p < p1; ++p) {
       const int j = static_cast<int>(p * kPanel), cols = std::min(kPanel, n - j);
       const BT* bp = b.base + p * b.panel_step;
@@ -231,11 +247,11 @@ void panels(int m, int n, int k, const float* a, std::int64_t lda, BView<BT> b, 
         if (i1 - i0 >= kWidenRows) {
           widened.resize(static_cast<std::size_t>(k) * kPanel);
           widen_panel<Wide>(bp, k, widened.data());
-          panel_rows<Wide, float>(i0, i1, j, cols, k, a, lda, widened.data(), kPanel, bias, c, ldc, lower);
+          panel_rows<Wide, float>(t, i0, i1, j, cols, k, a, lda, widened.data(), kPanel, bias, c, ldc, lower);
           continue;
         }
       }
-      panel_rows<Wide, BT>(i0, i1, j, cols, k, a, lda, bp, b.ldb, bias, c, ldc, lower);
+      panel_rows<Wide, BT>(t, i0, i1, j, cols, k, a, lda, bp, b.ldb, bias, c, ldc, lower);
     }
   }
 }
@@ -245,20 +261,23 @@ void panels(int m, int n, int k, const float* a, std::int64_t lda, BView<BT> b, 
 bool wide() { return avx512_available() && backend() != Backend::Avx2; }
 
 template <class BT>
-void run_panels(int m, int n, int k, const float* a, std::int64_t lda, BView<BT> b, const float* bias, float* c,
-                std::int64_t ldc, bool lower, std::int64_t p0, std::int64_t p1) {
-  (wide() ? panels<true, BT> : panels<false, BT>)(m, n, k, a, lda, b, bias, c, ldc, lower, p0, p1);
+void run_panels(const KernelTuning& t, int m, int n, int k, const float* a, std::int64_t lda, BView<BT> b,
+                const float* bias, float* c, std::int64_t ldc, bool lower, std::int64_t p0, std::int64_t p1) {
+  (wide() ? panels<true, BT> : panels<false, BT>)(t, m, n, k, a, lda, b, bias, c, ldc, lower, p0, p1);
 }
 
-// gemm_packed over panels of either type.
+KernelTuning tuning_now() { return active_tuning(wide() ? Isa::Avx512 : Isa::Avx2); }
+
+// gemm_packed_tuned over panels of either type.
 template <class BT>
-void gemm_panels(int m, int n, int k, const float* a, std::int64_t lda, const BT* packed, const float* bias, float* c,
-                 std::int64_t ldc) {
+void gemm_panels(const KernelTuning& t, int m, int n, int k, const float* a, std::int64_t lda, const BT* packed,
+                 const float* bias, float* c, std::int64_t ldc) {
   const BView<BT> b{packed, kPanel, static_cast<std::int64_t>(k) * kPanel};
   const std::int64_t count = (n + kPanel - 1) / kPanel;
   // Work units of 64 multiply-adds: parallel_for starts a second thread past ~8 M of them.
-  parallel_for(count, std::max<std::int64_t>(1, static_cast<std::int64_t>(m) * k * kPanel / 64),
-               [&](std::int64_t p0, std::int64_t p1) { run_panels(m, n, k, a, lda, b, bias, c, ldc, false, p0, p1); });
+  parallel_for(
+      count, std::max<std::int64_t>(1, static_cast<std::int64_t>(m) * k * kPanel / 64),
+      [&](std::int64_t p0, std::int64_t p1) { run_panels(t, m, n, k, a, lda, b, bias, c, ldc, false, p0, p1); });
 }
 
 // Panels of w (n, k) row-major, element (col, r) read by get(col, r); columns past n zero.
@@ -318,14 +337,21 @@ std::vector<float> unpack_transposed(const float* packed, int n, int k) {
   return w;
 }
 
+void gemm_packed_tuned(const KernelTuning& t, int m, int n, int k, const float* a, std::int64_t lda,
+                       const float* packed, const float* bias, float* c, std::int64_t ldc) {
+  gemm_panels(t, m, n, k, a, lda, packed, bias, c, ldc);
+}
+
 void gemm_packed(int m, int n, int k, const float* a, std::int64_t lda, const float* packed, const float* bias,
                  float* c, std::int64_t ldc) {
-  gemm_panels(m, n, k, a, lda, packed, bias, c, ldc);
+  tune_before(static_cast<std::int64_t>(m) * n * k);
+  gemm_panels(tuning_now(), m, n, k, a, lda, packed, bias, c, ldc);
 }
 
 void gemm_packed_bf16(int m, int n, int k, const float* a, std::int64_t lda, const std::uint16_t* packed,
                       const float* bias, float* c, std::int64_t ldc) {
-  gemm_panels(m, n, k, a, lda, packed, bias, c, ldc);
+  tune_before(static_cast<std::int64_t>(m) * n * k);
+  gemm_panels(tuning_now(), m, n, k, a, lda, packed, bias, c, ldc);
 }
 
 std::vector<std::uint16_t> pack_transposed_bf16(const unsigned char* w, int n, int k) {
@@ -350,7 +376,8 @@ std::vector<float> unpack_transposed_bf16(const std::uint16_t* packed, int n, in
 
 void gemm_rowmajor(int m, int n, int k, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float* c,
                    std::int64_t ldc, bool lower) {
-  run_panels(m, n, k, a, lda, BView<float>{b, ldb, kPanel}, nullptr, c, ldc, lower, 0, (n + kPanel - 1) / kPanel);
+  run_panels(tuning_now(), m, n, k, a, lda, BView<float>{b, ldb, kPanel}, nullptr, c, ldc, lower, 0,
+             (n + kPanel - 1) / kPanel);
 }
 
 }  // namespace mhaviz::detail

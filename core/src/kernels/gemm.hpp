@@ -49,6 +49,11 @@ void gemm_packed(int m, int n, int k, const float* a, std::int64_t lda, const fl
 void gemm_packed_bf16(int m, int n, int k, const float* a, std::int64_t lda, const std::uint16_t* packed,
                       const float* bias, float* c, std::int64_t ldc);
 
+// gemm_packed with the sizes t (tuning.hpp) instead of the process's record: calibration.
+struct KernelTuning;
+void gemm_packed_tuned(const KernelTuning& t, int m, int n, int k, const float* a, std::int64_t lda,
+                       const float* packed, const float* bias, float* c, std::int64_t ldc);
+
 // c (m, n; ldc) = a (m, k; lda) · b (k, n; ldb), both row-major, on the calling thread.
 // lower: a is lower-triangular (row i is zero past column i), so row block [i, i + r)
 // only reads columns [0, i + r) of a and rows [0, i + r) of b.

@@ -51,7 +51,8 @@ class Pool {
     generation_.fetch_add(1, std::memory_order_release);
     generation_.notify_all();
     fn(0, std::min(n, chunk_));
-    for (int left = remaining_.load(std::memory_order_acquire); left != 0; left = remaining_.load(std::memory_order_acquire))
+    for (int left = remaining_.load(std::memory_order_acquire); left != 0;
+         left = remaining_.load(std::memory_order_acquire))
       await_change(remaining_, left, std::chrono::microseconds(50));
   }
 
@@ -87,7 +88,8 @@ Pool& pool() {
 
 }  // namespace
 
-void parallel_for(std::int64_t n, std::int64_t work_per_item, const std::function<void(std::int64_t, std::int64_t)>& fn) {
+void parallel_for(std::int64_t n, std::int64_t work_per_item,
+                  const std::function<void(std::int64_t, std::int64_t)>& fn) {
   constexpr std::int64_t kMinWorkPerThread = 1 << 15;  // ~25 µs of element work: a wake-up is a few µs
   const std::int64_t want = std::min(n, std::max<std::int64_t>(1, n * work_per_item / kMinWorkPerThread));
   if (want <= 1) {
@@ -104,6 +106,10 @@ void parallel_for(std::int64_t n, std::int64_t work_per_item, const std::functio
   p.run(n, static_cast<int>(std::min<std::int64_t>(want, p.size())), fn);
   in_loop = false;
 }
+
+int parallel_threads() { return pool().size(); }
+
+bool loops_run_inline() { return in_loop || serial; }
 
 }  // namespace mhaviz::detail
 

@@ -11,6 +11,13 @@ namespace mhaviz::detail {
 // Calls fn(begin, end) over [0, n) split into contiguous chunks. Runs inline when
 // work_per_item * n is below a threshold (teaching sizes stay single-threaded), when
 // called from inside a loop, or while another thread's loop holds the workers.
-void parallel_for(std::int64_t n, std::int64_t work_per_item, const std::function<void(std::int64_t, std::int64_t)>& fn);
+void parallel_for(std::int64_t n, std::int64_t work_per_item,
+                  const std::function<void(std::int64_t, std::int64_t)>& fn);
+
+// The threads a loop may run on (the caller and the pool's workers).
+int parallel_threads();
+// True where a loop would run inline, on the calling thread alone: inside a parallel_for body,
+// or on a thread set serial (set_thread_serial). Calibration times nothing there.
+bool loops_run_inline();
 
 }  // namespace mhaviz::detail

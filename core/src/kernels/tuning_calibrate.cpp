@@ -1,0 +1,151 @@
+// Calibration (tuning.hpp): candidates timed through gemm_packed on the forward's threads at
+// the forward's shapes, one size at a time from the defaults (the tile shape on AVX2, then the
+// depth block, then the row block), a candidate kept only if it beats the best so far by 3%
+// (timings on a shared machine move by 1-2% from run to run). 6 or 7 candidates × 3 shapes × 3 runs: about half a
+// second on two cores.
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <random>
+
+#include "kernels/gemm.hpp"
+#include "kernels/tuning.hpp"
+#include "mhaviz/kernel_tuning.hpp"
+
+namespace mhaviz::detail {
+namespace {
+
+// The chapter-3 module's and GPT-2's Q/K/V product at T = 128, a Qwen3-0.6B-sized MLP product
+// at T = 256, and a decoding step's one-row product.
+constexpr CalibrationShape kShapes[] = {{128, 2304, 768}, {256, 3072, 1024}, {1, 2304, 768}};
+constexpr int kShapeCount = 3;
+constexpr int kRuns = 3;  // best of
+
+struct Operand {
+  CalibrationShape shape;
+  std::vector<float> a, packed, bias, c;
+};
+
+std::vector<Operand> make_operands() {
+  std::mt19937 gen(2024);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<Operand> out;
+  for (const CalibrationShape& s : kShapes) {
+    Operand o;
+    o.shape = s;
+    o.a.resize(static_cast<std::size_t>(s.m) * s.k);
+    for (float& x : o.a) x = u(gen);
+    std::vector<float> w(static_cast<std::size_t>(s.n) * s.k);
+    for (float& x : w) x = u(gen);
+    o.packed = pack_transposed(w.data(), s.n, s.k);
+    o.bias.resize(static_cast<std::size_t>(s.n));
+    for (float& x : o.bias) x = u(gen);
+    o.c.resize(static_cast<std::size_t>(s.m) * s.n);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+// Seconds of one product per shape.
+std::vector<double> time_once(const KernelTuning& t, std::vector<Operand>& ops) {
+  using clock = std::chrono::steady_clock;
+  std::vector<double> out;
+  for (Operand& o : ops) {
+    const auto t0 = clock::now();
+    gemm_packed_tuned(t, o.shape.m, o.shape.n, o.shape.k, o.a.data(), o.shape.k, o.packed.data(), o.bias.data(),
+                      o.c.data(), o.shape.n);
+    out.push_back(std::chrono::duration<double>(clock::now() - t0).count());
+  }
+  return out;
+}
+
+struct Timed {
+  KernelTuning t;
+  std::vector<double> seconds;  // per shape, the fastest run
+};
+
+// Times the candidates not timed yet, in kRuns rounds of one product each per shape, so that
+// a burst of load elsewhere on the machine falls on every candidate alike.
+void time_stage(const std::vector<KernelTuning>& stage, std::vector<Operand>& ops, std::vector<Timed>& timed) {
+  const std::size_t first = timed.size();
+  for (const KernelTuning& t : stage)
+    if (std::none_of(timed.begin(), timed.end(), [&](const Timed& x) { return x.t == t; }))
+      timed.push_back({t, std::vector<double>(ops.size(), std::numeric_limits<double>::infinity())});
+  for (int r = 0; r < kRuns; ++r)
+    for (std::size_t i = first; i < timed.size(); ++i) {
+      const std::vector<double> s = time_once(timed[i].t, ops);
+      for (std::size_t k = 0; k < s.size(); ++k) timed[i].seconds[k] = std::min(timed[i].seconds[k], s[k]);
+    }
+}
+
+std::string candidate_name(Isa isa, const KernelTuning& t) {
+  std::string out = isa == Isa::Avx2 ? "tile " + tile_name(t.avx2_tile) + ", " : "";
+  out += "row block " + (t.row_block_kib > 0 ? std::to_string(t.row_block_kib) + " KiB" : std::string("none"));
+  return out + ", depth block " + (t.depth_block > 0 ? std::to_string(t.depth_block) : std::string("none"));
+}
+
+}  // namespace
+
+KernelTuning calibrate(Isa isa, CalibrationReport* report) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  const CacheSizes caches = cache_sizes();
+  std::vector<Operand> ops = make_operands();
+  const KernelTuning defaults = default_tuning(isa, caches);
+  time_once(defaults, ops);  // warm-up: operands into the caches, the pool's threads awake
+  std::vector<Timed> timed;
+  time_stage({defaults}, ops, timed);
+  // Each shape's time against the defaults', summed: every shape counts alike.
+  const auto score = [&](const KernelTuning& t) {
+    const Timed& x = *std::find_if(timed.begin(), timed.end(), [&](const Timed& y) { return y.t == t; });
+    double sum = 0;
+    for (std::size_t i = 0; i < x.seconds.size(); ++i) sum += x.seconds[i] / timed[0].seconds[i];
+    return sum;
+  };
+  KernelTuning best = defaults;
+  double best_score = score(best);
+  // One size at a time: the candidates of a stage differ from the best so far in that size only.
+  const auto stage = [&](const std::vector<KernelTuning>& candidates) {
+    time_stage(candidates, ops, timed);
+    for (const KernelTuning& t : candidates)
+      if (const double sc = score(t); sc < best_score * 0.97) {
+        best = t;
+        best_score = sc;
+      }
+  };
+  std::vector<KernelTuning> c;
+  if (isa == Isa::Avx2) {
+    for (int tile = 0; tile < kAvx2TileCount; ++tile)
+      c.push_back({best.row_block_kib, best.depth_block, tile, best.attn_rows});
+    stage(c);
+  }
+  c.clear();
+  for (const int depth : {0, 128, 256}) c.push_back({best.row_block_kib, depth, best.avx2_tile, best.attn_rows});
+  stage(c);
+  c.clear();
+  const int l2_kib = static_cast<int>(caches.l2 / 1024);
+  for (const int kib : {l2_kib / 4, l2_kib / 2, l2_kib, 0})
+    c.push_back({kib, best.depth_block, best.avx2_tile, best.attn_rows});
+  stage(c);
+  if (report) {
+    const TuningKey key = key_for(isa);
+    report->cpu = key.cpu;
+    report->isa = key.isa;
+    report->threads = key.threads;
+    report->shapes.assign(std::begin(kShapes), std::end(kShapes));
+    report->rows.clear();
+    for (const Timed& x : timed) {
+      CalibrationRow row{candidate_name(isa, x.t), {}};
+      for (int i = 0; i < kShapeCount; ++i) {
+        const CalibrationShape& s = kShapes[i];
+        row.gflops.push_back(2.0 * s.m * s.n * s.k / x.seconds[static_cast<std::size_t>(i)] / 1e9);
+      }
+      report->rows.push_back(std::move(row));
+    }
+    report->chosen = candidate_name(isa, best);
+    report->seconds = std::chrono::duration<double>(clock::now() - start).count();
+  }
+  return best;
+}
+
+}  // namespace mhaviz::detail
