@@ -19,7 +19,7 @@ namespace {
 // at T = 256, and a decoding step's one-row product.
 constexpr CalibrationShape kShapes[] = {{128, 2304, 768}, {256, 3072, 1024}, {1, 2304, 768}};
 constexpr int kShapeCount = 3;
-constexpr int kRuns = 3;  // best of
+constexpr int kRuns = 5;  // best of
 
 struct Operand {
   CalibrationShape shape;
@@ -92,7 +92,13 @@ KernelTuning calibrate(Isa isa, CalibrationReport* report) {
   const CacheSizes caches = cache_sizes();
   std::vector<Operand> ops = make_operands();
   const KernelTuning defaults = default_tuning(isa, caches);
-  time_once(defaults, ops);  // warm-up: operands into the caches, the pool's threads awake
+  // Warm-up, a quarter of a second of products: operands into the caches, the pool's threads
+  // awake, and past a fresh process's first tenth of a second of two-thread work, which runs at
+  // about half speed on this kind of virtual machine (timed from there, every candidate came out
+  // at 200–270 GFLOP/s where the same products run at 450 and more, and the choice changed
+  // from one run to the next).
+  for (const auto until = clock::now() + std::chrono::milliseconds(250); clock::now() < until;)
+    time_once(defaults, ops);
   std::vector<Timed> timed;
   time_stage({defaults}, ops, timed);
   // Each shape's time against the defaults', summed: every shape counts alike.
