@@ -124,6 +124,28 @@ TEST(HfWorker, ResultIsHfForwardBitForBitWithTheConfigsFacts) {
   EXPECT_EQ(r2->tokens(), 2);
 }
 
+// Typing at the end of the text: the worker computes into the older trace it keeps, and only
+// the rows from the first id that differs from that trace's are computed, with a fresh
+// forward's bits; the result says from which row.
+TEST(HfWorker, AnEditComputesOnlyFromTheFirstChangedRow) {
+  const Folder f("gemma3_bf16_sharded");
+  GptWorker w;
+  w.open(f.path);
+  std::vector<int> ids = {3, 17, 200, 45, 45, 9, 120, 8};
+  EXPECT_EQ(run(w, ids)->recomputed_from, 0);
+  ids.back() = 99;
+  EXPECT_EQ(run(w, ids)->recomputed_from, 0);  // nothing kept to compute into yet
+  ids.back() = 100;
+  const auto r = run(w, ids);  // into the first trace, which differs at the last row only
+  ASSERT_TRUE(r && r->hf_trace);
+  EXPECT_EQ(r->recomputed_from, 7);
+  const HfModel m = load_hf_model(f.path);
+  const HfTrace direct = hf_forward(m, ids);
+  for (int l = 0; l < m.config.num_hidden_layers; ++l)
+    EXPECT_EQ(r->weights(l).data, direct.layers[static_cast<std::size_t>(l)].weights.data) << l;
+  EXPECT_EQ(r->logits(7), direct.logits_last.data);
+}
+
 TEST(HfWorker, GemmaSlidingLayersHaveTheirWindowInFactsAndMask) {
   const Folder f("gemma3_f32");
   GptWorker w;

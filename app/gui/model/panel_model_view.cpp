@@ -389,8 +389,8 @@ void draw_model_shapes(AppState& s) {
         "logits (%d)",
         v.tokens, v.tokens, f.width, f.layers, f.architecture.c_str(), f.heads, v.tokens, f.head_dim, f.kv_heads,
         v.tokens, f.head_dim, f.heads, v.tokens, v.tokens, f.vocab);
-    ImGui::TextDisabled("Parameters: %s   last forward %s (every row)", thousands(f.parameters).c_str(),
-                        ms_text(m.result->forward_ms).c_str());
+    ImGui::TextDisabled("Parameters: %s   last forward %s (rows %d to %d computed)", thousands(f.parameters).c_str(),
+                        ms_text(m.result->forward_ms).c_str(), m.result->recomputed_from, v.tokens - 1);
     return;
   }
   const GptConfig& c = m.result->loaded.model->config;

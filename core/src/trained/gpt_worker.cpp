@@ -303,7 +303,7 @@ void GptWorker::do_forward(const Request& r) {
   res->trace = work;
   res->hf_trace = hf;
   res->forward_ms = ms;
-  res->recomputed_from = work ? work->recomputed_from : 0;
+  res->recomputed_from = work ? work->recomputed_from : hf ? hf->recomputed_from : 0;
   res->generation = ++status_.generation;
   if (work) {
     spare_ = std::move(current_);
