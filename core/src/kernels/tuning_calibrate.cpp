@@ -65,13 +65,16 @@ struct Timed {
 };
 
 // Times the candidates not timed yet, in kRuns rounds of one product each per shape, so that
-// a burst of load elsewhere on the machine falls on every candidate alike.
-void time_stage(const std::vector<KernelTuning>& stage, std::vector<Operand>& ops, std::vector<Timed>& timed) {
+// a burst of load elsewhere on the machine falls on every candidate alike. Past `until` only
+// the first round is run: on a machine (or a sanitizer's build) where a product takes tens of
+// times longer, calibration stays a few seconds instead of a minute.
+void time_stage(const std::vector<KernelTuning>& stage, std::vector<Operand>& ops, std::vector<Timed>& timed,
+                std::chrono::steady_clock::time_point until) {
   const std::size_t first = timed.size();
   for (const KernelTuning& t : stage)
     if (std::none_of(timed.begin(), timed.end(), [&](const Timed& x) { return x.t == t; }))
       timed.push_back({t, std::vector<double>(ops.size(), std::numeric_limits<double>::infinity())});
-  for (int r = 0; r < kRuns; ++r)
+  for (int r = 0; r < kRuns && (r == 0 || std::chrono::steady_clock::now() < until); ++r)
     for (std::size_t i = first; i < timed.size(); ++i) {
       const std::vector<double> s = time_once(timed[i].t, ops);
       for (std::size_t k = 0; k < s.size(); ++k) timed[i].seconds[k] = std::min(timed[i].seconds[k], s[k]);
@@ -100,7 +103,10 @@ KernelTuning calibrate(Isa isa, CalibrationReport* report) {
   for (const auto until = clock::now() + std::chrono::milliseconds(250); clock::now() < until;)
     time_once(defaults, ops);
   std::vector<Timed> timed;
-  time_stage({defaults}, ops, timed);
+  // The rounds' budget: about 0.4 s of timing on this machine when quiet, so it binds only
+  // where products are far slower.
+  const auto until = clock::now() + std::chrono::milliseconds(1500);
+  time_stage({defaults}, ops, timed, until);
   // Each shape's time against the defaults', summed: every shape counts alike.
   const auto score = [&](const KernelTuning& t) {
     const Timed& x = *std::find_if(timed.begin(), timed.end(), [&](const Timed& y) { return y.t == t; });
@@ -112,7 +118,7 @@ KernelTuning calibrate(Isa isa, CalibrationReport* report) {
   double best_score = score(best);
   // One size at a time: the candidates of a stage differ from the best so far in that size only.
   const auto stage = [&](const std::vector<KernelTuning>& candidates) {
-    time_stage(candidates, ops, timed);
+    time_stage(candidates, ops, timed, until);
     for (const KernelTuning& t : candidates)
       if (const double sc = score(t); sc < best_score * 0.97) {
         best = t;
