@@ -87,10 +87,7 @@ void check_ids(const GptConfig& c, std::span<const int> ids) {
 // ids are tr's ids or a prefix of them), 0 when tr was computed elsewhere.
 int first_changed(const GptModel& m, std::span<const int> ids, const GptTrace& tr, Backend be) {
   if (tr.model != &m || tr.backend != be || tr.layers.size() != m.blocks.size()) return 0;
-  const std::size_t common = std::min(ids.size(), tr.ids.size());
-  std::size_t t = 0;
-  while (t < common && tr.ids[t] == ids[t]) ++t;
-  return static_cast<int>(t);
+  return detail::shared_prefix(ids, tr.ids);
 }
 
 }  // namespace

@@ -130,10 +130,7 @@ int first_changed(const HfModel& m, std::span<const int> ids, const HfTrace& tr,
   if (be == Backend::OpenBlas || m.serial == 0 || tr.model_serial != m.serial || tr.backend != be ||
       tr.layers.size() != m.blocks.size())
     return 0;
-  const std::size_t common = std::min(ids.size(), tr.ids.size());
-  std::size_t t = 0;
-  while (t < common && tr.ids[t] == ids[t]) ++t;
-  return static_cast<int>(t);
+  return detail::shared_prefix(ids, tr.ids);
 }
 
 // Rows [start, T) of every layer and of the final norm, into tr shaped for T.

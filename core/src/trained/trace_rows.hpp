@@ -3,10 +3,21 @@
 #pragma once
 
 #include <algorithm>
+#include <span>
+#include <vector>
 
 #include "mhaviz/tensor.hpp"
 
 namespace mhaviz::detail {
+
+// How many ids at the start of ids a trace computed for `kept` shares: the rows a forward into
+// that trace may keep (in a causal model the rows before the first changed id cannot change).
+inline int shared_prefix(std::span<const int> ids, const std::vector<int>& kept) {
+  const std::size_t common = std::min(ids.size(), kept.size());
+  std::size_t t = 0;
+  while (t < common && kept[t] == ids[t]) ++t;
+  return static_cast<int>(t);
+}
 
 // (1, rows, cols) row-major: a prefix of the data is kept as it is.
 inline void resize_rows(Tensor& t, int rows, int cols) {
