@@ -16,6 +16,7 @@
 #include "kernels/head_split.hpp"
 #include "kernels/linear.hpp"
 #include "kernels/parallel.hpp"
+#include "kernels/row_sums.hpp"
 #include "trace_rows.hpp"
 
 namespace mhaviz {
@@ -35,11 +36,7 @@ void layer_norm_rows(const float* in, float* out, int rows, int C, const std::ve
     for (std::int64_t r = r0; r < r1; ++r) {
       const float* x = in + r * C;
       float* y = out + r * C;
-      double mean = 0.0, var = 0.0;
-      for (int i = 0; i < C; ++i) mean += x[i];
-      mean /= C;
-      for (int i = 0; i < C; ++i) var += (x[i] - mean) * (x[i] - mean);
-      var /= C;
+      const double mean = detail::row_sum(x, C) / C, var = detail::row_sum_squared_deviations(x, C, mean) / C;
       const double rstd = 1.0 / std::sqrt(var + static_cast<double>(eps));
       for (int i = 0; i < C; ++i)
         y[i] =
