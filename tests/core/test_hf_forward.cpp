@@ -148,6 +148,30 @@ TEST(HfForward, ArchitecturesGetTheirOwnBlocks) {
   EXPECT_FALSE(qwen2.tied);
 }
 
+// The FLOPs bench reports count each layer's (query, key) pairs as its mask shows them: the
+// window on Gemma's sliding layers, every earlier key on the others; from a row on, only the
+// rows an edit computes.
+TEST(HfForward, FlopsCountThePairsEachLayersMaskShows) {
+  const HfModel m = load_hf_model(kModels / "gemma3_f32");
+  const HfConfig& c = m.config;
+  const int T = 3 * c.sliding_window + 2;
+  ASSERT_GT(c.sliding_window, 1);
+  const double C = c.hidden_size, Q = static_cast<double>(c.num_attention_heads) * c.head_dim,
+               KV = static_cast<double>(c.num_key_value_heads) * c.head_dim, I = c.intermediate_size;
+  for (const int from : {0, T - 1}) {
+    double want = 2.0 * C * c.vocab_size;
+    for (int l = 0; l < c.num_hidden_layers; ++l) {
+      const AttentionMask mask = m.layer_mask(l);
+      for (int i = from; i < T; ++i) {
+        int pairs = 0;
+        for (int j = 0; j < T; ++j) pairs += mask.visible(i, j) ? 1 : 0;
+        want += 2.0 * (2.0 * C * Q + 2.0 * C * KV + 3.0 * C * I) + 4.0 * Q * pairs;
+      }
+    }
+    EXPECT_DOUBLE_EQ(hf_forward_flops(c, T, from), want) << "from " << from;
+  }
+}
+
 TEST(HfForward, AReusedTraceGivesTheFreshValues) {
   // Longer, then shorter, then the same length with other ids: each equal to a fresh forward.
   const HfModel m = load_hf_model(kModels / "gemma3_bf16_sharded");

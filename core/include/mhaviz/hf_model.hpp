@@ -144,8 +144,8 @@ bool is_hf_model_folder(const std::filesystem::path& path);
 //  "p"} x top_k]}, "tensors": {"layers.{L}.attn_weights": (1, H, T, T), "logits_last": (V)}}
 std::string hf_dump_json(const HfModel& model, const Tokenizer& tokenizer, const HfTrace& trace, int top_k = 5);
 
-// Multiply-adds × 2 of a forward computing rows [from, T) of T tokens (sliding layers
-// counted as causal) plus the LM head at the last row.
+// Multiply-adds × 2 of a forward computing rows [from, T) of T tokens (a sliding layer's
+// rows over the keys of their window) plus the LM head at the last row.
 double hf_forward_flops(const HfConfig& c, int T, int from = 0);
 
 // Bytes of every weight the model holds, as held (BF16 panels at two bytes a weight): what a

@@ -235,9 +235,15 @@ std::vector<float> hf_logits(const HfModel& m, const HfTrace& tr, int pos) {
 double hf_forward_flops(const HfConfig& c, int T, int from) {
   const double C = c.hidden_size, Q = static_cast<double>(c.num_attention_heads) * c.head_dim,
                KV = static_cast<double>(c.num_key_value_heads) * c.head_dim, I = c.intermediate_size;
-  double per_layer = 0.0;
-  for (int i = from; i < T; ++i) per_layer += 2.0 * (C * Q * 2.0 + C * KV * 2.0 + 3.0 * C * I) + 4.0 * Q * (i + 1);
-  return per_layer * c.num_hidden_layers + 2.0 * C * c.vocab_size;
+  double total = 0.0;
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    // Keys row i sees: i + 1, at most the window on a sliding layer (as scripts/bench_floor.py).
+    const bool windowed = c.sliding_window > 0 && l < static_cast<int>(c.sliding.size()) && c.sliding[l];
+    for (int i = from; i < T; ++i)
+      total += 2.0 * (C * Q * 2.0 + C * KV * 2.0 + 3.0 * C * I) +
+               4.0 * Q * (windowed ? std::min(i + 1, c.sliding_window) : i + 1);
+  }
+  return total + 2.0 * C * c.vocab_size;
 }
 
 }  // namespace mhaviz
