@@ -4,6 +4,7 @@
 // derived from the CPU's cache sizes. Every record gives the same bits; only speed differs.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,12 @@ namespace mhaviz {
 // or holds no such record. Empty: no cache (the defaults).
 void set_kernel_cache(const std::string& path);
 std::string kernel_cache();
+
+// Loads or calibrates the record now if a product of `multiply_adds` would (from 2^24 on, a
+// cache file set and the kernel in use; otherwise nothing): a front end that times a run calls
+// it first with the run's largest product, so a first-use calibration is not counted as the
+// run's time.
+void tune_kernels_for(std::int64_t multiply_adds);
 
 struct CalibrationShape {
   int m = 0, n = 0, k = 0;

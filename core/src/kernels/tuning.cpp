@@ -370,6 +370,10 @@ CalibrationReport calibrate_kernels() {
   return report;
 }
 
+void tune_kernels_for(std::int64_t multiply_adds) {
+  if (backend() != Backend::OpenBlas && detail::kernel_available()) detail::tune_before(multiply_adds);
+}
+
 std::string kernel_tuning_summary() {
   if (backend() == Backend::OpenBlas || !detail::kernel_available())
     return "kernel sizes: none used (products in openblas)";
