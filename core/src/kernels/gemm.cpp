@@ -277,7 +277,9 @@ void panels(const KernelTuning& t, int m, int n, int k, const float* a, std::int
       const int j = static_cast<int>(p * kPanel), cols = std::min(kPanel, n - j);
       const BT* bp = b.base + p * b.panel_step;
       // Packed panels lie one after another: the next one is fetched while this one computes.
-      const BT* next = b.ldb == kPanel && p + 1 < p1 ? bp + b.panel_step : nullptr;
+      // (Row-major B, attention's values, steps kPanel columns to its next panel.)
+      const bool packed = b.ldb == kPanel && b.panel_step == static_cast<std::int64_t>(k) * kPanel;
+      const BT* next = packed && p + 1 < p1 ? bp + b.panel_step : nullptr;
       const std::int64_t next_bytes = static_cast<std::int64_t>(k) * kPanel * sizeof(BT);
       if constexpr (std::is_same_v<BT, std::uint16_t>) {
         if (i1 - i0 >= kWidenRows) {
