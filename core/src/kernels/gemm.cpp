@@ -245,8 +245,9 @@ void panel_rows(const KernelTuning& t, int i0, int i1, int j, int cols, int k, c
       // This tile's slice of the next panel: up to two lines per step of its depth, the rest after it.
       const std::int64_t slice = d0 / kb * tiles + (i - i0) / R, l0 = lines * slice / slices,
                          l1 = lines * (slice + 1) / slices;
-      const Prefetch pf{static_cast<const char*>(next) + 64 * l0,
-                        static_cast<int>(std::min<std::int64_t>(l1 - l0, 2 * (d1 - d0)))};
+      const Prefetch pf = next ? Prefetch{static_cast<const char*>(next) + 64 * l0,
+                                          static_cast<int>(std::min<std::int64_t>(l1 - l0, 2 * (d1 - d0)))}
+                               : Prefetch{};
       if constexpr (Wide) {
         (cols == kPanel ? kTiles<true, BT> : kTiles<false, BT>)[rows](d1 - d0, ta, lda, bp + d0 * ldb, ldb, tb,
                                                                       c + i * ldc + j, ldc, cols, d0 > 0, pf);
