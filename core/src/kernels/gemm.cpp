@@ -54,8 +54,8 @@ inline void prefetch_step(const Prefetch& pf, int p, int k) {
 // do not, as masked loads in the inner loop cost about two thirds of the speed.
 // BT: the type B is stored in, float or BF16 bit patterns (std::uint16_t). BF16 B comes only
 // from packed panels, which are whole (zero past n), so it is always read in full.
-// pf: pf.lines cache lines from pf.at to fetch into L2 along the way, one per step of p (the
-// next panel's slice, Prefetch below); they change no result.
+// pf: pf.lines cache lines from pf.at to fetch into L2 along the way, one or two per step of p
+// (the next panel's slice, Prefetch above); they change no result.
 template <int MR, bool Full, class BT>
 __attribute__((target("avx512f"))) void tile(int k, const float* a, std::int64_t lda, const BT* b, std::int64_t ldb,
                                              const float* bias, float* c, std::int64_t ldc, int cols, bool carry,
