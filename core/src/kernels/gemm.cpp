@@ -280,26 +280,26 @@ void panels(const KernelTuning& t, int m, int n, int k, const float* a, std::int
   const int rb = row_block_rows(t, k);
   // The widened panel of a long BF16 product, one per thread (k · kPanel floats).
   thread_local std::vector<float> widened;
+  // Packed panels lie one after another: the next one is fetched while this one computes.
+  // (Row-major B, attention's values, steps kPanel columns to its next panel.)
+  const std::int64_t panel_bytes = static_cast<std::int64_t>(k) * kPanel * sizeof(BT);
+  const bool packed = b.ldb == kPanel && b.panel_step == static_cast<std::int64_t>(k) * kPanel;
   for (int i0 = 0; i0 < m; i0 += rb) {
     const int i1 = std::min(m, i0 + rb);
     for (std::int64_t p = p0; p < p1; ++p) {
       const int j = static_cast<int>(p * kPanel), cols = std::min(kPanel, n - j);
       const BT* bp = b.base + p * b.panel_step;
-      // Packed panels lie one after another: the next one is fetched while this one computes.
-      // (Row-major B, attention's values, steps kPanel columns to its next panel.)
-      const bool packed = b.ldb == kPanel && b.panel_step == static_cast<std::int64_t>(k) * kPanel;
       const BT* next = packed && p + 1 < p1 ? bp + b.panel_step : nullptr;
-      const std::int64_t next_bytes = static_cast<std::int64_t>(k) * kPanel * sizeof(BT);
       if constexpr (std::is_same_v<BT, std::uint16_t>) {
         if (i1 - i0 >= kWidenRows) {
           widened.resize(static_cast<std::size_t>(k) * kPanel);
           widen_panel<Wide>(bp, k, widened.data());
           panel_rows<Wide, float>(t, i0, i1, j, cols, k, a, lda, widened.data(), kPanel, bias, c, ldc, lower, next,
-                                  next_bytes);
+                                  panel_bytes);
           continue;
         }
       }
-      panel_rows<Wide, BT>(t, i0, i1, j, cols, k, a, lda, bp, b.ldb, bias, c, ldc, lower, next, next_bytes);
+      panel_rows<Wide, BT>(t, i0, i1, j, cols, k, a, lda, bp, b.ldb, bias, c, ldc, lower, next, panel_bytes);
     }
   }
 }

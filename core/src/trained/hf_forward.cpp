@@ -235,13 +235,13 @@ std::vector<float> hf_logits(const HfModel& m, const HfTrace& tr, int pos) {
 double hf_forward_flops(const HfConfig& c, int T, int from) {
   const double C = c.hidden_size, Q = static_cast<double>(c.num_attention_heads) * c.head_dim,
                KV = static_cast<double>(c.num_key_value_heads) * c.head_dim, I = c.intermediate_size;
-  double total = 0.0;
+  // The projections and the MLP, per row computed.
+  double total = 2.0 * (C * Q * 2.0 + C * KV * 2.0 + 3.0 * C * I) * (T - from) * c.num_hidden_layers;
   for (int l = 0; l < c.num_hidden_layers; ++l) {
-    // Keys row i sees: i + 1, at most the window on a sliding layer (as scripts/bench_floor.py).
+    // q·kᵀ and weights·v over the keys row i sees: i + 1, at most the window on a sliding
+    // layer (as scripts/bench_floor.py counts them).
     const bool windowed = c.sliding_window > 0 && l < static_cast<int>(c.sliding.size()) && c.sliding[l];
-    for (int i = from; i < T; ++i)
-      total += 2.0 * (C * Q * 2.0 + C * KV * 2.0 + 3.0 * C * I) +
-               4.0 * Q * (windowed ? std::min(i + 1, c.sliding_window) : i + 1);
+    for (int i = from; i < T; ++i) total += 4.0 * Q * (windowed ? std::min(i + 1, c.sliding_window) : i + 1);
   }
   return total + 2.0 * C * c.vocab_size;
 }
