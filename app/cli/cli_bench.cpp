@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <string>
 
 #include "cli.hpp"
 #include "mhaviz/backend.hpp"
@@ -65,6 +66,24 @@ void print_runs(const BenchOptions& o, int P, int from, int T, const std::vector
               *std::max_element(ms.begin(), ms.end()));
 }
 
+// After an edit's runs: as many reads of the weights an edit must read (`bytes` of them, as
+// held), timed the same way, and the edit's median over theirs. Returns the scripts' line's
+// " read_once_ms=…" (empty without --edit-at).
+template <class Read>
+std::string time_read_once(const BenchOptions& o, const std::vector<double>& ms, std::int64_t bytes, Read read) {
+  if (o.edit_at < 0) return "";
+  std::uint64_t sink = 0;
+  const std::vector<double> runs = time_runs(o.warmup, static_cast<int>(ms.size()), [&] { sink += read(); });
+  const double median = median_of(runs);
+  std::printf(
+      "reading every weight once (%.1f MiB as held, checksum %llu): median %.4f ms; the edit takes %.2f times that\n",
+      static_cast<double>(bytes) / (1 << 20), static_cast<unsigned long long>(sink % 1000), median,
+      median_of(ms) / median);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, " read_once_ms=%.4f", median);
+  return buf;
+}
+
 // --sweep: an ablation sweep over every head (gpt_interventions.hpp) on ids, alternated with a
 // fresh forward of the same ids, so both are timed under the same load.
 int bench_sweep(const GptModel& model, const std::vector<int>& ids, const BenchOptions& o) {
@@ -100,7 +119,8 @@ int bench_sweep(const GptModel& model, const std::vector<int>& ids, const BenchO
 
 // A trained GPT's forward keeping every layer's attention, to the last position's logits,
 // into one reused trace as the app recomputes. Each run changes the token at P (0 unless
-// --edit-at), alternating between two ids, so rows >= P are really recomputed every time.
+// --edit-at), alternating between two ids, so rows >= P are really recomputed every time;
+// with --edit-at, then the time to read once every weight an edit reads whole.
 int bench_model(const BenchOptions& o) {
   GptModel model = load_gpt(o.model);
   const GptConfig& c = model.config;
@@ -133,8 +153,10 @@ int bench_model(const BenchOptions& o) {
       c.vocab_size, static_cast<long long>(model.parameter_count()), T, std::string(backend_name(backend())).c_str());
   print_runs(o, P, trace.recomputed_from, T, ms);
   std::printf("%.3f GFLOP per run\n", flops / 1e9);
+  const std::string read_once = time_read_once(o, ms, gpt_weight_bytes(model), [&] { return gpt_read_weights(model); });
   std::printf("%s\n", kernel_tuning_summary().c_str());
-  std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib());
+  std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f%s\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib(),
+              read_once.c_str());
   return 0;
 }
 
@@ -179,20 +201,7 @@ int bench_hf_model(const BenchOptions& o) {
       load_ms);
   print_runs(o, P, trace.recomputed_from, T, ms);
   std::printf("%.3f GFLOP per run\n", flops / 1e9);
-  std::string read_once;  // appended to the scripts' line
-  if (o.edit_at >= 0) {
-    std::uint64_t sink = 0;
-    const std::vector<double> read =
-        time_runs(o.warmup, static_cast<int>(ms.size()), [&] { sink += hf_read_weights(model); });
-    const double read_median = median_of(read);
-    std::printf(
-        "reading every weight once (%.1f MiB as held, checksum %llu): median %.4f ms; the edit takes %.2f times that\n",
-        static_cast<double>(hf_weight_bytes(model)) / (1 << 20), static_cast<unsigned long long>(sink % 1000),
-        read_median, median / read_median);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, " read_once_ms=%.4f", read_median);
-    read_once = buf;
-  }
+  const std::string read_once = time_read_once(o, ms, hf_weight_bytes(model), [&] { return hf_read_weights(model); });
   std::printf("%s\n", kernel_tuning_summary().c_str());
   std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f%s\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib(),
               read_once.c_str());

@@ -227,7 +227,12 @@ class Bench(unittest.TestCase):
         for extra in ([], ["--edit-at", "15"], ["--backend", "openblas"]):
             r = run("bench", "--model", folder, "--tokens", "16", "--repeat", "3", *extra)
             self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertRegex(r.stdout.splitlines()[-1], r"^median_ms=[0-9.]+ gflops=[0-9.]+ peak_rss_mib=[0-9.]+$")
+            # An edit is set beside one read of the weights it reads whole (the scripts print
+            # edit / read-once from the last field).
+            edit = "--edit-at" in extra
+            self.assertRegex(r.stdout.splitlines()[-1], r"^median_ms=[0-9.]+ gflops=[0-9.]+ peak_rss_mib=[0-9.]+"
+                             + (r" read_once_ms=[0-9.]+$" if edit else "$"))
+            self.assertEqual("reading every weight once" in r.stdout, edit)
             self.assertIn("3 layers", r.stdout)
         self.assertIn("rows 15 to 15", run("bench", "--model", folder, "--tokens", "16", "--repeat", "3", "--edit-at", "15").stdout)
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <string>
 
@@ -227,6 +228,50 @@ TEST_P(BackendTest, PackedWeightsReadBackExactly) {
     EXPECT_TRUE(l->weight.empty() || l->packed.empty()) << "a layer held twice";
   }
   EXPECT_FALSE(m.tied_head());
+}
+
+// The edit's floor (`bench --edit-at`) reads every weight a one-row forward reads whole, as
+// held: the blocks', the final norm's and the head's, and wte only where the head multiplies
+// by it unpacked. Each byte is read: changing one weight changes the sum, changing a row of
+// wte the forward does not read whole does not.
+TEST(GptWeightRead, CountsAndReadsWhatAnEditReadsWhole) {
+  for (const bool tied : {true, false})
+    for (const bool prepared : {false, true}) {
+      SCOPED_TRACE(std::string(tied ? "tied" : "untied") + (prepared ? ", prepared" : ""));
+      GptModel m = random_gpt(small_config(2, 4, 64, 16, 97, true), tied, 5);
+      if (prepared) prepare_gpt_forward(m);
+      std::int64_t bytes = 0;
+      auto add = [&bytes](const auto& v) { bytes += static_cast<std::int64_t>(v.size() * sizeof(v[0])); };
+      auto add_linear = [&](const Linear& l) {
+        add(l.weight);
+        add(l.packed);
+        add(l.packed_bf16);
+        add(l.bias);
+      };
+      for (const GptBlock& b : m.blocks) {
+        for (const Linear* l : {&b.qkv, &b.proj, &b.fc, &b.fc_proj}) add_linear(*l);
+        for (const std::vector<float>* v : {&b.ln1_weight, &b.ln1_bias, &b.ln2_weight, &b.ln2_bias}) add(*v);
+      }
+      add(m.lnf_weight);
+      add(m.lnf_bias);
+      add_linear(m.lm_head);
+      add_linear(m.tied_packed);
+      const bool head_reads_wte = tied && m.tied_packed.packed.empty();
+      if (head_reads_wte) add(m.wte);
+      EXPECT_EQ(gpt_weight_bytes(m), bytes);
+      EXPECT_EQ(head_reads_wte, tied && !prepared);
+
+      const std::uint64_t before = gpt_read_weights(m);
+      EXPECT_EQ(gpt_read_weights(m), before);
+      std::vector<float>& w =
+          m.blocks[1].fc_proj.packed.empty() ? m.blocks[1].fc_proj.weight : m.blocks[1].fc_proj.packed;
+      w[0] = std::nextafter(w[0], 10.0f);  // its bits + 1 where it is positive, − 1 where negative
+      EXPECT_NE(gpt_read_weights(m), before);
+      const std::uint64_t after = gpt_read_weights(m);
+      m.wpe[0] += 1.0f;
+      m.wte[0] += 1.0f;
+      EXPECT_EQ(gpt_read_weights(m) == after, !head_reads_wte);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BackendTest, ::testing::ValuesIn(test::kBackendNames));

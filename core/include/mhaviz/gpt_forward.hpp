@@ -93,6 +93,14 @@ NextToken next_token_from_logits(const std::vector<float>& logits, int k);
 // Multiply-adds × 2 of a forward computing rows [from, T) plus the LM head at the last row.
 double gpt_forward_flops(const GptConfig& c, int T, int from);
 
+// Bytes of the weights a forward of one row reads whole, as held: every block's, the final
+// norm's and the LM head's (a tied head's packed panels after prepare_gpt_forward); of the
+// token and position embeddings it reads one row, so they are not counted.
+std::int64_t gpt_weight_bytes(const GptModel& model);
+// Reads each of those bytes once, on the forward's threads, and returns their sum as 64-bit
+// words (so that the reads are made): its time is the floor of an edit at the last position.
+std::uint64_t gpt_read_weights(const GptModel& model);
+
 // The oracle: the same forward as plain loops with double accumulation, slow on purpose.
 // Every tensor of GptTrace is filled (scratch left empty).
 GptTrace gpt_forward_reference(const GptModel& model, std::span<const int> ids);

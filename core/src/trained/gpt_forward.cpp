@@ -18,6 +18,7 @@
 #include "kernels/parallel.hpp"
 #include "kernels/row_sums.hpp"
 #include "trace_rows.hpp"
+#include "weight_read.hpp"
 
 namespace mhaviz {
 namespace {
@@ -311,5 +312,30 @@ double gpt_forward_flops(const GptConfig& c, int T, int from) {
   for (int i = from; i < T; ++i) per_layer += 2.0 * (C * 3.0 * C + C * C + 2.0 * C * F) + 4.0 * C * (i + 1);
   return per_layer * c.n_layer + 2.0 * C * c.vocab_size;
 }
+
+namespace {
+
+// The weights a forward of one row reads whole: every block's, the final norm's and the
+// head's. Of wte and wpe it reads one row each, unless the head multiplies by wte itself (a
+// tied head left unpacked).
+detail::WeightBuffers weight_buffers(const GptModel& m) {
+  detail::WeightBuffers out;
+  if (m.tied_head() && m.tied_packed.packed.empty()) out.add(m.wte);
+  for (const GptBlock& b : m.blocks) {
+    for (const std::vector<float>* v : {&b.ln1_weight, &b.ln1_bias, &b.ln2_weight, &b.ln2_bias}) out.add(*v);
+    for (const Linear* l : {&b.qkv, &b.proj, &b.fc, &b.fc_proj}) out.add(*l);
+  }
+  out.add(m.lnf_weight);
+  out.add(m.lnf_bias);
+  out.add(m.lm_head);
+  out.add(m.tied_packed);
+  return out;
+}
+
+}  // namespace
+
+std::int64_t gpt_weight_bytes(const GptModel& model) { return weight_buffers(model).bytes(); }
+
+std::uint64_t gpt_read_weights(const GptModel& model) { return weight_buffers(model).read_once(); }
 
 }  // namespace mhaviz

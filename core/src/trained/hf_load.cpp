@@ -13,6 +13,7 @@
 #include "mhaviz/hf_model.hpp"
 #include "mhaviz/hf_weights.hpp"
 #include "mhaviz/safetensors.hpp"
+#include "weight_read.hpp"
 
 namespace fs = std::filesystem;
 
@@ -174,71 +175,26 @@ void HfModel::embedding_row(int id, float* out) const {
 
 namespace {
 
-// Every weight buffer the model holds, as (start, bytes).
-std::vector<std::pair<const unsigned char*, std::int64_t>> weight_buffers(const HfModel& m) {
-  std::vector<std::pair<const unsigned char*, std::int64_t>> out;
-  auto add = [&out](const auto& v) {
-    if (!v.empty())
-      out.emplace_back(reinterpret_cast<const unsigned char*>(v.data()),
-                       static_cast<std::int64_t>(v.size() * sizeof(v[0])));
-  };
-  auto linear = [&](const Linear& l) {
-    add(l.weight);
-    add(l.packed);
-    add(l.packed_bf16);
-    add(l.bias);
-  };
-  add(m.embed);
+// Every weight buffer the model holds.
+detail::WeightBuffers weight_buffers(const HfModel& m) {
+  detail::WeightBuffers out;
+  out.add(m.embed);
   for (const HfBlock& b : m.blocks) {
-    for (const Linear* l : {&b.q, &b.k, &b.v, &b.o, &b.gate, &b.up, &b.down}) linear(*l);
+    for (const Linear* l : {&b.q, &b.k, &b.v, &b.o, &b.gate, &b.up, &b.down}) out.add(*l);
     for (const std::vector<float>* v :
          {&b.input_norm, &b.post_attn_norm, &b.pre_ff_norm, &b.post_ff_norm, &b.q_norm, &b.k_norm})
-      add(*v);
+      out.add(*v);
   }
-  add(m.final_norm);
-  linear(m.lm_head);
+  out.add(m.final_norm);
+  out.add(m.lm_head);
   return out;
 }
 
 }  // namespace
 
-std::int64_t hf_weight_bytes(const HfModel& m) {
-  std::int64_t n = 0;
-  for (const auto& [p, bytes] : weight_buffers(m)) n += bytes;
-  return n;
-}
+std::int64_t hf_weight_bytes(const HfModel& m) { return weight_buffers(m).bytes(); }
 
-std::uint64_t hf_read_weights(const HfModel& m) {
-  // One loop over chunks of 64 KiB of every buffer, split over the threads as one range, so the
-  // floor pays one hand-over and not one per tensor; each chunk's 64-bit words are summed into
-  // its own slot.
-  constexpr std::int64_t kChunk = 1 << 16;
-  struct Chunk {
-    const unsigned char* p;
-    std::int64_t bytes;
-  };
-  std::vector<Chunk> chunks;
-  for (const auto& [p, bytes] : weight_buffers(m))
-    for (std::int64_t at = 0; at < bytes; at += kChunk) chunks.push_back({p + at, std::min(kChunk, bytes - at)});
-  std::vector<std::uint64_t> sums(chunks.size(), 0);
-  detail::parallel_for(static_cast<std::int64_t>(chunks.size()), kChunk, [&](std::int64_t c0, std::int64_t c1) {
-    for (std::int64_t c = c0; c < c1; ++c) {
-      const Chunk& k = chunks[static_cast<std::size_t>(c)];
-      std::uint64_t s = 0;
-      std::int64_t i = 0;
-      for (; i + 8 <= k.bytes; i += 8) {
-        std::uint64_t w;
-        std::memcpy(&w, k.p + i, 8);
-        s += w;
-      }
-      for (; i < k.bytes; ++i) s += k.p[i];
-      sums[static_cast<std::size_t>(c)] = s;
-    }
-  });
-  std::uint64_t total = 0;
-  for (const std::uint64_t s : sums) total += s;
-  return total;
-}
+std::uint64_t hf_read_weights(const HfModel& m) { return weight_buffers(m).read_once(); }
 
 AttentionMask HfModel::layer_mask(int layer) const {
   AttentionMask mask;
