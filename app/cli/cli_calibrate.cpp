@@ -50,6 +50,7 @@ int run_calibrate(const CalibrateOptions& o) {
     for (std::size_t i = 0; i < row.gflops.size(); ++i) std::printf("   %*.1f", i == 0 ? 14 : 15, row.gflops[i]);
     std::printf("   %s\n", row.candidate.c_str());
   }
+  if (!r.attention.empty()) std::printf("%s\n", r.attention.c_str());
   std::printf("chose: %s (%.2f s); written to %s\n", r.chosen.c_str(), r.seconds, path.c_str());
   return 0;
 }

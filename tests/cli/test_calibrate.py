@@ -68,6 +68,19 @@ class Calibrate(unittest.TestCase):
         self.assertRegex(out[-1], r"^chose: tile \d+x\d+, row block .*; written to %s$" % os.path.join(cfg, "kernels.json"))
         recs = records(os.path.join(cfg, "kernels.json"))
         self.assertEqual([r["isa"] for r in recs], [WIDEST])
+        # With both kernels, attention's short product is timed in both kinds of tile, and the
+        # record names the one chosen (an AVX2 record has AVX2 tiles only).
+        attention = [l for l in out if l.startswith("attention's")]
+        if WIDEST == "avx512":
+            self.assertEqual(len(attention), 1, r.stdout)
+            self.assertRegex(attention[0], r"^attention's q·kᵀ \(\d+ × 64 · 64 × 1024, one thread\): [0-9.]+ GFLOP/s in "
+                             r"12x32 tiles, [0-9.]+ in AVX2 tiles; chose (AVX2|12x32)$")
+            chose_avx2 = attention[0].endswith("AVX2")
+            self.assertEqual(recs[0]["attention_tiles"], "avx2" if chose_avx2 else "avx512")
+            self.assertEqual("in AVX2 tiles" in out[-1], chose_avx2)
+        else:
+            self.assertEqual(attention, [])
+            self.assertEqual(recs[0]["attention_tiles"], "avx2")
         self.assertFalse(os.path.exists(os.path.join(home, "config", "mhaviz", "kernels.json")))
         if WIDEST == "avx512":  # --backend avx2 adds AVX2's record and keeps the other
             r = run("calibrate", "--config-dir", cfg, "--backend", "avx2", home=home)
@@ -110,7 +123,7 @@ class Calibrate(unittest.TestCase):
         self.assertEqual(bench(good).returncode, 0)  # missing: calibrated at first use
         text = open(os.path.join(good, "config", "mhaviz", "kernels.json")).read()
         mine = json.loads(text)["kernels"][0]
-        other_cpu = dict(mine, cpu="AMD EPYC 7B13", isa="avx2", tile="3x32")
+        other_cpu = dict(mine, cpu="AMD EPYC 7B13", isa="avx2", tile="3x32", attention_tiles="avx2")
         old_version = dict(mine, version=0)
         cases = {"missing": None, "corrupt": "{\"kernels\": [1, 2", "truncated": text[: len(text) // 2],
                  "not-a-record": json.dumps({"kernels": [dict(mine, tile="5x5")]}),

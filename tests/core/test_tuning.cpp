@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <tuple>
 
 #include "kernels/gemm.hpp"
 #include "kernels/tuning.hpp"
@@ -59,17 +60,17 @@ Shape make_shape(int m, int n, int k, std::mt19937& gen) {
   return s;
 }
 
-Products run(const Shape& s) {
+Products run(const Shape& s, detail::Tiles tiles = detail::Tiles::Widest) {
   Products out;
   const std::vector<float> packed = detail::pack_transposed(s.w.data(), s.n, s.k);
   const std::size_t size = static_cast<std::size_t>(s.m) * s.n;
   out.packed.assign(size, 7.0f);
   out.rowmajor.assign(size, 7.0f);
   out.lower.assign(size, 7.0f);
-  detail::gemm_packed(s.m, s.n, s.k, s.a.data(), s.k, packed.data(), s.bias.data(), out.packed.data(), s.n);
-  detail::gemm_rowmajor(s.m, s.n, s.k, s.a.data(), s.k, s.wt.data(), s.n, out.rowmajor.data(), s.n, false);
+  detail::gemm_packed(s.m, s.n, s.k, s.a.data(), s.k, packed.data(), s.bias.data(), out.packed.data(), s.n, tiles);
+  detail::gemm_rowmajor(s.m, s.n, s.k, s.a.data(), s.k, s.wt.data(), s.n, out.rowmajor.data(), s.n, false, tiles);
   if (s.k >= s.m)
-    detail::gemm_rowmajor(s.m, s.n, s.k, s.a_lower.data(), s.k, s.wt.data(), s.n, out.lower.data(), s.n, true);
+    detail::gemm_rowmajor(s.m, s.n, s.k, s.a_lower.data(), s.k, s.wt.data(), s.n, out.lower.data(), s.n, true, tiles);
   return out;
 }
 
@@ -160,6 +161,31 @@ TEST_P(Tuning, RowAndDepthBlocksAtTheForwardsSizeGiveTheSameBits) {
   }
 }
 
+// Attention's products in the AVX2 tiles (a record's attn_avx2, on a CPU with AVX-512) give
+// the bits of the widest tiles: at a block of attention's shape (24 query rows, 64 deep,
+// keys past a panel's edge) and around the tiles' edges; a product of Tiles::Widest ignores
+// the flag.
+TEST_P(Tuning, AttentionsTilesGiveTheWidestTilesBits) {
+  const Isa isa = detail::active_isa();
+  std::mt19937 gen(41);
+  for (const auto& [m, n, k] : {std::tuple{24, 1000, 64}, std::tuple{13, 45, 64}, std::tuple{30, 64, 40}}) {
+    const Shape s = make_shape(m, n, k, gen);
+    detail::reset_tuning();
+    const Products want = run(s);
+    for (const bool narrow : {false, true}) {
+      KernelTuning t = detail::active_tuning(isa);
+      t.attn_avx2 = narrow;
+      detail::set_tuning(isa, t);
+      for (const detail::Tiles tiles : {detail::Tiles::Attention, detail::Tiles::Widest}) {
+        const Products got = run(s, tiles);
+        EXPECT_TRUE(same_bits(got.packed, want.packed)) << m << "x" << n << "x" << k << " narrow " << narrow;
+        EXPECT_TRUE(same_bits(got.rowmajor, want.rowmajor)) << m << "x" << n << "x" << k << " narrow " << narrow;
+        EXPECT_TRUE(same_bits(got.lower, want.lower)) << m << "x" << n << "x" << k << " narrow " << narrow;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, Tuning, ::testing::Values(Backend::Avx512, Backend::Avx2), test::backend_label);
 
 TEST(TuningDefaults, FollowTheCacheSizes) {
@@ -182,11 +208,12 @@ TEST(TuningDefaults, FollowTheCacheSizes) {
 TEST(TuningFile, RoundTripsAndRefusesWhatItCannotHold) {
   const std::vector<detail::TuningEntry> entries = {
       {{"AMD EPYC 7B13", "avx2", 2, detail::kCalibrationVersion}, {256, 128, 1, 24}},
-      {{"Intel(R) Xeon(R) Processor", "avx512", 2, detail::kCalibrationVersion}, {1024, 0, 0, 48}}};
+      {{"Intel(R) Xeon(R) Processor", "avx512", 2, detail::kCalibrationVersion}, {1024, 0, 0, 48}},
+      {{"AMD EPYC", "avx512", 2, detail::kCalibrationVersion}, {512, 0, 0, 24, true}}};
   const std::string text = detail::tuning_file_json(entries);
   const std::vector<detail::TuningEntry> back = detail::parse_tuning_file(text);
-  ASSERT_EQ(back.size(), 2u);
-  for (std::size_t i = 0; i < 2; ++i) {
+  ASSERT_EQ(back.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(back[i].key, entries[i].key);
     EXPECT_EQ(back[i].tuning, entries[i].tuning);
   }
@@ -209,6 +236,16 @@ TEST(TuningFile, RoundTripsAndRefusesWhatItCannotHold) {
   bad = text;
   bad.replace(bad.find("\"row_block_kib\": 256"), 20, "\"row_block_kib\": -1");
   EXPECT_EQ(refused(bad), "row_block_kib: -1 is out of range [0, 1048576]");
+  // Attention's tiles: AVX2's or AVX-512's in an AVX-512 record, AVX2's only in an AVX2 one.
+  bad = text;
+  bad.replace(bad.find("\"attention_tiles\": \"avx2\""), 25, "\"attention_tiles\": \"avx512\"");
+  EXPECT_EQ(refused(bad), "attention_tiles: 'avx512' is not avx2");
+  bad = text;
+  bad.replace(bad.rfind("\"attention_tiles\": \"avx2\""), 25, "\"attention_tiles\": \"sse4\"");
+  EXPECT_EQ(refused(bad), "attention_tiles: 'sse4' is not avx512 or avx2");
+  bad = text;
+  bad.replace(bad.find("\"attention_tiles\": \"avx2\""), 25, "\"attention_tile\": \"avx2\"");
+  EXPECT_EQ(refused(bad), "attention_tiles: missing or not a string");
 }
 
 // The first product past kTuneAtMacs reads the cache file's record for this CPU, ISA and

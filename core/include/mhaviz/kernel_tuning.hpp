@@ -36,7 +36,10 @@ struct CalibrationReport {
   std::vector<CalibrationShape> shapes;
   std::vector<CalibrationRow> rows;  // in the order timed; row 0 is the defaults
   std::string chosen;                // the chosen record, described as the rows are
-  double seconds = 0.0;              // the whole calibration
+  // On a CPU with AVX-512 and AVX2: attention's short product timed in both kernels' tiles and
+  // which one its products will run in (one line); empty otherwise.
+  std::string attention;
+  double seconds = 0.0;  // the whole calibration
 };
 
 // Calibrates the kernel products run in now (AVX-512, or AVX2 where the CPU or backend()

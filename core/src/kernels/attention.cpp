@@ -109,7 +109,8 @@ void context_block(const AttentionJob& j, const Unit& u, const float* w) {
   if (c.empty()) {
     std::fill(ctx, ctx + static_cast<std::int64_t>(m) * hd, 0.0f);
   } else if (j.kernel) {
-    gemm_rowmajor(m, hd, static_cast<int>(c.size()), w + c.begin, j.keys, u.v + c.begin * hd, hd, ctx, hd, false);
+    gemm_rowmajor(m, hd, static_cast<int>(c.size()), w + c.begin, j.keys, u.v + c.begin * hd, hd, ctx, hd, false,
+                  Tiles::Attention);
   } else {
     Map(ctx, m, hd).noalias() =
         CMap(w, m, j.keys).middleCols(c.begin, c.size()) * CMap(u.v, j.keys, hd).middleRows(c.begin, c.size());
@@ -126,7 +127,7 @@ void kernel_unit(const AttentionJob& j, const Unit& u, const float* kp, float* s
   const std::int64_t from = j.raw_scores ? 0 : u.cols.begin / kPanel * kPanel, to = j.raw_scores ? j.keys : u.cols.end;
   if (to > from)
     gemm_packed(m, static_cast<int>(to - from), hd, j.q + u.pair * j.q_stride + static_cast<std::int64_t>(u.r0) * hd,
-                hd, kp + from / kPanel * hd * kPanel, nullptr, s + from, j.keys);
+                hd, kp + from / kPanel * hd * kPanel, nullptr, s + from, j.keys, Tiles::Attention);
   softmax_block(j, u, s, w, scratch);
   if (j.context) context_block(j, u, w);
 }

@@ -308,24 +308,28 @@ void panels(const KernelTuning& t, int m, int n, int k, const float* a, std::int
 // give the same bits, so which one a product runs in never changes a result).
 bool wide() { return avx512_available() && backend() != Backend::Avx2; }
 
-template <class BT>
-void run_panels(const KernelTuning& t, int m, int n, int k, const float* a, std::int64_t lda, BView<BT> b,
-                const float* bias, float* c, std::int64_t ldc, bool lower, std::int64_t p0, std::int64_t p1) {
-  (wide() ? panels<true, BT> : panels<false, BT>)(t, m, n, k, a, lda, b, bias, c, ldc, lower, p0, p1);
-}
-
 KernelTuning tuning_now() { return active_tuning(wide() ? Isa::Avx512 : Isa::Avx2); }
+
+// Whether a product of this kind runs in the AVX-512 tiles, with the record t it reads.
+bool wide_for(Tiles tiles, const KernelTuning& t) { return wide() && !(tiles == Tiles::Attention && t.attn_avx2); }
+
+template <class BT>
+void run_panels(const KernelTuning& t, bool avx512, int m, int n, int k, const float* a, std::int64_t lda, BView<BT> b,
+                const float* bias, float* c, std::int64_t ldc, bool lower, std::int64_t p0, std::int64_t p1) {
+  (avx512 ? panels<true, BT> : panels<false, BT>)(t, m, n, k, a, lda, b, bias, c, ldc, lower, p0, p1);
+}
 
 // gemm_packed_tuned over panels of either type.
 template <class BT>
-void gemm_panels(const KernelTuning& t, int m, int n, int k, const float* a, std::int64_t lda, const BT* packed,
-                 const float* bias, float* c, std::int64_t ldc) {
+void gemm_panels(const KernelTuning& t, bool avx512, int m, int n, int k, const float* a, std::int64_t lda,
+                 const BT* packed, const float* bias, float* c, std::int64_t ldc) {
   const BView<BT> b{packed, kPanel, static_cast<std::int64_t>(k) * kPanel};
   const std::int64_t count = (n + kPanel - 1) / kPanel;
   // Work units of 64 multiply-adds: parallel_for starts a second thread past ~8 M of them.
-  parallel_for(
-      count, std::max<std::int64_t>(1, static_cast<std::int64_t>(m) * k * kPanel / 64),
-      [&](std::int64_t p0, std::int64_t p1) { run_panels(t, m, n, k, a, lda, b, bias, c, ldc, false, p0, p1); });
+  parallel_for(count, std::max<std::int64_t>(1, static_cast<std::int64_t>(m) * k * kPanel / 64),
+               [&](std::int64_t p0, std::int64_t p1) {
+                 run_panels(t, avx512, m, n, k, a, lda, b, bias, c, ldc, false, p0, p1);
+               });
 }
 
 // Panels of w (n, k) row-major, element (col, r) read by get(col, r); columns past n zero.
@@ -386,20 +390,21 @@ std::vector<float> unpack_transposed(const float* packed, int n, int k) {
 }
 
 void gemm_packed_tuned(const KernelTuning& t, int m, int n, int k, const float* a, std::int64_t lda,
-                       const float* packed, const float* bias, float* c, std::int64_t ldc) {
-  gemm_panels(t, m, n, k, a, lda, packed, bias, c, ldc);
+                       const float* packed, const float* bias, float* c, std::int64_t ldc, Tiles tiles) {
+  gemm_panels(t, wide_for(tiles, t), m, n, k, a, lda, packed, bias, c, ldc);
 }
 
 void gemm_packed(int m, int n, int k, const float* a, std::int64_t lda, const float* packed, const float* bias,
-                 float* c, std::int64_t ldc) {
+                 float* c, std::int64_t ldc, Tiles tiles) {
   tune_before(static_cast<std::int64_t>(m) * n * k);
-  gemm_panels(tuning_now(), m, n, k, a, lda, packed, bias, c, ldc);
+  const KernelTuning t = tuning_now();
+  gemm_panels(t, wide_for(tiles, t), m, n, k, a, lda, packed, bias, c, ldc);
 }
 
 void gemm_packed_bf16(int m, int n, int k, const float* a, std::int64_t lda, const std::uint16_t* packed,
                       const float* bias, float* c, std::int64_t ldc) {
   tune_before(static_cast<std::int64_t>(m) * n * k);
-  gemm_panels(tuning_now(), m, n, k, a, lda, packed, bias, c, ldc);
+  gemm_panels(tuning_now(), wide(), m, n, k, a, lda, packed, bias, c, ldc);
 }
 
 std::vector<std::uint16_t> pack_transposed_bf16(const unsigned char* w, int n, int k) {
@@ -423,8 +428,9 @@ std::vector<float> unpack_transposed_bf16(const std::uint16_t* packed, int n, in
 }
 
 void gemm_rowmajor(int m, int n, int k, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float* c,
-                   std::int64_t ldc, bool lower) {
-  run_panels(tuning_now(), m, n, k, a, lda, BView<float>{b, ldb, kPanel}, nullptr, c, ldc, lower, 0,
+                   std::int64_t ldc, bool lower, Tiles tiles) {
+  const KernelTuning t = tuning_now();
+  run_panels(t, wide_for(tiles, t), m, n, k, a, lda, BView<float>{b, ldb, kPanel}, nullptr, c, ldc, lower, 0,
              (n + kPanel - 1) / kPanel);
 }
 

@@ -38,11 +38,17 @@ std::vector<float> unpack_transposed(const float* packed, int n, int k);
 std::vector<std::uint16_t> pack_transposed_bf16(const unsigned char* w, int n, int k);
 std::vector<float> unpack_transposed_bf16(const std::uint16_t* packed, int n, int k);
 
+// Which tiles a product runs in. Widest: the AVX-512 ones where the CPU has AVX-512F and the
+// backend allows them, else AVX2. Attention (q·kᵀ and weights · v, 64 to 256 deep): the same,
+// unless the record says these short products ran faster in the AVX2 tiles on this CPU
+// (KernelTuning::attn_avx2: a CPU that runs AVX-512 as two 256-bit halves). Same bits either way.
+enum class Tiles { Widest, Attention };
+
 // c (m, n; row stride ldc) = a (m, k; row stride lda) · b + bias, where b is (k, n) given as
 // pack_transposed panels and bias (n) may be null. Splits the panels over two threads
 // when the product is large enough to pay for starting one.
 void gemm_packed(int m, int n, int k, const float* a, std::int64_t lda, const float* packed, const float* bias,
-                 float* c, std::int64_t ldc);
+                 float* c, std::int64_t ldc, Tiles tiles = Tiles::Widest);
 // The same with pack_transposed_bf16 panels: rows of few products widen B in registers as
 // they read it; longer products widen each panel once into a scratch buffer and run the
 // float tiles over it. Same bits as gemm_packed on the widened panels.
@@ -52,12 +58,12 @@ void gemm_packed_bf16(int m, int n, int k, const float* a, std::int64_t lda, con
 // gemm_packed with the sizes t (tuning.hpp) instead of the process's record: calibration.
 struct KernelTuning;
 void gemm_packed_tuned(const KernelTuning& t, int m, int n, int k, const float* a, std::int64_t lda,
-                       const float* packed, const float* bias, float* c, std::int64_t ldc);
+                       const float* packed, const float* bias, float* c, std::int64_t ldc, Tiles tiles = Tiles::Widest);
 
 // c (m, n; ldc) = a (m, k; lda) · b (k, n; ldb), both row-major, on the calling thread.
 // lower: a is lower-triangular (row i is zero past column i), so row block [i, i + r)
 // only reads columns [0, i + r) of a and rows [0, i + r) of b.
 void gemm_rowmajor(int m, int n, int k, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float* c,
-                   std::int64_t ldc, bool lower);
+                   std::int64_t ldc, bool lower, Tiles tiles = Tiles::Widest);
 
 }  // namespace mhaviz::detail

@@ -117,7 +117,8 @@ std::string describe(Isa isa, const KernelTuning& t) {
   std::string out = isa == Isa::Avx2 ? "tile " + tile_name(t.avx2_tile) + ", " : "tile 12x32, ";
   out += "row block " + (t.row_block_kib > 0 ? std::to_string(t.row_block_kib) + " KiB" : std::string("none"));
   out += ", depth block " + (t.depth_block > 0 ? std::to_string(t.depth_block) : std::string("none"));
-  return out + ", attention " + std::to_string(t.attn_rows) + " rows";
+  out += ", attention " + std::to_string(t.attn_rows) + " rows";
+  return out + (isa == Isa::Avx512 && t.attn_avx2 ? " in AVX2 tiles" : "");
 }
 
 }  // namespace
@@ -202,6 +203,11 @@ std::vector<TuningEntry> parse_tuning_file(const std::string& text) {
     const std::string tile = string_field(r, "tile");
     if (e.key.isa == "avx2" ? !parse_tile(tile, e.tuning.avx2_tile) : tile != "12x32")
       throw std::runtime_error("tile: '" + tile + "' is not a " + e.key.isa + " tile");
+    const std::string attention = string_field(r, "attention_tiles");
+    if (attention != "avx2" && (attention != "avx512" || e.key.isa == "avx2"))
+      throw std::runtime_error("attention_tiles: '" + attention + "' is not " +
+                               (e.key.isa == "avx2" ? "avx2" : "avx512 or avx2"));
+    e.tuning.attn_avx2 = e.key.isa == "avx512" && attention == "avx2";
     out.push_back(e);
   }
   return out;
@@ -217,7 +223,8 @@ std::string tuning_file_json(const std::vector<TuningEntry>& entries) {
                     {"tile", e.key.isa == "avx2" ? tile_name(e.tuning.avx2_tile) : std::string("12x32")},
                     {"row_block_kib", e.tuning.row_block_kib},
                     {"depth_block", e.tuning.depth_block},
-                    {"attention_rows", e.tuning.attn_rows}});
+                    {"attention_rows", e.tuning.attn_rows},
+                    {"attention_tiles", e.key.isa == "avx2" || e.tuning.attn_avx2 ? "avx2" : "avx512"}});
   return nlohmann::json{{"kernels", list}}.dump(2) + "\n";
 }
 

@@ -39,6 +39,11 @@ struct KernelTuning {
   int depth_block = 0;
   int avx2_tile = 0;   // index into kAvx2Tiles; the AVX-512 kernel's tile is 12 × 32 always
   int attn_rows = 48;  // attention's query rows per block on the kernel, a multiple of 12
+  // Attention's products (gemm.hpp's Tiles::Attention, 64 to 256 deep) in the AVX2 tiles
+  // though the CPU has AVX-512: calibration sets it where they ran faster there (an AMD Zen 4
+  // runs AVX-512 as two 256-bit halves, and its 12 × 32 tile took 20% longer at 64 deep).
+  // Only in an AVX-512 record.
+  bool attn_avx2 = false;
   bool operator==(const KernelTuning&) const = default;
 };
 
@@ -84,8 +89,9 @@ std::vector<TuningEntry> parse_tuning_file(const std::string& text);
 std::string tuning_file_json(const std::vector<TuningEntry>& entries);
 
 // [SECTION] Calibration (tuning_calibrate.cpp)
-// The candidate set's version: a record of another version is calibrated again.
-inline constexpr int kCalibrationVersion = 1;
+// The candidate set's version: a record of another version is calibrated again (2: attention's
+// tiles are timed too).
+inline constexpr int kCalibrationVersion = 2;
 // Times the candidates for isa on the forward's threads and returns the fastest, with each
 // candidate's GFLOP/s in report (when not null).
 KernelTuning calibrate(Isa isa, CalibrationReport* report);
