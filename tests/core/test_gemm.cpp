@@ -212,6 +212,17 @@ TEST_P(Gemm, Bf16PanelsGiveTheBitsOfTheWidenedWeights) {
       EXPECT_EQ(detail::linear_weight(l), w.widened);
     }
   EXPECT_EQ(checked, 10 * 3 * 16);
+  // Deep and long: each panel widened once per 8 MiB of A's rows (672 rows of 3072), so 700
+  // rows cross that block's edge as well as the record's row blocks.
+  const int m = 700, n = 40, k = 3072;
+  const Bf16Weights w = random_bf16(n, k, gen);
+  const std::vector<std::uint16_t> half = detail::pack_transposed_bf16(w.bytes.data() + 1, n, k);
+  const std::vector<float> full = detail::pack_transposed(w.widened.data(), n, k);
+  const std::vector<float> a = random_values(static_cast<std::size_t>(m) * k, gen);
+  std::vector<float> got(static_cast<std::size_t>(m) * n), want(got.size());
+  detail::gemm_packed_bf16(m, n, k, a.data(), k, half.data(), nullptr, got.data(), n);
+  detail::gemm_packed(m, n, k, a.data(), k, full.data(), nullptr, want.data(), n);
+  EXPECT_EQ(got, want);
 }
 
 // Several Linears of one input in one loop over their panels (an edit's q, k and v) give the
