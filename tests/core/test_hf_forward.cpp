@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <utility>
 
@@ -123,6 +124,55 @@ TEST_P(Forward, AnEditComputesFromTheFirstChangedTokenWithAFreshForwardsBits) {
       }
       EXPECT_EQ(edited.final_norm.data, fresh.final_norm.data);
       EXPECT_EQ(edited.logits_last.data, fresh.logits_last.data);
+    }
+  }
+}
+
+// Edits of a sequence longer than a few key panels (32 keys each): the panels holding only
+// keys before the edit are kept from the forward before, not packed again, and every tensor
+// still has a fresh forward's bits (sliding layers read from their window's panel on).
+TEST_P(Forward, EditsOfALongSequenceKeepTheKeyPanelsBeforeThem) {
+  const BackendGuard guard;
+  for (const Backend be : {Backend::Avx512, Backend::Avx2}) {
+    if (!set_backend(be)) continue;
+    SCOPED_TRACE(std::string(backend_name(be)));
+    const HfModel m = load_hf_model(dir());
+    std::mt19937 gen(5);
+    std::vector<int> ids(100);
+    for (int& id : ids) id = static_cast<int>(gen() % 200);
+    HfTrace edited;
+    for (const int at : {-1, 99, 70, 40, 95, 100, 33}) {  // -1: the first forward; 100: one appended
+      SCOPED_TRACE("edit at " + std::to_string(at));
+      if (at == static_cast<int>(ids.size()))
+        ids.push_back(7);
+      else if (at >= 0)
+        ids[static_cast<std::size_t>(at)] = (ids[static_cast<std::size_t>(at)] + 1) % 200;
+      hf_forward(m, ids, edited);
+      const HfTrace fresh = hf_forward(m, ids);
+      EXPECT_EQ(edited.recomputed_from, std::max(at, 0));
+      for (std::size_t l = 0; l < fresh.layers.size(); ++l) {
+        const HfLayerTrace &a = edited.layers[l], &b = fresh.layers[l];
+        ASSERT_EQ(a.weights.data, b.weights.data) << "layer " << l;
+        ASSERT_EQ(a.k.data, b.k.data) << "layer " << l;
+        // The kept panels of the keys a fresh forward packed are those keys' panels.
+        const KeyPanels &kp = a.key_panels, &want = b.key_panels;
+        ASSERT_EQ(kp.keys, want.keys);
+        const std::int64_t stride = static_cast<std::int64_t>(want.floats.size()) / want.heads;
+        for (std::int64_t g = 0; g < want.heads; ++g)
+          for (std::int64_t f = want.from * want.head_dim; f < want.to * want.head_dim; ++f)
+            ASSERT_EQ(kp.floats[static_cast<std::size_t>(g * stride + f)],
+                      want.floats[static_cast<std::size_t>(g * stride + f)])
+                << "layer " << l << " head " << g;
+      }
+      EXPECT_EQ(edited.logits_last.data, fresh.logits_last.data);
+    }
+    // An edit at 99 does not pack the first panel again: a value planted there stays.
+    for (HfLayerTrace& L : edited.layers) L.key_panels.floats[0] = 1234.5f;
+    ids[99] = (ids[99] + 1) % 200;
+    hf_forward(m, ids, edited);
+    for (const HfLayerTrace& L : edited.layers) {
+      EXPECT_EQ(L.key_panels.from, 0);
+      EXPECT_EQ(L.key_panels.floats[0], 1234.5f);
     }
   }
 }

@@ -26,6 +26,7 @@
 #include "mhaviz/attention_mask.hpp"
 #include "mhaviz/backend.hpp"
 #include "mhaviz/hf_config.hpp"
+#include "mhaviz/key_panels.hpp"
 #include "mhaviz/linear.hpp"
 #include "mhaviz/load_error.hpp"
 #include "mhaviz/tensor.hpp"
@@ -87,6 +88,7 @@ struct HfLayerTrace {
   // (1, G, T, hd) keys after QK-norm and RoPE, and values: what a later forward's rows read
   // when it recomputes only the rows from the first changed token on.
   Tensor k, v;
+  KeyPanels key_panels;  // k packed for the kernel: such a forward packs only the changed keys' panels
 };
 
 // Buffers of one forward's rows (T of each), kept in the trace so that a forward into the same
@@ -99,7 +101,6 @@ struct HfScratch {
   std::vector<float> qh, ctx;     // (1, H, T, hd) per head, rows from recomputed_from on
   std::vector<float> merged;      // (R, H·hd)
   std::vector<float> gate, up;    // (R, I)
-  std::vector<float> keys;        // the attention's packed keys
 };
 
 struct HfTrace {

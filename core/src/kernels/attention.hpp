@@ -17,6 +17,7 @@
 
 #include "kernels/softmax.hpp"
 #include "mhaviz/attention_mask.hpp"
+#include "mhaviz/key_panels.hpp"
 
 namespace mhaviz::detail {
 
@@ -52,6 +53,9 @@ struct AttentionJob {
   float* context = nullptr;
   std::int64_t context_stride = 0;
   bool kernel = true;  // the caller's backend is not OpenBLAS (read once per forward)
+  // Keys [0, keys_unchanged) are those the KeyPanels passed to attention() were packed from
+  // (a forward into a trace recomputing from row P, with that layer's panels: P); 0 packs all.
+  std::int64_t keys_unchanged = 0;
 };
 
 // A job over per-head tensors as both forwards hold them, q, k, v, context (b, H, T, hd) and
@@ -61,7 +65,10 @@ AttentionJob per_head_job(int b, int H, int T, int hd, int start, const float* q
                           float* weights, float* context, bool kernel);
 
 // Runs the job: weights (and raw scores), and the context unless job.context is null.
-// workspace: reused between calls (the keys packed for the kernel, b·G·packed_size(Tk, hd)).
+// keys: the keys packed for the kernel (b·G·packed_size(Tk, hd) floats), reused between calls;
+// panels holding only keys below job.keys_unchanged are not packed again.
+void attention(const AttentionJob& job, KeyPanels& keys);
+// The same with a buffer that holds no keys from one call to the next (keys_unchanged 0).
 void attention(const AttentionJob& job, std::vector<float>& workspace);
 
 // The context alone from weights laid out as job.weights (after dropout, which keeps zeros

@@ -104,7 +104,8 @@ void attention_sublayer(const HfModel& m, const HfBlock& b, const float* resid, 
   job.mask = L.mask;
   job.scale = c.gemma_norms ? detail::ScoreScale::multiply(static_cast<float>(c.score_scale()))
                             : detail::ScoreScale::sqrt_head_dim(hd);
-  detail::attention(job, s.keys);
+  job.keys_unchanged = start;  // L.k's rows before start are the kept keys L.key_panels holds
+  detail::attention(job, L.key_panels);
   // 5. Merge heads and project.
   detail::merge_heads(s.ctx.data(), 1, R, H, hd, T, start, s.merged.data());
   detail::linear_into(b.o, s.merged.data(), R, s.out.data(), C, kernel);
