@@ -225,27 +225,24 @@ TEST(TuningFile, RoundTripsAndRefusesWhatItCannotHold) {
     }
     return std::string("accepted");
   };
+  // The file with one occurrence of `from` (the first, or the last) replaced by `to`.
+  const auto with = [&text](const std::string& from, const std::string& to, bool last = false) {
+    std::string t = text;
+    return t.replace(last ? t.rfind(from) : t.find(from), from.size(), to);
+  };
   EXPECT_EQ(refused(text.substr(0, text.size() / 2)), "not JSON");  // truncated
   EXPECT_EQ(refused("{}"), "kernels: missing or not a list");
-  std::string bad = text;
-  bad.replace(bad.find("\"3x32\""), 6, "\"4x24\"");
-  EXPECT_EQ(refused(bad), "tile: '4x24' is not a avx2 tile");
-  bad = text;
-  bad.replace(bad.find("\"attention_rows\": 24"), 20, "\"attention_rows\": 25");
-  EXPECT_EQ(refused(bad), "attention_rows: 25 is not a multiple of 12");
-  bad = text;
-  bad.replace(bad.find("\"row_block_kib\": 256"), 20, "\"row_block_kib\": -1");
-  EXPECT_EQ(refused(bad), "row_block_kib: -1 is out of range [0, 1048576]");
+  EXPECT_EQ(refused(with("\"3x32\"", "\"4x24\"")), "tile: '4x24' is not a avx2 tile");
+  EXPECT_EQ(refused(with("\"attention_rows\": 24", "\"attention_rows\": 25")),
+            "attention_rows: 25 is not a multiple of 12");
+  EXPECT_EQ(refused(with("\"row_block_kib\": 256", "\"row_block_kib\": -1")),
+            "row_block_kib: -1 is out of range [0, 1048576]");
   // Attention's tiles: AVX2's or AVX-512's in an AVX-512 record, AVX2's only in an AVX2 one.
-  bad = text;
-  bad.replace(bad.find("\"attention_tiles\": \"avx2\""), 25, "\"attention_tiles\": \"avx512\"");
-  EXPECT_EQ(refused(bad), "attention_tiles: 'avx512' is not avx2");
-  bad = text;
-  bad.replace(bad.rfind("\"attention_tiles\": \"avx2\""), 25, "\"attention_tiles\": \"sse4\"");
-  EXPECT_EQ(refused(bad), "attention_tiles: 'sse4' is not avx512 or avx2");
-  bad = text;
-  bad.replace(bad.find("\"attention_tiles\": \"avx2\""), 25, "\"attention_tile\": \"avx2\"");
-  EXPECT_EQ(refused(bad), "attention_tiles: missing or not a string");
+  const std::string avx2_attention = "\"attention_tiles\": \"avx2\"";
+  EXPECT_EQ(refused(with(avx2_attention, "\"attention_tiles\": \"avx512\"")), "attention_tiles: 'avx512' is not avx2");
+  EXPECT_EQ(refused(with(avx2_attention, "\"attention_tiles\": \"sse4\"", true)),
+            "attention_tiles: 'sse4' is not avx512 or avx2");
+  EXPECT_EQ(refused(with(avx2_attention, "\"attention_tile\": \"avx2\"")), "attention_tiles: missing or not a string");
 }
 
 // The first product past kTuneAtMacs reads the cache file's record for this CPU, ISA and

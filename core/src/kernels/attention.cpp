@@ -231,11 +231,9 @@ void attention(const AttentionJob& j, KeyPanels& keys) {
 }
 
 void attention(const AttentionJob& j, std::vector<float>& workspace) {
-  KeyPanels keys;
+  KeyPanels keys;  // no layout: every panel the job reads is packed
   keys.floats.swap(workspace);
-  AttentionJob fresh = j;
-  fresh.keys_unchanged = 0;
-  attention(fresh, keys);
+  attention(j, keys);
   workspace.swap(keys.floats);
 }
 

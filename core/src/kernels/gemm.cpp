@@ -314,15 +314,6 @@ void panels(const KernelTuning& t, int m, int n, int k, const float* a, std::int
       const int j = static_cast<int>(p * kPanel), cols = std::min(kPanel, n - j);
       const BT* bp = b.base + p * b.panel_step;
       const BT* next = packed && p + 1 < p1 ? bp + b.panel_step : nullptr;
-      if constexpr (std::is_same_v<BT, std::uint16_t>) {
-        if (i1 - i0 >= kWidenRows) {
-          widened.resize(static_cast<std::size_t>(k) * kPanel);
-          widen_panel<Wide>(bp, k, widened.data());
-          panel_rows<Wide, float>(t, i0, i1, j, cols, k, a, lda, widened.data(), kPanel, bias, c, ldc, lower, next,
-                                  panel_bytes);
-          continue;
-        }
-      }
       panel_rows<Wide, BT>(t, i0, i1, j, cols, k, a, lda, bp, b.ldb, bias, c, ldc, lower, next, panel_bytes);
     }
   }

@@ -198,7 +198,7 @@ KernelTuning calibrate(Isa isa, CalibrationReport* report) {
       }
       report->rows.push_back(std::move(row));
     }
-    report->chosen = candidate_name(isa, best) + (best.attn_avx2 ? ", attention in AVX2 tiles" : "");
+    report->chosen = candidate_name(isa, best);
     report->attention = attention;
     report->seconds = std::chrono::duration<double>(clock::now() - start).count();
   }
