@@ -197,8 +197,9 @@ int bench_hf_model(const BenchOptions& o) {
       "%.1f MiB of weights held), T=%d, products in %s, loaded in %.0f ms\n",
       o.model.c_str(), std::string(hf_arch_name(c.arch)).c_str(), c.num_hidden_layers, c.num_attention_heads,
       c.num_key_value_heads, c.head_dim, c.hidden_size, c.vocab_size, static_cast<long long>(model.parameter_count()),
-      static_cast<double>(hf_weight_bytes(model)) / (1 << 20), T, std::string(backend_name(backend())).c_str(),
-      load_ms);
+      static_cast<double>(hf_weight_bytes(model) + static_cast<std::int64_t>(model.embed.size() * sizeof(float))) /
+          (1 << 20),
+      T, std::string(backend_name(backend())).c_str(), load_ms);
   print_runs(o, P, trace.recomputed_from, T, ms);
   std::printf("%.3f GFLOP per run\n", flops / 1e9);
   const std::string read_once = time_read_once(o, ms, hf_weight_bytes(model), [&] { return hf_read_weights(model); });

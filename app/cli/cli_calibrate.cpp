@@ -42,13 +42,13 @@ int run_calibrate(const CalibrateOptions& o) {
     return usage_error(e.what());
   }
   std::printf("mhaviz calibrate: the %s kernel on %s, %d threads\n", r.isa.c_str(), r.cpu.c_str(), r.threads);
-  std::printf("GFLOP/s (best of 3) at");
+  std::printf("GFLOP/s at");
   for (const CalibrationShape& s : r.shapes) std::printf("   %dx%d·%dx%d", s.m, s.k, s.k, s.n);
   std::printf("   candidate\n");
   for (const CalibrationRow& row : r.rows) {
     std::printf("%23s", "");
     for (std::size_t i = 0; i < row.gflops.size(); ++i) std::printf("   %*.1f", i == 0 ? 14 : 15, row.gflops[i]);
-    std::printf("   %s\n", row.candidate.c_str());
+    std::printf("   %s (best of %d)\n", row.candidate.c_str(), row.rounds);
   }
   if (!r.attention.empty()) std::printf("%s\n", r.attention.c_str());
   std::printf("chose: %s (%.2f s); written to %s\n", r.chosen.c_str(), r.seconds, path.c_str());

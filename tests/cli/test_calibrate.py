@@ -63,8 +63,9 @@ class Calibrate(unittest.TestCase):
         self.assertIn("128x768·768x2304", out[1])
         rows = [l for l in out[2:] if "row block" in l and not l.startswith("chose")]
         self.assertGreaterEqual(len(rows), 6)
-        for l in rows:  # three GFLOP/s figures, all positive
+        for l in rows:  # three GFLOP/s figures, all positive, and the rounds they are the best of
             self.assertTrue(all(float(x) > 0 for x in l.split()[:3]), l)
+            self.assertRegex(l, r" \(best of [1-5]\)$")
         self.assertRegex(out[-1], r"^chose: tile \d+x\d+, row block .*; written to %s$" % os.path.join(cfg, "kernels.json"))
         recs = records(os.path.join(cfg, "kernels.json"))
         self.assertEqual([r["isa"] for r in recs], [WIDEST])

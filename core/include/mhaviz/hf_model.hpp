@@ -149,8 +149,9 @@ std::string hf_dump_json(const HfModel& model, const Tokenizer& tokenizer, const
 // rows over the keys of their window) plus the LM head at the last row.
 double hf_forward_flops(const HfConfig& c, int T, int from = 0);
 
-// Bytes of every weight the model holds, as held (BF16 panels at two bytes a weight): what a
-// forward of one row must read at least once.
+// Bytes of the weights a forward of one row reads whole, as held (BF16 panels at two bytes a
+// weight): every block's, the final norm's and the LM head's (a tied head's panels, which are
+// also the embeddings). Of an untied model's embedding table it reads one row: not counted.
 std::int64_t hf_weight_bytes(const HfModel& model);
 // Reads each of those bytes once, on the forward's threads, and returns their sum as 64-bit
 // words (so that the reads are made): its time is the floor of an edit at the last position.

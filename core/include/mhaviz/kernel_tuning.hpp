@@ -28,7 +28,8 @@ struct CalibrationShape {
 };
 struct CalibrationRow {
   std::string candidate;       // e.g. "tile 6x16, row block 1024 KiB, depth block 256"
-  std::vector<double> gflops;  // one per shape: the best of a few runs
+  std::vector<double> gflops;  // one per shape: the best of `rounds` runs
+  int rounds = 0;              // up to 5; fewer where the products are slow (calibration's time budget)
 };
 struct CalibrationReport {
   std::string cpu, isa;

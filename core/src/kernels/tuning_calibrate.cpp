@@ -64,6 +64,7 @@ std::vector<double> time_once(const KernelTuning& t, std::vector<Operand>& ops) 
 struct Timed {
   KernelTuning t;
   std::vector<double> seconds;  // per shape, the fastest run
+  int rounds = 0;               // runs each shape's fastest is taken from
 };
 
 // Times the candidates not timed yet, in kRuns rounds of one product each per shape, so that
@@ -75,11 +76,12 @@ void time_stage(const std::vector<KernelTuning>& stage, std::vector<Operand>& op
   const std::size_t first = timed.size();
   for (const KernelTuning& t : stage)
     if (std::none_of(timed.begin(), timed.end(), [&](const Timed& x) { return x.t == t; }))
-      timed.push_back({t, std::vector<double>(ops.size(), std::numeric_limits<double>::infinity())});
+      timed.push_back({t, std::vector<double>(ops.size(), std::numeric_limits<double>::infinity()), 0});
   for (int r = 0; r < kRuns && (r == 0 || std::chrono::steady_clock::now() < until); ++r)
     for (std::size_t i = first; i < timed.size(); ++i) {
       const std::vector<double> s = time_once(timed[i].t, ops);
       for (std::size_t k = 0; k < s.size(); ++k) timed[i].seconds[k] = std::min(timed[i].seconds[k], s[k]);
+      ++timed[i].rounds;
     }
 }
 
@@ -191,7 +193,7 @@ KernelTuning calibrate(Isa isa, CalibrationReport* report) {
     report->shapes.assign(std::begin(kShapes), std::end(kShapes));
     report->rows.clear();
     for (const Timed& x : timed) {
-      CalibrationRow row{candidate_name(isa, x.t), {}};
+      CalibrationRow row{candidate_name(isa, x.t), {}, x.rounds};
       for (int i = 0; i < kShapeCount; ++i) {
         const CalibrationShape& s = kShapes[i];
         row.gflops.push_back(2.0 * s.m * s.n * s.k / x.seconds[static_cast<std::size_t>(i)] / 1e9);

@@ -175,10 +175,11 @@ void HfModel::embedding_row(int id, float* out) const {
 
 namespace {
 
-// Every weight buffer the model holds.
+// The weights a forward of one row reads whole: every block's, the final norm's and the head's.
+// Of an untied model's embedding table (embed) it reads one row, so the table is not counted:
+// counted, it made an untied model's edit look closer to one read than it is.
 detail::WeightBuffers weight_buffers(const HfModel& m) {
   detail::WeightBuffers out;
-  out.add(m.embed);
   for (const HfBlock& b : m.blocks) {
     for (const Linear* l : {&b.q, &b.k, &b.v, &b.o, &b.gate, &b.up, &b.down}) out.add(*l);
     for (const std::vector<float>* v :
