@@ -10,6 +10,7 @@
 #include <string>
 
 #include "gpt_test_util.hpp"
+#include "key_panels_util.hpp"
 #include "mhaviz/gpt_forward.hpp"
 
 namespace mhaviz {
@@ -139,8 +140,20 @@ TEST_P(BackendTest, SoftmaxRowsSumToOneAndMaskedCellsAreZero) {
       }
 }
 
+// On the kernel, a's kept key panels hold the keys a fresh forward packed, in every head. A
+// forward that computed no row (a truncation) leaves them as they were: their layout (keys)
+// no longer matches, and the next forward packs them all.
+void expect_fresh_panels(const GptTrace& a, const GptTrace& fresh) {
+  if (a.recomputed_from == a.tokens()) return;
+  for (std::size_t l = 0; l < fresh.layers.size(); ++l) {
+    SCOPED_TRACE("layer " + std::to_string(l));
+    test::expect_panels_hold(a.layers[l].key_panels, fresh.layers[l].key_panels);
+  }
+}
+
 // An edit's recompute from its first changed row equals a fresh forward, bit for bit, and
-// recomputes no more than it must.
+// recomputes no more than it must. On the kernel it packs only the key panels (32 keys each)
+// holding keys from that row on: the others are kept, and equal a fresh forward's.
 TEST_P(BackendTest, IncrementalEqualsFreshBitwise) {
   std::mt19937 gen(5);
   const int V = 40;
@@ -156,7 +169,9 @@ TEST_P(BackendTest, IncrementalEqualsFreshBitwise) {
     const int T = static_cast<int>(next.size());
     const int expected = std::min(T, blas ? first_changed / kBlasRows * kBlasRows : first_changed);
     EXPECT_EQ(tr.recomputed_from, expected);
-    expect_bitwise(tr, gpt_forward(m, next));
+    const GptTrace fresh = gpt_forward(m, next);
+    expect_bitwise(tr, fresh);
+    if (!blas) expect_fresh_panels(tr, fresh);
     ids = next;
   };
   auto edit = [&](int pos) {
@@ -177,6 +192,11 @@ TEST_P(BackendTest, IncrementalEqualsFreshBitwise) {
   step(replaced, 60, "truncate and type");
   gpt_forward(m, ids, tr);
   EXPECT_EQ(tr.recomputed_from, static_cast<int>(ids.size())) << "the same ids recompute nothing";
+  if (blas) return;
+  // An edit at the last position does not pack the first panel again: a value planted there stays.
+  for (GptLayerTrace& L : tr.layers) L.key_panels.floats[0] = 1234.5f;
+  gpt_forward(m, edit(static_cast<int>(ids.size()) - 1), tr);
+  for (const GptLayerTrace& L : tr.layers) EXPECT_EQ(L.key_panels.floats[0], 1234.5f);
 }
 
 TEST_P(BackendTest, NextTokenIsSoftmaxOfLogits) {

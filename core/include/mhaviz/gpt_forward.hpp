@@ -22,6 +22,7 @@
 #include "mhaviz/attention_mask.hpp"
 #include "mhaviz/backend.hpp"
 #include "mhaviz/gpt.hpp"
+#include "mhaviz/key_panels.hpp"
 #include "mhaviz/tensor.hpp"
 
 namespace mhaviz {
@@ -32,13 +33,14 @@ AttentionMask gpt_attention_mask(const GptConfig& c);
 // Raw scores are not kept: the weights are what the views show, and (1, H, T, T) per layer
 // is 48 MiB at GPT-2's T = 1024 (the lesson of a layer, gpt_layer.hpp, recomputes them).
 struct GptLayerTrace {
-  AttentionMask mask;  // which keys each query saw: ask it, never the values
-  Tensor x;            // (1, T, C) LayerNorm_1's output: the attention's input X
-  Tensor q, k, v;      // (1, H, T, hd) per head, as view(1, T, H, hd).transpose(1, 2)
-  Tensor weights;      // (1, H, T, T) softmax(q·kᵀ / √hd) over the keys the mask shows; hidden cells exactly 0
-  Tensor context;      // (1, H, T, hd) weights · v
-  Tensor resid_mid;    // (1, T, C) residual stream after the attention's residual add
-  Tensor resid;        // (1, T, C) residual stream after the block: the next block's input
+  AttentionMask mask;    // which keys each query saw: ask it, never the values
+  Tensor x;              // (1, T, C) LayerNorm_1's output: the attention's input X
+  Tensor q, k, v;        // (1, H, T, hd) per head, as view(1, T, H, hd).transpose(1, 2)
+  Tensor weights;        // (1, H, T, T) softmax(q·kᵀ / √hd) over the keys the mask shows; hidden cells exactly 0
+  Tensor context;        // (1, H, T, hd) weights · v
+  Tensor resid_mid;      // (1, T, C) residual stream after the attention's residual add
+  Tensor resid;          // (1, T, C) residual stream after the block: the next block's input
+  KeyPanels key_panels;  // k packed for the kernel: a forward from row P packs only the panels of keys P and later
 };
 
 struct GptTrace {
@@ -52,8 +54,8 @@ struct GptTrace {
   Tensor final_norm;                  // (1, T, C) final LayerNorm of the last residual: the LM head's input
   Tensor logits_last;                 // (V) LM head at position T - 1
   int recomputed_from = 0;            // first row the last call computed (T: none, only the logits)
-  // Scratch of the rows being computed (and the keys packed for the kernel), kept to reuse its capacity.
-  std::vector<float> scratch_qkv, scratch_merged, scratch_proj, scratch_hidden, scratch_keys;
+  // Scratch of the rows being computed, kept to reuse its capacity.
+  std::vector<float> scratch_qkv, scratch_merged, scratch_proj, scratch_hidden;
 
   int tokens() const { return static_cast<int>(ids.size()); }
 };

@@ -117,7 +117,8 @@ void gpt_block_rows(const GptModel& m, const GptBlock& blk, const float* in, Gpt
   detail::AttentionJob job = detail::per_head_job(1, H, T, hd, start, L.q.ptr(), L.k.ptr(), L.v.ptr(), L.weights.ptr(),
                                                   L.context.ptr(), kernel);
   job.mask = L.mask;
-  detail::attention(job, tr.scratch_keys);
+  job.keys_unchanged = start;  // L.k's rows before start are the keys L.key_panels was packed from
+  detail::attention(job, L.key_panels);
   if (edit != nullptr) (*edit)(L);
 
   // 6. Merge heads (R, C), project, residual.
