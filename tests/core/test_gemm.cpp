@@ -225,6 +225,39 @@ TEST_P(Gemm, Bf16PanelsGiveTheBitsOfTheWidenedWeights) {
   EXPECT_EQ(got, want);
 }
 
+// Rows of A a multiple of 2 KiB apart (k = 1024, 3072: Qwen3's products) are copied a line
+// further apart before the tiles read them (gemm.cpp, rows_for_tiles): the same bits as the
+// same rows read in place at a stride that is not copied, float and BF16 panels, across row
+// blocks and the BF16 widening's 8 MiB blocks, with A's rows longer than k too.
+TEST_P(Gemm, RowsFourKiBApartGiveTheBitsOfRowsReadInPlace) {
+  std::mt19937 gen(31);
+  const int n = 136;  // five panels, the last one partial
+  struct Case {
+    int m, k, lda;
+  };
+  for (const Case c : {Case{2, 1024, 1024}, Case{13, 1024, 1024}, Case{100, 3072, 3072}, Case{700, 3072, 3072},
+                       Case{37, 1000, 2048}, Case{50, 512, 512}}) {
+    SCOPED_TRACE(std::to_string(c.m) + " rows of " + std::to_string(c.k) + ", " + std::to_string(c.lda) + " apart");
+    const std::vector<float> aliased = random_values(static_cast<std::size_t>(c.m) * c.lda, gen);
+    const int padded_lda = c.lda + 8;  // 32 bytes more: not a multiple of 2 KiB, read in place
+    std::vector<float> padded(static_cast<std::size_t>(c.m) * padded_lda);
+    for (int i = 0; i < c.m; ++i)
+      std::copy_n(aliased.data() + static_cast<std::size_t>(i) * c.lda, c.k,
+                  padded.data() + static_cast<std::size_t>(i) * padded_lda);
+    const Bf16Weights w = random_bf16(n, c.k, gen);
+    const std::vector<std::uint16_t> half = detail::pack_transposed_bf16(w.bytes.data() + 1, n, c.k);
+    const std::vector<float> full = detail::pack_transposed(w.widened.data(), n, c.k);
+    const std::vector<float> bias = random_values(static_cast<std::size_t>(n), gen);
+    std::vector<float> got(static_cast<std::size_t>(c.m) * n), want(got.size());
+    detail::gemm_packed(c.m, n, c.k, aliased.data(), c.lda, full.data(), bias.data(), got.data(), n);
+    detail::gemm_packed(c.m, n, c.k, padded.data(), padded_lda, full.data(), bias.data(), want.data(), n);
+    ASSERT_EQ(got, want) << "float panels";
+    detail::gemm_packed_bf16(c.m, n, c.k, aliased.data(), c.lda, half.data(), nullptr, got.data(), n);
+    detail::gemm_packed_bf16(c.m, n, c.k, padded.data(), padded_lda, half.data(), nullptr, want.data(), n);
+    ASSERT_EQ(got, want) << "BF16 panels";
+  }
+}
+
 // Several Linears of one input in one loop over their panels (an edit's q, k and v) give the
 // bits of each alone, float and BF16 panels mixed, biases or none, below and past the row
 // count where the loop is fused.
