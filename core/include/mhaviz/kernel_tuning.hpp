@@ -36,7 +36,7 @@ struct CalibrationReport {
   int threads = 0;
   std::vector<CalibrationShape> shapes;
   std::vector<CalibrationRow> rows;  // in the order timed; row 0 is the defaults
-  std::string chosen;                // the chosen record, described as the rows are
+  std::string chosen;                // the chosen record, as `bench` describes it (set by calibrate_kernels)
   // On a CPU with AVX-512 and AVX2: attention's short product timed in both kernels' tiles and
   // which one its products will run in (one line); empty otherwise.
   std::string attention;

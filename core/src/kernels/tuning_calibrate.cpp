@@ -76,7 +76,7 @@ void time_stage(const std::vector<KernelTuning>& stage, std::vector<Operand>& op
   const std::size_t first = timed.size();
   for (const KernelTuning& t : stage)
     if (std::none_of(timed.begin(), timed.end(), [&](const Timed& x) { return x.t == t; }))
-      timed.push_back({t, std::vector<double>(ops.size(), std::numeric_limits<double>::infinity()), 0});
+      timed.push_back({t, std::vector<double>(ops.size(), std::numeric_limits<double>::infinity())});
   for (int r = 0; r < kRuns && (r == 0 || std::chrono::steady_clock::now() < until); ++r)
     for (std::size_t i = first; i < timed.size(); ++i) {
       const std::vector<double> s = time_once(timed[i].t, ops);
@@ -200,7 +200,6 @@ KernelTuning calibrate(Isa isa, CalibrationReport* report) {
       }
       report->rows.push_back(std::move(row));
     }
-    report->chosen = candidate_name(isa, best);
     report->attention = attention;
     report->seconds = std::chrono::duration<double>(clock::now() - start).count();
   }
