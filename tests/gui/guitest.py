@@ -379,7 +379,9 @@ def gpt2_small_checkpoint(folder, models):
         shutil.copy(os.path.join(models, "hf_f32", f), folder)
 
 
-# PNG reader for 8-bit RGB/RGBA, non-interlaced (what stb_image_write produces).
+# PNG reader for 8-bit RGB/RGBA, non-interlaced (what stb_image_write produces): (width,
+# height, pixel) where pixel(x, y) is the (r, g, b) there. The pixels come from png_pixels
+# (MHAVIZ_PNG_PIXELS, which CMake gives the tests) when set, else from the filters undone below.
 def read_png(path):
     with open(path, "rb") as f:
         data = f.read()
@@ -400,6 +402,18 @@ def read_png(path):
             idat += body
         elif kind == b"IEND":
             break
+    decoder = os.environ.get("MHAVIZ_PNG_PIXELS")
+    if decoder:
+        ppm = subprocess.run([decoder, path], capture_output=True, check=True).stdout
+        magic, size, maxval, rgb = ppm.split(b"\n", 3)
+        assert magic == b"P6" and maxval == b"255" and tuple(map(int, size.split())) == (width, height)
+        assert len(rgb) == width * height * 3, "png_pixels wrote %d bytes for %dx%d" % (len(rgb), width, height)
+
+        def rgb_pixel(x, y):
+            i = (y * width + x) * 3
+            return tuple(rgb[i:i + 3])
+
+        return width, height, rgb_pixel
     raw = zlib.decompress(idat)
     stride = width * channels
     rows = []
