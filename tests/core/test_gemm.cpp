@@ -9,6 +9,8 @@
 // Weights held as BF16 panels give the bits of float panels of the same values.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -16,6 +18,7 @@
 #include <set>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "kernels/gemm.hpp"
 #include "kernels/linear.hpp"
@@ -324,6 +327,31 @@ TEST(Parallel, ASerialThreadRunsItsLoopsAlone) {
   if (std::thread::hardware_concurrency() > 1) {
     EXPECT_GT(threads_of().second, 1);
   }
+}
+
+// A shared loop visits every item once, in chunks that tile the range, and a thread held up
+// (the caller, stalled in its first chunk until the others are done) leaves its share to the
+// others: with the even split of parallel_for it would have kept half.
+TEST(Parallel, ASharedLoopsItemsGoToTheThreadsThatAreFree) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: the loop runs inline";
+  constexpr std::int64_t n = 1000;
+  std::vector<std::atomic<int>> seen(n);
+  std::atomic<std::int64_t> done{0}, by_caller{0};
+  const std::thread::id caller = std::this_thread::get_id();
+  bool first = true;
+  detail::parallel_for_shared(n, 1 << 12, [&](std::int64_t b, std::int64_t e) {
+    if (std::this_thread::get_id() == caller && first) {
+      first = false;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (done.load() + (e - b) < n && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    for (std::int64_t i = b; i < e; ++i) seen[static_cast<std::size_t>(i)]++;
+    if (std::this_thread::get_id() == caller) by_caller += e - b;
+    done += e - b;
+  });
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(seen[static_cast<std::size_t>(i)].load(), 1) << "item " << i;
+  EXPECT_LE(by_caller.load(), n / 4) << "the stalled caller kept more than its first chunk";
 }
 
 }  // namespace

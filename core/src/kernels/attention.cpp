@@ -162,14 +162,17 @@ void kernel_attention(const AttentionJob& j, const Blocks& b, KeyPanels& kp) {
   const std::int64_t units = static_cast<std::int64_t>(j.batch) * j.heads * b.count;
   const std::int64_t rows = std::min<std::int64_t>(b.size, j.rows),
                      span = j.mask.window > 0 ? j.mask.window + rows : j.keys;
-  parallel_for(units, std::max<std::int64_t>(1, rows * std::min<std::int64_t>(span, j.keys) * hd / 32),
-               [&](std::int64_t u0, std::int64_t u1) {
-                 std::vector<float> scratch(static_cast<std::size_t>(softmax_scratch(j.keys)));
-                 for (std::int64_t i = u0; i < u1; ++i) {
-                   const Unit u = unit_of(j, b, i);
-                   kernel_unit(j, u, ws + u.kv * packed, scratch.data());
-                 }
-               });
+  parallel_for_shared(units, std::max<std::int64_t>(1, rows * std::min<std::int64_t>(span, j.keys) * hd / 32),
+                      [&](std::int64_t u0, std::int64_t u1) {
+                        // Kept by the thread: the loop calls this several times on each.
+                        thread_local std::vector<float> scratch;
+                        if (scratch.size() < static_cast<std::size_t>(softmax_scratch(j.keys)))
+                          scratch.resize(static_cast<std::size_t>(softmax_scratch(j.keys)));
+                        for (std::int64_t i = u0; i < u1; ++i) {
+                          const Unit u = unit_of(j, b, i);
+                          kernel_unit(j, u, ws + u.kv * packed, scratch.data());
+                        }
+                      });
 }
 
 // On OpenBLAS: units one after another, each product threaded inside OpenBLAS, the block's
@@ -248,8 +251,8 @@ void attention_context(const AttentionJob& j, const float* weights) {
     }
   };
   if (j.kernel)
-    parallel_for(units, std::max<std::int64_t>(1, std::min<std::int64_t>(b.size, j.rows) * j.keys * j.head_dim / 64),
-                 run);
+    parallel_for_shared(
+        units, std::max<std::int64_t>(1, std::min<std::int64_t>(b.size, j.rows) * j.keys * j.head_dim / 64), run);
   else
     run(0, units);
 }

@@ -378,10 +378,10 @@ void gemm_panels(const KernelTuning& t, bool avx512, int m, int n, int k, const 
   const BView<BT> b{packed, kPanel, static_cast<std::int64_t>(k) * kPanel};
   const std::int64_t count = (n + kPanel - 1) / kPanel;
   // Work units of 64 multiply-adds: parallel_for starts a second thread past ~8 M of them.
-  parallel_for(count, std::max<std::int64_t>(1, static_cast<std::int64_t>(m) * k * kPanel / 64),
-               [&](std::int64_t p0, std::int64_t p1) {
-                 run_panels(t, avx512, m, n, k, a, lda, b, bias, c, ldc, false, p0, p1);
-               });
+  parallel_for_shared(count, std::max<std::int64_t>(1, static_cast<std::int64_t>(m) * k * kPanel / 64),
+                      [&](std::int64_t p0, std::int64_t p1) {
+                        run_panels(t, avx512, m, n, k, a, lda, b, bias, c, ldc, false, p0, p1);
+                      });
 }
 
 // Panels of w (n, k) row-major, element (col, r) read by get(col, r); columns past n zero.

@@ -58,8 +58,8 @@ void linear_into(const Linear& l, const float* x, std::int64_t n, float* y, std:
       return;
     }
     const std::int64_t per_panel = static_cast<std::int64_t>(l.in) * kPanel;
-    parallel_for(panel_count(l), std::max<std::int64_t>(1, per_panel / 8),
-                 [&](std::int64_t p0, std::int64_t p1) { panel_range(l, x, n, y, ld, p0, p1); });
+    parallel_for_shared(panel_count(l), std::max<std::int64_t>(1, per_panel / 8),
+                        [&](std::int64_t p0, std::int64_t p1) { panel_range(l, x, n, y, ld, p0, p1); });
     return;
   }
   const float* bias = l.bias.empty() ? nullptr : l.bias.data();
@@ -83,7 +83,7 @@ void linears_into(std::span<const Linear* const> ls, const float* x, std::int64_
   std::vector<std::int64_t> first{0};
   for (const Linear* l : ls) first.push_back(first.back() + panel_count(*l));
   const std::int64_t per_panel = static_cast<std::int64_t>(ls.front()->in) * kPanel;
-  parallel_for(first.back(), std::max<std::int64_t>(1, per_panel / 8), [&](std::int64_t q0, std::int64_t q1) {
+  parallel_for_shared(first.back(), std::max<std::int64_t>(1, per_panel / 8), [&](std::int64_t q0, std::int64_t q1) {
     for (std::size_t i = 0; i < ls.size(); ++i) {
       const std::int64_t a = std::max(q0, first[i]), b = std::min(q1, first[i + 1]);
       if (a < b) panel_range(*ls[i], x, n, ys[i], ls[i]->out, a - first[i], b - first[i]);

@@ -41,16 +41,22 @@ class Pool {
   int size() const { return static_cast<int>(threads_.size()) + 1; }
   std::mutex busy;  // one loop at a time; a caller that finds it taken runs inline
 
-  // Runs fn over `parts` chunks of [0, n): chunk 0 on the caller, chunk i on worker i.
-  void run(std::int64_t n, int parts, const std::function<void(std::int64_t, std::int64_t)>& fn) {
+  // Runs fn over [0, n) on `parts` threads: unless shared, chunk 0 on the caller and chunk i
+  // on worker i; if shared, chunks taken from a cursor by whichever thread is free.
+  void run(std::int64_t n, int parts, bool shared, const std::function<void(std::int64_t, std::int64_t)>& fn) {
     fn_ = &fn;
     n_ = n;
     parts_ = parts;
     chunk_ = (n + parts - 1) / parts;
+    shared_ = shared;
+    next_.store(0, std::memory_order_relaxed);
     remaining_.store(static_cast<int>(threads_.size()), std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
     generation_.notify_all();
-    fn(0, std::min(n, chunk_));
+    if (shared)
+      take_chunks();
+    else
+      fn(0, std::min(n, chunk_));
     for (int left = remaining_.load(std::memory_order_acquire); left != 0;
          left = remaining_.load(std::memory_order_acquire))
       await_change(remaining_, left, std::chrono::microseconds(50));
@@ -65,18 +71,37 @@ class Pool {
       seen = generation_.load(std::memory_order_acquire);
       const std::int64_t b = index * chunk_, e = std::min(n_, b + chunk_);
       in_loop = true;
-      if (index < parts_ && b < e) (*fn_)(b, e);
+      if (index < parts_ && shared_)
+        take_chunks();
+      else if (index < parts_ && b < e)
+        (*fn_)(b, e);
       in_loop = false;
       if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_one();
+    }
+  }
+
+  // Each take is half the items left over the threads (guided scheduling): a product's first
+  // calls are long (its per-call set-up, such as copying rows of A, paid rarely) and its last
+  // ones short, so that the threads end together even when one of them ran slower.
+  void take_chunks() {
+    for (;;) {
+      std::int64_t b = next_.load(std::memory_order_relaxed), size = 0;
+      do {
+        if (b >= n_) return;
+        size = std::max<std::int64_t>(1, (n_ - b) / (2 * parts_));
+      } while (!next_.compare_exchange_weak(b, b + size, std::memory_order_relaxed));
+      (*fn_)(b, b + size);
     }
   }
 
   std::vector<std::thread> threads_;
   std::atomic<std::uint64_t> generation_{0};
   std::atomic<int> remaining_{0};
+  std::atomic<std::int64_t> next_{0};
   const std::function<void(std::int64_t, std::int64_t)>* fn_ = nullptr;
   std::int64_t n_ = 0, chunk_ = 0;
   int parts_ = 0;
+  bool shared_ = false;
 };
 
 Pool& pool() {
@@ -86,10 +111,8 @@ Pool& pool() {
   return *p;
 }
 
-}  // namespace
-
-void parallel_for(std::int64_t n, std::int64_t work_per_item,
-                  const std::function<void(std::int64_t, std::int64_t)>& fn) {
+void run_loop(std::int64_t n, std::int64_t work_per_item, bool shared,
+              const std::function<void(std::int64_t, std::int64_t)>& fn) {
   constexpr std::int64_t kMinWorkPerThread = 1 << 15;  // ~25 µs of element work: a wake-up is a few µs
   const std::int64_t want = std::min(n, std::max<std::int64_t>(1, n * work_per_item / kMinWorkPerThread));
   if (want <= 1) {
@@ -103,8 +126,20 @@ void parallel_for(std::int64_t n, std::int64_t work_per_item,
     return;
   }
   in_loop = true;
-  p.run(n, static_cast<int>(std::min<std::int64_t>(want, p.size())), fn);
+  p.run(n, static_cast<int>(std::min<std::int64_t>(want, p.size())), shared, fn);
   in_loop = false;
+}
+
+}  // namespace
+
+void parallel_for(std::int64_t n, std::int64_t work_per_item,
+                  const std::function<void(std::int64_t, std::int64_t)>& fn) {
+  run_loop(n, work_per_item, false, fn);
+}
+
+void parallel_for_shared(std::int64_t n, std::int64_t work_per_item,
+                         const std::function<void(std::int64_t, std::int64_t)>& fn) {
+  run_loop(n, work_per_item, true, fn);
 }
 
 int parallel_threads() { return pool().size(); }

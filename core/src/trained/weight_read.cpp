@@ -16,7 +16,8 @@ std::int64_t WeightBuffers::bytes() const {
 std::uint64_t WeightBuffers::read_once() const {
   // One loop over chunks of 64 KiB of every range, split over the threads as one range, so the
   // floor pays one hand-over and not one per tensor; each chunk's 64-bit words are summed into
-  // its own slot.
+  // its own slot. Shared out as the edit's products are (parallel_for_shared), so that a slow
+  // core costs the floor what it costs the edit.
   constexpr std::int64_t kChunk = 1 << 16;
   struct Chunk {
     const unsigned char* p;
@@ -26,7 +27,7 @@ std::uint64_t WeightBuffers::read_once() const {
   for (const auto& [p, bytes] : ranges_)
     for (std::int64_t at = 0; at < bytes; at += kChunk) chunks.push_back({p + at, std::min(kChunk, bytes - at)});
   std::vector<std::uint64_t> sums(chunks.size(), 0);
-  parallel_for(static_cast<std::int64_t>(chunks.size()), kChunk, [&](std::int64_t c0, std::int64_t c1) {
+  parallel_for_shared(static_cast<std::int64_t>(chunks.size()), kChunk, [&](std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
       const Chunk& k = chunks[static_cast<std::size_t>(c)];
       std::uint64_t s = 0;
