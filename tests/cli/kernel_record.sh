@@ -1,7 +1,7 @@
 #!/bin/sh
 # The suite's one kernel record: `mhaviz calibrate` into DIR, which the CLI tests read as their
 # settings directory and the GUI tests copy into each fresh --config-dir (guitest.py), where
-# every launch that runs a model used to calibrate again (4-5 s each under ASan).
+# every launch that runs a model used to calibrate again (4-6 s each under ASan).
 # A CPU with neither AVX-512F nor AVX2 + FMA has nothing to calibrate: no record, not a failure.
 # Usage: kernel_record.sh PATH/TO/mhaviz DIR
 set -u

@@ -59,7 +59,7 @@ def finish():
 
 
 # A kernel record calibrated once for the suite (CTest's kernel_record fixture): copied into a
-# fresh --config-dir, it spares each launch that runs a model its own calibration (4-5 s under
+# fresh --config-dir, it spares each launch that runs a model its own calibration (4-6 s under
 # ASan). Unset (a script run by hand, or one judging speed), launches calibrate as a user's does.
 KERNELS_JSON = os.environ.get("MHAVIZ_KERNELS_JSON")
 
