@@ -64,10 +64,15 @@ def finish():
 KERNELS_JSON = os.environ.get("MHAVIZ_KERNELS_JSON")
 
 
+def _option(args, flag):
+    """The value after flag in args, or None."""
+    return args[args.index(flag) + 1] if flag in args else None
+
+
 def _seed_kernels(args):
-    if not KERNELS_JSON or not os.path.isfile(KERNELS_JSON) or "--config-dir" not in args:
+    folder = _option(args, "--config-dir")
+    if not KERNELS_JSON or not os.path.isfile(KERNELS_JSON) or folder is None:
         return
-    folder = args[args.index("--config-dir") + 1]
     if os.path.lexists(folder) and not os.path.isdir(folder):
         return  # a test of a settings path that is not a folder
     os.makedirs(folder, exist_ok=True)
@@ -98,12 +103,10 @@ APPS = []  # (proc, stdout path, stderr path) of every app started
 def start(args):
     """Starts the app, after removing what an earlier run wrote to the files it is told to
     write: a wait must never read an earlier run's state."""
-    for flag in ("--layout-out", "--state-out", "--screenshot"):
-        if flag in args:
-            path = args[args.index(flag) + 1]
-            for f in (path, path + ".json"):
-                if os.path.exists(f):
-                    os.remove(f)
+    for path in filter(None, (_option(args, f) for f in ("--layout-out", "--state-out", "--screenshot"))):
+        for f in (path, path + ".json"):
+            if os.path.exists(f):
+                os.remove(f)
     _seed_kernels(args)
     logs = tempfile.mkdtemp(prefix="mhaviz-gui-app-")
     track(logs)
