@@ -47,34 +47,63 @@ std::vector<std::vector<float>> rows() {
       for (float& x : s) x = u(gen);
       out.push_back(s);
     }
-  out.push_back(std::vector<float>(9, 2.5f));                 // all equal
-  out.push_back({0.0f, -1e30f, 3.0f, -1e30f, 3.0f});          // ties, and elements far below
-  out.push_back(std::vector<float>(1024, 0.0f));              // GPT-2's context
+  out.push_back(std::vector<float>(9, 2.5f));         // all equal
+  out.push_back({0.0f, -1e30f, 3.0f, -1e30f, 3.0f});  // ties, and elements far below
+  out.push_back(std::vector<float>(1024, 0.0f));      // GPT-2's context
   out.back()[1023] = 1.0f;
   return out;
+}
+
+// got = softmax(s / 8) within the exp's and the sums' float errors, summing to 1.
+void expect_close_to_double(const std::vector<float>& s, const std::vector<float>& got) {
+  const std::vector<double> want = softmax_double(s, 8.0f);
+  float mx = -INFINITY;
+  for (float x : s) mx = std::max(mx, x / 8.0f);
+  const double eps = 1.2e-7, adds = static_cast<double>(s.size()) / 8;  // float additions per lane
+  double sum = 0.0;
+  for (std::size_t j = 0; j < s.size(); ++j) {
+    // Relative: 4 ulps for exp, the float rounding of x − max (an absolute error of half
+    // an ulp of |x − max| is that relative error in e^(x − max)), the lane sums; absolute:
+    // FLT_MIN, below which results are 0.
+    const double d = std::abs(static_cast<double>(s[j] / 8.0f) - mx);
+    EXPECT_NEAR(got[j], want[j], want[j] * eps * (4 + d + adds) + 1.2e-38) << "n " << s.size() << " j " << j;
+    sum += got[j];
+  }
+  EXPECT_NEAR(sum, 1.0, eps * (4 + adds)) << "n " << s.size();
 }
 
 TEST(Softmax, CloseToDoubleAndSumsToOne) {
   int checked = 0;
   for (const std::vector<float>& s : rows()) {
-    const std::vector<double> want = softmax_double(s, 8.0f);
-    const std::vector<float> got = run(s, 8.0f, 7.0f);
-    float mx = -INFINITY;
-    for (float x : s) mx = std::max(mx, x / 8.0f);
-    const double eps = 1.2e-7, adds = static_cast<double>(s.size()) / 8;  // float additions per lane
-    double sum = 0.0;
-    for (std::size_t j = 0; j < s.size(); ++j) {
-      // Relative: 4 ulps for exp, the float rounding of x − max (an absolute error of half
-      // an ulp of |x − max| is that relative error in e^(x − max)), the lane sums; absolute:
-      // FLT_MIN, below which results are 0.
-      const double d = std::abs(static_cast<double>(s[j] / 8.0f) - mx);
-      EXPECT_NEAR(got[j], want[j], want[j] * eps * (4 + d + adds) + 1.2e-38) << "n " << s.size() << " j " << j;
-      sum += got[j];
-    }
-    EXPECT_NEAR(sum, 1.0, eps * (4 + adds)) << "n " << s.size();
+    expect_close_to_double(s, run(s, 8.0f, 7.0f));
     ++checked;
   }
   EXPECT_EQ(checked, 213);
+}
+
+// A CPU without FMA rounds the exp's products and sums apart, on its scalar and SSE paths
+// alike (the AVX2 path needs FMA): both close to softmax in double, the same bits as each
+// other, and within an ulp or two of the fused form where this CPU has it.
+TEST(Softmax, UnfusedFormAgreesOnItsPathsAndWithTheFusedOne) {
+  int differing = 0, checked = 0;
+  float worst = 0.0f;
+  for (const std::vector<float>& s : rows()) {
+    const auto n = static_cast<std::int64_t>(s.size());
+    std::vector<float> scratch(static_cast<std::size_t>(softmax_scratch(n)), 7.0f), a(s.size()), b(s.size());
+    softmax_row_unfused(SoftmaxPath::Scalar, s.data(), n, ScoreScale::divide(8.0f), scratch.data(), a.data());
+    softmax_row_unfused(SoftmaxPath::Sse, s.data(), n, ScoreScale::divide(8.0f), scratch.data(), b.data());
+    differing += std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) != 0;
+    expect_close_to_double(s, a);
+    const std::vector<float> fused = run(s, 8.0f, 7.0f);
+    for (std::size_t j = 0; j < s.size(); ++j)
+      if (softmax_fused() && fused[j] > 1e-30f) worst = std::max(worst, std::abs(a[j] - fused[j]) / fused[j]);
+    ++checked;
+  }
+  EXPECT_EQ(differing, 0) << "of " << checked << " rows";
+  EXPECT_LT(worst, 4 * 1.2e-7f);
+  if (softmax_fused()) {
+    EXPECT_GT(worst, 0.0f) << "the two forms gave the same bits on every row";
+  }
 }
 
 TEST(Softmax, UnderflowIsExactlyZero) {
@@ -105,7 +134,8 @@ TEST(Softmax, EveryPathGivesTheSameBits) {
 TEST(Softmax, ScalingGivesTheQuotientsBits) {
   std::vector<std::vector<float>> cases = rows();
   // Subnormal and huge scores (finite after every divisor here: 1.5e38 / 0.5 < FLT_MAX).
-  cases.push_back({1e-40f, -3e-39f, 7e-45f, 1.0f, 1.5e38f, -1.5e38f, 0.1f, -0.0f, 5e-39f, 2.0f, 1e-38f, 3.0f, 0.7f, 9.0f, 1.5f, 1e38f});
+  cases.push_back({1e-40f, -3e-39f, 7e-45f, 1.0f, 1.5e38f, -1.5e38f, 0.1f, -0.0f, 5e-39f, 2.0f, 1e-38f, 3.0f, 0.7f,
+                   9.0f, 1.5f, 1e38f});
   int differing = 0;
   for (const float divisor : {8.0f, 0.5f, 1024.0f, std::sqrt(2.0f), 3.0f, 7.937254f})
     for (const std::vector<float>& s : cases) {
@@ -118,6 +148,44 @@ TEST(Softmax, ScalingGivesTheQuotientsBits) {
       }
     }
   EXPECT_EQ(differing, 0);
+}
+
+// The AVX2 path takes the max of the raw scores and scales it, the others scale first: the
+// same bits wherever a scale could make ties of distinct scores (a quotient by 3 rounding two
+// neighbouring floats to one), with signed zeros as the max, the max in the last partial chunk
+// or in a full one, and for products (Gemma's query scale) as for quotients.
+TEST(Softmax, TheMaxOfTheRawScoresScaledIsTheMaxOfTheScaledOnes) {
+  float a = 1.0f;
+  while (a / 3.0f != std::nextafter(a, 2.0f) / 3.0f) a = std::nextafter(a, 2.0f);
+  const float b = std::nextafter(a, 2.0f);
+  ASSERT_LT(a, b);
+  std::vector<std::vector<float>> cases = rows();
+  for (const std::size_t n : {9u, 16u, 21u, 40u})
+    for (const std::size_t at : {std::size_t{0}, n / 2, n - 1}) {
+      std::vector<float> s(n, -2.0f);
+      s[at] = b;
+      s[(at + 5) % n] = a;
+      cases.push_back(s);
+      std::vector<float> zeros(n, -1.0f);
+      zeros[at] = -0.0f;
+      zeros[(at + 3) % n] = 0.0f;
+      cases.push_back(zeros);
+    }
+  int differing = 0, checked = 0;
+  for (const ScoreScale by : {ScoreScale::divide(3.0f), ScoreScale::divide(8.0f), ScoreScale::multiply(0.125f),
+                              ScoreScale::multiply(0.0883883f), ScoreScale::multiply(3.0f)})
+    for (const std::vector<float>& s : cases) {
+      const auto n = static_cast<std::int64_t>(s.size());
+      std::vector<float> scratch(static_cast<std::size_t>(softmax_scratch(n)), 7.0f), want(s.size()), got(s.size());
+      softmax_row_path(SoftmaxPath::Scalar, s.data(), n, by, scratch.data(), want.data());
+      for (SoftmaxPath path : {SoftmaxPath::Sse, SoftmaxPath::Avx2}) {
+        if (path == SoftmaxPath::Avx2 && !softmax_wide_available()) continue;
+        softmax_row_path(path, s.data(), n, by, scratch.data(), got.data());
+        differing += std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) != 0;
+        ++checked;
+      }
+    }
+  EXPECT_EQ(differing, 0) << "of " << checked;
 }
 
 // Scores that overflowed to +inf (a checkpoint can hold anything): inf − inf is NaN, which

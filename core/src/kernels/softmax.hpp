@@ -1,7 +1,8 @@
 // One row of softmax with exp computed by the project's own code, one element at a time for
 // short rows, in SSE4.1 vectors (the x86-64-v2 baseline) or in AVX2 (function attributes,
 // chosen at run time) for long ones. All paths do the same IEEE operations in the same order
-// on the same lanes, so a result has the same bits on every CPU and in every build.
+// on the same lanes, so a result has the same bits in every build and on every CPU with FMA;
+// a CPU without it computes the exp's multiply-adds in two roundings, on every path alike.
 #pragma once
 
 #include <cmath>
@@ -52,6 +53,9 @@ inline void softmax_row_path(SoftmaxPath path, const float* s, std::int64_t n, f
                              float* w) {
   softmax_row_path(path, s, n, ScoreScale::divide(divisor), scratch, w);
 }
-bool softmax_wide_available();
+bool softmax_wide_available();  // AVX2 and FMA
+bool softmax_fused();           // whether this process's exp fuses its multiply-adds (the CPU has FMA)
+// The scalar or SSE path as a CPU without FMA runs it (for the tests).
+void softmax_row_unfused(SoftmaxPath path, const float* s, std::int64_t n, ScoreScale scale, float* scratch, float* w);
 
 }  // namespace mhaviz::detail
