@@ -297,6 +297,44 @@ TEST_P(Gemm, LinearsOfOneInputTogetherGiveTheBitsOfEachAlone) {
   }
 }
 
+// A column block of a Linear's product (the lesson's stacked q | k | v, each block written
+// into its own tensor) has the bits of those columns of the whole product: blocks on panel
+// edges (computed on their panels alone, the last one partial) and off them (through the
+// whole product), float and BF16 panels, with a bias, below and past the few-row count.
+TEST_P(Gemm, AColumnBlockOfALinearGivesTheBitsOfTheWholeProduct) {
+  std::mt19937 gen(29);
+  const int k = 80, out = 200;
+  Linear f, h;
+  f.in = h.in = k;
+  f.out = h.out = out;
+  const Bf16Weights w = random_bf16(out, k, gen);
+  f.packed = detail::pack_transposed(w.widened.data(), out, k);
+  h.packed_bf16 = detail::pack_transposed_bf16(w.bytes.data() + 1, out, k);
+  f.bias = h.bias = random_values(static_cast<std::size_t>(out), gen);
+  const std::pair<int, int> blocks[] = {{0, 64}, {64, 96}, {160, 40}, {5, 60}, {190, 10}};
+  int compared = 0;
+  for (const Linear* l : {&f, &h})
+    for (const int n : {1, 7, 16, 40}) {
+      const std::vector<float> x = random_values(static_cast<std::size_t>(n) * k, gen);
+      std::vector<float> whole(static_cast<std::size_t>(n) * out);
+      detail::linear_into(*l, x.data(), n, whole.data(), out, true);
+      for (const auto& [col, cols] : blocks) {
+        const int ld = cols + 3;  // a row stride of its own
+        std::vector<float> got(static_cast<std::size_t>(n) * ld, 9.0f);
+        detail::linear_columns_into(*l, x.data(), n, col, cols, got.data(), ld, true);
+        for (int r = 0; r < n; ++r) {
+          const float* want = whole.data() + static_cast<std::ptrdiff_t>(r) * out + col;
+          const float* row = got.data() + static_cast<std::ptrdiff_t>(r) * ld;
+          EXPECT_EQ(std::memcmp(row, want, static_cast<std::size_t>(cols) * sizeof(float)), 0)
+              << (l == &f ? "float" : "BF16") << " n " << n << " columns " << col << "+" << cols << " row " << r;
+          EXPECT_EQ(row[cols], 9.0f) << "past the block, n " << n << " columns " << col << "+" << cols;
+          ++compared;
+        }
+      }
+    }
+  EXPECT_EQ(compared, 2 * (1 + 7 + 16 + 40) * 5);
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, Gemm, ::testing::Values(Backend::Avx512, Backend::Avx2), test::backend_label);
 
 }  // namespace

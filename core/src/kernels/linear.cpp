@@ -34,17 +34,20 @@ bool on_panels(const Linear& l, bool kernel) {
   return !l.packed_bf16.empty() || (!l.packed.empty() && (kernel || l.weight.empty()));
 }
 
-// Output columns [p0·kPanel, p1·kPanel) ∩ [0, out) of y (n, out; row stride ld) = x · Wᵀ + b,
-// from l's panels (float or BF16) on the calling thread. Panel p holds output columns
+// Output columns [p0·kPanel, p1·kPanel) ∩ [0, end) of x · Wᵀ + b, from l's panels (float or
+// BF16) on the calling thread, into y (n rows, row stride ld) whose column 0 is output column
+// `first` (a multiple of kPanel ≤ p0·kPanel). Panel p holds output columns
 // [p·kPanel, (p + 1)·kPanel), in·kPanel values (gemm.hpp).
 void panel_range(const Linear& l, const float* x, std::int64_t n, float* y, std::int64_t ld, std::int64_t p0,
-                 std::int64_t p1) {
-  const std::int64_t j = p0 * kPanel, cols = std::min<std::int64_t>(l.out, p1 * kPanel) - j, at = p0 * l.in * kPanel;
+                 std::int64_t p1, std::int64_t first = 0, std::int64_t end = -1) {
+  const std::int64_t j = p0 * kPanel, at = p0 * l.in * kPanel;
+  const std::int64_t cols = std::min<std::int64_t>(end < 0 ? l.out : end, p1 * kPanel) - j;
   const float* bias = l.bias.empty() ? nullptr : l.bias.data() + j;
+  float* out = y + (j - first);
   if (!l.packed_bf16.empty())
-    gemm_of(static_cast<int>(n), static_cast<int>(cols), l.in, x, l.in, l.packed_bf16.data() + at, bias, y + j, ld);
+    gemm_of(static_cast<int>(n), static_cast<int>(cols), l.in, x, l.in, l.packed_bf16.data() + at, bias, out, ld);
   else
-    gemm_of(static_cast<int>(n), static_cast<int>(cols), l.in, x, l.in, l.packed.data() + at, bias, y + j, ld);
+    gemm_of(static_cast<int>(n), static_cast<int>(cols), l.in, x, l.in, l.packed.data() + at, bias, out, ld);
 }
 
 std::int64_t panel_count(const Linear& l) { return (l.out + kPanel - 1) / kPanel; }
@@ -68,6 +71,27 @@ void linear_into(const Linear& l, const float* x, std::int64_t n, float* y, std:
   StridedMap Y(y, n, l.out, Eigen::OuterStride<>(ld));
   Y.noalias() = X * W.transpose();
   if (bias) Y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(bias, l.out);
+}
+
+void linear_columns_into(const Linear& l, const float* x, std::int64_t n, std::int64_t col, std::int64_t cols, float* y,
+                         std::int64_t ld, bool kernel) {
+  if (!on_panels(l, kernel) || col % kPanel != 0) {
+    // Through a full-width scratch: the same values as linear_into's columns.
+    thread_local std::vector<float> all;
+    all.resize(static_cast<std::size_t>(n * l.out));
+    linear_into(l, x, n, all.data(), l.out, kernel);
+    for (std::int64_t r = 0; r < n; ++r) std::copy_n(all.data() + r * l.out + col, cols, y + r * ld);
+    return;
+  }
+  const std::int64_t p0 = col / kPanel, p1 = (col + cols + kPanel - 1) / kPanel;
+  if (n >= kFewRows) {
+    panel_range(l, x, n, y, ld, p0, p1, col, col + cols);  // gemm_packed splits the panels over threads
+    return;
+  }
+  const std::int64_t per_panel = static_cast<std::int64_t>(l.in) * kPanel;
+  parallel_for_shared(p1 - p0, std::max<std::int64_t>(1, per_panel / 8), [&](std::int64_t a, std::int64_t b) {
+    panel_range(l, x, n, y, ld, p0 + a, p0 + b, col, col + cols);
+  });
 }
 
 void linears_into(std::span<const Linear* const> ls, const float* x, std::int64_t n, std::span<float* const> ys,

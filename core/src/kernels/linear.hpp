@@ -19,6 +19,14 @@ namespace mhaviz::detail {
 // Every element is the same sum in the same order whatever n is, on the kernel's path.
 void linear_into(const Linear& l, const float* x, std::int64_t n, float* y, std::int64_t ld, bool kernel);
 
+// Output columns [col, col + cols) of linear_into's product, into y (n, cols; row stride ld),
+// with the same bits: a stacked layer's column blocks each written where it is kept (the
+// lesson's queries, keys and values) rather than through a scratch. Directly on the panels
+// when col is a multiple of their width (kPanel), else through a full-width product into a
+// scratch (every column computed: for the few layers whose blocks do not fall on panels).
+void linear_columns_into(const Linear& l, const float* x, std::int64_t n, std::int64_t col, std::int64_t cols, float* y,
+                         std::int64_t ld, bool kernel);
+
 // Several Linears of the same input x (n, in): ys[i] (n, ls[i]->out, rows of out floats) =
 // x · Wᵢᵀ + bᵢ, the same bits as linear_into each. When n is a few rows (an edit) and every one
 // runs on its panels, their panels go over the threads as one loop: one hand-over for the lot
