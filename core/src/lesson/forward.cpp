@@ -259,7 +259,8 @@ void forward(const Model& model, const Tensor& input, Trace& tr) {
   job.mask = attention_mask(c);
   job.scale = detail::score_scale(c);
   job.raw_scores = tr.scores.ptr();
-  // The stacked projection's scratch, split by now, holds the packed keys.
+  // The workspace (the stacked projection's scratch where it went through one, split by now)
+  // holds the packed keys.
   detail::attention(job, tr.workspace);
 
   // 5. Dropout in training mode, drawn in PyTorch's order from the generator state after init:
