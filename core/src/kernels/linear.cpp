@@ -77,8 +77,7 @@ void linear_columns_into(const Linear& l, const float* x, std::int64_t n, std::i
                          std::int64_t ld, bool kernel) {
   if (!on_panels(l, kernel) || col % kPanel != 0) {
     // Through a full-width scratch: the same values as linear_into's columns.
-    thread_local std::vector<float> all;
-    all.resize(static_cast<std::size_t>(n * l.out));
+    std::vector<float> all(static_cast<std::size_t>(n * l.out));
     linear_into(l, x, n, all.data(), l.out, kernel);
     for (std::int64_t r = 0; r < n; ++r) std::copy_n(all.data() + r * l.out + col, cols, y + r * ld);
     return;
