@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "cli.hpp"
 #include "mhaviz/backend.hpp"
@@ -37,17 +39,36 @@ double median_of(std::vector<double> v) {
 }
 
 // Runs `step` after `warmup` untimed runs, `repeat` times (0: as many as fit in 1 s, 5 to
-// 2000); returns each run's milliseconds.
-template <class Step>
-std::vector<double> time_runs(int warmup, int repeat, Step step) {
-  for (int i = 0; i < warmup; ++i) step();
-  std::vector<double> ms;
+// 2000); returns each run's milliseconds. With `after`, each run of step (warm-up ones too)
+// is followed by one of after, timed apart into *after_ms: an edit and the read of its weights
+// then take turns and see the same machine. Timed one batch after the other, they did not:
+// this machine's reads moved between two speeds from one second to the next (Qwen3-0.6B's
+// weights in 20–23 or 33–36 ms), and the same code's edit / read-once came out 1.2 to 1.9.
+template <class Step, class After = void (*)()>
+std::vector<double> time_runs(int warmup, int repeat, Step step, After after = nullptr,
+                              std::vector<double>* after_ms = nullptr) {
   using clock = std::chrono::steady_clock;
+  const auto then = [&] {
+    if constexpr (!std::is_pointer_v<After>) {
+      const auto t0 = clock::now();
+      after();
+      return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    } else {
+      return 0.0;
+    }
+  };
+  for (int i = 0; i < warmup; ++i) {
+    step();
+    then();
+  }
+  std::vector<double> ms;
   const auto start = clock::now();
   for (;;) {
     const auto t0 = clock::now();
     step();
     ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+    const double read = then();
+    if (after_ms) after_ms->push_back(read);
     const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
     if (repeat > 0 ? static_cast<int>(ms.size()) >= repeat : (ms.size() >= 5 && (elapsed >= 1.0 || ms.size() >= 2000)))
       break;
@@ -66,22 +87,29 @@ void print_runs(const BenchOptions& o, int P, int from, int T, const std::vector
               *std::max_element(ms.begin(), ms.end()));
 }
 
-// After an edit's runs: as many reads of the weights an edit must read (`bytes` of them, as
-// held), timed the same way, and the edit's median over theirs. Returns the scripts' line's
-// " read_once_ms=…" (empty without --edit-at).
-template <class Read>
-std::string time_read_once(const BenchOptions& o, const std::vector<double>& ms, std::int64_t bytes, Read read) {
-  if (o.edit_at < 0) return "";
+// Times the runs of `step` (time_runs); with --edit-at each is followed by a read of every
+// weight an edit must read (read(): `bytes` of them, as held), and the reads' median is
+// printed beside the edit's. *read_once: the scripts' line's " read_once_ms=…" (empty
+// without --edit-at).
+template <class Step, class Read>
+std::vector<double> time_edits(const BenchOptions& o, Step step, std::int64_t bytes, Read read,
+                               std::string* read_once) {
+  read_once->clear();
+  if (o.edit_at < 0) return time_runs(o.warmup, o.repeat, step);
   std::uint64_t sink = 0;
-  const std::vector<double> runs = time_runs(o.warmup, static_cast<int>(ms.size()), [&] { sink += read(); });
-  const double median = median_of(runs);
+  std::vector<double> reads;
+  const std::vector<double> ms = time_runs(
+      o.warmup, o.repeat, step, [&] { sink += read(); }, &reads);
+  const double median = median_of(reads);
   std::printf(
-      "reading every weight once (%.1f MiB as held, checksum %llu): median %.4f ms; the edit takes %.2f times that\n",
+      "reading every weight once (%.1f MiB as held, checksum %llu), after each run: median %.4f ms; the edit takes "
+      "%.2f times that\n",
       static_cast<double>(bytes) / (1 << 20), static_cast<unsigned long long>(sink % 1000), median,
       median_of(ms) / median);
   char buf[64];
   std::snprintf(buf, sizeof buf, " read_once_ms=%.4f", median);
-  return buf;
+  *read_once = buf;
+  return ms;
 }
 
 // --sweep: an ablation sweep over every head (gpt_interventions.hpp) on ids, alternated with a
@@ -139,11 +167,15 @@ int bench_model(const BenchOptions& o) {
   if (o.sweep) return bench_sweep(model, ids, o);
   GptTrace trace = gpt_forward(model, ids);
   bool flip = false;
-  const std::vector<double> ms = time_runs(o.warmup, o.repeat, [&] {
-    flip = !flip;
-    ids[static_cast<std::size_t>(P)] = flip ? other : original;
-    gpt_forward(model, ids, trace);
-  });
+  std::string read_once;
+  const std::vector<double> ms = time_edits(
+      o,
+      [&] {
+        flip = !flip;
+        ids[static_cast<std::size_t>(P)] = flip ? other : original;
+        gpt_forward(model, ids, trace);
+      },
+      gpt_weight_bytes(model), [&] { return gpt_read_weights(model); }, &read_once);
   const double median = median_of(ms);
   const double flops = gpt_forward_flops(c, T, trace.recomputed_from);
   std::printf(
@@ -153,7 +185,6 @@ int bench_model(const BenchOptions& o) {
       c.vocab_size, static_cast<long long>(model.parameter_count()), T, std::string(backend_name(backend())).c_str());
   print_runs(o, P, trace.recomputed_from, T, ms);
   std::printf("%.3f GFLOP per run\n", flops / 1e9);
-  const std::string read_once = time_read_once(o, ms, gpt_weight_bytes(model), [&] { return gpt_read_weights(model); });
   std::printf("%s\n", kernel_tuning_summary().c_str());
   std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f%s\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib(),
               read_once.c_str());
@@ -186,11 +217,15 @@ int bench_hf_model(const BenchOptions& o) {
   HfTrace trace;  // reused, as the app recomputes into its trace
   hf_forward(model, ids, trace);
   bool flip = false;
-  const std::vector<double> ms = time_runs(o.warmup, o.repeat, [&] {
-    flip = !flip;
-    ids[static_cast<std::size_t>(P)] = flip ? other : original;
-    hf_forward(model, ids, trace);
-  });
+  std::string read_once;
+  const std::vector<double> ms = time_edits(
+      o,
+      [&] {
+        flip = !flip;
+        ids[static_cast<std::size_t>(P)] = flip ? other : original;
+        hf_forward(model, ids, trace);
+      },
+      hf_weight_bytes(model), [&] { return hf_read_weights(model); }, &read_once);
   const double median = median_of(ms), flops = hf_forward_flops(c, T, trace.recomputed_from);
   std::printf(
       "mhaviz bench: model %s (%s, %d layers, %d query / %d K/V heads of %d, %d wide, vocab %d, %lld parameters, "
@@ -202,7 +237,6 @@ int bench_hf_model(const BenchOptions& o) {
       T, std::string(backend_name(backend())).c_str(), load_ms);
   print_runs(o, P, trace.recomputed_from, T, ms);
   std::printf("%.3f GFLOP per run\n", flops / 1e9);
-  const std::string read_once = time_read_once(o, ms, hf_weight_bytes(model), [&] { return hf_read_weights(model); });
   std::printf("%s\n", kernel_tuning_summary().c_str());
   std::printf("median_ms=%.4f gflops=%.2f peak_rss_mib=%.1f%s\n", median, flops / (median * 1e-3) / 1e9, peak_rss_mib(),
               read_once.c_str());
