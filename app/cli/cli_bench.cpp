@@ -87,6 +87,27 @@ void print_runs(const BenchOptions& o, int P, int from, int T, const std::vector
               *std::max_element(ms.begin(), ms.end()));
 }
 
+// --tokens pseudo-random ids from --seed; next() changes the token at P, alternating between
+// its drawn id and the one after it, so that each run recomputes rows >= P.
+struct BenchIds {
+  std::vector<int> ids;
+  std::size_t at = 0;
+  int drawn = 0, other = 0;
+  bool flipped = false;
+  BenchIds(const BenchOptions& o, int T, int P, int vocab) : ids(static_cast<std::size_t>(T)) {
+    std::mt19937 gen(static_cast<std::mt19937::result_type>(o.seed));
+    for (int& id : ids) id = static_cast<int>(gen() % static_cast<unsigned>(vocab));
+    at = static_cast<std::size_t>(P);
+    drawn = ids[at];
+    other = (drawn + 1) % vocab;
+  }
+  const std::vector<int>& next() {
+    flipped = !flipped;
+    ids[at] = flipped ? other : drawn;
+    return ids;
+  }
+};
+
 // Times the runs of `step` (time_runs); with --edit-at each is followed by a read of every
 // weight an edit must read (read(): `bytes` of them, as held), and the reads' median is
 // printed beside the edit's. *read_once: the scripts' line's " read_once_ms=…" (empty
@@ -160,22 +181,13 @@ int bench_model(const BenchOptions& o) {
     return usage_error("--edit-at: " + std::to_string(o.edit_at) + " is out of range [0, " + std::to_string(T - 1) +
                        "]");
   prepare_gpt_forward(model);
-  std::mt19937 gen(static_cast<std::mt19937::result_type>(o.seed));
-  std::vector<int> ids(static_cast<std::size_t>(T));
-  for (int& id : ids) id = static_cast<int>(gen() % static_cast<unsigned>(c.vocab_size));
-  const int other = (ids[static_cast<std::size_t>(P)] + 1) % c.vocab_size, original = ids[static_cast<std::size_t>(P)];
-  if (o.sweep) return bench_sweep(model, ids, o);
-  GptTrace trace = gpt_forward(model, ids);
-  bool flip = false;
+  BenchIds ids(o, T, P, c.vocab_size);
+  if (o.sweep) return bench_sweep(model, ids.ids, o);
+  GptTrace trace = gpt_forward(model, ids.ids);
   std::string read_once;
   const std::vector<double> ms = time_edits(
-      o,
-      [&] {
-        flip = !flip;
-        ids[static_cast<std::size_t>(P)] = flip ? other : original;
-        gpt_forward(model, ids, trace);
-      },
-      gpt_weight_bytes(model), [&] { return gpt_read_weights(model); }, &read_once);
+      o, [&] { gpt_forward(model, ids.next(), trace); }, gpt_weight_bytes(model),
+      [&] { return gpt_read_weights(model); }, &read_once);
   const double median = median_of(ms);
   const double flops = gpt_forward_flops(c, T, trace.recomputed_from);
   std::printf(
@@ -210,22 +222,13 @@ int bench_hf_model(const BenchOptions& o) {
   if (P >= T)
     return usage_error("--edit-at: " + std::to_string(o.edit_at) + " is out of range [0, " + std::to_string(T - 1) +
                        "]");
-  std::mt19937 gen(static_cast<std::mt19937::result_type>(o.seed));
-  std::vector<int> ids(static_cast<std::size_t>(T));
-  for (int& id : ids) id = static_cast<int>(gen() % static_cast<unsigned>(c.vocab_size));
-  const int other = (ids[static_cast<std::size_t>(P)] + 1) % c.vocab_size, original = ids[static_cast<std::size_t>(P)];
+  BenchIds ids(o, T, P, c.vocab_size);
   HfTrace trace;  // reused, as the app recomputes into its trace
-  hf_forward(model, ids, trace);
-  bool flip = false;
+  hf_forward(model, ids.ids, trace);
   std::string read_once;
   const std::vector<double> ms = time_edits(
-      o,
-      [&] {
-        flip = !flip;
-        ids[static_cast<std::size_t>(P)] = flip ? other : original;
-        hf_forward(model, ids, trace);
-      },
-      hf_weight_bytes(model), [&] { return hf_read_weights(model); }, &read_once);
+      o, [&] { hf_forward(model, ids.next(), trace); }, hf_weight_bytes(model), [&] { return hf_read_weights(model); },
+      &read_once);
   const double median = median_of(ms), flops = hf_forward_flops(c, T, trace.recomputed_from);
   std::printf(
       "mhaviz bench: model %s (%s, %d layers, %d query / %d K/V heads of %d, %d wide, vocab %d, %lld parameters, "
