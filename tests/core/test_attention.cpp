@@ -269,6 +269,75 @@ TEST_P(AttentionOnBackend, RowsOfACachedPrefixEqualTheFullComputationBitForBit) 
   }
 }
 
+// A job of one query row (an edit at the last position, a decoding step) runs the query heads
+// sharing a K/V head as one product of a few rows q_stride apart (attention.cpp's group_of):
+// each head's row, in the full computation's tensors, equals that computation's (which equals
+// the loop oracle) bit for bit on the kernel (OpenBLAS promises it at offsets that are
+// multiples of kBlasRows only: there within rounding), and nothing else is written; 6, 3, 2 and 1
+// query heads per K/V head, two sequences with their own padding, with and without a
+// window, raw scores kept, head sizes on and off the lanes.
+TEST_P(AttentionOnBackend, OneRowOfHeadsSharingKeysEqualsTheFullComputationBitForBit) {
+  std::mt19937 gen(29);
+  for (const int kv : {1, 2, 3, 6})
+    for (const int window : {0, 20})
+      for (const int hd : {16, 12}) {
+        const Case full{.batch = 2,
+                        .heads = 6,
+                        .kv_heads = kv,
+                        .rows = 70,
+                        .keys = 70,
+                        .hd = hd,
+                        .causal = true,
+                        .window = window,
+                        .padding = true,
+                        .keep_scores = true};
+        AttentionRun whole(full, gen);
+        whole.pad[69] = whole.pad[70 + 69] = 0;  // the last query sees itself in both sequences
+        whole.run();
+        expect_oracle(whole);
+        // Row T − 1 alone, in the full computation's tensors: query rows T·hd floats apart.
+        const int pairs = full.batch * full.heads, T = full.keys;
+        AttentionRun last(full, gen);
+        SCOPED_TRACE("the last row alone");
+        last.q = whole.q;
+        last.k = whole.k;
+        last.v = whole.v;
+        last.pad = whole.pad;
+        last.job.q = last.q.data() + (T - 1) * hd;
+        last.job.k = last.k.data();
+        last.job.v = last.v.data();
+        last.job.mask.padding = {last.pad, T};
+        last.job.rows = 1;
+        last.job.q_pos = T - 1;
+        last.job.weights = last.weights.data() + (T - 1) * T;
+        last.job.raw_scores = last.scores.data() + (T - 1) * T;
+        last.job.context = last.context.data() + (T - 1) * hd;
+        last.run();
+        for (int p = 0; p < pairs; ++p) {
+          const auto row = [&](const std::vector<float>& x, int width) {
+            return std::vector<float>(x.begin() + (p * T + T - 1) * width, x.begin() + (p * T + T) * width);
+          };
+          if (backend() == Backend::OpenBlas) {
+            for (int j = 0; j < T; ++j)
+              ASSERT_NEAR(row(last.weights, T)[j], row(whole.weights, T)[j], 1e-6)
+                  << "weight " << j << " of pair " << p;
+            for (int d = 0; d < hd; ++d)
+              ASSERT_NEAR(row(last.context, hd)[d], row(whole.context, hd)[d], 1e-5)
+                  << "context " << d << " of pair " << p;
+          } else {
+            ASSERT_EQ(row(last.weights, T), row(whole.weights, T)) << "weights of pair " << p;
+            ASSERT_EQ(row(last.scores, T), row(whole.scores, T)) << "raw scores of pair " << p;
+            ASSERT_EQ(row(last.context, hd), row(whole.context, hd)) << "context of pair " << p;
+          }
+          // Nothing written outside the row.
+          for (int i = 0; i < T - 1; ++i) {
+            ASSERT_EQ(last.weights[static_cast<std::size_t>((p * T + i) * T)], 7.0f) << "pair " << p << " row " << i;
+            ASSERT_EQ(last.context[static_cast<std::size_t>((p * T + i) * hd)], 7.0f) << "pair " << p << " row " << i;
+          }
+        }
+      }
+}
+
 // Weights now, context later (dropout in between): the context from the same weights equals
 // the one computed in the blocks.
 TEST_P(AttentionOnBackend, ContextLaterEqualsContextInTheBlocks) {

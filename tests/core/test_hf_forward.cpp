@@ -161,13 +161,21 @@ TEST_P(Forward, EditsOfALongSequenceKeepTheKeyPanelsBeforeThem) {
       }
       EXPECT_EQ(edited.logits_last.data, fresh.logits_last.data);
     }
-    // An edit at 99 does not pack the first panel again: a value planted there stays.
-    for (HfLayerTrace& L : edited.layers) L.key_panels.floats[0] = 1234.5f;
+    // An edit at 99 does not pack the first panel again, nor the keys before 99 in the panel
+    // of keys 96-127: values planted in key 0's and key 96's columns stay, the one planted in
+    // key 99's is written over.
+    const auto cell = [](const HfLayerTrace& L, int key) {
+      return static_cast<std::size_t>(key / 32 * 32 * L.key_panels.head_dim + key % 32);
+    };
+    for (HfLayerTrace& L : edited.layers)
+      for (const int key : {0, 96, 99}) L.key_panels.floats[cell(L, key)] = 1234.5f;
     ids[99] = (ids[99] + 1) % 200;
     hf_forward(m, ids, edited);
     for (const HfLayerTrace& L : edited.layers) {
       EXPECT_EQ(L.key_panels.from, 0);
-      EXPECT_EQ(L.key_panels.floats[0], 1234.5f);
+      EXPECT_EQ(L.key_panels.floats[cell(L, 0)], 1234.5f);
+      EXPECT_EQ(L.key_panels.floats[cell(L, 96)], 1234.5f);
+      EXPECT_EQ(L.key_panels.floats[cell(L, 99)], L.k.data[static_cast<std::size_t>(99 * L.key_panels.head_dim)]);
     }
   }
 }

@@ -24,9 +24,11 @@ bool kernel_available();
 // each (k, kPanel) row-major, columns past n zero: the B operand of gemm_packed.
 std::vector<float> pack_transposed(const float* w, int n, int k);
 // The same panels written into out, which holds packed_size(n, k) floats: for operands packed
-// on every forward (a head's keys), into a buffer that is reused.
+// on every forward (a head's keys), into a buffer that is reused. With first > 0 only columns
+// [first, n) are written (and the zeros past n): the others hold what an earlier packing of
+// the same rows wrote there.
 std::int64_t packed_size(int n, int k);
-void pack_transposed_into(const float* w, int n, int k, float* out);
+void pack_transposed_into(const float* w, int n, int k, float* out, int first = 0);
 // The inverse: packed panels of an (n, k) matrix -> the (n, k) row-major matrix.
 std::vector<float> unpack_transposed(const float* packed, int n, int k);
 
