@@ -228,6 +228,53 @@ TEST_P(Gemm, Bf16PanelsGiveTheBitsOfTheWidenedWeights) {
   EXPECT_EQ(got, want);
 }
 
+// A row's bits do not depend on the rows around it: one row (an edit's, which runs two whole
+// panels at a time: gemm.cpp's row_two_panels) equals its row of a product of 13, float and
+// BF16 panels, with a bias or none, through gemm_packed and linear_into, at widths with an odd
+// panel or a partial one left over, and under a record whose depth blocks split the chains.
+TEST_P(Gemm, OneRowGivesTheBitsOfItsRowInAnyProduct) {
+  std::mt19937 gen(33);
+  const int m = 13;
+  int checked = 0;
+  for (const bool blocked : {false, true}) {
+    if (blocked) detail::set_tuning(detail::active_isa(), {0, 48, 0, 48});
+    for (const int n : {32, 64, 65, 96, 100, 160, 300})
+      for (const int k : {1, 17, 64, 1024}) {
+        SCOPED_TRACE(std::to_string(n) + " x " + std::to_string(k) + (blocked ? ", depth blocks of 48" : ""));
+        const Bf16Weights w = random_bf16(n, k, gen);
+        const std::vector<float> a = random_values(static_cast<std::size_t>(m) * k, gen);
+        const std::vector<float> bias = random_values(static_cast<std::size_t>(n), gen);
+        Linear half;
+        half.in = k;
+        half.out = n;
+        half.packed_bf16 = detail::pack_transposed_bf16(w.bytes.data() + 1, n, k);
+        Linear full = half;
+        full.packed_bf16.clear();
+        full.packed = detail::pack_transposed(w.widened.data(), n, k);
+        for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
+          std::vector<float> all(static_cast<std::size_t>(m) * n), one(static_cast<std::size_t>(n));
+          detail::gemm_packed(m, n, k, a.data(), k, full.packed.data(), b, all.data(), n);
+          for (int r = 0; r < m; r += 6) {
+            const float* row = a.data() + static_cast<std::size_t>(r) * k;
+            const std::vector<float> want(all.begin() + r * n, all.begin() + (r + 1) * n);
+            detail::gemm_packed(1, n, k, row, k, full.packed.data(), b, one.data(), n);
+            ASSERT_EQ(one, want) << "float panels, row " << r;
+            detail::gemm_packed_bf16(1, n, k, row, k, half.packed_bf16.data(), b, one.data(), n);
+            ASSERT_EQ(one, want) << "BF16 panels, row " << r;
+            for (Linear* l : {&full, &half}) {
+              l->bias = b ? bias : std::vector<float>{};
+              detail::linear_into(*l, row, 1, one.data(), n, true);
+              ASSERT_EQ(one, want) << (l == &half ? "BF16" : "float") << " Linear, row " << r;
+            }
+            ++checked;
+          }
+        }
+      }
+  }
+  detail::reset_tuning();
+  EXPECT_EQ(checked, 2 * 7 * 4 * 2 * 3);
+}
+
 // Rows of A a multiple of 2 KiB apart (k = 1024, 3072: Qwen3's products) are copied a line
 // further apart before the tiles read them (gemm.cpp, rows_for_tiles): the same bits as the
 // same rows read in place at a stride that is not copied, float and BF16 panels, across row
