@@ -298,7 +298,7 @@ void panel_rows(const KernelTuning& t, int i0, int i1, int j, int cols, int k, c
   // panel twice (the BF16 edit of Qwen3-0.6B: 85 → 75 ms), and attention's values, rows of a
   // head 512 bytes apart, in eight strided passes instead of four (its 28 layers: 4.3 → 3.7 ms).
   const TileShape shape = Wide ? TileShape{kTileRows, 4} : i1 - i0 <= 3 ? TileShape{3, 4} : kAvx2Tiles[t.avx2_tile];
-  const int R = shape.rows, W = 8 * shape.vectors;
+  const int R = shape.rows;
   const int kb = t.depth_block > 0 ? t.depth_block : std::max(k, 1);
   // The next panel's lines in equal slices, one per (depth block, row tile) in the order they
   // run: `per` each, and one more where the remainder's running sum crosses `slices` (no
@@ -327,10 +327,15 @@ void panel_rows(const KernelTuning& t, int i0, int i1, int j, int cols, int k, c
         (cols == kPanel ? kTiles<true, BT> : kTiles<false, BT>)[rows](d1 - d0, ta, lda, bp + d0 * ldb, ldb, tb,
                                                                       c + i * ldc + j, ldc, cols, d0 > 0, pf);
       } else {
-        for (int h = 0; h < kPanel && h < cols; h += W) {
-          const int hc = std::min(W, cols - h);
-          avx2_tile<BT>(shape, rows, hc)(d1 - d0, ta, lda, bp + d0 * ldb + h, ldb, tb ? tb + h : nullptr,
-                                         c + i * ldc + j + h, ldc, hc, d0 > 0, h == 0 ? pf : Prefetch{});
+        // A block's last rows, fewer than four, also take the panel whole (3 × 32): in the
+        // 6 × 16 record's halves two rows have four chains of FMAs, which wait on its latency
+        // (the 2 rows left of T = 128 took 3% of the chapter-3 forward's samples).
+        const TileShape tail = rows < R && rows <= 3 ? TileShape{3, 4} : shape;
+        const int tw = 8 * tail.vectors;
+        for (int h = 0; h < kPanel && h < cols; h += tw) {
+          const int hc = std::min(tw, cols - h);
+          avx2_tile<BT>(tail, rows, hc)(d1 - d0, ta, lda, bp + d0 * ldb + h, ldb, tb ? tb + h : nullptr,
+                                        c + i * ldc + j + h, ldc, hc, d0 > 0, h == 0 ? pf : Prefetch{});
         }
       }
       for (std::int64_t l = l0 + pf.lines; l < l1; ++l)
