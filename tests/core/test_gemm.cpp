@@ -229,9 +229,10 @@ TEST_P(Gemm, Bf16PanelsGiveTheBitsOfTheWidenedWeights) {
 }
 
 // A row's bits do not depend on the rows around it: one row (an edit's, which runs two whole
-// panels at a time: gemm.cpp's row_two_panels) equals its row of a product of 13, float and
-// BF16 panels, with a bias or none, through gemm_packed and linear_into, at widths with an odd
-// panel or a partial one left over, and under a record whose depth blocks split the chains.
+// panels at a time: gemm.cpp's row_two_panels, depth blocks or none) equals its row of a
+// product of 13, float and BF16 panels, with a bias or none, through gemm_packed and
+// linear_into, at widths with an odd panel or a partial one left over, and under a record
+// whose depth blocks (48 rows) split the 13 rows' chains.
 TEST_P(Gemm, OneRowGivesTheBitsOfItsRowInAnyProduct) {
   std::mt19937 gen(33);
   const int m = 13;

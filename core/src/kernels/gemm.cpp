@@ -420,10 +420,12 @@ void panels(const KernelTuning& t, int m, int n, int k, const float* a, std::int
   // 1.02–1.09 without; 1.40–1.45 against 1.15–1.25 when this machine's reads ran at 50 GB/s
   // (AMD Zen 4, AVX2 and AVX-512 alike). Two rows or more gain from it (two: 1.4 against 1.7).
   const bool fetch_next = packed && m > 1;
-  // One row goes two whole panels at a time (row_two_panels) unless a depth block splits its
-  // chains: in turns with the read as above, 1.20–1.36 times a 50 GB/s read with one panel at
-  // a time, 1.12–1.20 with two; level at 33 GB/s (BF16, AVX2; float panels level).
-  const bool two_panels = packed && m == 1 && !lower && (t.depth_block <= 0 || t.depth_block >= k);
+  // One row goes two whole panels at a time (row_two_panels): in turns with the read as above,
+  // 1.20–1.36 times a 50 GB/s read with one panel at a time, 1.12–1.20 with two; level at
+  // 33 GB/s (BF16, AVX2; float panels level). Whatever the record's depth block: it keeps a
+  // panel's block in L1 for the row tiles that share it, and one row is one tile; its sums
+  // carried through c between blocks are the same floats as the unbroken chain's.
+  const bool two_panels = packed && m == 1 && !lower;
   for (int i0 = 0; i0 < m; i0 += rb) {
     const int i1 = std::min(m, i0 + rb);
     const Rows rows = rows_for_tiles(a, lda, i0, i1, k, p1 - p0, copied);
