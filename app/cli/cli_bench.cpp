@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <random>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "cli.hpp"
@@ -39,41 +38,38 @@ double median_of(std::vector<double> v) {
 }
 
 // Runs `step` after `warmup` untimed runs, `repeat` times (0: as many as fit in 1 s, 5 to
-// 2000); returns each run's milliseconds. With `after`, each run of step (warm-up ones too)
-// is followed by one of after, timed apart into *after_ms: an edit and the read of its weights
+// 2000); returns each run's milliseconds. Each run of step (warm-up ones too) is followed by
+// one of `after`, timed apart into *after_ms when given: an edit and the read of its weights
 // then take turns and see the same machine. Timed one batch after the other, they did not:
 // this machine's reads moved between two speeds from one second to the next (Qwen3-0.6B's
 // weights in 20–23 or 33–36 ms), and the same code's edit / read-once came out 1.2 to 1.9.
-template <class Step, class After = void (*)()>
-std::vector<double> time_runs(int warmup, int repeat, Step step, After after = nullptr,
-                              std::vector<double>* after_ms = nullptr) {
+template <class Step, class After>
+std::vector<double> time_runs(int warmup, int repeat, Step step, After after, std::vector<double>* after_ms) {
   using clock = std::chrono::steady_clock;
-  const auto then = [&] {
-    if constexpr (!std::is_pointer_v<After>) {
-      const auto t0 = clock::now();
-      after();
-      return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-    } else {
-      return 0.0;
-    }
-  };
   for (int i = 0; i < warmup; ++i) {
     step();
-    then();
+    after();
   }
   std::vector<double> ms;
   const auto start = clock::now();
   for (;;) {
-    const auto t0 = clock::now();
+    auto t0 = clock::now();
     step();
     ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
-    const double read = then();
-    if (after_ms) after_ms->push_back(read);
+    t0 = clock::now();
+    after();
+    if (after_ms) after_ms->push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
     const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
     if (repeat > 0 ? static_cast<int>(ms.size()) >= repeat : (ms.size() >= 5 && (elapsed >= 1.0 || ms.size() >= 2000)))
       break;
   }
   return ms;
+}
+
+template <class Step>
+std::vector<double> time_runs(int warmup, int repeat, Step step) {
+  return time_runs(
+      warmup, repeat, step, [] {}, nullptr);
 }
 
 // The line saying what was timed (a whole forward, or the recompute of rows [from, T) after

@@ -293,11 +293,7 @@ template <bool Wide, class BT>
 void panel_rows(const KernelTuning& t, int i0, int i1, int j, int cols, int k, const float* a, std::int64_t lda,
                 const BT* bp, std::int64_t ldb, const float* bias, float* c, std::int64_t ldc, bool lower,
                 const void* next = nullptr, std::int64_t next_bytes = 0) {
-  // Up to three rows (an edit's one row; one row of each query head sharing a K/V head) take
-  // each AVX2 panel whole (3 × 32): in the record's 16-column halves they would read every
-  // panel twice (the BF16 edit of Qwen3-0.6B: 85 → 75 ms), and attention's values, rows of a
-  // head 512 bytes apart, in eight strided passes instead of four (its 28 layers: 4.3 → 3.7 ms).
-  const TileShape shape = Wide ? TileShape{kTileRows, 4} : i1 - i0 <= 3 ? TileShape{3, 4} : kAvx2Tiles[t.avx2_tile];
+  const TileShape shape = Wide ? TileShape{kTileRows, 4} : kAvx2Tiles[t.avx2_tile];
   const int R = shape.rows;
   const int kb = t.depth_block > 0 ? t.depth_block : std::max(k, 1);
   // The next panel's lines in equal slices, one per (depth block, row tile) in the order they
@@ -327,15 +323,18 @@ void panel_rows(const KernelTuning& t, int i0, int i1, int j, int cols, int k, c
         (cols == kPanel ? kTiles<true, BT> : kTiles<false, BT>)[rows](d1 - d0, ta, lda, bp + d0 * ldb, ldb, tb,
                                                                       c + i * ldc + j, ldc, cols, d0 > 0, pf);
       } else {
-        // A block's last rows, fewer than four, also take the panel whole (3 × 32): in the
-        // 6 × 16 record's halves two rows have four chains of FMAs, which wait on its latency
-        // (the 2 rows left of T = 128 took 3% of the chapter-3 forward's samples).
-        const TileShape tail = rows < R && rows <= 3 ? TileShape{3, 4} : shape;
-        const int tw = 8 * tail.vectors;
-        for (int h = 0; h < kPanel && h < cols; h += tw) {
-          const int hc = std::min(tw, cols - h);
-          avx2_tile<BT>(tail, rows, hc)(d1 - d0, ta, lda, bp + d0 * ldb + h, ldb, tb ? tb + h : nullptr,
-                                        c + i * ldc + j + h, ldc, hc, d0 > 0, h == 0 ? pf : Prefetch{});
+        // A tile of up to three rows takes the panel whole (3 × 32) whatever the record's
+        // shape: in 6 × 16 halves one row (an edit's) would read every panel twice (the BF16
+        // edit of Qwen3-0.6B: 85 → 75 ms); attention's values for one row of each query head
+        // sharing a K/V head (rows 512 bytes apart) would take eight strided passes instead of
+        // four (28 layers: 4.3 → 3.7 ms); and a block's last two rows would have four chains
+        // of FMAs waiting on its latency (3% of the chapter-3 forward's samples at T = 128).
+        const TileShape fit = rows <= 3 ? TileShape{3, 4} : shape;
+        const int fw = 8 * fit.vectors;
+        for (int h = 0; h < kPanel && h < cols; h += fw) {
+          const int hc = std::min(fw, cols - h);
+          avx2_tile<BT>(fit, rows, hc)(d1 - d0, ta, lda, bp + d0 * ldb + h, ldb, tb ? tb + h : nullptr,
+                                       c + i * ldc + j + h, ldc, hc, d0 > 0, h == 0 ? pf : Prefetch{});
         }
       }
       for (std::int64_t l = l0 + pf.lines; l < l1; ++l)
