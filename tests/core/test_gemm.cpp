@@ -276,6 +276,48 @@ TEST_P(Gemm, OneRowGivesTheBitsOfItsRowInAnyProduct) {
   EXPECT_EQ(checked, 2 * 7 * 4 * 2 * 3);
 }
 
+// A product of a few rows over row-major B (attention's values for one query row of each head
+// sharing them) goes through B's rows in blocks, every panel of a block before the next
+// (gemm.cpp, stream_rows): each of its rows has the bits of that row in a product of 13 rows,
+// which goes panel by panel through the whole depth. B's rows one after another (the next block
+// fetched) and further apart, partial panels, depths around the block, a record with depth
+// blocks of its own; nothing past n written.
+TEST_P(Gemm, FewRowsOverRowMajorBGiveTheBitsOfTheirRowsInAProductOfMany) {
+  std::mt19937 gen(37);
+  const int many = 13;
+  int checked = 0;
+  for (const bool blocked : {false, true}) {
+    if (blocked) detail::set_tuning(detail::active_isa(), {0, 48, 0, 48});
+    for (const int n : {32, 100, 128, 300})
+      for (const int k : {1, 31, 32, 33, 100, 1024})
+        for (const int extra : {0, 5}) {
+          const int ldb = n + extra, ldc = n + 3;
+          SCOPED_TRACE(std::to_string(n) + " x " + std::to_string(k) + ", B rows " + std::to_string(ldb) + " apart" +
+                       (blocked ? ", depth blocks of 48" : ""));
+          const std::vector<float> a = random_values(static_cast<std::size_t>(many) * k, gen);
+          const std::vector<float> b = random_values(static_cast<std::size_t>(k) * ldb, gen);
+          std::vector<float> all(static_cast<std::size_t>(many) * ldc);
+          detail::gemm_rowmajor(many, n, k, a.data(), k, b.data(), ldb, all.data(), ldc, false);
+          for (int m = 1; m <= 6; ++m) {
+            const int r0 = many - m;  // the last m rows: a tile of their own in the 13-row product too
+            std::vector<float> few(static_cast<std::size_t>(m) * ldc, 7.0f);
+            detail::gemm_rowmajor(m, n, k, a.data() + static_cast<std::size_t>(r0) * k, k, b.data(), ldb, few.data(),
+                                  ldc, false);
+            for (int i = 0; i < m; ++i) {
+              const float* want = all.data() + static_cast<std::size_t>(r0 + i) * ldc;
+              const float* got = few.data() + static_cast<std::size_t>(i) * ldc;
+              ASSERT_EQ(std::memcmp(got, want, static_cast<std::size_t>(n) * sizeof(float)), 0)
+                  << m << " rows, row " << i;
+              for (int j = n; j < ldc; ++j) ASSERT_EQ(got[j], 7.0f) << "past n, " << m << " rows, row " << i;
+            }
+            ++checked;
+          }
+        }
+  }
+  detail::reset_tuning();
+  EXPECT_EQ(checked, 2 * 4 * 6 * 2 * 6);
+}
+
 // Rows of A a multiple of 2 KiB apart (k = 1024, 3072: Qwen3's products) are copied a line
 // further apart before the tiles read them (gemm.cpp, rows_for_tiles): the same bits as the
 // same rows read in place at a stride that is not copied, float and BF16 panels, across row
