@@ -454,8 +454,14 @@ void panels(const KernelTuning& t, int m, int n, int k, const float* a, std::int
   // took miss buffers its loads needed. Qwen3-0.6B's 28 layers of one-row BF16 products, in
   // turns with a read of their 840 MiB: 1.11–1.20 times the read with the next panel fetched,
   // 1.02–1.09 without; 1.40–1.45 against 1.15–1.25 when this machine's reads ran at 50 GB/s
-  // (AMD Zen 4, AVX2 and AVX-512 alike). Two rows or more gain from it (two: 1.4 against 1.7).
-  const bool fetch_next = packed && m > 1;
+  // (AMD Zen 4, AVX2 and AVX-512 alike). Two rows or more of BF16 panels gain from it (two:
+  // 1.17–1.23 times the read with it, 1.40–1.48 without), and four rows or more of float panels
+  // on AVX2 (whose 6 × 16 tiles pass over each panel twice). Float panels of up to three rows
+  // (tiles reading each panel row whole on both kernels: attention's keys for one query row of
+  // each head sharing them) do not: 28 layers × 8 K/V heads of Qwen3-0.6B's keys at T = 1024,
+  // one thread, cold, two rows 5.5–6.8 ms with it and 4.2–4.4 without, three rows 5.9–6.3 and
+  // 4.6–4.7, a read of the same 112 MiB taking 4.0–4.3.
+  const bool fetch_next = packed && m > 1 && !(std::is_same_v<BT, float> && m <= 3);
   // One row goes two whole panels at a time (row_two_panels): in turns with the read as above,
   // 1.20–1.36 times a 50 GB/s read with one panel at a time, 1.12–1.20 with two; level at
   // 33 GB/s (BF16, AVX2; float panels level). Whatever the record's depth block: it keeps a
