@@ -449,6 +449,13 @@ void panels(const KernelTuning& t, int m, int n, int k, const float* a, std::int
       return;
     }
   }
+  // A few rows over row-major B (attention's values for one row of each head): stream_rows.
+  if constexpr (std::is_same_v<BT, float>) {
+    if (!packed && !lower && m <= kStreamRows && k > kStreamDepth) {
+      stream_rows<Wide>(t, m, n, k, a, lda, b, bias, c, ldc, p0, p1);
+      return;
+    }
+  }
   // A product of one row (an edit's) streams its panels, one after another in memory, once:
   // the core's own stream prefetcher follows it, and fetching the next panel as well only
   // took miss buffers its loads needed. Qwen3-0.6B's 28 layers of one-row BF16 products, in
@@ -468,12 +475,6 @@ void panels(const KernelTuning& t, int m, int n, int k, const float* a, std::int
   // panel's block in L1 for the row tiles that share it, and one row is one tile; its sums
   // carried through c between blocks are the same floats as the unbroken chain's.
   const bool two_panels = packed && m == 1 && !lower;
-  if constexpr (std::is_same_v<BT, float>) {
-    if (!packed && !lower && m <= kStreamRows && k > kStreamDepth) {
-      stream_rows<Wide>(t, m, n, k, a, lda, b, bias, c, ldc, p0, p1);
-      return;
-    }
-  }
   for (int i0 = 0; i0 < m; i0 += rb) {
     const int i1 = std::min(m, i0 + rb);
     const Rows rows = rows_for_tiles(a, lda, i0, i1, k, p1 - p0, copied);
