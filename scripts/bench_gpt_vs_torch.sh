@@ -14,4 +14,5 @@ fi
 cmake --build "$build" -j2
 model="$build/gpt2-small-random"
 [ -s "$model/model.safetensors" ] || /usr/bin/python3 tests/models/make_checkpoints.py --gpt2-small "$model"
+. scripts/openblas_core.sh
 exec /usr/bin/python3 scripts/bench_gpt_vs_torch.py "$build/app/mhaviz" "$model" "${@:2}"

@@ -41,6 +41,7 @@ fi
 model=${model:-$build/qwen3-0.6b${bf16:+-bf16}}
 [ -s "$model/model.safetensors" ] ||
   /usr/bin/python3 tests/models/make_modern_checkpoints.py --qwen3-0.6b "$model" ${bf16:+--bf16}
+. scripts/openblas_core.sh
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-) ($(grep -o -w 'avx2\|avx512f' /proc/cpuinfo | sort -u | tr '\n' ' '))"
 echo "checkpoint $model ($(du -m "$model/model.safetensors" | cut -f1) MiB), T = $tokens, mhaviz --backend $backend," \
   "ATEN_CPU_CAPABILITY=${ATEN_CPU_CAPABILITY:-default} OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-auto}"

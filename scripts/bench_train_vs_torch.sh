@@ -13,4 +13,5 @@ if ! /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null; then
 fi
 [ -f "$build/CMakeCache.txt" ] || cmake --preset release -B "$build" -DMHAVIZ_GUI=OFF -DMHAVIZ_TESTS=OFF
 cmake --build "$build" -j2 --target mhaviz
+. scripts/openblas_core.sh
 exec /usr/bin/python3 scripts/bench_train_vs_torch.py "$build/app/mhaviz" "${@:2}"

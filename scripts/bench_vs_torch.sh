@@ -16,4 +16,5 @@ fi
 # Its own build directory: turning the GUI off in build/release would strip the app from `dev.sh run`.
 [ -f "$build/CMakeCache.txt" ] || cmake --preset release -B "$build" -DMHAVIZ_GUI=OFF -DMHAVIZ_TESTS=OFF
 cmake --build "$build" -j2  # always: a stale binary would measure old code
+. scripts/openblas_core.sh
 exec /usr/bin/python3 scripts/bench_vs_torch.py "$build/app/mhaviz" "${@:2}"
