@@ -33,24 +33,20 @@ SQUARE = (2048, 2048, 2048)
 # [SECTION] the SGEMM peak
 
 def sgemm_peak_here(shapes, repeat):
-    """GFLOP/s: the best over `shapes` (and 2048³) and over 1 to all of this process's CPUs as
-    torch's threads of torch.mm's median rate on an m×k by k×n product, in this process, after
-    two warm-up products each. Every thread count: torch's default is not always every core (one
-    thread on a 2-core Intel Xeon here), and the forwards timed beside take the best of 1 and 2."""
+    """GFLOP/s: the best over `shapes` (and 2048³) of torch.mm's median rate on an m×k by k×n
+    product, in this process, after two warm-up products each."""
     import torch
     best = 0.0
-    for threads in range(1, len(os.sched_getaffinity(0)) + 1):
-        torch.set_num_threads(threads)
-        for m, k, n in dict.fromkeys([*shapes, SQUARE]):
-            a, b = torch.rand(m, k), torch.rand(k, n)
-            for _ in range(2):
-                torch.mm(a, b)
-            times = []
-            for _ in range(repeat):
-                t0 = time.perf_counter()
-                torch.mm(a, b)
-                times.append(time.perf_counter() - t0)
-            best = max(best, 2 * m * k * n / statistics.median(times) / 1e9)
+    for m, k, n in dict.fromkeys([*shapes, SQUARE]):
+        a, b = torch.rand(m, k), torch.rand(k, n)
+        for _ in range(2):
+            torch.mm(a, b)
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            torch.mm(a, b)
+            times.append(time.perf_counter() - t0)
+        best = max(best, 2 * m * k * n / statistics.median(times) / 1e9)
     return best
 
 
