@@ -36,7 +36,7 @@ std::string end_text(const KvRow& r, double bytes, const Unit& u) {
 }
 
 // The base variant's colour (the Okabe-Ito palette): MHA blue, GQA orange, MLA green.
-Color variant_color(const std::string& v) {
+Color series_color(const std::string& v) {
   if (v.starts_with("GQA")) return {230, 159, 0, 255};
   if (v.starts_with("MLA")) return {0, 158, 115, 255};
   return {0, 114, 178, 255};
@@ -78,7 +78,7 @@ Figure build_kv_memory_figure(const KvModel& m, const Options& o) {
   float lx = kMargin;
   for (const KvRow& r : names) {
     const bool dashed = r.variant.find("SWA") != std::string::npos;
-    lx = key(B, lx, y, variant_color(r.variant), r.variant + " (" + r.detail + (dashed ? ", dashed)" : ")"));
+    lx = key(B, lx, y, series_color(r.variant), r.variant + " (" + r.detail + (dashed ? ", dashed)" : ")"));
   }
   y += 10.0f;
 
@@ -100,7 +100,7 @@ Figure build_kv_memory_figure(const KvModel& m, const Options& o) {
   draw_axes(B, a, std::string("KV cache (") + u.name + ")", "context length (tokens, log scale)", 10, 6, true);
   B.hit("kv_memory_plot", a.x0, a.y0, a.x1, a.y1);
   for (std::size_t r = 0; r < names.size(); ++r) {
-    const Color c = variant_color(names[r].variant);
+    const Color c = series_color(names[r].variant);
     const bool dashed = names[r].variant.find("SWA") != std::string::npos;
     for (std::size_t k = 1; k < contexts.size(); ++k) {
       if (dashed && k % 2 == 0) continue;
@@ -116,7 +116,7 @@ Figure build_kv_memory_figure(const KvModel& m, const Options& o) {
   float below = -1e9f;
   for (const std::size_t r : order) {
     const float ly = std::max(a.sy(bytes[r].back() / u.div) + text_ascent(B.ty.small) * 0.5f, below);
-    B.text(a.x1 + 8.0f, ly, end_text(names[r], bytes[r].back(), u), B.ty.small, variant_color(names[r].variant), 0,
+    B.text(a.x1 + 8.0f, ly, end_text(names[r], bytes[r].back(), u), B.ty.small, series_color(names[r].variant), 0,
            "end-value");
     below = ly + line_h(B.ty.small);
   }

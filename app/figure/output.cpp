@@ -11,9 +11,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <tuple>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <tuple>
 
 #include "figure/figure.hpp"
 #include "figure/sidecar.hpp"
@@ -29,7 +29,8 @@ struct Raster {
 
   void blend(int x, int y, Color c, float cover) {
     if (x < 0 || y < 0 || x >= w || y >= h || cover <= 0.0f) return;
-    std::uint8_t* d = &px[(static_cast<std::size_t>(y) * static_cast<std::size_t>(w) + static_cast<std::size_t>(x)) * 4];
+    std::uint8_t* d =
+        &px[(static_cast<std::size_t>(y) * static_cast<std::size_t>(w) + static_cast<std::size_t>(x)) * 4];
     const float sa = static_cast<float>(c.a) / 255.0f * std::min(cover, 1.0f);
     if (sa >= 0.999f) {
       d[0] = c.r, d[1] = c.g, d[2] = c.b, d[3] = 255;
@@ -39,7 +40,8 @@ struct Raster {
     const float oa = sa + da * (1.0f - sa);
     if (oa <= 0.0f) return;
     const auto mix = [&](std::uint8_t s, std::uint8_t t) {
-      return static_cast<std::uint8_t>(std::lround((static_cast<float>(s) * sa + static_cast<float>(t) * da * (1.0f - sa)) / oa));
+      return static_cast<std::uint8_t>(
+          std::lround((static_cast<float>(s) * sa + static_cast<float>(t) * da * (1.0f - sa)) / oa));
     };
     d[0] = mix(c.r, d[0]);
     d[1] = mix(c.g, d[1]);
@@ -74,14 +76,16 @@ void fill_cells(Raster& c, const Prim& p, const HeatmapInfo& h, const Figure& f,
     const int y0 = std::max(0, edge(h.y0 + static_cast<float>(i) * h.cell, scale));
     const int y1 = std::min(c.h, edge(h.y0 + static_cast<float>(i + 1) * h.cell - h.gap, scale));
     for (int j = 0; j < h.cols; ++j) {
-      const std::size_t k = static_cast<std::size_t>(i) * static_cast<std::size_t>(h.cols) + static_cast<std::size_t>(j);
+      const std::size_t k =
+          static_cast<std::size_t>(i) * static_cast<std::size_t>(h.cols) + static_cast<std::size_t>(j);
       const int x0 = std::max(0, edge(h.x0 + static_cast<float>(j) * h.cell, scale));
       const int x1 = std::min(c.w, edge(h.x0 + static_cast<float>(j + 1) * h.cell - h.gap, scale));
       const bool masked = h.hidden(k), window = masked && h.windowed(k);
       const Color a = window ? f.window_a : p.color, b = window ? f.window_b : p.color2;
       const Color fill = masked ? a : cell_color(h.scale, h.values[k]);
       for (int y = y0; y < y1; ++y) {
-        std::uint8_t* d = &c.px[(static_cast<std::size_t>(y) * static_cast<std::size_t>(c.w) + static_cast<std::size_t>(x0)) * 4];
+        std::uint8_t* d =
+            &c.px[(static_cast<std::size_t>(y) * static_cast<std::size_t>(c.w) + static_cast<std::size_t>(x0)) * 4];
         for (int x = x0; x < x1; ++x, d += 4) {
           const Color col = masked ? (((x + y) % period) < period / 2 ? b : a) : fill;
           d[0] = col.r, d[1] = col.g, d[2] = col.b, d[3] = 255;
@@ -106,8 +110,10 @@ void draw_line(Raster& c, const Prim& p, int scale) {
   const float s = static_cast<float>(scale);
   const float ax = p.x0 * s, ay = p.y0 * s, bx = p.x1 * s, by = p.y1 * s;
   const float r = std::max(0.5f, p.size * s * 0.5f);
-  const int x0 = static_cast<int>(std::floor(std::min(ax, bx) - r - 1)), x1 = static_cast<int>(std::ceil(std::max(ax, bx) + r + 1));
-  const int y0 = static_cast<int>(std::floor(std::min(ay, by) - r - 1)), y1 = static_cast<int>(std::ceil(std::max(ay, by) + r + 1));
+  const int x0 = static_cast<int>(std::floor(std::min(ax, bx) - r - 1)),
+            x1 = static_cast<int>(std::ceil(std::max(ax, bx) + r + 1));
+  const int y0 = static_cast<int>(std::floor(std::min(ay, by) - r - 1)),
+            y1 = static_cast<int>(std::ceil(std::max(ay, by) + r + 1));
   const float dx = bx - ax, dy = by - ay, len2 = std::max(1e-6f, dx * dx + dy * dy);
   for (int y = y0; y <= y1; ++y)
     for (int x = x0; x <= x1; ++x) {
@@ -143,12 +149,15 @@ void draw_text(Raster& c, const Prim& p, int scale) {
   const float ax = p.x0 * s, ay = p.y0 * s;
   for (int by = 0; by < bh; ++by)
     for (int bx = 0; bx < bw; ++bx) {
-      const std::uint8_t v = cov[static_cast<std::size_t>(by) * static_cast<std::size_t>(bw) + static_cast<std::size_t>(bx)];
+      const std::uint8_t v =
+          cov[static_cast<std::size_t>(by) * static_cast<std::size_t>(bw) + static_cast<std::size_t>(bx)];
       if (!v) continue;
-      const float lx = static_cast<float>(bx - pad) - shift, ly = static_cast<float>(by - pad) - asc;  // relative to anchor
+      const float lx = static_cast<float>(bx - pad) - shift,
+                  ly = static_cast<float>(by - pad) - asc;  // relative to anchor
       // Rotated -90 degrees for vertical text: (lx, ly) -> (ly, -lx).
       const float X = p.vertical ? ax + ly : ax + lx, Y = p.vertical ? ay - lx : ay + ly;
-      c.blend(static_cast<int>(std::lround(X)), static_cast<int>(std::lround(Y)), p.color, static_cast<float>(v) / 255.0f);
+      c.blend(static_cast<int>(std::lround(X)), static_cast<int>(std::lround(Y)), p.color,
+              static_cast<float>(v) / 255.0f);
     }
 }
 
@@ -176,7 +185,7 @@ std::string esc(const std::string& s) {
   return o;
 }
 
-std::string num(float v) {
+std::string svg_number(float v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.6g", static_cast<double>(v));
   return b;
@@ -190,7 +199,7 @@ std::string rgb(Color c) {
 
 std::string fill_attr(Color c) {
   std::string s = "fill=\"" + rgb(c) + "\"";
-  if (c.a != 255) s += " fill-opacity=\"" + num(static_cast<float>(c.a) / 255.0f) + "\"";
+  if (c.a != 255) s += " fill-opacity=\"" + svg_number(static_cast<float>(c.a) / 255.0f) + "\"";
   return s;
 }
 
@@ -240,61 +249,77 @@ std::string to_svg(const Figure& f) {
   // Hatch patterns of masked cells and of cells outside a sliding window, and one vertical
   // gradient per colormap used by a colorbar.
   o += "<defs>\n";
-  for (const auto& [id, a, b] : {std::tuple{"hatch", f.masked_a, f.masked_b}, std::tuple{"hatch-window", f.window_a, f.window_b}})
-    o += std::string("<pattern id=\"") + id + "\" patternUnits=\"userSpaceOnUse\" width=\"6\" height=\"6\" "
-         "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" " + fill_attr(a) +
-         "/><rect width=\"3\" height=\"6\" " + fill_attr(b) + "/></pattern>\n";
+  for (const auto& [id, a, b] :
+       {std::tuple{"hatch", f.masked_a, f.masked_b}, std::tuple{"hatch-window", f.window_a, f.window_b}})
+    o += std::string("<pattern id=\"") + id +
+         "\" patternUnits=\"userSpaceOnUse\" width=\"6\" height=\"6\" "
+         "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" " +
+         fill_attr(a) + "/><rect width=\"3\" height=\"6\" " + fill_attr(b) + "/></pattern>\n";
   for (int k = 0; k < kColormapCount; ++k) {
     o += "<linearGradient id=\"cmap-" + std::string(colormap_name(static_cast<Colormap>(k))) +
          "\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">";
     for (int i = 0; i <= 16; ++i) {
       const auto c = colormap_lut(static_cast<Colormap>(k), i * 255 / 16);
-      o += "<stop offset=\"" + num(static_cast<float>(i) / 16.0f) + "\" stop-color=\"" + rgb({c[0], c[1], c[2], 255}) + "\"/>";
+      o += "<stop offset=\"" + svg_number(static_cast<float>(i) / 16.0f) + "\" stop-color=\"" +
+           rgb({c[0], c[1], c[2], 255}) + "\"/>";
     }
     o += "</linearGradient>\n";
   }
   o += "</defs>\n";
-  if (f.background.a > 0) o += "<rect class=\"background\" width=\"100%\" height=\"100%\" " + fill_attr(f.background) + "/>\n";
+  if (f.background.a > 0)
+    o += "<rect class=\"background\" width=\"100%\" height=\"100%\" " + fill_attr(f.background) + "/>\n";
   for (const Prim& p : f.prims) {
     const std::string cls = p.cls.empty() ? "" : " class=\"" + esc(p.cls) + "\"";
-    const std::string geom = "x=\"" + num(p.x0) + "\" y=\"" + num(p.y0) + "\" width=\"" + num(p.x1 - p.x0) +
-                             "\" height=\"" + num(p.y1 - p.y0) + "\"";
+    const std::string geom = "x=\"" + svg_number(p.x0) + "\" y=\"" + svg_number(p.y0) + "\" width=\"" +
+                             svg_number(p.x1 - p.x0) + "\" height=\"" + svg_number(p.y1 - p.y0) + "\"";
     switch (p.kind) {
       case Prim::Kind::Rect:
         o += "<rect" + cls + " " + geom + " " + fill_attr(p.color);
         o += p.text.empty() ? "/>\n" : "><title>" + esc(p.text) + "</title></rect>\n";
         break;
       case Prim::Kind::Hatch:
-        o += "<rect" + cls + " " + geom + (p.color == f.window_a && p.color2 == f.window_b ? " fill=\"url(#hatch-window)\"" : " fill=\"url(#hatch)\"");
+        o += "<rect" + cls + " " + geom +
+             (p.color == f.window_a && p.color2 == f.window_b ? " fill=\"url(#hatch-window)\""
+                                                              : " fill=\"url(#hatch)\"");
         o += p.text.empty() ? "/>\n" : "><title>" + esc(p.text) + "</title></rect>\n";
         break;
       case Prim::Kind::Gradient:
         o += "<rect" + cls + " " + geom + " fill=\"url(#cmap-" + std::string(colormap_name(p.cmap)) + ")\"/>\n";
         break;
       case Prim::Kind::Frame:
-        o += "<rect" + cls + " " + geom + " fill=\"none\" stroke=\"" + rgb(p.color) + "\" stroke-width=\"" + num(p.size) + "\"/>\n";
+        o += "<rect" + cls + " " + geom + " fill=\"none\" stroke=\"" + rgb(p.color) + "\" stroke-width=\"" +
+             svg_number(p.size) + "\"/>\n";
         break;
       case Prim::Kind::Line:
-        o += "<line" + cls + " x1=\"" + num(p.x0) + "\" y1=\"" + num(p.y0) + "\" x2=\"" + num(p.x1) + "\" y2=\"" +
-             num(p.y1) + "\" stroke=\"" + rgb(p.color) + "\" stroke-width=\"" + num(p.size) + "\"/>\n";
+        o += "<line" + cls + " x1=\"" + svg_number(p.x0) + "\" y1=\"" + svg_number(p.y0) + "\" x2=\"" +
+             svg_number(p.x1) + "\" y2=\"" + svg_number(p.y1) + "\" stroke=\"" + rgb(p.color) + "\" stroke-width=\"" +
+             svg_number(p.size) + "\"/>\n";
         break;
       case Prim::Kind::Cells: {
         const HeatmapInfo& h = f.heatmaps[static_cast<std::size_t>(p.heatmap)];
         const float w = h.cell - h.gap;
         for (int i = 0; i < h.rows; ++i)
           for (int j = 0; j < h.cols; ++j) {
-            const std::size_t k = static_cast<std::size_t>(i) * static_cast<std::size_t>(h.cols) + static_cast<std::size_t>(j);
+            const std::size_t k =
+                static_cast<std::size_t>(i) * static_cast<std::size_t>(h.cols) + static_cast<std::size_t>(j);
             const float v = h.values[k];
             const bool masked = h.hidden(k), window = masked && h.windowed(k);
-            o += window ? "<rect class=\"cell masked window\" x=\"" : masked ? "<rect class=\"cell masked\" x=\"" : "<rect class=\"cell\" x=\"";
-            o += num(h.x0 + static_cast<float>(j) * h.cell) + "\" y=\"" + num(h.y0 + static_cast<float>(i) * h.cell) + "\" width=\"" +
-                 num(w) + "\" height=\"" + num(w) + "\" ";
-            o += window ? std::string("fill=\"url(#hatch-window)\"")
-                 : masked ? std::string("fill=\"url(#hatch)\"") : "fill=\"" + rgb(cell_color(h.scale, v)) + "\"";
+            o += window   ? "<rect class=\"cell masked window\" x=\""
+                 : masked ? "<rect class=\"cell masked\" x=\""
+                          : "<rect class=\"cell\" x=\"";
+            o += svg_number(h.x0 + static_cast<float>(j) * h.cell) + "\" y=\"" +
+                 svg_number(h.y0 + static_cast<float>(i) * h.cell) + "\" width=\"" + svg_number(w) + "\" height=\"" +
+                 svg_number(w) + "\" ";
+            o += window   ? std::string("fill=\"url(#hatch-window)\"")
+                 : masked ? std::string("fill=\"url(#hatch)\"")
+                          : "fill=\"" + rgb(cell_color(h.scale, v)) + "\"";
             if (!h.row_names.empty()) {
               o += "><title>" + esc(h.row_names[static_cast<std::size_t>(i)]) + " \xE2\x86\x92 " +
                    esc(h.col_names[static_cast<std::size_t>(j)]) + ": " +
-                 (window ? std::string("outside the window") : masked ? std::string("masked") : num(v)) + "</title></rect>\n";
+                   (window   ? std::string("outside the window")
+                    : masked ? std::string("masked")
+                             : svg_number(v)) +
+                   "</title></rect>\n";
             } else {
               o += "/>\n";
             }
@@ -303,10 +328,10 @@ std::string to_svg(const Figure& f) {
       }
       case Prim::Kind::Text: {
         const char* anchor = p.align == 1 ? "middle" : p.align == 2 ? "end" : "start";
-        o += "<text" + cls + " x=\"" + num(p.x0) + "\" y=\"" + num(p.y0) + "\" font-size=\"" + num(p.size) +
-             "\" text-anchor=\"" + anchor + "\" " + fill_attr(p.color);
+        o += "<text" + cls + " x=\"" + svg_number(p.x0) + "\" y=\"" + svg_number(p.y0) + "\" font-size=\"" +
+             svg_number(p.size) + "\" text-anchor=\"" + anchor + "\" " + fill_attr(p.color);
         if (p.mono) o += " font-family=\"DejaVu Sans Mono, monospace\"";
-        if (p.vertical) o += " transform=\"rotate(-90 " + num(p.x0) + " " + num(p.y0) + ")\"";
+        if (p.vertical) o += " transform=\"rotate(-90 " + svg_number(p.x0) + " " + svg_number(p.y0) + ")\"";
         o += ">" + esc(p.text) + "</text>\n";
         break;
       }
@@ -317,9 +342,12 @@ std::string to_svg(const Figure& f) {
 }
 
 nlohmann::json placement_json(const HeatmapPlacement& p) {
-  return {{"head", p.head}, {"x0", p.x0},     {"y0", p.y0},     {"x1", p.x1},
-          {"y1", p.y1},     {"rows", p.rows}, {"cols", p.cols}, {"vmin", p.vmin},
-          {"vmax", p.vmax}, {"colormap", std::string(colormap_name(p.cmap))}, {"log", p.log}};
+  return {{"head", p.head}, {"x0", p.x0},
+          {"y0", p.y0},     {"x1", p.x1},
+          {"y1", p.y1},     {"rows", p.rows},
+          {"cols", p.cols}, {"vmin", p.vmin},
+          {"vmax", p.vmax}, {"colormap", std::string(colormap_name(p.cmap))},
+          {"log", p.log}};
 }
 
 std::string sidecar_json(const Figure& f, int scale, const std::string& image) {
@@ -330,8 +358,8 @@ std::string sidecar_json(const Figure& f, int scale, const std::string& image) {
     json values = json::array();
     for (float v : h.values) values.push_back(std::isfinite(v) ? json(v) : json(nullptr));
     json hj = placement_json({h.head, h.x0 * s, h.y0 * s, (h.x0 + h.cell * static_cast<float>(h.cols)) * s,
-                              (h.y0 + h.cell * static_cast<float>(h.rows)) * s, h.rows, h.cols, h.scale.vmin, h.scale.vmax,
-                              h.scale.cmap, h.scale.log});
+                              (h.y0 + h.cell * static_cast<float>(h.rows)) * s, h.rows, h.cols, h.scale.vmin,
+                              h.scale.vmax, h.scale.cmap, h.scale.log});
     hj["cell"] = h.cell * s;
     hj["values"] = values;
     // The cells hatched as outside a sliding window (row-major indices), when there are any.
@@ -350,18 +378,19 @@ std::string sidecar_json(const Figure& f, int scale, const std::string& image) {
     }
     maps[std::string(colormap_name(static_cast<Colormap>(k)))] = lut;
   }
-  const json j = {{"image", image},
-                  {"width", f.width * scale},
-                  {"height", f.height * scale},
-                  {"logical_width", f.width},
-                  {"logical_height", f.height},
-                  {"scale", scale},
-                  {"cells", f.cells},
-                  {"heads", heads},
-                  {"masked_colors", {{f.masked_a.r, f.masked_a.g, f.masked_a.b}, {f.masked_b.r, f.masked_b.g, f.masked_b.b}}},
-                  {"window_colors", {{f.window_a.r, f.window_a.g, f.window_a.b}, {f.window_b.r, f.window_b.g, f.window_b.b}}},
-                  {"caption", {{"y0", f.caption_y0 * s}, {"y1", f.caption_y1 * s}}},
-                  {"colormaps", maps}};
+  const json j = {
+      {"image", image},
+      {"width", f.width * scale},
+      {"height", f.height * scale},
+      {"logical_width", f.width},
+      {"logical_height", f.height},
+      {"scale", scale},
+      {"cells", f.cells},
+      {"heads", heads},
+      {"masked_colors", {{f.masked_a.r, f.masked_a.g, f.masked_a.b}, {f.masked_b.r, f.masked_b.g, f.masked_b.b}}},
+      {"window_colors", {{f.window_a.r, f.window_a.g, f.window_a.b}, {f.window_b.r, f.window_b.g, f.window_b.b}}},
+      {"caption", {{"y0", f.caption_y0 * s}, {"y1", f.caption_y1 * s}}},
+      {"colormaps", maps}};
   return j.dump(1) + "\n";
 }
 
@@ -371,8 +400,13 @@ std::string prims_json(const Figure& f, bool with_values) {
   const auto color = [](Color c) { return json{c.r, c.g, c.b, c.a}; };
   json prims = json::array();
   for (const Prim& p : f.prims) {
-    json j = {{"kind", kKinds[static_cast<int>(p.kind)]}, {"x0", p.x0}, {"y0", p.y0}, {"x1", p.x1}, {"y1", p.y1},
-              {"color", color(p.color)}, {"class", p.cls}};
+    json j = {{"kind", kKinds[static_cast<int>(p.kind)]},
+              {"x0", p.x0},
+              {"y0", p.y0},
+              {"x1", p.x1},
+              {"y1", p.y1},
+              {"color", color(p.color)},
+              {"class", p.cls}};
     if (p.kind == Prim::Kind::Text)
       j.update({{"text", p.text}, {"size", p.size}, {"align", p.align}, {"vertical", p.vertical}, {"mono", p.mono}});
     if (p.kind == Prim::Kind::Line || p.kind == Prim::Kind::Frame) j["width"] = p.size;
@@ -392,7 +426,9 @@ std::string prims_json(const Figure& f, bool with_values) {
   }
   json hits = json::array();
   for (const Hit& h : f.hits) hits.push_back({{"id", h.id}, {"x0", h.x0}, {"y0", h.y0}, {"x1", h.x1}, {"y1", h.y1}});
-  return json{{"width", f.width}, {"height", f.height}, {"prims", prims}, {"heatmaps", heatmaps}, {"hits", hits}}.dump() + "\n";
+  return json{{"width", f.width}, {"height", f.height}, {"prims", prims}, {"heatmaps", heatmaps}, {"hits", hits}}
+             .dump() +
+         "\n";
 }
 
 // [SECTION] Files that never replace an earlier one
@@ -402,7 +438,8 @@ std::string write_new_file(const std::string& dir, const std::string& stem, cons
   std::error_code ec;
   fs::create_directories(dir, ec);
   const auto fail = [&](const std::string& what, int err) {
-    throw std::runtime_error("cannot write in '" + dir + "': " + what + (err ? std::string(": ") + std::strerror(err) : ""));
+    throw std::runtime_error("cannot write in '" + dir + "': " + what +
+                             (err ? std::string(": ") + std::strerror(err) : ""));
   };
   std::string tmpl = (fs::path(dir) / (".mhaviz-capture-XXXXXX")).string();
   std::vector<char> name(tmpl.begin(), tmpl.end());

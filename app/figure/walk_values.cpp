@@ -83,7 +83,7 @@ int kv_read(const StepSource& s, lay::Step st, int h) {
 
 namespace {
 
-float at(const Tensor& t, std::int64_t i) {
+float value_at(const Tensor& t, std::int64_t i) {
   return i >= 0 && i < t.numel() ? t.data[static_cast<std::size_t>(i)] : 0.0f;
 }
 const Tensor& projection(const Trace& tr, int p) { return p == 0 ? tr.queries : p == 1 ? tr.keys : tr.values; }
@@ -107,37 +107,38 @@ float step_value(const StepSource& s, lay::Step st, std::int64_t flat) {
   const Variant v = tr.config.variant;
   const int part = pane + lay::first_part(st, dims);  // q, k or v
   switch (st) {
-    case lay::Step::Input: return at(tr.input, off);
+    case lay::Step::Input: return value_at(tr.input, off);
     case lay::Step::Project:
-      if (v == Variant::Wrapper) return at(per_head(tr, part), off);
-      if (v == Variant::FusedQkv) return at(tr.qkv, off);
-      return at(projection(tr, part), off);
-    case lay::Step::View: return v == Variant::FusedQkv ? at(tr.qkv, off) : at(projection(tr, part), off);
+      if (v == Variant::Wrapper) return value_at(per_head(tr, part), off);
+      if (v == Variant::FusedQkv) return value_at(tr.qkv, off);
+      return value_at(projection(tr, part), off);
+    case lay::Step::View: return v == Variant::FusedQkv ? value_at(tr.qkv, off) : value_at(projection(tr, part), off);
     case lay::Step::Transpose:
       if (v == Variant::FusedQkv)
-        return at(tr.qkv,
-                  base + lay::move_index_inverse(lay::Move::Transpose, lay::step_layout(lay::Step::View, dims), l, r));
-      return at(per_head(tr, part), off);
-    case lay::Step::Chunk: return at(per_head(tr, part), off);
-    case lay::Step::Expand: return at(expanded(s, pane), off);
-    case lay::Step::QkNorm: return at(tr.q_normed, off);
-    case lay::Step::Latent: return at(tr.latent, off);
-    case lay::Step::Rope: return at(tr.q_rotated, off);
-    case lay::Step::Scores: return at(s.repeat_wrong() ? s.mistake->repeat.scores : tr.scores, off);
+        return value_at(tr.qkv, base + lay::move_index_inverse(lay::Move::Transpose,
+                                                               lay::step_layout(lay::Step::View, dims), l, r));
+      return value_at(per_head(tr, part), off);
+    case lay::Step::Chunk: return value_at(per_head(tr, part), off);
+    case lay::Step::Expand: return value_at(expanded(s, pane), off);
+    case lay::Step::QkNorm: return value_at(tr.q_normed, off);
+    case lay::Step::Latent: return value_at(tr.latent, off);
+    case lay::Step::Rope: return value_at(tr.q_rotated, off);
+    case lay::Step::Scores: return value_at(s.repeat_wrong() ? s.mistake->repeat.scores : tr.scores, off);
     case lay::Step::Mask: {
       const lay::Cell c = lay::cell_of(l, flat);
       if (tr.masked(static_cast<int>(c.row), static_cast<int>(c.col))) return -std::numeric_limits<float>::infinity();
-      return at(tr.scores, off);
+      return value_at(tr.scores, off);
     }
-    case lay::Step::Softmax: return at(tr.weights, off);
-    case lay::Step::Dropout: return at(tr.weights_after_dropout(), off);
-    case lay::Step::Context: return at(tr.context, off);
+    case lay::Step::Softmax: return value_at(tr.weights, off);
+    case lay::Step::Dropout: return value_at(tr.weights_after_dropout(), off);
+    case lay::Step::Context: return value_at(tr.context, off);
     case lay::Step::TransposeBack:
-      return at(tr.context,
-                base + lay::move_index_inverse(lay::Move::Transpose, lay::step_layout(lay::Step::Context, dims), l, r));
-    case lay::Step::Merge: return at(s.wrong() ? s.mistake->merged : tr.context_merged, off);
-    case lay::Step::Concat: return at(tr.context_merged, off);
-    case lay::Step::OutProj: return at(s.wrong() && !s.mistake->output.empty() ? s.mistake->output : tr.output, off);
+      return value_at(tr.context, base + lay::move_index_inverse(lay::Move::Transpose,
+                                                                 lay::step_layout(lay::Step::Context, dims), l, r));
+    case lay::Step::Merge: return value_at(s.wrong() ? s.mistake->merged : tr.context_merged, off);
+    case lay::Step::Concat: return value_at(tr.context_merged, off);
+    case lay::Step::OutProj:
+      return value_at(s.wrong() && !s.mistake->output.empty() ? s.mistake->output : tr.output, off);
   }
   return 0.0f;
 }

@@ -33,12 +33,7 @@ namespace {
 // Skipped, visibly, on a CPU without the ISA (test::OnBackend).
 class Gemm : public test::OnBackend {};
 
-std::vector<float> random_values(std::size_t n, std::mt19937& gen) {
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(gen);
-  return v;
-}
+using test::random_values;
 
 // Runs check(note) under the default record, then (unless it failed fatally) under one whose
 // depth blocks of 48 rows split a product's chains, note saying which. The default record comes

@@ -13,6 +13,7 @@
 #include "mhaviz/gpt.hpp"
 #include "mhaviz/gpt_forward.hpp"
 #include "mhaviz/safetensors.hpp"
+#include "model_test_util.hpp"
 
 namespace mhaviz {
 namespace {
@@ -20,7 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const fs::path kModels = MHAVIZ_MODELS;
+using test::kGptModels;
 
 using test::read_json;
 
@@ -68,12 +69,12 @@ std::int64_t expected_parameters(const GptConfig& c, bool tied, bool qkv_bias) {
 }
 
 TEST(GptLoad, EveryCheckpointLoadsWithItsConfigAndShapes) {
-  const json manifest = read_json(kModels / "manifest.json");
+  const json manifest = read_json(kGptModels / "manifest.json");
   ASSERT_GE(manifest["checkpoints"].size(), 7u);
   for (const json& c : manifest["checkpoints"]) {
     const std::string name = c["name"];
     SCOPED_TRACE(name);
-    const GptModel m = load_gpt(kModels / name);
+    const GptModel m = load_gpt(kGptModels / name);
     const GptConfig& g = m.config;
     EXPECT_EQ(m.layout, c["layout"] == "hf" ? GptLayout::HuggingFace : GptLayout::Book);
     EXPECT_EQ(g.n_layer, c["L"]);
@@ -83,8 +84,8 @@ TEST(GptLoad, EveryCheckpointLoadsWithItsConfigAndShapes) {
     EXPECT_EQ(g.vocab_size, c["vocab_size"]);
     EXPECT_EQ(g.layer_norm_eps, c["eps"].get<float>());
     EXPECT_EQ(g.qkv_bias, c["qkv_bias"].get<bool>());
-    EXPECT_EQ(m.folder, kModels / name);
-    EXPECT_EQ(m.weights_file, kModels / name / "model.safetensors");
+    EXPECT_EQ(m.folder, kGptModels / name);
+    EXPECT_EQ(m.weights_file, kGptModels / name / "model.safetensors");
     const bool tied = c["layout"] == "hf" && c["tied"].get<bool>();
     EXPECT_EQ(m.tied_head(), tied);
     const auto E = static_cast<std::size_t>(g.n_embd), V = static_cast<std::size_t>(g.vocab_size);
@@ -103,15 +104,15 @@ TEST(GptLoad, EveryCheckpointLoadsWithItsConfigAndShapes) {
     EXPECT_EQ(m.lm_head.weight.size(), tied ? 0u : V * E);
     EXPECT_EQ(m.parameter_count(), expected_parameters(g, tied, g.qkv_bias));
     // Prepared for the kernel a Linear may be held only packed: the count stays the same.
-    GptModel prepared = load_gpt(kModels / name);
+    GptModel prepared = load_gpt(kGptModels / name);
     prepare_gpt_forward(prepared);
     EXPECT_EQ(prepared.parameter_count(), expected_parameters(g, tied, g.qkv_bias)) << name;
   }
 }
 
 TEST(GptLoad, ConvWeightsAreTransposedToLinearOrientation) {
-  const GptModel m = load_gpt(kModels / "hf_f32");
-  const auto f = SafetensorsFile::open(kModels / "hf_f32" / "model.safetensors");
+  const GptModel m = load_gpt(kGptModels / "hf_f32");
+  const auto f = SafetensorsFile::open(kGptModels / "hf_f32" / "model.safetensors");
   const std::vector<float> c_attn = f.read(*f.find("h.1.attn.c_attn.weight"));  // [E, 3E]
   const std::vector<float> c_proj = f.read(*f.find("h.1.mlp.c_proj.weight"));   // [4E, E]
   const std::size_t E = 32;
@@ -122,8 +123,8 @@ TEST(GptLoad, ConvWeightsAreTransposedToLinearOrientation) {
 }
 
 TEST(GptLoad, BothLayoutsOfTheSameWeightsLoadToTheSameModel) {
-  const GptModel hf = load_gpt(kModels / "hf_f32");
-  const GptModel book = load_gpt(kModels / "book_same_as_hf_f32");
+  const GptModel hf = load_gpt(kGptModels / "hf_f32");
+  const GptModel book = load_gpt(kGptModels / "book_same_as_hf_f32");
   EXPECT_EQ(hf.layout, GptLayout::HuggingFace);
   EXPECT_EQ(book.layout, GptLayout::Book);
   EXPECT_TRUE(hf.tied_head());
@@ -133,22 +134,22 @@ TEST(GptLoad, BothLayoutsOfTheSameWeightsLoadToTheSameModel) {
 }
 
 TEST(GptLoad, APathToTheSafetensorsFileFindsConfigBesideIt) {
-  const GptModel a = load_gpt(kModels / "hf_f16" / "model.safetensors");
-  const GptModel b = load_gpt(kModels / "hf_f16");
-  EXPECT_EQ(a.folder, kModels / "hf_f16");
+  const GptModel a = load_gpt(kGptModels / "hf_f16" / "model.safetensors");
+  const GptModel b = load_gpt(kGptModels / "hf_f16");
+  EXPECT_EQ(a.folder, kGptModels / "hf_f16");
   expect_same_model(a, b);
 }
 
 TEST(GptLoad, ProgressCountsEveryWeightByteAndCanCancel) {
   for (const char* name : {"hf_f32", "hf_bf16", "book_same_as_hf_f32"}) {
     SCOPED_TRACE(name);
-    ASSERT_TRUE(fs::exists(kModels / name / "model.safetensors"));
-    const auto f = SafetensorsFile::open(kModels / name / "model.safetensors");
+    ASSERT_TRUE(fs::exists(kGptModels / name / "model.safetensors"));
+    const auto f = SafetensorsFile::open(kGptModels / name / "model.safetensors");
     std::uint64_t float_bytes = 0;
     for (const StTensor& t : f.tensors())
       if (dtype_is_float(t.dtype)) float_bytes += t.end - t.begin;
     std::vector<std::uint64_t> seen;
-    const GptModel m = load_gpt(kModels / name, [&](std::uint64_t done, std::uint64_t total) {
+    const GptModel m = load_gpt(kGptModels / name, [&](std::uint64_t done, std::uint64_t total) {
       EXPECT_EQ(total, float_bytes);
       seen.push_back(done);
       return true;
@@ -156,14 +157,15 @@ TEST(GptLoad, ProgressCountsEveryWeightByteAndCanCancel) {
     ASSERT_GE(seen.size(), 3u);
     EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
     EXPECT_EQ(seen.back(), float_bytes);
-    expect_same_model(m, load_gpt(kModels / name));
+    expect_same_model(m, load_gpt(kGptModels / name));
 
     // Stopping halfway throws LoadCancelled (a LoadError) and nothing else is told after it.
     int calls = 0;
-    EXPECT_THROW(load_gpt(kModels / name, [&](std::uint64_t done, std::uint64_t total) {
-                   ++calls;
-                   return done < total / 2;
-                 }),
+    EXPECT_THROW(load_gpt(kGptModels / name,
+                          [&](std::uint64_t done, std::uint64_t total) {
+                            ++calls;
+                            return done < total / 2;
+                          }),
                  LoadCancelled);
     EXPECT_LT(calls, static_cast<int>(seen.size()));
   }
@@ -171,7 +173,7 @@ TEST(GptLoad, ProgressCountsEveryWeightByteAndCanCancel) {
 
 TEST(GptLoad, HalfPrecisionValuesEqualTorchsConversion) {
   // Every F16 and BF16 bit pattern next to torch's .float() of it.
-  const auto f = SafetensorsFile::open(kModels / "dtypes" / "all_halfs.safetensors");
+  const auto f = SafetensorsFile::open(kGptModels / "dtypes" / "all_halfs.safetensors");
   for (const char* d : {"f16", "bf16"}) {
     const std::vector<float> ours = f.read(*f.find(d));
     const std::vector<float> torch = f.read(*f.find(std::string(d) + "_as_f32"));
@@ -182,12 +184,13 @@ TEST(GptLoad, HalfPrecisionValuesEqualTorchsConversion) {
         ASSERT_TRUE(std::isnan(ours[i])) << d << " pattern " << i;
         continue;
       }
-      ASSERT_EQ(std::memcmp(&ours[i], &torch[i], 4), 0) << d << " pattern " << i << ": " << ours[i] << " vs " << torch[i];
+      ASSERT_EQ(std::memcmp(&ours[i], &torch[i], 4), 0)
+          << d << " pattern " << i << ": " << ours[i] << " vs " << torch[i];
     }
   }
   // And in a model: hf_f16's c_attn, converted and transposed, against the stored halves.
-  const GptModel m = load_gpt(kModels / "hf_f16");
-  const auto st = SafetensorsFile::open(kModels / "hf_f16" / "model.safetensors");
+  const GptModel m = load_gpt(kGptModels / "hf_f16");
+  const auto st = SafetensorsFile::open(kGptModels / "hf_f16" / "model.safetensors");
   const StTensor* t = st.find("transformer.h.0.attn.c_attn.weight");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->dtype, StDtype::F16);
@@ -195,14 +198,14 @@ TEST(GptLoad, HalfPrecisionValuesEqualTorchsConversion) {
 }
 
 TEST(GptLoad, BookWithoutQkvBiasHasNoQkvBias) {
-  const GptModel m = load_gpt(kModels / "book_no_qkv_bias");
+  const GptModel m = load_gpt(kGptModels / "book_no_qkv_bias");
   EXPECT_FALSE(m.config.qkv_bias);
   for (const GptBlock& b : m.blocks) EXPECT_TRUE(b.qkv.bias.empty());
   EXPECT_EQ(m.config.n_head, 2);
 }
 
 TEST(GptLoad, EveryBrokenCheckpointIsOneLineNamingTheProblem) {
-  const fs::path bad = kModels / "bad";
+  const fs::path bad = kGptModels / "bad";
   const json manifest = read_json(bad / "manifest.json");
   ASSERT_GE(manifest["cases"].size(), 17u);
   for (const json& c : manifest["cases"]) {

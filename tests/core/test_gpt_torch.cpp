@@ -12,17 +12,18 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "json_file.hpp"
 #include "gpt_test_util.hpp"
+#include "json_file.hpp"
 #include "mhaviz/gpt_forward.hpp"
 #include "mhaviz/safetensors.hpp"
+#include "model_test_util.hpp"
 
 namespace mhaviz {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-const fs::path kModels = MHAVIZ_MODELS;
+using test::kGptModels;
 
 using test::read_json;
 
@@ -35,14 +36,16 @@ float max_diff(const std::vector<float>& a, const std::vector<float>& b, const s
 }
 
 // Every tensor of expected.safetensors against the trace; returns the largest difference.
-void expect_matches_torch(const GptModel& model, const GptTrace& tr, const SafetensorsFile& expected, const std::string& label) {
+void expect_matches_torch(const GptModel& model, const GptTrace& tr, const SafetensorsFile& expected,
+                          const std::string& label) {
   const int L = model.config.n_layer, T = tr.tokens(), V = model.config.vocab_size;
   for (int l = 0; l < L; ++l) {
     const std::string name = "layers." + std::to_string(l) + ".attn_weights";
     const StTensor* t = expected.find(name);
     ASSERT_NE(t, nullptr) << name;
     EXPECT_EQ(t->shape, (std::vector<std::int64_t>{1, model.config.n_head, T, T})) << name;
-    const float d = max_diff(tr.layers[static_cast<std::size_t>(l)].weights.data, expected.read(*t), label + " " + name);
+    const float d =
+        max_diff(tr.layers[static_cast<std::size_t>(l)].weights.data, expected.read(*t), label + " " + name);
     std::printf("%-40s %-28s max |mhaviz - torch| = %.3g\n", label.c_str(), name.c_str(), static_cast<double>(d));
     EXPECT_LT(d, 2e-6f) << label << " " << name;
   }
@@ -56,7 +59,8 @@ void expect_matches_torch(const GptModel& model, const GptTrace& tr, const Safet
     worst = std::max(worst, max_diff(got, row, label + " logits"));
     for (const float x : row) scale = std::max(scale, std::fabs(x));
   }
-  const float last = max_diff(tr.logits_last.data, expected.read(*expected.find("logits_last")), label + " logits_last");
+  const float last =
+      max_diff(tr.logits_last.data, expected.read(*expected.find("logits_last")), label + " logits_last");
   std::printf("%-40s %-28s max |mhaviz - torch| = %.3g (|logits| up to %.3g)\n", label.c_str(), "logits, logits_last",
               static_cast<double>(std::max(worst, last)), static_cast<double>(scale));
   EXPECT_LT(worst, 1e-5f * std::max(1.0f, scale)) << label;
@@ -66,14 +70,14 @@ void expect_matches_torch(const GptModel& model, const GptTrace& tr, const Safet
 class GptTorch : public test::BackendTest {};
 
 TEST_P(GptTorch, EveryCheckpointMatchesTorchFreshAndAfterAnEdit) {
-  const json manifest = read_json(kModels / "manifest.json");
+  const json manifest = read_json(kGptModels / "manifest.json");
   ASSERT_GE(manifest["checkpoints"].size(), 7u);
   for (const json& c : manifest["checkpoints"]) {
     const std::string name = c["name"];
-    GptModel model = load_gpt(kModels / name);
+    GptModel model = load_gpt(kGptModels / name);
     prepare_gpt_forward(model);
-    const std::vector<int> ids = read_json(kModels / name / "reference" / "input.json")["token_ids"];
-    const SafetensorsFile expected = SafetensorsFile::open(kModels / name / "reference" / "expected.safetensors");
+    const std::vector<int> ids = read_json(kGptModels / name / "reference" / "input.json")["token_ids"];
+    const SafetensorsFile expected = SafetensorsFile::open(kGptModels / name / "reference" / "expected.safetensors");
     const std::string label = std::string(GetParam()) + " " + name;
     GptTrace tr = gpt_forward(model, ids);
     expect_matches_torch(model, tr, expected, label);

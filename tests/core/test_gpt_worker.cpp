@@ -14,12 +14,13 @@
 #include "gpt_test_util.hpp"
 #include "mhaviz/gpt_worker.hpp"
 #include "mhaviz/safetensors.hpp"
+#include "model_test_util.hpp"
 
 namespace mhaviz {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kModels = MHAVIZ_MODELS;
+using test::kGptModels;
 const std::vector<int> kIds = {34, 71, 262, 258, 84, 255, 0, 260, 188, 72};
 
 std::shared_ptr<const GptWorker::Result> run_ids(GptWorker& w, const std::vector<int>& ids) {
@@ -32,11 +33,11 @@ std::shared_ptr<const GptWorker::Result> run_ids(GptWorker& w, const std::vector
 
 TEST(GptWorker, ResultIsTheDirectForwardBitForBit) {
   GptWorker w;
-  w.open(kModels / "hf_f32");
+  w.open(kGptModels / "hf_f32");
   const auto r = run_ids(w, kIds);
   ASSERT_TRUE(r);
   EXPECT_EQ(w.status().error, "");
-  GptModel m = load_gpt(kModels / "hf_f32");
+  GptModel m = load_gpt(kGptModels / "hf_f32");
   prepare_gpt_forward(m);
   const GptTrace direct = gpt_forward(m, kIds);
   ASSERT_EQ(r->trace->layers.size(), direct.layers.size());
@@ -48,7 +49,7 @@ TEST(GptWorker, ResultIsTheDirectForwardBitForBit) {
 
 TEST(GptWorker, AnEditReusesTheRowsBeforeItAndNeverTouchesAHeldResult) {
   GptWorker w;
-  w.open(kModels / "hf_f32");
+  w.open(kGptModels / "hf_f32");
   std::vector<int> a = kIds, b = kIds, c = kIds;
   b[7] = 5;
   c[8] = 6;  // c differs from a from position 8 on, from b from 7 on
@@ -73,7 +74,7 @@ TEST(GptWorker, AnEditReusesTheRowsBeforeItAndNeverTouchesAHeldResult) {
 // of the newest trace, so an edit at the end still recomputes only its rows.
 TEST(GptWorker, WithTheSpareHeldAnEditStillRecomputesOnlyItsRows) {
   GptWorker w;
-  w.open(kModels / "hf_f32");
+  w.open(kGptModels / "hf_f32");
   std::vector<int> a = kIds, b = kIds, c = kIds;
   b[7] = 5;
   c[7] = 5;
@@ -85,7 +86,7 @@ TEST(GptWorker, WithTheSpareHeldAnEditStillRecomputesOnlyItsRows) {
   EXPECT_EQ(rc->recomputed_from, 9);
   EXPECT_EQ(ra->trace->ids, a);
   EXPECT_EQ(ra->trace->layers[1].weights.data, kept);
-  GptModel m = load_gpt(kModels / "hf_f32");
+  GptModel m = load_gpt(kGptModels / "hf_f32");
   prepare_gpt_forward(m);
   const GptTrace direct = gpt_forward(m, c);
   for (std::size_t l = 0; l < direct.layers.size(); ++l)
@@ -98,13 +99,13 @@ TEST(GptWorker, AFailedOpenOrForwardKeepsTheModelAndSaysWhy) {
   w.set_ids(kIds);
   w.wait_idle();
   EXPECT_EQ(w.status().error, "no model is open");
-  w.open(kModels / "hf_f32");
+  w.open(kGptModels / "hf_f32");
   run_ids(w, kIds);
-  w.open(kModels / "no-such-model");
+  w.open(kGptModels / "no-such-model");
   w.wait_idle();
   EXPECT_NE(w.status().error.find("no-such-model"), std::string::npos) << w.status().error;
   ASSERT_TRUE(w.loaded());
-  EXPECT_EQ(w.loaded()->path, kModels / "hf_f32");
+  EXPECT_EQ(w.loaded()->path, kGptModels / "hf_f32");
   w.set_ids({0, 1, 99999});
   w.wait_idle();
   EXPECT_NE(w.status().error, "");
@@ -122,10 +123,10 @@ TEST(GptWorker, AFailedOpenOrForwardKeepsTheModelAndSaysWhy) {
   const std::vector<int> ids = w.result()->trace->ids;
   EXPECT_EQ(ids.front(), w.loaded()->tokenizer->eot_id());
   EXPECT_EQ(w.loaded()->tokenizer->decode(ids), "<|endoftext|>the thin");
-  w.open(kModels / "hf_f16");
+  w.open(kGptModels / "hf_f16");
   w.wait_idle();
-  EXPECT_EQ(w.loaded()->path, kModels / "hf_f16");
-  EXPECT_EQ(w.result()->loaded.path, kModels / "hf_f16");
+  EXPECT_EQ(w.loaded()->path, kGptModels / "hf_f16");
+  EXPECT_EQ(w.result()->loaded.path, kGptModels / "hf_f16");
   EXPECT_EQ(w.result()->trace->ids, ids);
   EXPECT_EQ(w.status().error, "");
 }
@@ -177,7 +178,7 @@ fs::path write_big_checkpoint() {
                            {"n_layers", c.n_layer}, {"drop_rate", 0.0},    {"qkv_bias", true}};
   std::ofstream(dir / "config.json") << config.dump();
   for (const char* f : {"vocab.json", "merges.txt"})
-    fs::copy_file(kModels / "hf_f32" / f, dir / f, fs::copy_options::overwrite_existing);
+    fs::copy_file(kGptModels / "hf_f32" / f, dir / f, fs::copy_options::overwrite_existing);
   return dir;
 }
 
@@ -223,7 +224,7 @@ TEST(GptWorker, TheCallerNeverWaitsWhileAForwardRuns) {
 // error names the lengths once it is done.
 TEST(GptWorker, TheCallerNeverWaitsWhileATextIsEncoded) {
   GptWorker w;
-  w.open(kModels / "hf_f32");
+  w.open(kGptModels / "hf_f32");
   const auto first = run_ids(w, kIds);
   std::string text;
   for (int i = 0; text.size() < (8u << 20); ++i) text += " the thin " + std::to_string(i);
@@ -255,12 +256,12 @@ TEST(GptWorker, TheCallerNeverWaitsWhileATextIsEncoded) {
 TEST(GptWorker, CancellingALoadKeepsTheModelThere) {
   const fs::path dir = write_big_checkpoint();
   GptWorker w;
-  w.open(kModels / "hf_f32");
+  w.open(kGptModels / "hf_f32");
   w.wait_idle();
   w.open(dir);
   w.cancel_open();
   w.wait_idle();
-  EXPECT_EQ(w.loaded()->path, kModels / "hf_f32");
+  EXPECT_EQ(w.loaded()->path, kGptModels / "hf_f32");
   EXPECT_EQ(w.status().error, "");
   EXPECT_FALSE(w.status().loading);
   // A later open of the same file is not affected by the cancel.

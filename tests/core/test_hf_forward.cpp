@@ -19,21 +19,18 @@
 #include "load_error_util.hpp"
 #include "mhaviz/hf_model.hpp"
 #include "mhaviz/safetensors.hpp"
+#include "model_test_util.hpp"
 
 namespace mhaviz {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-const fs::path kModels = MHAVIZ_MODERN;
+using test::kModernModels;
 
 using test::read_json;
 
-float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  float worst = 0.0f;
-  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-  return worst;
-}
+using test::max_abs_diff;
 
 // Restores the process-wide backend when a test leaves.
 struct BackendGuard {
@@ -43,7 +40,7 @@ struct BackendGuard {
 
 class Forward : public ::testing::TestWithParam<std::string> {
  protected:
-  fs::path dir() const { return kModels / GetParam(); }
+  fs::path dir() const { return kModernModels / GetParam(); }
 };
 
 TEST_P(Forward, EveryLayersWeightsAndTheLastLogitsEqualTheFloat64Reference) {
@@ -185,7 +182,7 @@ INSTANTIATE_TEST_SUITE_P(Modern, Forward,
                                            "llama_mha_f32", "gemma3_f32", "gemma3_bf16_sharded"));
 
 TEST(HfForward, ArchitecturesGetTheirOwnBlocks) {
-  const HfModel gemma = load_hf_model(kModels / "gemma3_f32");
+  const HfModel gemma = load_hf_model(kModernModels / "gemma3_f32");
   const HfBlock& g = gemma.blocks[0];
   EXPECT_FALSE(g.pre_ff_norm.empty());
   EXPECT_FALSE(g.q_norm.empty());
@@ -193,7 +190,7 @@ TEST(HfForward, ArchitecturesGetTheirOwnBlocks) {
   EXPECT_TRUE(g.sliding);
   EXPECT_FALSE(gemma.blocks[2].sliding);
   EXPECT_NE(gemma.inv_freq_local, gemma.inv_freq_global);
-  const HfModel qwen2 = load_hf_model(kModels / "qwen2_bias");
+  const HfModel qwen2 = load_hf_model(kModernModels / "qwen2_bias");
   EXPECT_FALSE(qwen2.blocks[0].q.bias.empty());
   EXPECT_TRUE(qwen2.blocks[0].o.bias.empty());
   EXPECT_TRUE(qwen2.blocks[0].q_norm.empty());
@@ -205,7 +202,7 @@ TEST(HfForward, ArchitecturesGetTheirOwnBlocks) {
 // window on Gemma's sliding layers, every earlier key on the others; from a row on, only the
 // rows an edit computes.
 TEST(HfForward, FlopsCountThePairsEachLayersMaskShows) {
-  const HfModel m = load_hf_model(kModels / "gemma3_f32");
+  const HfModel m = load_hf_model(kModernModels / "gemma3_f32");
   const HfConfig& c = m.config;
   const int T = 3 * c.sliding_window + 2;
   ASSERT_GT(c.sliding_window, 1);
@@ -227,7 +224,7 @@ TEST(HfForward, FlopsCountThePairsEachLayersMaskShows) {
 
 TEST(HfForward, AReusedTraceGivesTheFreshValues) {
   // Longer, then shorter, then the same length with other ids: each equal to a fresh forward.
-  const HfModel m = load_hf_model(kModels / "gemma3_bf16_sharded");
+  const HfModel m = load_hf_model(kModernModels / "gemma3_bf16_sharded");
   HfTrace reused;
   for (const std::vector<int>& ids :
        {std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, std::vector<int>{5, 17, 230, 17, 99, 5, 42},
@@ -254,7 +251,7 @@ TEST(HfForward, Bf16WeightsAreHeldAtTheirStoredWidth) {
     if (!set_backend(be)) continue;
     for (const char* name : {"qwen3_bf16_sharded", "gemma3_bf16_sharded", "qwen3_f32"}) {
       SCOPED_TRACE(std::string(name) + " on " + std::string(backend_name(be)));
-      const HfModel m = load_hf_model(kModels / name);
+      const HfModel m = load_hf_model(kModernModels / name);
       const bool bf16 = std::string(name).find("bf16") != std::string::npos;
       // An untied model's embedding table is held apart, and a one-row forward reads one row of it.
       EXPECT_EQ(m.embed.empty(), m.tied);
@@ -281,7 +278,7 @@ TEST(HfForward, Bf16WeightsAreHeldAtTheirStoredWidth) {
 }
 
 TEST(HfForward, RefusesIdsOutsideTheVocabularyAndAnEmptySequence) {
-  const HfModel m = load_hf_model(kModels / "llama_mha_f32");
+  const HfModel m = load_hf_model(kModernModels / "llama_mha_f32");
   EXPECT_THROW(hf_forward(m, std::vector<int>{}), std::invalid_argument);
   EXPECT_THROW(hf_forward(m, std::vector<int>{1, 300}), std::invalid_argument);
   EXPECT_THROW(hf_forward(m, std::vector<int>{-1}), std::invalid_argument);
@@ -293,7 +290,7 @@ fs::path broken_copy(const std::string& name, const std::function<void(json&)>& 
   const fs::path to = fs::path(::testing::TempDir()) / ("mhaviz_hf_forward_" + name);
   fs::remove_all(to);
   fs::create_directories(to);
-  for (const auto& e : fs::directory_iterator(kModels / name))
+  for (const auto& e : fs::directory_iterator(kModernModels / name))
     if (e.is_regular_file()) fs::copy_file(e.path(), to / e.path().filename());
   json c = read_json(to / "config.json");
   change(c);
@@ -328,11 +325,12 @@ TEST(HfForward, AMissingOrMisshapenTensorIsOneLineNamingIt) {
 }
 
 TEST(HfForward, TheFixturesBrokenConfigsAndWeightsAreRefusedAsTheFilesAlone) {
-  const json bad = read_json(kModels / "bad" / "manifest.json");
+  const json bad = read_json(kModernModels / "bad" / "manifest.json");
   int checked = 0;
   for (const json& c : bad["cases"]) {
     if (c["stage"] == "tokenizer") continue;
-    const std::string e = test::load_error_of([&] { load_hf_model(kModels / "bad" / c["path"].get<std::string>()); });
+    const std::string e =
+        test::load_error_of([&] { load_hf_model(kModernModels / "bad" / c["path"].get<std::string>()); });
     EXPECT_NE(e.find(c["error"].get<std::string>()), std::string::npos) << c["name"] << ": " << e;
     ++checked;
   }

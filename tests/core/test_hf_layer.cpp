@@ -15,20 +15,16 @@
 #include "mhaviz/kv_cache.hpp"
 #include "mhaviz/safetensors.hpp"
 #include "mhaviz/trace.hpp"
+#include "model_test_util.hpp"
 
 namespace mhaviz {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-const fs::path kModels = MHAVIZ_MODERN;
+using test::kModernModels;
 
-float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float worst = 0.0f;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-  return worst;
-}
+using test::max_abs_diff;
 
 std::vector<std::string> token_names(std::size_t n) {
   std::vector<std::string> t;
@@ -38,7 +34,7 @@ std::vector<std::string> token_names(std::size_t n) {
 
 class Layer : public ::testing::TestWithParam<std::string> {
  protected:
-  fs::path dir() const { return kModels / GetParam(); }
+  fs::path dir() const { return kModernModels / GetParam(); }
 };
 
 TEST_P(Layer, EveryLayerAsTheLessonGivesTheModelsWeightsAndOutput) {
@@ -93,7 +89,7 @@ INSTANTIATE_TEST_SUITE_P(Modern, Layer,
 // Each option the layer needs is the model's: QK-norm's eps and Gemma's 1 + w, the local base
 // and window of a sliding layer, the llama3-scaled frequencies, the query scale, out_proj's width.
 TEST(HfLayer, TheLayersOptionsAreTheModels) {
-  const HfModel gemma = load_hf_model(kModels / "gemma3_f32");
+  const HfModel gemma = load_hf_model(kModernModels / "gemma3_f32");
   const ModelConfig local = hf_layer_config(gemma, 0), global = hf_layer_config(gemma, 2);
   EXPECT_EQ(local.sliding_window, 4);
   EXPECT_EQ(local.rope_base, 10000.0);
@@ -104,12 +100,12 @@ TEST(HfLayer, TheLayersOptionsAreTheModels) {
   EXPECT_EQ(local.qk_norm_eps, gemma.config.rms_norm_eps);
   const auto params = hf_layer_parameters(gemma, 1);
   EXPECT_EQ(params->tensors.at("q_norm.scale").values[3], 1.0f + gemma.blocks[1].q_norm[3]);
-  const HfModel llama = load_hf_model(kModels / "llama3_bf16_sharded");
+  const HfModel llama = load_hf_model(kModernModels / "llama3_bf16_sharded");
   const ModelConfig scaled = hf_layer_config(llama, 0);
   EXPECT_EQ(scaled.rope_inv_freq, llama.inv_freq_global);
   EXPECT_NE(scaled.rope_inv_freq, rope_inv_freq(scaled.rope_base, head_dim(scaled)));
   EXPECT_FALSE(scaled.qk_norm);
-  const HfModel qwen3 = load_hf_model(kModels / "qwen3_f32");  // head_dim 32: d_out 128 against hidden 64
+  const HfModel qwen3 = load_hf_model(kModernModels / "qwen3_f32");  // head_dim 32: d_out 128 against hidden 64
   const ModelConfig wide = hf_layer_config(qwen3, 1);
   EXPECT_EQ(wide.d_out, 128);
   EXPECT_EQ(wide.out_dim, 64);
@@ -121,7 +117,7 @@ TEST(HfLayer, TheLayersOptionsAreTheModels) {
 
 // A layer the lesson cannot reproduce is refused in one line, not shown with other numbers.
 TEST(HfLayer, AnOutputBiasIsRefused) {
-  HfModel m = load_hf_model(kModels / "llama_mha_f32");
+  HfModel m = load_hf_model(kModernModels / "llama_mha_f32");
   m.config.o_bias = true;
   const std::string why = hf_layer_refusal(m);
   EXPECT_EQ(why, "Llama: o_proj has a bias (attention_bias), which the lesson's gqa out_proj has not");
@@ -133,7 +129,7 @@ TEST(HfLayer, AnOutputBiasIsRefused) {
 TEST(HfLayer, ItsSessionRoundTripsThroughAFile) {
   for (const char* name : {"llama3_bf16_sharded", "gemma3_f32", "qwen3_f32"}) {
     SCOPED_TRACE(name);
-    const HfModel m = load_hf_model(kModels / name);
+    const HfModel m = load_hf_model(kModernModels / name);
     const std::vector<int> ids = {5, 17, 230, 17, 99};
     const HfTrace tr = hf_forward(m, ids);
     Session ses = hf_layer_session(m, 0, token_names(ids.size()), tr.layers[0].x.data);

@@ -18,20 +18,21 @@
 #include "mhaviz/hf_config.hpp"
 #include "mhaviz/hf_weights.hpp"
 #include "mhaviz/tokenizer.hpp"
+#include "model_test_util.hpp"
 
 namespace mhaviz {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-const fs::path kModels = MHAVIZ_MODERN;
+using test::kModernModels;
 
 using test::read_json;
 
 std::string error_of(const std::function<void()>& f) { return test::load_error_of(f); }
 
 const json& manifest() {
-  static const json j = read_json(kModels / "manifest.json");
+  static const json j = read_json(kModernModels / "manifest.json");
   return j;
 }
 
@@ -43,7 +44,7 @@ class Checkpoint : public ::testing::TestWithParam<std::string> {
     ADD_FAILURE() << "not in the manifest: " << GetParam();
     return {};
   }
-  fs::path dir() const { return kModels / GetParam(); }
+  fs::path dir() const { return kModernModels / GetParam(); }
 };
 
 TEST_P(Checkpoint, ConfigGivesTheShapesTheReferenceUsed) {
@@ -131,10 +132,10 @@ INSTANTIATE_TEST_SUITE_P(Modern, Checkpoint,
                                            "llama_mha_f32", "gemma3_f32", "gemma3_bf16_sharded"));
 
 TEST(HfFiles, EveryBrokenInputIsOneLineNamingTheProblem) {
-  const json bad = read_json(kModels / "bad" / "manifest.json");
+  const json bad = read_json(kModernModels / "bad" / "manifest.json");
   std::map<std::string, int> seen;
   for (const json& c : bad["cases"]) {
-    const fs::path dir = kModels / "bad" / c["path"].get<std::string>();
+    const fs::path dir = kModernModels / "bad" / c["path"].get<std::string>();
     const std::string stage = c["stage"];
     ++seen[stage];
     std::string msg;

@@ -11,13 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "mhaviz/gpt_worker.hpp"
+#include "model_test_util.hpp"
 
 namespace mhaviz {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kModels = MHAVIZ_MODERN;
-const fs::path kGptModels = MHAVIZ_MODELS;
+using test::kGptModels;
+using test::kModernModels;
 constexpr int kBos = 256;
 
 // UTF-8 of a code point below 0x800 (the byte-level alphabet's range).
@@ -74,7 +75,7 @@ struct Folder {
     path = fs::temp_directory_path() / ("mhaviz_hf_worker_" + std::to_string(getpid()) + "_" + name);
     fs::remove_all(path);
     fs::create_directories(path);
-    for (const auto& e : fs::directory_iterator(kModels / name))
+    for (const auto& e : fs::directory_iterator(kModernModels / name))
       if (e.is_regular_file()) fs::copy_file(e.path(), path / e.path().filename());
     std::ofstream(path / "tokenizer.json") << byte_tokenizer().dump();
   }

@@ -9,12 +9,13 @@
 #include <sstream>
 
 #include "mhaviz/prompt.hpp"
+#include "model_test_util.hpp"
 
 namespace mhaviz {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kVocab = MHAVIZ_GPT2_VOCAB;
+using test::kGpt2Vocab;
 
 std::string slurp_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -24,7 +25,7 @@ std::string slurp_file(const fs::path& p) {
 }
 
 const Tokenizer& gpt2_tokenizer() {
-  static const Tokenizer t = Tokenizer::from_files(kVocab / "vocab.json", kVocab / "merges.txt");
+  static const Tokenizer t = Tokenizer::from_files(kGpt2Vocab / "vocab.json", kGpt2Vocab / "merges.txt");
   return t;
 }
 
@@ -78,9 +79,9 @@ TEST(Prompt, EveryErrorInOneWording) {
 }
 
 TEST(Prompt, EndOfTextFirstWithoutOneInTheVocabularyIsAnError) {
-  nlohmann::json vocab = nlohmann::json::parse(slurp_file(kVocab / "vocab.json"));
+  nlohmann::json vocab = nlohmann::json::parse(slurp_file(kGpt2Vocab / "vocab.json"));
   vocab.erase("<|endoftext|>");
-  const Tokenizer tok = Tokenizer::from_strings(vocab.dump(), slurp_file(kVocab / "merges.txt"), "no-eot");
+  const Tokenizer tok = Tokenizer::from_strings(vocab.dump(), slurp_file(kGpt2Vocab / "merges.txt"), "no-eot");
   ASSERT_EQ(tok.eot_id(), -1);
   const Prompt p = encode_prompt(tok, "Hello world", {SpecialFirst::EndOfText}, kGpt2);
   EXPECT_EQ(p.error, "text: the vocabulary has no <|endoftext|> to put first");

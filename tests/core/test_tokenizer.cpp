@@ -6,22 +6,23 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "load_error_util.hpp"
 #include "mhaviz/tokenizer.hpp"
+#include "model_test_util.hpp"
 
 namespace mhaviz {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-const fs::path kVocab = MHAVIZ_GPT2_VOCAB;
-const fs::path kModels = MHAVIZ_MODELS;
+using test::kGpt2Vocab;
+using test::kGptModels;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -31,7 +32,7 @@ std::string slurp(const fs::path& p) {
 }
 
 const Tokenizer& gpt2() {
-  static const Tokenizer t = Tokenizer::from_files(kVocab / "vocab.json", kVocab / "merges.txt");
+  static const Tokenizer t = Tokenizer::from_files(kGpt2Vocab / "vocab.json", kGpt2Vocab / "merges.txt");
   return t;
 }
 
@@ -47,7 +48,7 @@ TEST(Tokenizer, KnownIdsOfGpt2) {
 }
 
 TEST(Tokenizer, SameIdsAsTheReferenceEncoderOnVariedText) {
-  const json expected = json::parse(slurp(kVocab / "expected_ids.json"));
+  const json expected = json::parse(slurp(kGpt2Vocab / "expected_ids.json"));
   ASSERT_GE(expected["cases"].size(), 20u);
   for (const json& c : expected["cases"]) {
     const std::string text = c["text"];
@@ -72,7 +73,7 @@ TEST(Tokenizer, EndOfTextIsTheSpecialTokenAndSplitsItsNeighbours) {
 
 TEST(Tokenizer, InvalidUtf8IsEncodedByteByByteAndDecodesBack) {
   for (const std::string& text : {std::string("ok \xff\xfe bytes"), std::string("\xc3"), std::string("a\xe6\x97"),
-                                 std::string("\xed\xa0\x80 surrogate"), std::string("\0 nul", 5)}) {
+                                  std::string("\xed\xa0\x80 surrogate"), std::string("\0 nul", 5)}) {
     const std::vector<int> ids = gpt2().encode(text);
     EXPECT_FALSE(ids.empty());
     EXPECT_EQ(gpt2().decode(ids), text) << json(text).dump(-1, ' ', false, json::error_handler_t::replace);
@@ -95,16 +96,18 @@ TEST(Tokenizer, DisplayShowsTheLeadingSpaceAndEscapesWhatCannotBeSeen) {
   // Whole characters show as themselves, whatever tokens they fall into.
   std::string cafe;
   for (const int id : gpt2().encode(" caf\xC3\xA9")) cafe += gpt2().display_token(id);
-  EXPECT_EQ(cafe, "\xE2\x90\xA3" "caf\xC3\xA9");
+  EXPECT_EQ(cafe,
+            "\xE2\x90\xA3"
+            "caf\xC3\xA9");
   EXPECT_THROW(gpt2().decode_token(50257), std::out_of_range);
   EXPECT_THROW(gpt2().decode_token(-1), std::out_of_range);
 }
 
 TEST(Tokenizer, TokenizerJsonGivesTheSameIds) {
   // A Hugging Face tokenizer.json of the same vocabulary, merges both as "a b" and as pairs.
-  const json vocab = json::parse(slurp(kVocab / "vocab.json"));
+  const json vocab = json::parse(slurp(kGpt2Vocab / "vocab.json"));
   json merges_str = json::array(), merges_pair = json::array();
-  std::istringstream in(slurp(kVocab / "merges.txt"));
+  std::istringstream in(slurp(kGpt2Vocab / "merges.txt"));
   std::string line;
   std::getline(in, line);  // #version
   while (std::getline(in, line)) {
@@ -117,7 +120,8 @@ TEST(Tokenizer, TokenizerJsonGivesTheSameIds) {
   fs::create_directories(dir);
   const std::string text = "Every effort moves you, caf\xC3\xA9 \xF0\x9F\x9A\x80 1234 <|endoftext|> it's";
   for (const json* merges : {&merges_str, &merges_pair}) {
-    std::ofstream(dir / "tokenizer.json") << json{{"version", "1.0"}, {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", *merges}}}}.dump();
+    std::ofstream(dir / "tokenizer.json")
+        << json{{"version", "1.0"}, {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", *merges}}}}.dump();
     EXPECT_EQ(Tokenizer::from_folder(dir).encode(text), gpt2().encode(text));
   }
   fs::remove_all(dir);
@@ -125,46 +129,62 @@ TEST(Tokenizer, TokenizerJsonGivesTheSameIds) {
 
 TEST(Tokenizer, EveryBrokenFileIsOneLineNamingIt) {
   const std::string vocab = R"({"a": 0})", merges = "#version: 0.2\n";
-  EXPECT_NE(error_of([&] { Tokenizer::from_strings("", merges, "t"); }).find("t vocab.json: empty file"), std::string::npos);
-  EXPECT_NE(error_of([&] { Tokenizer::from_strings("{", merges, "t"); }).find("t vocab.json: not valid JSON"), std::string::npos);
-  EXPECT_NE(error_of([&] { Tokenizer::from_strings("[1]", "a b\n", "t"); }).find("expected an object"), std::string::npos);
-  EXPECT_NE(error_of([&] { Tokenizer::from_strings(R"({"a": "x"})", "a b\n", "t"); }).find("not an integer"), std::string::npos);
-  EXPECT_NE(error_of([&] { Tokenizer::from_strings(R"({"a": 0, "b": 0})", "a b\n", "t"); }).find("id 0 is given to two tokens"),
+  EXPECT_NE(error_of([&] { Tokenizer::from_strings("", merges, "t"); }).find("t vocab.json: empty file"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { Tokenizer::from_strings(vocab, "a b\n", "t"); }).find("has no token for byte 0x00"), std::string::npos);
+  EXPECT_NE(error_of([&] { Tokenizer::from_strings("{", merges, "t"); }).find("t vocab.json: not valid JSON"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { Tokenizer::from_strings("[1]", "a b\n", "t"); }).find("expected an object"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { Tokenizer::from_strings(R"({"a": "x"})", "a b\n", "t"); }).find("not an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              Tokenizer::from_strings(R"({"a": 0, "b": 0})", "a b\n", "t");
+            }).find("id 0 is given to two tokens"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { Tokenizer::from_strings(vocab, "a b\n", "t"); }).find("has no token for byte 0x00"),
+            std::string::npos);
   // The real vocabulary with merges that do not fit it.
-  const std::string real = slurp(kVocab / "vocab.json");
-  EXPECT_NE(error_of([&] { Tokenizer::from_strings(real, merges, "t"); }).find("t merges.txt: holds no merges"), std::string::npos);
-  EXPECT_NE(error_of([&] { Tokenizer::from_strings(real, "#version: 0.2\nĠ t\nnot-a-pair\n", "t"); })
-                .find("t merges.txt: line 3 \"not-a-pair\" is not two tokens separated by one space"),
+  const std::string real = slurp(kGpt2Vocab / "vocab.json");
+  EXPECT_NE(error_of([&] { Tokenizer::from_strings(real, merges, "t"); }).find("t merges.txt: holds no merges"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { Tokenizer::from_strings(real, "zzzzqq x\n", "t"); }).find("names \"zzzzqq\", which is not in the vocabulary"),
+  EXPECT_NE(error_of([&] {
+              Tokenizer::from_strings(real, "#version: 0.2\nĠ t\nnot-a-pair\n", "t");
+            }).find("t merges.txt: line 3 \"not-a-pair\" is not two tokens separated by one space"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { Tokenizer::from_strings(real, "x q\n", "t"); }).find("makes \"xq\", which is not in the vocabulary"),
+  EXPECT_NE(error_of([&] {
+              Tokenizer::from_strings(real, "zzzzqq x\n", "t");
+            }).find("names \"zzzzqq\", which is not in the vocabulary"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              Tokenizer::from_strings(real, "x q\n", "t");
+            }).find("makes \"xq\", which is not in the vocabulary"),
             std::string::npos);
   EXPECT_NE(error_of([] { Tokenizer::from_folder("/nonexistent-mhaviz"); }).find("no tokenizer"), std::string::npos);
-  EXPECT_NE(error_of([] { Tokenizer::from_files("/dev/null", "/dev/null"); }).find("/dev/null: is not a regular file"), std::string::npos);
+  EXPECT_NE(error_of([] { Tokenizer::from_files("/dev/null", "/dev/null"); }).find("/dev/null: is not a regular file"),
+            std::string::npos);
 }
 
 TEST(Tokenizer, BrokenTokenizersOfTheCheckpointCatalogue) {
-  const json manifest = json::parse(slurp(kModels / "bad" / "manifest.json"));
+  const json manifest = json::parse(slurp(kGptModels / "bad" / "manifest.json"));
   int seen = 0;
   for (const json& c : manifest["cases"]) {
     if (c["stage"] != "tokenizer") continue;
     ++seen;
-    const std::string msg = error_of([&] { Tokenizer::from_folder(kModels / "bad" / c["path"].get<std::string>()); });
+    const std::string msg =
+        error_of([&] { Tokenizer::from_folder(kGptModels / "bad" / c["path"].get<std::string>()); });
     EXPECT_NE(msg.find(c["error"].get<std::string>()), std::string::npos) << c["name"] << ": " << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos);
   }
   EXPECT_EQ(seen, 4);
   // And every good checkpoint's tiny tokenizer loads.
-  EXPECT_EQ(Tokenizer::from_folder(kModels / "hf_f32").vocab_size(), 263);
+  EXPECT_EQ(Tokenizer::from_folder(kGptModels / "hf_f32").vocab_size(), 263);
 }
 
 TEST(Tokenizer, TenKilobytesOfEnglishEncodeAlikeColdAndCached) {
   std::string text;
-  while (text.size() < 10000) text += "The quick brown fox jumps over the lazy dog, and the teacher explains attention heads. ";
-  const Tokenizer t = Tokenizer::from_files(kVocab / "vocab.json", kVocab / "merges.txt");  // a cold cache
+  while (text.size() < 10000)
+    text += "The quick brown fox jumps over the lazy dog, and the teacher explains attention heads. ";
+  const Tokenizer t = Tokenizer::from_files(kGpt2Vocab / "vocab.json", kGpt2Vocab / "merges.txt");  // a cold cache
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t n = t.encode(text).size();
   const double cold = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -23,12 +23,7 @@ namespace {
 using detail::Isa;
 using detail::KernelTuning;
 
-std::vector<float> random_values(std::size_t n, std::mt19937& gen) {
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(gen);
-  return v;
-}
+using test::random_values;
 
 // Every product of one shape under one record: packed with a bias, row-major, row-major
 // lower-triangular (a's upper triangle NaN past the 12-row tile a row falls in: every tile

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "mhaviz/backend.hpp"
 #include "mhaviz/session.hpp"
@@ -24,6 +25,14 @@ inline std::string slurp(const std::string& path) {
 }
 
 inline std::string data_path(const std::string& rel) { return std::string(MHAVIZ_TEST_DATA) + "/" + rel; }
+
+// n values uniform in [-1, 1).
+inline std::vector<float> random_values(std::size_t n, std::mt19937& gen) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(gen);
+  return v;
+}
 
 // T tokens "t0", "t1", ... with embeddings of din values uniform in [-2, 2), replacing s's.
 inline void random_tokens(std::mt19937& gen, Session& s, int T, int din) {

@@ -105,7 +105,7 @@ void mode_row(AppState& s) {
   record_widget(s, "kv_model");
 }
 
-void toolbar(AppState& s) {
+void kv_toolbar(AppState& s) {
   KvUi& kv = s.kv;
   const int T = s.compute.trace.tokens;
   const float width = ImGui::GetFontSize() * 9.0f;
@@ -148,7 +148,7 @@ void draw_kv_view(AppState& s) {
   mode_row(s);
   if (!kv.memory) {
     handle_keys(s);
-    toolbar(s);
+    kv_toolbar(s);
   }
   if (!kv.decode && !kv.memory) {
     ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.35f, 1.0f), "%s", kv.error.c_str());
