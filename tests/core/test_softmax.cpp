@@ -1,5 +1,5 @@
-// The row softmax (core/src/kernels/softmax.cpp) against softmax in double, and its scalar, SSE4.1
-// and AVX2 paths against each other bit for bit: row lengths past every 4- and 8-lane edge, rows with
+// The row softmax (core/src/kernels/softmax.cpp) against softmax in double, and its scalar, SSE4.1,
+// AVX2 and AVX-512 paths against each other bit for bit: row lengths past every 4- and 8-lane edge, rows with
 // a wide spread (elements that underflow to exactly 0), ties, and rows that alias the output.
 #include <gtest/gtest.h>
 
@@ -29,6 +29,13 @@ std::vector<float> run(SoftmaxPath path, const std::vector<float>& s, float divi
   return w;
 }
 
+// The paths this CPU can run.
+bool available(SoftmaxPath path) {
+  return path == SoftmaxPath::Avx512 ? softmax_widest_available()
+         : path == SoftmaxPath::Avx2 ? softmax_wide_available()
+                                     : true;
+}
+
 // What softmax_row itself picks for the row.
 std::vector<float> run(const std::vector<float>& s, float divisor, float garbage) {
   const auto n = static_cast<std::int64_t>(s.size());
@@ -51,6 +58,14 @@ std::vector<std::vector<float>> rows() {
   out.push_back({0.0f, -1e30f, 3.0f, -1e30f, 3.0f});  // ties, and elements far below
   out.push_back(std::vector<float>(1024, 0.0f));      // GPT-2's context
   out.back()[1023] = 1.0f;
+  // Longer rows: several 16-lane chunks, then an 8-lane one or not, then a partial one.
+  for (int n : {100, 137, 255, 263})
+    for (float spread : {1.0f, 400.0f}) {
+      std::uniform_real_distribution<float> u(-spread, spread);
+      std::vector<float> s(static_cast<std::size_t>(n));
+      for (float& x : s) x = u(gen);
+      out.push_back(s);
+    }
   return out;
 }
 
@@ -78,7 +93,7 @@ TEST(Softmax, CloseToDoubleAndSumsToOne) {
     expect_close_to_double(s, run(s, 8.0f, 7.0f));
     ++checked;
   }
-  EXPECT_EQ(checked, 213);
+  EXPECT_EQ(checked, 221);
 }
 
 // A CPU without FMA rounds the exp's products and sums apart, on its scalar and SSE paths
@@ -118,8 +133,9 @@ TEST(Softmax, EveryPathGivesTheSameBits) {
   for (const std::vector<float>& s : rows()) {
     const std::vector<float> a = run(SoftmaxPath::Scalar, s, 8.0f, 7.0f), b = run(SoftmaxPath::Sse, s, 8.0f, -3.0f);
     differing += std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) != 0;
-    if (softmax_wide_available()) {
-      const std::vector<float> c = run(SoftmaxPath::Avx2, s, 8.0f, 1e30f);
+    for (SoftmaxPath path : {SoftmaxPath::Avx2, SoftmaxPath::Avx512}) {
+      if (!available(path)) continue;
+      const std::vector<float> c = run(path, s, 8.0f, 1e30f);
       differing += std::memcmp(a.data(), c.data(), a.size() * sizeof(float)) != 0;
     }
     ++checked;
@@ -141,8 +157,8 @@ TEST(Softmax, ScalingGivesTheQuotientsBits) {
     for (const std::vector<float>& s : cases) {
       std::vector<float> divided(s.size());
       for (std::size_t j = 0; j < s.size(); ++j) divided[j] = s[j] / divisor;
-      for (SoftmaxPath path : {SoftmaxPath::Scalar, SoftmaxPath::Sse, SoftmaxPath::Avx2}) {
-        if (path == SoftmaxPath::Avx2 && !softmax_wide_available()) continue;
+      for (SoftmaxPath path : {SoftmaxPath::Scalar, SoftmaxPath::Sse, SoftmaxPath::Avx2, SoftmaxPath::Avx512}) {
+        if (!available(path)) continue;
         const std::vector<float> a = run(path, s, divisor, 7.0f), b = run(path, divided, 1.0f, 7.0f);
         differing += std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) != 0;
       }
@@ -178,8 +194,8 @@ TEST(Softmax, TheMaxOfTheRawScoresScaledIsTheMaxOfTheScaledOnes) {
       const auto n = static_cast<std::int64_t>(s.size());
       std::vector<float> scratch(static_cast<std::size_t>(softmax_scratch(n)), 7.0f), want(s.size()), got(s.size());
       softmax_row_path(SoftmaxPath::Scalar, s.data(), n, by, scratch.data(), want.data());
-      for (SoftmaxPath path : {SoftmaxPath::Sse, SoftmaxPath::Avx2}) {
-        if (path == SoftmaxPath::Avx2 && !softmax_wide_available()) continue;
+      for (SoftmaxPath path : {SoftmaxPath::Sse, SoftmaxPath::Avx2, SoftmaxPath::Avx512}) {
+        if (!available(path)) continue;
         softmax_row_path(path, s.data(), n, by, scratch.data(), got.data());
         differing += std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) != 0;
         ++checked;
@@ -193,17 +209,37 @@ TEST(Softmax, TheMaxOfTheRawScoresScaledIsTheMaxOfTheScaledOnes) {
 // asan preset's clang UBSan checks the float-to-int conversion).
 TEST(Softmax, InfiniteScoresGiveTheSameBitsOnEveryPath) {
   int differing = 0;
-  for (const std::size_t n : {5u, 40u}) {
-    std::vector<float> s(n, 1.0f);
-    s[n / 2] = INFINITY;
-    const std::vector<float> a = run(SoftmaxPath::Scalar, s, 8.0f, 7.0f), b = run(SoftmaxPath::Sse, s, 8.0f, 7.0f);
-    differing += std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) != 0;
-    if (softmax_wide_available()) {
-      const std::vector<float> c = run(SoftmaxPath::Avx2, s, 8.0f, 7.0f);
-      differing += std::memcmp(a.data(), c.data(), a.size() * sizeof(float)) != 0;
+  for (const std::size_t n : {5u, 40u, 77u, 150u})
+    for (const std::size_t at : {std::size_t{0}, n / 2, n - 1}) {
+      std::vector<float> s(n, 1.0f);
+      s[at] = INFINITY;
+      const std::vector<float> a = run(SoftmaxPath::Scalar, s, 8.0f, 7.0f);
+      for (SoftmaxPath path : {SoftmaxPath::Sse, SoftmaxPath::Avx2, SoftmaxPath::Avx512}) {
+        if (!available(path)) continue;
+        const std::vector<float> c = run(path, s, 8.0f, 7.0f);
+        differing += std::memcmp(a.data(), c.data(), a.size() * sizeof(float)) != 0;
+      }
     }
-  }
   EXPECT_EQ(differing, 0);
+}
+
+// NaN scores (inf · 0 in a product): which lane of the max keeps one depends on the order of
+// the comparisons, so the AVX-512 path keeps the AVX2 path's order and gives its bits.
+TEST(Softmax, NanScoresGiveTheAvx2PathsBitsInAvx512) {
+  if (!softmax_widest_available()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  int differing = 0, nan_rows = 0;
+  for (const std::size_t n : {64u, 77u, 150u, 1024u})
+    for (const std::size_t at : {std::size_t{0}, std::size_t{9}, n / 2, n - 8, n - 1})
+      for (const std::size_t other : {std::size_t{3}, n - 2}) {
+        std::vector<float> s(n, 1.0f);
+        s[at] = NAN;
+        s[other] = 2.0f;
+        const std::vector<float> a = run(SoftmaxPath::Avx2, s, 8.0f, 7.0f), b = run(SoftmaxPath::Avx512, s, 8.0f, 7.0f);
+        differing += std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) != 0;
+        nan_rows += std::isnan(a[0]);
+      }
+  EXPECT_EQ(differing, 0);
+  EXPECT_GT(nan_rows, 0) << "no row's max was NaN: the order of the max was not exercised";
 }
 
 TEST(Softmax, OutputMayAliasTheScores) {

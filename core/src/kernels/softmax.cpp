@@ -12,6 +12,8 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/tuning.hpp"
+
 namespace mhaviz::detail {
 namespace {
 
@@ -85,6 +87,27 @@ __attribute__((target("avx2,fma"))) __m256 exp8(__m256 x) {
   return _mm256_and_ps(_mm256_mul_ps(y, _mm256_castsi256_ps(e)), normal);
 }
 
+// exp8's operations on 16 lanes (AVX-512F): the same IEEE operations lane by lane, so the same
+// bits. The masks that exp8 keeps in a register are mask registers here: a lane below the range
+// is computed from 0 and zeroed after, as there. The zero-masking forms with every lane on: GCC 12
+// warns that the plain ones' undefined pass-through may be used uninitialised (same instructions).
+constexpr __mmask16 kAll = 0xFFFF;
+__attribute__((target("avx512f"))) __m512 exp16(__m512 x) {
+  const __mmask16 normal = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpLo), _CMP_GE_OQ);
+  x = _mm512_maskz_min_ps(kAll, _mm512_maskz_mov_ps(normal, x), _mm512_set1_ps(kExpHi));
+  const __m512 m = _mm512_maskz_roundscale_ps(kAll, _mm512_fmadd_ps(x, _mm512_set1_ps(kLog2e), _mm512_set1_ps(0.5f)),
+                                              _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  x = _mm512_fnmadd_ps(m, _mm512_set1_ps(kLn2Hi), x);
+  x = _mm512_fnmadd_ps(m, _mm512_set1_ps(kLn2Lo), x);
+  const __m512 z = _mm512_mul_ps(x, x);
+  __m512 y = _mm512_set1_ps(kP0);
+  for (float p : {kP1, kP2, kP3, kP4, kP5}) y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(p));
+  y = _mm512_add_ps(_mm512_fmadd_ps(y, z, x), _mm512_set1_ps(1.0f));
+  const __m512i e =
+      _mm512_maskz_slli_epi32(kAll, _mm512_add_epi32(_mm512_maskz_cvttps_epi32(kAll, m), _mm512_set1_epi32(127)), 23);
+  return _mm512_maskz_mul_ps(normal, y, _mm512_castsi512_ps(e));
+}
+
 // exp4 on one float, in lane 0: the same operations, so the same bits.
 template <bool Fused>
 float exp1(float x) {
@@ -114,6 +137,9 @@ struct Scale {
   }
   __attribute__((target("avx2"))) __m256 operator()(__m256 s) const {
     return multiply ? _mm256_mul_ps(s, _mm256_set1_ps(by)) : _mm256_div_ps(s, _mm256_set1_ps(by));
+  }
+  __attribute__((target("avx512f"))) __m512 operator()(__m512 s) const {
+    return multiply ? _mm512_mul_ps(s, _mm512_set1_ps(by)) : _mm512_div_ps(s, _mm512_set1_ps(by));
   }
   float by;
   bool multiply = false;
@@ -166,6 +192,43 @@ void softmax_sse(const float* s, std::int64_t n, ScoreScale by, float* x, float*
   for (std::int64_t j = full; j < n; ++j) w[j] = x[j] / sum;
 }
 
+// Step 2 of softmax_avx2 on the raw scores s (n of them, a positive finite scale): the max of
+// the scaled row, eight lanes compared in order of j (which of two zeros or NaNs a lane keeps
+// depends on the order), and tail = the last partial chunk scaled, −inf past n, as the scratch
+// held it.
+__attribute__((target("avx2,fma"))) float scaled_max(const float* s, std::int64_t n, const Scale& scale, float* tail) {
+  const std::int64_t full = n / 8 * 8;
+  std::fill(tail, tail + 8, -std::numeric_limits<float>::infinity());
+  for (std::int64_t j = full; j < n; ++j) tail[j - full] = scale(s[j]);
+  __m256 mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (std::int64_t j = 0; j < full; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
+  mx = scale(mx);
+  if (full < n) mx = _mm256_max_ps(mx, _mm256_loadu_ps(tail));
+  float m8[8];
+  _mm256_storeu_ps(m8, mx);
+  return *std::max_element(m8, m8 + 8);
+}
+
+// Step 3 of softmax_avx2 from key j0 (a multiple of 8) on: x = e^(scaled s − m) by chunks of 8,
+// then the tail's (scaled_max), each added to the eight lane sums acc; returns their total.
+__attribute__((target("avx2,fma"))) float exp_from(const float* s, std::int64_t j0, std::int64_t n, const Scale& scale,
+                                                   __m256 m, const float* tail, float* x, __m256 acc) {
+  const std::int64_t full = n / 8 * 8;
+  for (std::int64_t j = j0; j < full; j += 8) {
+    const __m256 a = exp8(_mm256_sub_ps(scale(_mm256_loadu_ps(s + j)), m));
+    _mm256_storeu_ps(x + j, a);
+    acc = _mm256_add_ps(acc, a);
+  }
+  if (full < n) {
+    const __m256 a = exp8(_mm256_sub_ps(_mm256_loadu_ps(tail), m));
+    _mm256_storeu_ps(x + full, a);
+    acc = _mm256_add_ps(acc, a);
+  }
+  float lanes[8];
+  _mm256_storeu_ps(lanes, acc);
+  return lane_total(lanes);
+}
+
 // The same bits as the steps above, with step 1 folded into the others: the max of the raw
 // scores, scaled, is the max of the scaled ones (a product or quotient by a positive finite
 // factor, rounded, never reverses two scores' order, so every lane's running max is the scaled
@@ -180,34 +243,38 @@ __attribute__((target("avx2,fma"))) void softmax_avx2(const float* s, std::int64
     scale_tail(s, full, n, scale, x);
     return softmax_avx2(x, n, ScoreScale::multiply(1.0f), x, w);
   }
-  // The last partial chunk scaled, −inf past n, as the scratch held it.
   float tail[8];
-  std::fill(tail, tail + 8, -std::numeric_limits<float>::infinity());
-  for (std::int64_t j = full; j < n; ++j) tail[j - full] = scale(s[j]);
-  __m256 mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  for (std::int64_t j = 0; j < full; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
-  mx = scale(mx);
-  if (full < n) mx = _mm256_max_ps(mx, _mm256_loadu_ps(tail));
-  float m8[8];
-  _mm256_storeu_ps(m8, mx);
-  const __m256 m = _mm256_set1_ps(*std::max_element(m8, m8 + 8));
-  __m256 acc = _mm256_setzero_ps();
-  for (std::int64_t j = 0; j < full; j += 8) {
-    const __m256 a = exp8(_mm256_sub_ps(scale(_mm256_loadu_ps(s + j)), m));
-    _mm256_storeu_ps(x + j, a);
-    acc = _mm256_add_ps(acc, a);
-  }
-  if (full < n) {
-    const __m256 a = exp8(_mm256_sub_ps(_mm256_loadu_ps(tail), m));
-    _mm256_storeu_ps(x + full, a);
-    acc = _mm256_add_ps(acc, a);
-  }
-  float lanes[8];
-  _mm256_storeu_ps(lanes, acc);
-  const float sum = lane_total(lanes);
+  const __m256 m = _mm256_set1_ps(scaled_max(s, n, scale, tail));
+  const float sum = exp_from(s, 0, n, scale, m, tail, x, _mm256_setzero_ps());
   const __m256 t = _mm256_set1_ps(sum);
   for (std::int64_t j = 0; j < full; j += 8) _mm256_storeu_ps(w + j, _mm256_div_ps(_mm256_loadu_ps(x + j), t));
   for (std::int64_t j = full; j < n; ++j) w[j] = x[j] / sum;
+}
+
+// softmax_avx2's bits with the exp and the division 16 lanes at a time (AVX-512F): the max
+// pass is softmax_avx2's own (scaled_max), and each 16-lane chunk's two halves are added to the eight lane sums
+// one after the other, as softmax_avx2 adds two chunks of 8. A CPU that runs AVX-512 at full
+// width takes about half the exp's time; the kernel's backend decides (softmax_row).
+__attribute__((target("avx512f,avx2,fma"))) void softmax_avx512(const float* s, std::int64_t n, ScoreScale by, float* x,
+                                                                float* w) {
+  const std::int64_t full16 = n / 16 * 16;
+  const Scale scale(by);
+  if (!(std::isfinite(by.value) && by.value > 0.0f)) return softmax_avx2(s, n, by, x, w);
+  float tail[8];
+  const float top = scaled_max(s, n, scale, tail);
+  const __m512 m16 = _mm512_set1_ps(top);
+  const __m256 m = _mm256_set1_ps(top);
+  __m256 acc = _mm256_setzero_ps();
+  for (std::int64_t j = 0; j < full16; j += 16) {
+    const __m512 a = exp16(_mm512_sub_ps(scale(_mm512_loadu_ps(s + j)), m16));
+    _mm512_storeu_ps(x + j, a);
+    acc = _mm256_add_ps(acc, _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xFF, _mm512_castps_pd(a), 0)));
+    acc = _mm256_add_ps(acc, _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xFF, _mm512_castps_pd(a), 1)));
+  }
+  const float sum = exp_from(s, full16, n, scale, m, tail, x, acc);
+  const __m512 t = _mm512_set1_ps(sum);
+  for (std::int64_t j = 0; j < full16; j += 16) _mm512_storeu_ps(w + j, _mm512_div_ps(_mm512_loadu_ps(x + j), t));
+  for (std::int64_t j = full16; j < n; ++j) w[j] = x[j] / sum;
 }
 
 // Short rows one element at a time (the vector paths' padding and reductions would cost
@@ -308,11 +375,19 @@ __attribute__((target("avx2"))) void softmax_causal_backward_avx2(float* d, cons
 // kWideFrom on in AVX2 where the CPU has it: the widest path gained nothing measurable
 // below these lengths here. All three give the same bits.
 constexpr std::int64_t kVectorFrom = 16, kWideFrom = 32;
+// Rows from this length on in AVX-512 where the kernel's products are (active_isa(): the CPU
+// has it and the backend is not held to AVX2).
+constexpr std::int64_t kWidestFrom = 64;
 
 }  // namespace
 
 bool softmax_wide_available() {
   static const bool has = __builtin_cpu_supports("avx2") && fused_exp();
+  return has;
+}
+
+bool softmax_widest_available() {
+  static const bool has = __builtin_cpu_supports("avx512f") && softmax_wide_available();
   return has;
 }
 
@@ -324,9 +399,10 @@ void softmax_row_unfused(SoftmaxPath path, const float* s, std::int64_t n, Score
 
 void softmax_row_path(SoftmaxPath path, const float* s, std::int64_t n, ScoreScale scale, float* scratch, float* w) {
   const bool fused = fused_exp();
-  (path == SoftmaxPath::Avx2  ? softmax_avx2
-   : path == SoftmaxPath::Sse ? (fused ? softmax_sse<true> : softmax_sse<false>)
-                              : (fused ? softmax_scalar<true> : softmax_scalar<false>))(s, n, scale, scratch, w);
+  (path == SoftmaxPath::Avx512 ? softmax_avx512
+   : path == SoftmaxPath::Avx2 ? softmax_avx2
+   : path == SoftmaxPath::Sse  ? (fused ? softmax_sse<true> : softmax_sse<false>)
+                               : (fused ? softmax_scalar<true> : softmax_scalar<false>))(s, n, scale, scratch, w);
 }
 
 void softmax_causal(float* s, std::int64_t T, float divisor) {
@@ -352,7 +428,9 @@ void softmax_causal_backward(float* d, const float* att, std::int64_t T, float d
 }
 
 void softmax_row(const float* s, std::int64_t n, ScoreScale scale, float* scratch, float* w) {
-  const SoftmaxPath path = n < kVectorFrom                              ? SoftmaxPath::Scalar
+  const SoftmaxPath path = n < kVectorFrom ? SoftmaxPath::Scalar
+                           : n >= kWidestFrom && softmax_widest_available() && active_isa() == Isa::Avx512
+                               ? SoftmaxPath::Avx512
                            : n >= kWideFrom && softmax_wide_available() ? SoftmaxPath::Avx2
                                                                         : SoftmaxPath::Sse;
   softmax_row_path(path, s, n, scale, scratch, w);

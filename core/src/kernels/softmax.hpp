@@ -1,6 +1,6 @@
 // One row of softmax with exp computed by the project's own code, one element at a time for
-// short rows, in SSE4.1 vectors (the x86-64-v2 baseline) or in AVX2 (function attributes,
-// chosen at run time) for long ones. All paths do the same IEEE operations in the same order
+// short rows, in SSE4.1 vectors (the x86-64-v2 baseline) or in AVX2 or AVX-512 (function
+// attributes, chosen at run time) for long ones. All paths do the same IEEE operations in the same order
 // on the same lanes, so a result has the same bits in every build and on every CPU with FMA;
 // a CPU without it computes the exp's multiply-adds in two roundings, on every path alike.
 #pragma once
@@ -46,15 +46,17 @@ void softmax_causal(float* s, std::int64_t T, float divisor);
 // (eight lanes in AVX2, else in order).
 void softmax_causal_backward(float* d, const float* att, std::int64_t T, float divisor);
 
-// The same, forcing one path (for the tests); Avx2 needs softmax_wide_available().
-enum class SoftmaxPath { Scalar, Sse, Avx2 };
+// The same, forcing one path (for the tests); Avx2 needs softmax_wide_available(), Avx512
+// softmax_widest_available().
+enum class SoftmaxPath { Scalar, Sse, Avx2, Avx512 };
 void softmax_row_path(SoftmaxPath path, const float* s, std::int64_t n, ScoreScale scale, float* scratch, float* w);
 inline void softmax_row_path(SoftmaxPath path, const float* s, std::int64_t n, float divisor, float* scratch,
                              float* w) {
   softmax_row_path(path, s, n, ScoreScale::divide(divisor), scratch, w);
 }
-bool softmax_wide_available();  // AVX2 and FMA
-bool softmax_fused();           // whether this process's exp fuses its multiply-adds (the CPU has FMA)
+bool softmax_wide_available();    // AVX2 and FMA
+bool softmax_widest_available();  // AVX-512F too
+bool softmax_fused();             // whether this process's exp fuses its multiply-adds (the CPU has FMA)
 // The scalar or SSE path as a CPU without FMA runs it (for the tests).
 void softmax_row_unfused(SoftmaxPath path, const float* s, std::int64_t n, ScoreScale scale, float* scratch, float* w);
 
