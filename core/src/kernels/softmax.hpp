@@ -1,8 +1,8 @@
 // One row of softmax with exp computed by the project's own code, one element at a time for
 // short rows, in SSE4.1 vectors (the x86-64-v2 baseline) or in AVX2 or AVX-512 (function
-// attributes, chosen at run time) for long ones. All paths do the same IEEE operations in the same order
-// on the same lanes, so a result has the same bits in every build and on every CPU with FMA;
-// a CPU without it computes the exp's multiply-adds in two roundings, on every path alike.
+// attributes, chosen at run time) for long ones. All paths do the same IEEE operations in the
+// same order on the same lanes, so a result has the same bits in every build and on every CPU
+// with FMA; a CPU without it computes the exp's multiply-adds in two roundings, on every path alike.
 #pragma once
 
 #include <cmath>
