@@ -242,6 +242,41 @@ TEST(Softmax, NanScoresGiveTheAvx2PathsBitsInAvx512) {
   EXPECT_GT(nan_rows, 0) << "no row's max was NaN: the order of the max was not exercised";
 }
 
+// The vector paths divide by a row's sum without a division where that gives the quotient's
+// bits (x·(1/sum) corrected once), and divide where it may not (e^x below 2^-100, near
+// FLT_MIN). Rows whose exps cover the whole float range, long enough for that step, and sums
+// from 1 (one key far above the rest) to the row's length (all equal): every path must give
+// the scalar path's bits, which divides. Maxima of zero and ties in any lane of the max pass.
+TEST(Softmax, QuotientsWithoutDivisionKeepTheDivisionsBits) {
+  std::mt19937 gen(29);
+  int differing = 0, checked = 0;
+  std::int64_t tiny = 0, normal = 0;
+  for (const std::size_t n : {128u, 200u, 512u, 1024u, 1500u})
+    for (const float range : {0.0f, 5.0f, 69.0f, 75.0f, 88.0f, 200.0f})
+      for (int rep = 0; rep < 4; ++rep) {
+        // Scaled scores (divisor 8) in [−range, 0], one of them 0: e^(s − max) spans [e^−range, 1].
+        std::uniform_real_distribution<float> u(-8.0f * range, 0.0f);
+        std::vector<float> s(n);
+        for (float& x : s) x = u(gen);
+        s[gen() % n] = 0.0f;
+        if (rep == 3) s[gen() % n] = -0.0f;  // a zero max of either sign
+        const std::vector<float> want = run(SoftmaxPath::Scalar, s, 8.0f, 7.0f);
+        for (float w : want) {
+          tiny += w > 0.0f && w < 0x1p-100f;
+          normal += w >= 0x1p-100f;
+        }
+        for (SoftmaxPath path : {SoftmaxPath::Avx2, SoftmaxPath::Avx512}) {
+          if (!available(path)) continue;
+          const std::vector<float> got = run(path, s, 8.0f, 7.0f);
+          differing += std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) != 0;
+          ++checked;
+        }
+      }
+  EXPECT_EQ(differing, 0) << "of " << checked;
+  EXPECT_GT(tiny, 0) << "no weight below 2^-100: the division the fast step leaves was not exercised";
+  EXPECT_GT(normal, 50000);
+}
+
 TEST(Softmax, OutputMayAliasTheScores) {
   std::vector<float> s = rows()[40];
   const std::vector<float> want = run(s, 8.0f, 0.0f);
