@@ -1,8 +1,11 @@
 // One row of softmax with exp computed by the project's own code, one element at a time for
 // short rows, in SSE4.1 vectors (the x86-64-v2 baseline) or in AVX2 or AVX-512 (function
-// attributes, chosen at run time) for long ones. All paths do the same IEEE operations in the
-// same order on the same lanes, so a result has the same bits in every build and on every CPU
-// with FMA; a CPU without it computes the exp's multiply-adds in two roundings, on every path alike.
+// attributes, chosen at run time) for long ones. All paths take the exp and the lane sums by the
+// same IEEE operations in the same order on the same lanes, and every weight is the correctly
+// rounded quotient (divided, or a corrected product where that is exact), so a result has the
+// same bits in every build and on every CPU with FMA; a CPU without it computes the exp's
+// multiply-adds in two roundings, on every path alike. Scores holding NaN are the exception:
+// which lane's max keeps a NaN depends on each path's order of comparisons.
 #pragma once
 
 #include <cmath>
