@@ -15,8 +15,13 @@ void add_model_options(CLI::App& sub, ModelOptions& o, bool input) {
                  "Gemma 3 folder (config.json, model.safetensors or shards, tokenizer.json; dump, bench, render --view "
                  "model, gui)");
   if (!input) return;
-  sub.add_option("--text", o.text, "Text to run the model on, tokenized as GPT-2 does (with --model)");
-  sub.add_option("--ids", o.ids, "Token ids instead of --text, e.g. --ids 15496,995 (with --model)")->delimiter(',');
+  sub.add_option("--text", o.text,
+                 "Text to run the model on, tokenized by the model folder's tokenizer (with --model)");
+  sub.add_option(
+         "--ids", o.ids,
+         "Token ids instead of --text, e.g. --ids 15496,995 (with --model; a folder without tokenizer files takes "
+         "only ids)")
+      ->delimiter(',');
   sub.add_flag("--prepend-eot", o.prepend_eot, "Put <|endoftext|> before the text, as TransformerLens does");
   sub.add_flag(
       "--no-special-tokens", o.no_special,
@@ -45,7 +50,7 @@ std::vector<int> input_ids(const ModelOptions& o, const Tokenizer& tokenizer, Pr
 ModelInput load_model_input(const ModelOptions& o) {
   check_input(o);
   GptModel model = load_gpt(o.path);
-  Tokenizer tokenizer = Tokenizer::from_folder(model.folder);
+  Tokenizer tokenizer = Tokenizer::for_model(model.folder, model.config.vocab_size);
   std::vector<int> ids = input_ids(o, tokenizer, {model.config.n_ctx, model.config.vocab_size});
   prepare_gpt_forward(model);
   return ModelInput{std::move(model), std::move(tokenizer), std::move(ids)};
@@ -71,7 +76,7 @@ std::vector<int> text_ids(const Tokenizer& tok, const GptModel& m, const std::st
 HfModelInput load_hf_model_input(const ModelOptions& o) {
   check_input(o);
   HfModel model = load_hf_model(o.path);
-  Tokenizer tokenizer = Tokenizer::from_folder(model.folder);
+  Tokenizer tokenizer = Tokenizer::for_model(model.folder, model.config.vocab_size);
   const HfConfig& c = model.config;
   std::vector<int> ids =
       input_ids(o, tokenizer, {c.max_position_embeddings > 0 ? c.max_position_embeddings : 1 << 30, c.vocab_size});

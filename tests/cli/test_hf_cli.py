@@ -6,8 +6,9 @@ a float64 reference forward):
     test_hf_cli.py MHAVIZ MODERN_DIR
 
 The fixture's folders have no tokenizer: each is copied with a small byte-level BPE
-tokenizer.json (ids below the models' 300) whose template puts <bos> first. Every checkpoint's
-dump equals the reference's attention weights and last logits within 1e-4; --text goes through
+tokenizer.json (ids below the models' 300) whose template puts <bos> first, and also run as
+written (tokens are then the ids). Every checkpoint's dump equals the reference's attention
+weights and last logits within 1e-4; --text goes through
 tokenizer.json with its template, --no-special-tokens leaves <bos> out; every broken folder is
 one line on stderr naming the problem, exit status 2, and no output file."""
 import json
@@ -52,13 +53,18 @@ class Dump(Folders):
         self.assertGreaterEqual(len(self.manifest["checkpoints"]), 7)
         for c in self.manifest["checkpoints"]:
             expected = read_safetensors(os.path.join(MODERN, c["name"], "reference", "expected.safetensors"))
-            for k, ids in enumerate(self.manifest["sequences"]):
-                r = run("dump", "--model", self.folders[c["name"]], "--ids", ",".join(map(str, ids)))
-                self.assertEqual(r.returncode, 0, f"{c['name']}: {r.stderr}")
+            # With the small tokenizer, and as the script wrote the folder: no tokenizer files,
+            # its tokens the ids.
+            for k, ids, folder in [(k, ids, folder) for k, ids in enumerate(self.manifest["sequences"])
+                                   for folder in (self.folders[c["name"]], os.path.join(MODERN, c["name"]))]:
+                r = run("dump", "--model", folder, "--ids", ",".join(map(str, ids)))
+                self.assertEqual(r.returncode, 0, f"{folder}: {r.stderr}")
                 d = json.loads(r.stdout)
                 self.assertEqual(d["format"], "mhaviz-hf-dump")
                 self.assertEqual(d["token_ids"], ids)
                 self.assertEqual(len(d["tokens"]), len(ids))
+                if folder != self.folders[c["name"]]:
+                    self.assertEqual(d["tokens"], [str(i) for i in ids])
                 self.assertEqual(d["model"]["model_type"], c["model_type"])
                 self.assertEqual(d["model"]["sliding_layers"], [i for i, s in enumerate(c["sliding"]) if s])
                 names = [f"layers.{l}.attn_weights" for l in range(c["n_layers"])] + ["logits_last"]
@@ -113,6 +119,15 @@ class Dump(Folders):
             with open(os.path.join(folder, "config.json"), "w") as f:
                 json.dump(config, f)
             self.expect_error(["dump", "--model", folder, "--ids", "1,2"], needle)
+
+    def test_a_folder_without_tokenizer_takes_ids_only(self):
+        folder = os.path.join(MODERN, "gemma3_f32")  # config.json and model.safetensors only
+        self.expect_error(["dump", "--model", folder, "--text", "Hello world"],
+                          'text: "Hello" is not a token of this model: its tokens are the numbers 0 to 299')
+        self.expect_error(["dump", "--model", folder, "--text", "Hello world"], "the folder has no tokenizer.json")
+        by_text, by_ids = (run("dump", "--model", folder, *args) for args in (["--text", "5 17 230"], ["--ids", "5,17,230"]))
+        self.assertEqual(by_text.returncode, 0, by_text.stderr)
+        self.assertEqual(by_text.stdout, by_ids.stdout)
 
     def test_input_errors(self):
         folder = self.folders["llama_mha_f32"]

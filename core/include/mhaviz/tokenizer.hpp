@@ -39,8 +39,13 @@ class Tokenizer {
   // character each, all different. Throws LoadError naming `source`.
   static Tokenizer from_characters(const std::vector<std::string>& chars, std::string_view source);
   // The tokens of a synthetic task: ids 0 .. vocab_size − 1, written as numbers separated by
-  // spaces ("5 17 3") and shown as their numbers.
-  static Tokenizer of_ids(int vocab_size);
+  // spaces ("5 17 3") and shown as their numbers. `reason` ends the refusal of other text.
+  static Tokenizer of_ids(int vocab_size, std::string_view reason = "it was trained on a synthetic task");
+  // The tokenizer to run a model folder with: from_folder's, or, where the folder holds no
+  // tokenizer files at all (a checkpoint saved or copied without them), plain ids
+  // 0 .. vocab_size − 1: the model runs on --ids or numbers typed, and a text is refused
+  // naming the files that are missing.
+  static Tokenizer for_model(const std::filesystem::path& folder, int vocab_size);
 
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;

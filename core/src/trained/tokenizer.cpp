@@ -390,6 +390,17 @@ Tokenizer Tokenizer::from_folder(const fs::path& folder) {
   return from_files(folder / "vocab.json", folder / "merges.txt");
 }
 
+Tokenizer Tokenizer::for_model(const fs::path& folder, int vocab_size) {
+  std::error_code ec;
+  for (const char* name : {"tokenizer.json", "vocab.json", "merges.txt"})
+    if (fs::exists(folder / name, ec)) return from_folder(folder);
+  if (fs::exists(folder / "config.json", ec))
+    if (auto trained = from_trained_config(folder / "config.json")) return std::move(*trained);
+  return of_ids(vocab_size,
+                "the folder has no tokenizer.json, nor vocab.json + merges.txt: copy the files the model "
+                "was published with beside it to type text");
+}
+
 std::optional<Tokenizer> Tokenizer::from_trained_config(const fs::path& config_json) {
   const std::string source = config_json.string();
   const json j = parse_json(read_text_file(config_json), source);

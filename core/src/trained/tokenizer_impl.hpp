@@ -156,7 +156,9 @@ struct Tokenizer::Impl {
   // A vocabulary of `mhaviz train` (tokenizer_small.cpp): characters looked up one by one in
   // bpe.vocab, or ids written as numbers; no merges, normalizers or pre-tokenizers.
   enum class Small : unsigned char { No, Characters, Ids } small = Small::No;
-  int eot = -1;                     // "<|endoftext|>", -1 when absent
+  // Ids: why a model's tokens are plain ids, said when a text is refused.
+  std::string ids_reason;
+  int eot = -1;  // "<|endoftext|>", -1 when absent
   mutable std::mutex cache_mu;
   mutable std::unordered_map<std::string, std::vector<int>> cache;  // pre-tokenized word -> ids
 

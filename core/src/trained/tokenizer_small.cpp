@@ -28,9 +28,10 @@ Tokenizer Tokenizer::from_characters(const std::vector<std::string>& chars, std:
   return Tokenizer(std::move(impl));
 }
 
-Tokenizer Tokenizer::of_ids(int vocab_size) {
+Tokenizer Tokenizer::of_ids(int vocab_size, std::string_view reason) {
   auto impl = std::make_unique<Impl>();
   impl->small = Impl::Small::Ids;
+  impl->ids_reason = reason;
   for (int i = 0; i < vocab_size; ++i) {
     impl->token_of.push_back(std::to_string(i));
     impl->bytes_of.push_back(" " + std::to_string(i));  // decode() writes the ids apart
@@ -87,7 +88,7 @@ std::string Tokenizer::Impl::refuse_small(std::string_view text) const {
       const std::string w(text.substr(b, e - b));
       if (!bpe.vocab.contains(w))
         return "\"" + w + "\" is not a token of this model: its tokens are the numbers 0 to " +
-               std::to_string(token_of.size() - 1) + ", separated by spaces (it was trained on a synthetic task)";
+               std::to_string(token_of.size() - 1) + ", separated by spaces (" + ids_reason + ")";
     }
     return {};
   }
