@@ -179,7 +179,8 @@ TEST_P(Forward, EditsOfALongSequenceKeepTheKeyPanelsBeforeThem) {
 
 INSTANTIATE_TEST_SUITE_P(Modern, Forward,
                          ::testing::Values("qwen3_f32", "qwen3_bf16_sharded", "qwen2_bias", "llama3_bf16_sharded",
-                                           "llama_mha_f32", "gemma3_f32", "gemma3_bf16_sharded"));
+                                           "llama_mha_f32", "llama_bias_f16", "qwen2_sliding_f16", "gemma3_f32",
+                                           "gemma3_bf16_sharded"));
 
 TEST(HfForward, ArchitecturesGetTheirOwnBlocks) {
   const HfModel gemma = load_hf_model(kModernModels / "gemma3_f32");

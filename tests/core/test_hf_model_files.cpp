@@ -85,7 +85,10 @@ TEST_P(Checkpoint, EveryTensorReadsAsTheFileStoresIt) {
   for (const StTensor& want : f32.tensors()) {
     const HfTensor& got = w.at(want.name);
     EXPECT_EQ(got.shape(), want.shape) << want.name;
-    EXPECT_EQ(got.dtype(), e["dtype"] == "BF16" ? StDtype::BF16 : StDtype::F32) << want.name;
+    EXPECT_EQ(got.dtype(), e["dtype"] == "BF16"  ? StDtype::BF16
+                           : e["dtype"] == "F16" ? StDtype::F16
+                                                 : StDtype::F32)
+        << want.name;
     EXPECT_EQ(got.bytes().size(), static_cast<std::size_t>(got.numel()) * dtype_size(got.dtype()));
     EXPECT_EQ(got.read(), f32.read(want)) << want.name;
   }
@@ -129,7 +132,8 @@ TEST_P(Checkpoint, ReferenceAttentionIsCausalAndSlidesWhereTheConfigSays) {
 
 INSTANTIATE_TEST_SUITE_P(Modern, Checkpoint,
                          ::testing::Values("qwen3_f32", "qwen3_bf16_sharded", "qwen2_bias", "llama3_bf16_sharded",
-                                           "llama_mha_f32", "gemma3_f32", "gemma3_bf16_sharded"));
+                                           "llama_mha_f32", "llama_bias_f16", "qwen2_sliding_f16", "gemma3_f32",
+                                           "gemma3_bf16_sharded"));
 
 TEST(HfFiles, EveryBrokenInputIsOneLineNamingTheProblem) {
   const json bad = read_json(kModernModels / "bad" / "manifest.json");

@@ -17,7 +17,7 @@ model-0000K-of-0000N.safetensors shards with model.safetensors.index.json, plus 
                         input (the input norm's output) and output (before the residual),
                         rope_global.inv_freq / rope_local.inv_freq (head_dim/2); F32 of float64 values
   weights_f32.safetensors  every tensor as the checkpoint stores it, widened to F32
-The reference runs on the stored values (BF16 rounded), in float64. OUT/bad/manifest.json lists
+The reference runs on the stored values (BF16 or F16 rounded), in float64. OUT/bad/manifest.json lists
 broken inputs, each with the stage that must refuse it ("config", "weights", "tokenizer") and a
 substring of the one-line error. A second run with the same script and OUT does nothing.
 
@@ -87,6 +87,16 @@ CHECKPOINTS = [
                      sliding_window=4, sliding_window_pattern=3, rope_theta=1000000.0, rope_local_base_freq=10000.0,
                      hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True, final_logit_softcapping=None,
                      attn_logit_softcapping=None, rope_scaling=None, bos_token_id=2, eos_token_id=1, pad_token_id=0)),
+    # Llama with attention_bias (q/k/v/o biases), one K/V head for four, linear RoPE scaling,
+    # stored as F16, untied.
+    dict(name="llama_bias_f16", dtype="F16", shards=1, seed=18,
+         config=base("llama", architectures=["LlamaForCausalLM"], num_key_value_heads=1, head_dim=32,
+                     attention_bias=True, rope_theta=500000.0, rope_scaling={"factor": 4.0, "rope_type": "linear"},
+                     tie_word_embeddings=False, torch_dtype="float16")),
+    # Qwen2 with its sliding window switched on: layers from max_window_layers on slide (5 keys).
+    dict(name="qwen2_sliding_f16", dtype="F16", shards=2, seed=19,
+         config=base("qwen2", architectures=["Qwen2ForCausalLM"], use_sliding_window=True, sliding_window=5,
+                     max_window_layers=1, rope_theta=1000000.0, tie_word_embeddings=True, torch_dtype="float16")),
     # Gemma 3 as transformers 4.53 saves it: layer_types, linear scaling on global layers, BF16 shards.
     dict(name="gemma3_bf16_sharded", dtype="BF16", shards=3, seed=17,
          config=base("gemma3_text", architectures=["Gemma3ForCausalLM"], head_dim=32, query_pre_attn_scalar=32,
@@ -233,7 +243,7 @@ def write_checkpoint(out, spec):
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(os.path.join(folder, "reference"))
     config = spec["config"]
-    dtype = {"F32": torch.float32, "BF16": torch.bfloat16}[spec["dtype"]]
+    dtype = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}[spec["dtype"]]
     state = random_state(config, spec["seed"])
     write_weights(folder, state, dtype, spec["shards"])
     write_json(os.path.join(folder, "config.json"), config)
