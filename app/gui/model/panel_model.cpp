@@ -107,17 +107,20 @@ void draw_text(AppState& s, const GptWorker::Status& st) {
   record_widget(s, "model_text");
   const auto loaded = m.worker ? m.worker->loaded() : std::nullopt;
   if (loaded && loaded->facts.hf) {
-    // tokenizer.json's template (Llama 3.1's <|begin_of_text|>, Gemma 3's <bos>) or none.
-    bool special = !m.no_special;
-    if (ImGui::Checkbox("Special tokens as the tokenizer adds them", &special)) {
-      m.no_special = !special;
-      set_model_text(s, m.text);
+    // tokenizer.json's template (Llama 3.1's <|begin_of_text|>, Gemma 3's <bos>); a switch only
+    // where it puts some token around the text (Qwen's and ids without a tokenizer put none).
+    if (const Tokenizer& tok = *loaded->tokenizer; !tok.special_prefix().empty() || !tok.special_suffix().empty()) {
+      bool special = !m.no_special;
+      if (ImGui::Checkbox("Special tokens as the tokenizer adds them", &special)) {
+        m.no_special = !special;
+        set_model_text(s, m.text);
+      }
+      record_widget(s, "model_special");
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "The tokens tokenizer.json's template puts around a text, as Hugging Face's tokenizers add them: "
+            "<|begin_of_text|> (Llama 3.1, 3.2), <bos> (Gemma 3).");
     }
-    record_widget(s, "model_special");
-    if (ImGui::IsItemHovered())
-      ImGui::SetTooltip(
-          "The tokens tokenizer.json's template puts around a text, as Hugging Face's tokenizers add them: "
-          "<|begin_of_text|> (Llama 3.1, 3.2), <bos> (Gemma 3); Qwen adds none.");
   } else {
     if (ImGui::Checkbox("<|endoftext|> first", &m.prepend_eot)) set_model_text(s, m.text);
     if (ImGui::IsItemHovered())
