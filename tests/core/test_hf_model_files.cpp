@@ -285,6 +285,22 @@ TEST(HfConfig, RefusalsNameTheFieldAndWhatIsSupported) {
   j = sizes("llama");
   j["rms_norm_eps"] = "small";
   EXPECT_NE(err(j).find("rms_norm_eps is \"small\", not a number"), std::string::npos);
+  j = sizes("llama");
+  j["rope_theta"] = -1.0;
+  EXPECT_NE(err(j).find("c.json: rope_theta -1.0 is not positive"), std::string::npos);
+  j = sizes("gemma3_text");
+  j["rope_local_base_freq"] = 0;
+  EXPECT_NE(err(j).find("c.json: rope_local_base_freq 0 is not positive"), std::string::npos);
+  j = sizes("llama");
+  j["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 8.0},
+                       {"low_freq_factor", 0.0},
+                       {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 8192}};
+  EXPECT_NE(err(j).find("rope_scaling.low_freq_factor 0.0 is not positive"), std::string::npos);
+  j["rope_scaling"]["low_freq_factor"] = 1.0;
+  j["rope_scaling"]["original_max_position_embeddings"] = -8192;
+  EXPECT_NE(err(j).find("rope_scaling.original_max_position_embeddings -8192 is not positive"), std::string::npos);
   EXPECT_NE(err({{"model_type", "gemma3"}}).find("has no text_config object"), std::string::npos);
   EXPECT_NE(
       err({{"hidden_size", 4}}).find("model_type is missing (supported: qwen3, qwen2, llama, gemma3_text, gemma3)"),

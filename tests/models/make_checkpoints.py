@@ -330,6 +330,8 @@ def write_bad(out, good):
 
     config_case("config_not_json", "not valid JSON", json.dumps(config)[:-5])
     config_case("config_missing_key", "missing key \"n_head\"", json.dumps({k: v for k, v in config.items() if k != "n_head"}))
+    config_case("config_of_no_kind", "no model_type, nor GPT-2's keys (n_layer, n_head, n_embd)",
+                json.dumps({"hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 300}))
     config_case("embd_not_multiple_of_heads", "not a multiple of", json.dumps(dict(config, n_head=5)))
     config_case("more_layers_than_file", "more layers than", json.dumps(dict(config, n_layer=config["n_layer"] + 1)))
     config_case("vocab_size_not_file", "wte.weight has shape", json.dumps(dict(config, vocab_size=config["vocab_size"] + 1)))

@@ -94,6 +94,10 @@ ConfigRead read_config(const fs::path& file) {
       c.attn_only = it->get<bool>();
     }
   } else {
+    if (!j.contains("n_layer") && !j.contains("model_type"))
+      throw LoadError(L +
+                      ": no model_type, nor GPT-2's keys (n_layer, n_head, n_embd) or the book's (emb_dim, n_layers, "
+                      "context_length) (supported model_type: gpt2, qwen3, qwen2, llama, gemma3_text, gemma3)");
     c.n_layer = positive({"n_layer"});
     c.n_head = positive({"n_head"});
     c.n_embd = positive({"n_embd"});

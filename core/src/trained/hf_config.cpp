@@ -118,6 +118,9 @@ HfRope read_rope(const Reader& r, const json& d, const std::string& where, doubl
     rope.low_freq_factor = field("low_freq_factor");
     rope.high_freq_factor = field("high_freq_factor");
     rope.original_max_position_embeddings = field("original_max_position_embeddings");
+    // Wavelengths are compared with original_max_position_embeddings / each factor.
+    for (const char* key : {"low_freq_factor", "original_max_position_embeddings"})
+      if (!(d[key].get<double>() > 0)) r.fail(where + "." + key + " " + d[key].dump() + " is not positive");
     if (rope.high_freq_factor <= rope.low_freq_factor)
       r.fail(where + ".high_freq_factor " + d["high_freq_factor"].dump() + " is not above low_freq_factor " +
              d["low_freq_factor"].dump());
@@ -169,6 +172,10 @@ void read_rope_fields(const Reader& r, HfConfig& c, double default_theta) {
   const double theta = r.number("rope_theta", default_theta);
   // Gemma3TextConfig: rope_local_base_freq 10000, sliding layers unscaled.
   const double local_theta = r.number("rope_local_base_freq", 10000.0);
+  // A base's powers give the frequencies: one of 0 or below gives none (NaN or infinite angles).
+  if (!(theta > 0)) r.fail("rope_theta " + r.j["rope_theta"].dump() + " is not positive");
+  if (c.arch == HfArch::Gemma3 && !(local_theta > 0))
+    r.fail("rope_local_base_freq " + r.j["rope_local_base_freq"].dump() + " is not positive");
   if (r.has("rope_parameters")) {
     const json& p = r.j["rope_parameters"];
     if (p.is_object() && (p.contains("full_attention") || p.contains("sliding_attention"))) {
