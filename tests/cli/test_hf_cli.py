@@ -14,6 +14,7 @@ one line on stderr naming the problem, exit status 2, and no output file."""
 import json
 import os
 import shutil
+import struct
 import sys
 import tempfile
 import unittest
@@ -119,6 +120,43 @@ class Dump(Folders):
             with open(os.path.join(folder, "config.json"), "w") as f:
                 json.dump(config, f)
             self.expect_error(["dump", "--model", folder, "--ids", "1,2"], needle)
+
+    def test_gemma3_image_text_folders_read_their_language_model(self):
+        # Gemma 3 4B and larger: model_type "gemma3", the text model's config in text_config and
+        # its tensors under language_model.model. (as released) or model.language_model. (as
+        # transformers 4.52 and later save them), beside a vision tower that is never read.
+        src = os.path.join(MODERN, "gemma3_f32")
+        with open(os.path.join(src, "model.safetensors"), "rb") as f:
+            n = struct.unpack("<Q", f.read(8))[0]
+            header, data = json.loads(f.read(n)), f.read()
+        with open(os.path.join(src, "config.json")) as f:
+            text_config = json.load(f)
+        config = {"model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"],
+                  "text_config": text_config, "vision_config": {"model_type": "siglip_vision_model"}}
+        expected = read_safetensors(os.path.join(src, "reference", "expected.safetensors"))
+        for prefix in ("language_model.model.", "model.language_model."):
+            folder = os.path.join(self.tmp, "gemma3_" + prefix.replace(".", "_"))
+            os.makedirs(folder)
+            renamed = {(prefix + k[len("model."):] if k.startswith("model.") else k): v for k, v in header.items()}
+            vision = struct.pack("<4f", 1, 2, 3, 4)
+            renamed["vision_tower.vision_model.embeddings.patch_embedding.weight"] = {
+                "dtype": "F32", "shape": [2, 2], "data_offsets": [len(data), len(data) + len(vision)]}
+            head = json.dumps(renamed).encode()
+            head += b" " * (-len(head) % 8)
+            with open(os.path.join(folder, "model.safetensors"), "wb") as f:
+                f.write(struct.pack("<Q", len(head)) + head + data + vision)
+            with open(os.path.join(folder, "config.json"), "w") as f:
+                json.dump(config, f)
+            for k, ids in enumerate(self.manifest["sequences"]):
+                r = run("dump", "--model", folder, "--ids", ",".join(map(str, ids)))
+                self.assertEqual(r.returncode, 0, f"{prefix}: {r.stderr}")
+                d = json.loads(r.stdout)
+                self.assertEqual(d["model"]["model_type"], "gemma3")
+                for name, got in d["tensors"].items():
+                    self.assertLess(max(abs(x - y) for x, y in zip(got["data"], expected[f"s{k}.{name}"][1])), 1e-4,
+                                    f"{prefix} s{k} {name}")
+            os.remove(os.path.join(folder, "model.safetensors"))
+            self.expect_error(["dump", "--model", folder, "--ids", "1,2"], "model.safetensors")
 
     def test_a_folder_without_tokenizer_takes_ids_only(self):
         folder = os.path.join(MODERN, "gemma3_f32")  # config.json and model.safetensors only

@@ -78,10 +78,26 @@ class Reader {
   bool kernel_;
 };
 
-HfBlock read_block(const Reader& r, const HfConfig& c, int i) {
+// Where the text model's tensors are named: "model." and "lm_head" (Qwen, Llama, gemma3_text),
+// or, in Gemma 3's image-text model ("gemma3", 4B and larger), "language_model.model." and
+// "language_model.lm_head" as Google released the files, "model.language_model." and
+// "lm_head" as transformers 4.52 and later save them. Its vision tower is never read.
+struct TextNames {
+  std::string model, head;
+};
+TextNames text_names(const Reader& r, const HfConfig& c) {
+  if (!c.from_text_config) return {"model.", "lm_head"};
+  const TextNames forms[] = {
+      {"language_model.model.", "language_model.lm_head"}, {"model.language_model.", "lm_head"}, {"model.", "lm_head"}};
+  for (const TextNames& f : forms)
+    if (r.has(f.model + "embed_tokens.weight")) return f;
+  return forms[0];  // the released form, named by the error that follows
+}
+
+HfBlock read_block(const Reader& r, const HfConfig& c, const TextNames& names, int i) {
   const int C = c.hidden_size, H = c.num_attention_heads, G = c.num_key_value_heads, hd = c.head_dim,
             I = c.intermediate_size;
-  const std::string p = "model.layers." + std::to_string(i) + ".";
+  const std::string p = names.model + "layers." + std::to_string(i) + ".";
   HfBlock b;
   b.sliding = c.sliding[static_cast<std::size_t>(i)] && c.sliding_window > 0;
   b.input_norm = r.read(p + "input_layernorm.weight", {C});
@@ -117,6 +133,7 @@ HfModel load_hf_model(const fs::path& folder) {
   const bool kernel = backend() != Backend::OpenBlas;
   const Reader r(w, folder.string(), kernel);
   const int C = c.hidden_size, V = c.vocab_size;
+  const TextNames names = text_names(r, c);
 
   // transformers ties the head whenever the config says so, whatever the file holds. The
   // tied head is packed first, before the blocks are read, so the embedding is held twice
@@ -124,16 +141,16 @@ HfModel load_hf_model(const fs::path& folder) {
   m.tied = c.tie_word_embeddings;
   if (m.tied && kernel) {
     // The embedding is held once, as the head's panels (Qwen3-0.6B: 594 MiB not held twice).
-    m.lm_head.name = "lm_head (tied to model.embed_tokens)";
+    m.lm_head.name = names.head + " (tied to " + names.model + "embed_tokens)";
     m.lm_head.in = C;
     m.lm_head.out = V;
-    r.pack("model.embed_tokens.weight", {V, C}, m.lm_head);
+    r.pack(names.model + "embed_tokens.weight", {V, C}, m.lm_head);
   } else {
-    m.embed = r.read("model.embed_tokens.weight", {V, C});
+    m.embed = r.read(names.model + "embed_tokens.weight", {V, C});
   }
-  for (int i = 0; i < c.num_hidden_layers; ++i) m.blocks.push_back(read_block(r, c, i));
-  m.final_norm = r.read("model.norm.weight", {C});
-  if (!m.tied) m.lm_head = r.linear("lm_head", C, V, false);
+  for (int i = 0; i < c.num_hidden_layers; ++i) m.blocks.push_back(read_block(r, c, names, i));
+  m.final_norm = r.read(names.model + "norm.weight", {C});
+  if (!m.tied) m.lm_head = r.linear(names.head, C, V, false);
   m.inv_freq_global = c.rope.inv_freq(c.head_dim);
   m.inv_freq_local = c.rope_local.inv_freq(c.head_dim);
   return m;
