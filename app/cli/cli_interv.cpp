@@ -66,7 +66,7 @@ std::string patch_json(const PatchOptions& o) {
   if (o.per != "head" && o.per != "layer-position")
     throw std::invalid_argument("--per: '" + o.per + "' is not head or layer-position");
   GptModel m = load_gpt(o.model.path);
-  const Tokenizer tok = Tokenizer::for_model(m.folder, m.config.vocab_size);
+  const Tokenizer tok = Tokenizer::from_folder(m.folder, m.config.vocab_size);
   const std::vector<int> clean_ids = text_ids(tok, m, o.clean, "--clean"),
                          corrupt_ids = text_ids(tok, m, o.corrupt, "--corrupt");
   if (clean_ids.size() != corrupt_ids.size())

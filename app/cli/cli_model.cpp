@@ -50,7 +50,7 @@ std::vector<int> input_ids(const ModelOptions& o, const Tokenizer& tokenizer, Pr
 ModelInput load_model_input(const ModelOptions& o) {
   check_input(o);
   GptModel model = load_gpt(o.path);
-  Tokenizer tokenizer = Tokenizer::for_model(model.folder, model.config.vocab_size);
+  Tokenizer tokenizer = Tokenizer::from_folder(model.folder, model.config.vocab_size);
   std::vector<int> ids = input_ids(o, tokenizer, {model.config.n_ctx, model.config.vocab_size});
   prepare_gpt_forward(model);
   return ModelInput{std::move(model), std::move(tokenizer), std::move(ids)};
@@ -76,7 +76,7 @@ std::vector<int> text_ids(const Tokenizer& tok, const GptModel& m, const std::st
 HfModelInput load_hf_model_input(const ModelOptions& o) {
   check_input(o);
   HfModel model = load_hf_model(o.path);
-  Tokenizer tokenizer = Tokenizer::for_model(model.folder, model.config.vocab_size);
+  Tokenizer tokenizer = Tokenizer::from_folder(model.folder, model.config.vocab_size);
   const HfConfig& c = model.config;
   std::vector<int> ids =
       input_ids(o, tokenizer, {c.max_position_embeddings > 0 ? c.max_position_embeddings : 1 << 30, c.vocab_size});

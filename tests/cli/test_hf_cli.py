@@ -22,7 +22,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_gpt_cli import load, read_safetensors, run  # noqa: E402 (the same mhaviz, argv[1])
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
-from small_tokenizer import BOS, HELLO_WORLD, hf_folder  # noqa: E402
+from small_tokenizer import BOS, HELLO_WORLD, hf_folder, read_raw_safetensors, write_raw_safetensors  # noqa: E402
 
 MODERN = sys.argv[2] if len(sys.argv) > 2 else "build/dev/modern-models"
 class Folders(unittest.TestCase):
@@ -126,9 +126,7 @@ class Dump(Folders):
         # its tensors under language_model.model. (as released) or model.language_model. (as
         # transformers 4.52 and later save them), beside a vision tower that is never read.
         src = os.path.join(MODERN, "gemma3_f32")
-        with open(os.path.join(src, "model.safetensors"), "rb") as f:
-            n = struct.unpack("<Q", f.read(8))[0]
-            header, data = json.loads(f.read(n)), f.read()
+        header, data = read_raw_safetensors(os.path.join(src, "model.safetensors"))
         with open(os.path.join(src, "config.json")) as f:
             text_config = json.load(f)
         config = {"model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"],
@@ -141,10 +139,7 @@ class Dump(Folders):
             vision = struct.pack("<4f", 1, 2, 3, 4)
             renamed["vision_tower.vision_model.embeddings.patch_embedding.weight"] = {
                 "dtype": "F32", "shape": [2, 2], "data_offsets": [len(data), len(data) + len(vision)]}
-            head = json.dumps(renamed).encode()
-            head += b" " * (-len(head) % 8)
-            with open(os.path.join(folder, "model.safetensors"), "wb") as f:
-                f.write(struct.pack("<Q", len(head)) + head + data + vision)
+            write_raw_safetensors(os.path.join(folder, "model.safetensors"), renamed, data + vision)
             with open(os.path.join(folder, "config.json"), "w") as f:
                 json.dump(config, f)
             for k, ids in enumerate(self.manifest["sequences"]):

@@ -133,7 +133,7 @@ TEST(Tokenizer, AModelFolderWithoutTokenizerFilesTakesIds) {
   const fs::path dir = fs::temp_directory_path() / ("mhaviz-tok-model-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::ofstream(dir / "config.json") << R"({"model_type": "qwen3", "vocab_size": 40})";
-  const Tokenizer ids = Tokenizer::for_model(dir, 40);
+  const Tokenizer ids = Tokenizer::from_folder(dir, 40);
   EXPECT_EQ(ids.encode("3 17 0 39"), (std::vector<int>{3, 17, 0, 39}));
   EXPECT_EQ(ids.display_token(17), "17");
   EXPECT_EQ(ids.refuse("3 17"), "");
@@ -142,10 +142,11 @@ TEST(Tokenizer, AModelFolderWithoutTokenizerFilesTakesIds) {
             "has no tokenizer.json, nor vocab.json + merges.txt: copy the files the model was published with beside it "
             "to type text)");
   std::ofstream(dir / "merges.txt") << "#version: 0.2\n";
-  EXPECT_NE(error_of([&] { Tokenizer::for_model(dir, 40); }).find("vocab.json: does not exist"), std::string::npos);
+  EXPECT_NE(error_of([&] { Tokenizer::from_folder(dir, 40); }).find("vocab.json: does not exist"), std::string::npos);
   fs::remove(dir / "merges.txt");
   std::ofstream(dir / "tokenizer.json") << "{";
-  EXPECT_NE(error_of([&] { Tokenizer::for_model(dir, 40); }).find("tokenizer.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of([&] { Tokenizer::from_folder(dir, 40); }).find("tokenizer.json: not valid JSON"),
+            std::string::npos);
   fs::remove_all(dir);
 }
 

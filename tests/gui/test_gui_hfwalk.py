@@ -18,13 +18,12 @@ usage (under xvfb-run): test_gui_hfwalk.py PATH/TO/mhaviz MODERN_DIR
 """
 import json
 import os
-import struct
 import sys
 
 import guitest as g
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
-from small_tokenizer import hf_folder  # noqa: E402
+from small_tokenizer import hf_folder, read_raw_safetensors, write_raw_safetensors  # noqa: E402
 
 tmp = g.setup(sys.argv)
 MODERN = sys.argv[2]
@@ -110,10 +109,7 @@ def with_attention_bias(folder):
     """The SmolLM2-style Llama with attention_bias: zero q/k/v/o_proj biases (o_proj's has no place
     in the lesson's gqa module)."""
     path = os.path.join(folder, "model.safetensors")
-    with open(path, "rb") as f:
-        blob = f.read()
-    n = struct.unpack("<Q", blob[:8])[0]
-    header, data = json.loads(blob[8:8 + n]), blob[8 + n:]
+    header, data = read_raw_safetensors(path)
     with open(os.path.join(folder, "config.json")) as f:
         config = json.load(f)
     width = config["hidden_size"]
@@ -122,9 +118,7 @@ def with_attention_bias(folder):
             header["model.layers.%d.self_attn.%s_proj.bias" % (layer, p)] = {
                 "dtype": "F32", "shape": [width], "data_offsets": [len(data), len(data) + 4 * width]}
             data += bytes(4 * width)
-    text = json.dumps(header).encode()
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + data)
+    write_raw_safetensors(path, header, data)
     config["attention_bias"] = True
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(config, f)

@@ -1,10 +1,12 @@
 """A small byte-level BPE tokenizer.json for the random Qwen/Llama/Gemma checkpoints of
 make_modern_checkpoints.py, which carry no tokenizer: ids 0-255 the bytes, <bos> 256 (which
 its template puts first, as Gemma's and Llama 3.1's do), four merges 257-260. The CLI and
-GUI tests copy a checkpoint with it beside (hf_folder)."""
+GUI tests copy a checkpoint with it beside (hf_folder), and rewrite a checkpoint's tensors
+with read_raw_safetensors / write_raw_safetensors."""
 import json
 import os
 import shutil
+import struct
 
 BOS = 256
 
@@ -53,3 +55,18 @@ def hf_folder(modern, name, to):
     with open(os.path.join(to, "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(tokenizer_json(), f)
     return to
+
+
+def read_raw_safetensors(path):
+    """(header dict, data bytes) of a safetensors file, for tests that rename or add tensors."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        return json.loads(f.read(n)), f.read()
+
+
+def write_raw_safetensors(path, header, data):
+    """The inverse of read_raw_safetensors: the header padded to 8 bytes, then data."""
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)

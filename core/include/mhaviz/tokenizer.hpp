@@ -33,19 +33,17 @@ class Tokenizer {
   static Tokenizer from_tokenizer_json_string(std::string_view text, std::string_view source = "tokenizer.json");
   // In a model folder: tokenizer.json if present, else vocab.json + merges.txt; a model
   // `mhaviz train` made without tokenizer files has its vocabulary in config.json: its
-  // characters ("char_vocab"), else its tokens are plain ids (a synthetic task).
-  static Tokenizer from_folder(const std::filesystem::path& folder);
+  // characters ("char_vocab"), else its tokens are plain ids (a synthetic task). A folder with
+  // none of these files is refused, unless ids_without_files > 0 (a model folder saved or
+  // copied without them): its tokens are then the ids 0 .. ids_without_files − 1, and a text
+  // is refused naming the files that are missing.
+  static Tokenizer from_folder(const std::filesystem::path& folder, int ids_without_files = 0);
   // The vocabulary of a model trained on a text by characters: id i is chars[i], one UTF-8
   // character each, all different. Throws LoadError naming `source`.
   static Tokenizer from_characters(const std::vector<std::string>& chars, std::string_view source);
   // The tokens of a synthetic task: ids 0 .. vocab_size − 1, written as numbers separated by
   // spaces ("5 17 3") and shown as their numbers. `reason` ends the refusal of other text.
   static Tokenizer of_ids(int vocab_size, std::string_view reason = "it was trained on a synthetic task");
-  // The tokenizer to run a model folder with: from_folder's, or, where the folder holds no
-  // tokenizer files at all (a checkpoint saved or copied without them), plain ids
-  // 0 .. vocab_size − 1: the model runs on --ids or numbers typed, and a text is refused
-  // naming the files that are missing.
-  static Tokenizer for_model(const std::filesystem::path& folder, int vocab_size);
 
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;

@@ -180,7 +180,7 @@ void GptWorker::do_open(const std::filesystem::path& path) {
     l.path = path;
     if (is_hf_model_folder(path)) {
       auto model = std::make_shared<const HfModel>(load_hf_model(path));
-      l.tokenizer = std::make_shared<const Tokenizer>(Tokenizer::for_model(model->folder, model->config.vocab_size));
+      l.tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_folder(model->folder, model->config.vocab_size));
       l.facts = model_facts(*model);
       l.hf = std::move(model);
       // load_hf_model has no progress to ask: a cancel during it drops the model it read.
@@ -191,7 +191,7 @@ void GptWorker::do_open(const std::filesystem::path& path) {
         status_.load_fraction = total ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
         return !cancel_.load();
       }));
-      l.tokenizer = std::make_shared<const Tokenizer>(Tokenizer::for_model(model->folder, model->config.vocab_size));
+      l.tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_folder(model->folder, model->config.vocab_size));
       prepare_gpt_forward(*model);
       l.facts = model_facts(*model);
       l.model = std::move(model);

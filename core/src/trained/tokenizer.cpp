@@ -372,13 +372,17 @@ Tokenizer Tokenizer::from_tokenizer_json(const fs::path& tokenizer_json) {
   return from_tokenizer_json_string(read_text_file(tokenizer_json), tokenizer_json.string());
 }
 
-Tokenizer Tokenizer::from_folder(const fs::path& folder) {
+Tokenizer Tokenizer::from_folder(const fs::path& folder, int ids_without_files) {
   std::error_code ec;
   if (fs::exists(folder / "tokenizer.json", ec)) return from_tokenizer_json(folder / "tokenizer.json");
   const bool vocab = fs::exists(folder / "vocab.json", ec), merges = fs::exists(folder / "merges.txt", ec);
   if (!vocab && !merges && fs::exists(folder / "config.json", ec)) {
     if (auto trained = from_trained_config(folder / "config.json")) return std::move(*trained);
   }
+  if (!vocab && !merges && ids_without_files > 0)
+    return of_ids(ids_without_files,
+                  "the folder has no tokenizer.json, nor vocab.json + merges.txt: copy the files the model "
+                  "was published with beside it to type text");
   if (!vocab && !merges)
     tok::fail(folder.string(),
               "no tokenizer: neither tokenizer.json nor vocab.json + merges.txt (copy the files the model was "
@@ -388,17 +392,6 @@ Tokenizer Tokenizer::from_folder(const fs::path& folder) {
   if (!merges)
     tok::fail((folder / "merges.txt").string(), "does not exist (vocab.json is there: the tokenizer needs both)");
   return from_files(folder / "vocab.json", folder / "merges.txt");
-}
-
-Tokenizer Tokenizer::for_model(const fs::path& folder, int vocab_size) {
-  std::error_code ec;
-  for (const char* name : {"tokenizer.json", "vocab.json", "merges.txt"})
-    if (fs::exists(folder / name, ec)) return from_folder(folder);
-  if (fs::exists(folder / "config.json", ec))
-    if (auto trained = from_trained_config(folder / "config.json")) return std::move(*trained);
-  return of_ids(vocab_size,
-                "the folder has no tokenizer.json, nor vocab.json + merges.txt: copy the files the model "
-                "was published with beside it to type text");
 }
 
 std::optional<Tokenizer> Tokenizer::from_trained_config(const fs::path& config_json) {
