@@ -135,15 +135,25 @@ TEST_P(RealTokenizer, KnownIdsTokensAndDisplay) {
 
 INSTANTIATE_TEST_SUITE_P(Files, RealTokenizer, ::testing::Values("qwen3", "llama3", "llama3_1", "gemma3"));
 
-TEST(HfTokenizer, ByteOrderMarkIsNotWhitespaceAsInHuggingFacesRegexEngine) {
-  // The one divergence from @lenml/tokenizers found: JavaScript's \s matches U+FEFF,
-  // Oniguruma's (the tokenizers library's engine) and PCRE2's do not. So "  \uFEFF  w"
-  // splits as " ", " \uFEFF" (a space and a non-space symbol), " ", " w" here and in Hugging
-  // Face, where the JavaScript port takes all four spaces and U+FEFF as one run of spaces.
+TEST(HfTokenizer, WhiteSpaceIsUnicodesAsInHuggingFacesRegexEngine) {
+  // \s is Unicode's White_Space, as in Oniguruma (the tokenizers library's engine). Where
+  // JavaScript's \s differs, @lenml/tokenizers parts from Hugging Face and mhaviz follows
+  // Hugging Face: JavaScript's \s takes U+FEFF and leaves U+0085. So "  \uFEFF  w" splits as
+  // " ", " \uFEFF" (a space and a non-space symbol), " ", " w" here and in Hugging Face, where
+  // the JavaScript port takes all four spaces and U+FEFF as one run of spaces.
   const Tokenizer& t = real("qwen3");
-  std::vector<std::string> pieces;
-  for (const int id : t.encode("z  \xEF\xBB\xBF  w")) pieces.push_back(t.decode_token(id));
-  EXPECT_EQ(pieces, (std::vector<std::string>{"z", " ", " \xEF\xBB\xBF", " ", " w"}));
+  auto pieces = [&](std::string_view text) {
+    std::vector<std::string> out;
+    for (const int id : t.encode(text)) out.push_back(t.decode_token(id));
+    return out;
+  };
+  EXPECT_EQ(pieces("z  \xEF\xBB\xBF  w"), (std::vector<std::string>{"z", " ", " \xEF\xBB\xBF", " ", " w"}));
+  // U+180E is not (PCRE2's own \s takes it): with the apostrophe it is one run of symbols,
+  // and "'s" no contraction. All three engines agree here.
+  const std::vector<std::string> mvs = pieces("a\xE1\xA0\x8E's");
+  ASSERT_GE(mvs.size(), 2u);
+  EXPECT_EQ(mvs.back(), "s");
+  EXPECT_EQ(mvs[mvs.size() - 2].back(), '\'');
 }
 
 // [SECTION] hand-made tokenizer.json files
@@ -217,6 +227,25 @@ TEST(HfTokenizer, SplitBehaviorsAndDigits) {
   json inverted = split("b", "Removed");
   inverted["invert"] = true;  // the matches are kept, the rest removed
   EXPECT_EQ(load(tiny(nullptr, inverted)).encode("abab"), (std::vector<int>{2, 2}));
+  // A regex's \s is Unicode's White_Space, in a class or not; \S its complement; an escaped
+  // backslash before an s is a backslash. U+180E (E1 A0 8E) is not white space, U+0085 (C2 85)
+  // is.
+  auto regex = [](const char* re) {
+    return json{{"type", "Split"}, {"pattern", {{"Regex", re}}}, {"behavior", "Removed"}, {"invert", false}};
+  };
+  const std::vector<int> mvs = {7 + 0xE1, 7 + 0xA0, 7 + 0x8E};
+  EXPECT_EQ(load(tiny(nullptr, regex(R"(\s)"))).encode("a \xE1\xA0\x8E b"),
+            (std::vector<int>{1, mvs[0], mvs[1], mvs[2], 2}));
+  EXPECT_EQ(load(tiny(nullptr, regex(R"([c\s])")))
+                .encode("a\xE1\xA0\x8E\xC2\x85"
+                        "c b"),
+            (std::vector<int>{1, mvs[0], mvs[1], mvs[2], 2}));
+  EXPECT_EQ(load(tiny(nullptr, regex(R"(\S)"))).encode("a\xE1\xA0\x8E\t"), (std::vector<int>{7 + '\t'}));
+  EXPECT_EQ(load(tiny(nullptr, regex(R"(\\s)"))).encode("a\\sb"), (std::vector<int>{1, 2}));
+  EXPECT_EQ(load(tiny(nullptr, regex(R"(\s)")))
+                .encode("a\xC2\x85"
+                        "b"),
+            (std::vector<int>{1, 2}));
   // Digits, one by one: "a1b" splits before and after the digit.
   const json digits = {{"type", "Digits"}, {"individual_digits", true}};
   EXPECT_EQ(load(tiny(nullptr, digits)).encode("ab12"), (std::vector<int>{5, 7 + '1', 7 + '2'}));
@@ -270,8 +299,13 @@ TEST(HfTokenizer, TemplateAddsItsTokensAroundTheText) {
   // An id in a hole between the vocabulary and an added token is no token (the fuzzer found
   // a template putting it in front of every text, which decode_token then refused).
   json added = json::array();
-  added.push_back({{"id", 300}, {"content", "<x>"}, {"special", true}, {"normalized", false},
-                   {"lstrip", false}, {"rstrip", false}, {"single_word", false}});
+  added.push_back({{"id", 300},
+                   {"content", "<x>"},
+                   {"special", true},
+                   {"normalized", false},
+                   {"lstrip", false},
+                   {"rstrip", false},
+                   {"single_word", false}});
   json holed = tiny(nullptr, nullptr, added);
   holed["post_processor"] = j["post_processor"];
   holed["post_processor"]["special_tokens"]["<s>"]["ids"] = {290};

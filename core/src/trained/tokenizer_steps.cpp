@@ -105,16 +105,88 @@ Pattern Pattern::literal(std::string text) {
   return p;
 }
 
-Pattern Pattern::regex(std::string_view re, std::string_view source) {
+namespace {
+
+// Unicode's White_Space code points as a class body: what \s means in Oniguruma (the
+// tokenizers library's engine) and in Rust's regex (tiktoken, Llama 3's own). PCRE2's \s also
+// takes U+180E, a format character since Unicode 6.3: Llama 3's pattern then took "'s" of
+// "a\u180E's" as one contraction, where Hugging Face (and @lenml/tokenizers) take U+180E and
+// the apostrophe as one symbol run and the s as a word.
+constexpr std::string_view kWhiteSpace =
+    R"(\t-\r\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
+
+// `re` with \s as kWhiteSpace in and out of classes and \S as its complement outside one
+// (inside one, where no tokenizer file puts it, PCRE2's \S stays). Escapes, \Q…\E quoting
+// and POSIX [:name:] items are stepped over whole.
+std::string with_white_space(std::string_view re) {
+  std::string out;
+  bool in_class = false;
+  for (std::size_t i = 0; i < re.size(); ++i) {
+    const char c = re[i];
+    if (c == '\\' && i + 1 < re.size()) {
+      const char e = re[i + 1];
+      if (e == 'Q') {  // quoted up to \E, copied as is
+        const std::size_t end = re.find("\\E", i + 2);
+        const std::size_t stop = end == std::string_view::npos ? re.size() : end + 2;
+        out.append(re.substr(i, stop - i));
+        i = stop - 1;
+      } else if (e == 's') {
+        out += in_class ? std::string(kWhiteSpace) : "[" + std::string(kWhiteSpace) + "]";
+        ++i;
+      } else if (e == 'S' && !in_class) {
+        out += "[^" + std::string(kWhiteSpace) + "]";
+        ++i;
+      } else {
+        out += c;
+        out += e;
+        ++i;
+      }
+      continue;
+    }
+    if (in_class && c == '[' && i + 1 < re.size() && re[i + 1] == ':') {  // [:name:]
+      const std::size_t end = re.find(":]", i + 2);
+      if (end != std::string_view::npos) {
+        out.append(re.substr(i, end + 2 - i));
+        i = end + 1;
+        continue;
+      }
+    }
+    out += c;
+    if (!in_class && c == '[') {
+      in_class = true;
+      // A ']' first in the class (after an optional '^') is a literal.
+      if (i + 1 < re.size() && re[i + 1] == '^') out += re[++i];
+      if (i + 1 < re.size() && re[i + 1] == ']') out += re[++i];
+    } else if (in_class && c == ']') {
+      in_class = false;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Pattern Pattern::regex(std::string_view pattern, std::string_view source) {
+  const auto compile = [](std::string_view re, int& err, PCRE2_SIZE& offset) {
+    return pcre2_compile(reinterpret_cast<PCRE2_SPTR>(re.data()), re.size(),
+                         PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &err, &offset, nullptr);
+  };
   int err = 0;
   PCRE2_SIZE offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(re.data()), re.size(),
-                                   PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &err, &offset, nullptr);
+  pcre2_code* code = compile(with_white_space(pattern), err, offset);
   if (!code) {
+    // The file's own pattern, so the message's offset points into what the file says.
+    int plain_err = 0;
+    PCRE2_SIZE plain_offset = 0;
+    if (pcre2_code* plain = compile(pattern, plain_err, plain_offset))
+      pcre2_code_free(plain);
+    else
+      err = plain_err, offset = plain_offset;
     PCRE2_UCHAR msg[160];
     pcre2_get_error_message(err, msg, sizeof msg);
-    throw LoadError(std::string(source) + ": the regex \"" + std::string(re.substr(0, 80)) + "\" does not compile (" +
-                    reinterpret_cast<const char*>(msg) + " at offset " + std::to_string(offset) + ")");
+    throw LoadError(std::string(source) + ": the regex \"" + std::string(pattern.substr(0, 80)) +
+                    "\" does not compile (" + reinterpret_cast<const char*>(msg) + " at offset " +
+                    std::to_string(offset) + ")");
   }
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // the interpreter runs it where JIT is unavailable
   Pattern p;
