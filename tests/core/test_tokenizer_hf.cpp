@@ -42,14 +42,13 @@ const Tokenizer& real(const std::string& name) {
   return it->second;
 }
 
-const json& expected() {
-  static const json j = json::parse(slurp(kDir / "expected_ids.json"));
-  return j;
-}
-
-const json& expected_random() {  // tests/models/random_texts.py's texts
-  static const json j = json::parse(slurp(kDir / "expected_random_ids.json"));
-  return j;
+// The reference's ids for the texts of tests/data/tokenizer_texts_hf.json (expected_ids.json)
+// or of tests/models/random_texts.py (expected_random_ids.json), read once.
+const json& expected(const std::string& file = "expected_ids.json") {
+  static std::map<std::string, json> read;
+  auto it = read.find(file);
+  if (it == read.end()) it = read.emplace(file, json::parse(slurp(kDir / file))).first;
+  return it->second;
 }
 
 std::string error_of(const std::function<void()>& f) { return test::load_error_of(f); }
@@ -81,7 +80,7 @@ TEST_P(RealTokenizer, SameIdsAsTheReferenceEncoderOnRandomTexts) {
   // A differential run: every script block, controls, private use, tags and special tokens
   // mixed at random (random_texts.py). Reports the first few texts that differ, whole.
   const Tokenizer& t = real(GetParam());
-  const json& cases = expected_random()["tokenizers"][GetParam()];
+  const json& cases = expected("expected_random_ids.json")["tokenizers"][GetParam()];
   ASSERT_EQ(cases.size(), 400u);
   int differ = 0;
   for (const json& c : cases) {
