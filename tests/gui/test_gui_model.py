@@ -20,7 +20,8 @@
   and font; typing in the text box retokenizes; the induction button runs a random sequence
   repeated, scored as the core's induction detector defines it.
 - A broken checkpoint opened with File -> Open model... shows its one-line error in the
-  app and the current model stays; a missing --model is bad input (exit 2).
+  app and the current model stays; a missing --model is bad input (exit 2). A folder without
+  its vocabulary takes ids as text and does not offer "<|endoftext|> first" (unless it is on).
 - Loading a 500 MB model shows a progress bar with Cancel.
 - The UI stays responsive (frames keep coming) while a GPT-2-small-sized forward runs on
   the worker, and the progress line shows; in an optimised build without sanitizers
@@ -37,6 +38,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import struct
 import sys
 import time
@@ -109,6 +111,7 @@ def test_pixels():
     g.check(m is not None and len(m["thumbnails"]) == L * H, "sidecar: %d thumbnails (%d layers x %d heads)" % (L * H, L, H))
     g.check(m["ids"] == d["token_ids"], "the app's tokens are dump's ids %s" % d["token_ids"])
     g.check(st["tokens"] == d["tokens"], "the token strings shown are dump's (leading space as \u2423)")
+    g.check("model_eot" in g.read_json(state)["shown"], "a vocabulary with <|endoftext|>: \"<|endoftext|> first\" offered")
     g.check(m["pool"] == 1, "T = %d fits the thumbnails: one cell per block" % len(d["token_ids"]))
     width, height, pixel = g.read_png(png)
     masked = [tuple(c) for c in side["masked_colors"]]
@@ -346,6 +349,27 @@ def test_bad_model():
     st = g.read_json(state) if r.returncode == 0 else {"model": {}, "widgets": {}}
     g.check(st["model"].get("shown") and "is missing" in st["model"].get("error", "") and "model_text" in st["widgets"],
             "gui --model BROKEN opens on the model view with its error (%s)" % st["model"].get("error"))
+    # A folder without its vocabulary runs on ids: "<|endoftext|> first" has no token to put
+    # there, so it is not offered (its state on the model with a vocabulary: test_pixels) —
+    # unless it is already on, where it stays to be cleared, the reason under the text.
+    novocab = os.path.join(tmp, "no-vocabulary")
+    os.makedirs(novocab, exist_ok=True)
+    for f in ("config.json", "model.safetensors"):
+        shutil.copy(os.path.join(MODEL, f), novocab)
+    for eot in (False, True):
+        state = os.path.join(tmp, "novocab%d.state.json" % eot)
+        r = g.run(["gui", "--model", novocab, "--text", "5 7 9", "--exit-after-frames", "8", "--no-restore",
+                   "--ignore-mouse", "--config-dir", tmp + "/c9", "--state-dir", tmp + "/s9", "--state-out", state] +
+                  (["--prepend-eot"] if eot else []) + SIZE)
+        st = g.read_json(state) if r.returncode == 0 else {"model": {}, "shown": []}
+        m = st["model"]
+        if eot:
+            g.check("model_eot" in st["shown"] and "no <|endoftext|>" in m.get("text_error", ""),
+                    "no vocabulary, --prepend-eot: the checkbox stays to be cleared, the reason under the text (%s)" %
+                    m.get("text_error"))
+        else:
+            g.check(m.get("text_tokens") == ["5", "7", "9"] and "model_eot" not in st["shown"],
+                    "no vocabulary: ids as text, no \"<|endoftext|> first\" (tokens %s)" % m.get("text_tokens"))
     r = g.run(["gui", "--model", os.path.join(tmp, "no-such-model"), "--exit-after-frames", "2"])
     g.check(r.returncode == 2 and r.stderr.count("\n") == 1 and "--model" in r.stderr,
             "a missing --model: exit 2, one line naming --model (%s)" % r.stderr.strip())

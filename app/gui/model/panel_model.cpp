@@ -121,8 +121,12 @@ void draw_text(AppState& s, const GptWorker::Status& st) {
             "The tokens tokenizer.json's template puts around a text, as Hugging Face's tokenizers add them: "
             "<|begin_of_text|> (Llama 3.1, 3.2), <bos> (Gemma 3).");
     }
-  } else {
+  } else if (!loaded || loaded->tokenizer->eot_id() >= 0 || m.prepend_eot) {
+    // Not offered where the vocabulary has no <|endoftext|> (a folder without vocab.json, a
+    // synthetic task's model): it could only put an error under the text. Still drawn while it
+    // is on (--prepend-eot, or a model opened after one that had it), so that it can be cleared.
     if (ImGui::Checkbox("<|endoftext|> first", &m.prepend_eot)) set_model_text(s, m.text);
+    record_widget(s, "model_eot");
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip(
           "Many heads park attention on the first token (the attention sink); TransformerLens puts "
