@@ -304,6 +304,7 @@ nlohmann::json model_state_json(const AppState& s) {
                       {"probe", m.induction_probe},
                       {"shown", m.drawn_frame >= 0 && m.drawn_frame + 1 >= s.frame},
                       {"error", m.error},
+                      {"facts", m.facts},
                       {"layer", m.layer},
                       {"head", m.head},
                       {"text_tokens", m.tokens.tokens},

@@ -364,9 +364,13 @@ def test_bad_model():
         st = g.read_json(state) if r.returncode == 0 else {"model": {}, "shown": []}
         m = st["model"]
         if eot:
+            # No forward has run (the prompt cannot be made): the panel still says what model
+            # was opened.
             g.check("model_eot" in st["shown"] and "no <|endoftext|>" in m.get("text_error", ""),
                     "no vocabulary, --prepend-eot: the checkbox stays to be cleared, the reason under the text (%s)" %
                     m.get("text_error"))
+            g.check(m.get("facts", "").startswith("GPT-2 layout: 3 layers"),
+                    "no forward yet: the panel names the model all the same (%s)" % m.get("facts"))
         else:
             g.check(m.get("text_tokens") == ["5", "7", "9"] and "model_eot" not in st["shown"],
                     "no vocabulary: ids as text, no \"<|endoftext|> first\" (tokens %s)" % m.get("text_tokens"))

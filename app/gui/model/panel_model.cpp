@@ -67,8 +67,12 @@ void draw_source(AppState& s, const GptWorker::Status& st) {
         "model.safetensors or its shards, tokenizer.json).");
   } else {
     ImGui::TextWrapped("%s", m.path.c_str());
-    if (m.result) {
-      const ModelFacts& c = m.result->loaded.facts;
+    // The shown forward's model; before one succeeds (the first text does not tokenize), the
+    // loaded one's, so that the panel still says what was opened.
+    const auto loaded = m.result || !m.worker ? std::nullopt : m.worker->loaded();
+    m.facts.clear();
+    if (m.result || loaded) {
+      const ModelFacts& c = m.result ? m.result->loaded.facts : loaded->facts;
       std::string line =
           c.architecture + ": " + std::to_string(c.layers) + " layers \xC3\x97 " + std::to_string(c.heads) + " heads";
       if (c.kv_heads < c.heads) line += " sharing " + std::to_string(c.kv_heads) + " K/V heads";
@@ -78,6 +82,7 @@ void draw_source(AppState& s, const GptWorker::Status& st) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
       ImGui::TextWrapped("%s", line.c_str());
       ImGui::PopStyleColor();
+      m.facts = line;
     }
   }
   if (ImGui::Button("Open model...")) {
