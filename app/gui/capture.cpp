@@ -304,7 +304,8 @@ nlohmann::json model_state_json(const AppState& s) {
                       {"probe", m.induction_probe},
                       {"shown", m.drawn_frame >= 0 && m.drawn_frame + 1 >= s.frame},
                       {"error", m.error},
-                      {"facts", m.facts},
+                      {"facts_line", m.facts_line},
+                      {"gpt_only", gpt_only_reason(m)},
                       {"layer", m.layer},
                       {"head", m.head},
                       {"text_tokens", m.tokens.tokens},
@@ -322,11 +323,11 @@ nlohmann::json model_state_json(const AppState& s) {
     updates.push_back({{"ms", u.ms}, {"forward_ms", u.forward_ms}, {"from", u.from}, {"tokens", u.tokens}});
   j["updates"] = updates;
   if (m.result) {
-    // The model's facts as the view names them, and why the GPT-only tools are off (or "").
+    // The model's facts as the view names them ("gpt_only" above: why the GPT-only tools are
+    // off, or "").
     const ModelFacts& f = m.result->loaded.facts;
     j["facts"] = {{"model_type", f.model_type}, {"architecture", f.architecture}, {"layers", f.layers},
                   {"heads", f.heads},           {"kv_heads", f.kv_heads},         {"windows", f.window}};
-    j["gpt_only"] = gpt_only_reason(m);
     j["layer_walk_refused"] = layer_walk_reason(m);
     j["generation"] = m.result->generation;
     j["forward_ms"] = m.result->forward_ms;

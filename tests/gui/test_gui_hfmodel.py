@@ -10,7 +10,8 @@ copied with the small byte-level tokenizer.json of tests/models/small_tokenizer.
   and labels Gemma's sliding layers "sliding W = 4" on a band (layers 0 and 1 of 3).
 - Ctrl+click on a thumbnail ablates nothing and says why in the status bar (the tools that
   need a GPT's trace are GPT-2-layout only); the panel and the toolbar show that line where
-  their controls would be.
+  their controls would be — also before any forward (a text longer than the context), where
+  the panel still names the model.
 - A click shows a head large; F12 saves the very file `mhaviz render --model FOLDER --view
   model L.H --size W x H --font PX` writes for the app's canvas and font.
 
@@ -132,6 +133,20 @@ def check_model(name, folder, layers, heads, kv_heads, windows):
                "--screenshot", shot] + SIZE)
     if g.check(r.returncode == 0, "%s: gui --screenshot, exit 0, no GL error (%s)" % (name, r.stderr.strip()[-300:])):
         check_thumbnails(name, g.read_json(shot + ".json"), d, windows)
+    # A text longer than the context: no forward runs, and the panel and the toolbar still say
+    # what was opened and that the GPT tools are off (not a Sweep button that does nothing).
+    state = os.path.join(tmp, name + ".long.state.json")
+    r = g.run(["gui", "--model", folder, "--text", "hello " * 200, "--exit-after-frames", "8", "--no-restore",
+               "--ignore-mouse", "--config-dir", tmp + "/c-" + name, "--state-dir", tmp + "/s-" + name,
+               "--state-out", state] + SIZE)
+    st = g.read_json(state) if r.returncode == 0 else {"model": {}, "shown": []}
+    m = st["model"]
+    g.check("longer than the model's context" in m.get("text_error", "") and
+            ": %d layers \u00d7 %d heads sharing %d K/V" % (layers, heads, kv_heads) in m.get("facts_line", "") and
+            "GPT-2-layout models only" in m.get("gpt_only", "") and "model_view_gpt_only" in st["shown"] and
+            "model_sweep" not in st["shown"],
+            "%s: no forward yet (%s): the panel names the model (%s), the toolbar says the GPT tools are off" %
+            (name, m.get("text_error"), m.get("facts_line")))
 
 
 for name, layers, heads, kv_heads, windows in (("qwen3_f32", 3, 4, 2, [0, 0, 0]), ("gemma3_f32", 3, 4, 2, [4, 4, 0])):

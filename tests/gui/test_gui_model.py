@@ -369,8 +369,8 @@ def test_bad_model():
             g.check("model_eot" in st["shown"] and "no <|endoftext|>" in m.get("text_error", ""),
                     "no vocabulary, --prepend-eot: the checkbox stays to be cleared, the reason under the text (%s)" %
                     m.get("text_error"))
-            g.check(m.get("facts", "").startswith("GPT-2 layout: 3 layers"),
-                    "no forward yet: the panel names the model all the same (%s)" % m.get("facts"))
+            g.check(m.get("facts_line", "").startswith("GPT-2 layout: 3 layers"),
+                    "no forward yet: the panel names the model all the same (%s)" % m.get("facts_line"))
         else:
             g.check(m.get("text_tokens") == ["5", "7", "9"] and "model_eot" not in st["shown"],
                     "no vocabulary: ids as text, no \"<|endoftext|> first\" (tokens %s)" % m.get("text_tokens"))

@@ -37,8 +37,11 @@ PromptOptions prompt_options(const ModelUi& m) {
 }
 
 std::string gpt_only_reason(const ModelUi& m) {
-  if (!m.result || !m.result->loaded.facts.hf) return {};
-  return m.result->loaded.facts.architecture +
+  // The shown forward's model, or before one has run, the loaded one.
+  const auto loaded = m.result || !m.worker ? std::nullopt : m.worker->loaded();
+  const ModelFacts* f = m.result ? &m.result->loaded.facts : loaded ? &loaded->facts : nullptr;
+  if (!f || !f->hf) return {};
+  return f->architecture +
          ": ablation, the sweep, patching, the logit lens and norm-weighted attention work on GPT-2-layout models "
          "only";
 }

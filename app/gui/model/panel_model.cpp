@@ -70,7 +70,7 @@ void draw_source(AppState& s, const GptWorker::Status& st) {
     // The shown forward's model; before one succeeds (the first text does not tokenize), the
     // loaded one's, so that the panel still says what was opened.
     const auto loaded = m.result || !m.worker ? std::nullopt : m.worker->loaded();
-    m.facts.clear();
+    m.facts_line.clear();
     if (m.result || loaded) {
       const ModelFacts& c = m.result ? m.result->loaded.facts : loaded->facts;
       std::string line =
@@ -82,7 +82,7 @@ void draw_source(AppState& s, const GptWorker::Status& st) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
       ImGui::TextWrapped("%s", line.c_str());
       ImGui::PopStyleColor();
-      m.facts = line;
+      m.facts_line = line;
     }
   }
   if (ImGui::Button("Open model...")) {

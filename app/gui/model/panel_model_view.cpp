@@ -72,6 +72,8 @@ void sweep_tools(AppState& s) {
     ImGui::EndDisabled();
     record_widget(s, "model_sweep_cancel");
   } else {
+    // Before a forward has run (the text does not tokenize yet) there is nothing to sweep.
+    ImGui::BeginDisabled(!m.result);
     if (ImGui::Button("Sweep")) start_sweep(s);
     record_widget(s, "model_sweep");
     if (ImGui::IsItemHovered())
@@ -92,10 +94,13 @@ void sweep_tools(AppState& s) {
                                 "position from this text's run into it, and show the layers \xC3\x97 positions grid "
                                 "of how much of the target's metric comes back: 1 = fully restored, 0 = no effect");
     }
+    ImGui::EndDisabled();
   }
   if (m.sweep)
     show_button(s, m.sweep->patching() ? "Patching grid" : "Sweep grid", ModelUi::Show::Sweep, "model_show_sweep");
+  ImGui::BeginDisabled(!m.result);
   show_button(s, "Logit lens", ModelUi::Show::Lens, "model_show_lens");
+  ImGui::EndDisabled();
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip(
         "What each layer would predict if the model stopped there: the final norm and the LM head on the residual "
