@@ -90,8 +90,7 @@ std::vector<float> heatmap_values(const HeatmapSpec& h) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   std::size_t k = 0;
   for (int i = 0; i < h.rows; ++i)
-    for (int j = 0; j < h.cols; ++j, ++k)
-      v[k] = h.mask && h.mask(i, j) != CellMask::Visible ? neg_inf : h.value(i, j);
+    for (int j = 0; j < h.cols; ++j, ++k) v[k] = h.mask && h.mask(i, j) != CellMask::Visible ? neg_inf : h.value(i, j);
   return v;
 }
 
@@ -103,7 +102,9 @@ float fit_cell(float w, float h, int rows, int cols) {
 namespace {
 
 // Numbers grow with the cells (a projector at the back of a room), from the small size up.
-float number_size(const Builder& B, float cell) { return std::clamp(std::round(cell * 0.26f), B.ty.small, B.ty.title * 1.4f); }
+float number_size(const Builder& B, float cell) {
+  return std::clamp(std::round(cell * 0.26f), B.ty.small, B.ty.title * 1.4f);
+}
 
 // Numbers when the widest one fits its cell (at most 48 x 48: beyond, nobody reads them).
 bool numbers_fit(const Builder& B, const HeatmapSpec& h, const std::vector<float>& vals, float cell) {
@@ -121,7 +122,8 @@ void cell_marks(Builder& B, const HeatmapSpec& h, const HeatmapInfo& info, float
   const float gap = info.gap, size = number_size(B, cell);
   for (int i = 0; i < h.rows; ++i)
     for (int j = 0; j < h.cols; ++j) {
-      const std::size_t k = static_cast<std::size_t>(i) * static_cast<std::size_t>(h.cols) + static_cast<std::size_t>(j);
+      const std::size_t k =
+          static_cast<std::size_t>(i) * static_cast<std::size_t>(h.cols) + static_cast<std::size_t>(j);
       const float v = info.values[k];
       const bool hidden = info.hidden(k);
       const Color fill = hidden ? (info.windowed(k) ? B.th.window_a : B.th.masked_a) : cell_color(info.scale, v);
@@ -135,7 +137,8 @@ void cell_marks(Builder& B, const HeatmapSpec& h, const HeatmapInfo& info, float
       if (dropped) {
         const Color lc = on(fill);
         const float r = cell * (values ? 0.1f : 0.22f);
-        const float mx = cx0 + (cell - gap) * (values ? 0.84f : 0.5f), my = cy0 + (cell - gap) * (values ? 0.18f : 0.5f);
+        const float mx = cx0 + (cell - gap) * (values ? 0.84f : 0.5f),
+                    my = cy0 + (cell - gap) * (values ? 0.18f : 0.5f);
         B.line(mx - r, my - r, mx + r, my + r, lc, 1.5f, "dropped");
         B.line(mx - r, my + r, mx + r, my - r, lc, 1.5f, "dropped");
       }
@@ -208,14 +211,16 @@ float colorbar_width(const Builder& B, const ColorScale& s) {
   // the heatmaps (under the pointer, or between two slides).
   float w = text_width("-00.000", B.ty.small);
   for (int k = 0; k <= 4; ++k)
-    w = std::max(w, text_width(format_tick(scale_value(s, 1.0f - static_cast<float>(k) / 4.0f), (s.vmax - s.vmin) / 4.0f, s.log),
-                               B.ty.small));
+    w = std::max(
+        w, text_width(format_tick(scale_value(s, 1.0f - static_cast<float>(k) / 4.0f), (s.vmax - s.vmin) / 4.0f, s.log),
+                      B.ty.small));
   return 16.0f + 8.0f + w;
 }
 
 float colorbar(Builder& B, const ColorScale& s, float x, float y0, float h, const std::string& title) {
   const float w = 16.0f;
-  B.text(x, y0 - 8.0f, title, B.ty.small, B.th.dim, 0, "colorbar-title");
+  // Clear of the top tick's label, which is centred on the bar's top edge beside it.
+  B.text(x, y0 - 11.0f, title, B.ty.small, B.th.dim, 0, "colorbar-title");
   B.rect(x - 1, y0 - 1, x + w + 1, y0 + h + 1, B.th.frame, "colorbar-frame");
   Prim p;
   p.kind = Prim::Kind::Gradient;

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "figure/builder.hpp"
 #include "figure/text.hpp"
@@ -54,6 +56,8 @@ inline float y_tick_room(const Builder& B, double ymax, double step) {
 inline void draw_axes(Builder& B, const Axes& a, const std::string& title, const std::string& xlabel, int xticks,
                       int yticks, bool log2_x = false) {
   const Color grid{B.th.frame.r, B.th.frame.g, B.th.frame.b, 70};
+  // A short plot (a narrow window's) gets fewer y ticks, so that their labels stay apart.
+  yticks = std::clamp(static_cast<int>((a.y1 - a.y0) / line_h(B.ty.small)), 1, std::max(1, yticks));
   const double ys = nice_step(a.ymax - a.ymin, yticks);
   for (double y = std::ceil(a.ymin / ys) * ys; y <= a.ymax + ys * 1e-6; y += ys) {
     const float py = a.sy(y);
@@ -78,6 +82,26 @@ inline void draw_axes(Builder& B, const Axes& a, const std::string& title, const
 inline float key(Builder& B, float x, float y, Color c, const std::string& text) {
   B.line(x, y - B.ty.small * 0.35f, x + 18.0f, y - B.ty.small * 0.35f, c, 3.0f, "legend-line");
   return x + 24.0f + B.text(x + 24.0f, y, text, B.ty.small, B.th.text, 0, "legend") + 16.0f;
+}
+inline float key_width(const Builder& B, const std::string& text) { return 24.0f + text_width(text, B.ty.small); }
+
+// Legend entries flowing from x (after a lead such as "heads:") across to `right`, a new row at
+// x0 when the next would not fit: where each goes, as (x, row). Measured before drawing, so that
+// a plot leaves room for as many rows as its legend takes on a narrow canvas.
+struct KeyFlow {
+  std::vector<std::pair<float, int>> at;
+  int rows = 1;
+};
+inline KeyFlow flow_keys(const Builder& B, const std::vector<std::string>& names, float x, float x0, float right) {
+  KeyFlow f;
+  int row = 0;
+  for (const std::string& n : names) {
+    if (x > x0 && x + key_width(B, n) > right) x = x0, ++row;
+    f.at.emplace_back(x, row);
+    x += key_width(B, n) + 16.0f;
+  }
+  f.rows = row + 1;
+  return f;
 }
 
 }  // namespace mhaviz::figure::detail

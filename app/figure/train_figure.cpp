@@ -109,7 +109,17 @@ void loss_plot(Builder& B, const TrainCurves& c, float x0, float y0, float x1, f
   a.x0 = x0 + y_tick_room(B, a.ymax, ys);
   a.x1 = x1 - 12.0f;  // the last tick's label is centred on the axis's end
   a.y0 = y0 + line_h(B.ty.tile) + 4.0f;
-  a.y1 = y1 - 3.0f * line_h(B.ty.small) - 8.0f;
+  // Under the plot: the x ticks' labels, then the legend in as many rows as it takes.
+  const bool halves = std::any_of(c.loss_repeat.begin(), c.loss_repeat.end(), [](float v) { return std::isfinite(v); });
+  const std::pair<Color, std::string> keys[] = {{B.th.text, "every position"},
+                                                {first_color(), "predicting the segment's first occurrence"},
+                                                {repeat_color(), "predicting its copy"}};
+  std::vector<std::string> names;
+  for (int k = 0; k < (halves ? 3 : 1); ++k) names.push_back(keys[k].second);
+  const KeyFlow flow = flow_keys(B, names, a.x0, a.x0, a.x1);
+  const float row = line_h(B.ty.small) + 2.0f, to_legend = 6.0f + text_ascent(B.ty.small) + row;
+  a.y1 = y1 - std::max(3.0f * line_h(B.ty.small) + 8.0f,
+                       to_legend + static_cast<float>(flow.rows - 1) * row + 0.3f * B.ty.small + 2.0f);
   draw_axes(B, a, "Loss by training step", "", 8, 5);
   if (chance > 0) {
     dashed(B, a, chance, B.th.dim, "chance");
@@ -118,7 +128,6 @@ void loss_plot(Builder& B, const TrainCurves& c, float x0, float y0, float x1, f
     // Under the line at the right end, where the losses have fallen away from it by then.
     B.text(a.x1 - 4.0f, a.sy(chance) + text_ascent(B.ty.small) + 3.0f, buf, B.ty.small, B.th.dim, 2, "chance");
   }
-  const bool halves = std::any_of(c.loss_repeat.begin(), c.loss_repeat.end(), [](float v) { return std::isfinite(v); });
   draw_series(B, a, c.steps, c.loss, B.th.text, 1.5f, "loss");
   if (halves) {
     draw_series(B, a, c.steps, c.loss_first, first_color(), 1.5f, "loss-first");
@@ -126,30 +135,30 @@ void loss_plot(Builder& B, const TrainCurves& c, float x0, float y0, float x1, f
   }
   marker(B, a, c);
   B.hit("loss_plot", a.x0, a.y0, a.x1, a.y1);
-  // The legend, under the x axis's ticks.
-  float ly = a.y1 + 6.0f + text_ascent(B.ty.small) + line_h(B.ty.small) + 2.0f, x = a.x0;
-  const std::pair<Color, const char*> keys[] = {{B.th.text, "every position"},
-                                                {first_color(), "predicting the segment's first occurrence"},
-                                                {repeat_color(), "predicting its copy"}};
-  for (int k = 0; k < (halves ? 3 : 1); ++k) {
-    if (x > a.x0 && x + 40.0f + text_width(keys[k].second, B.ty.small) > a.x1)
-      x = a.x0, ly += line_h(B.ty.small) + 2.0f;
-    x = key(B, x, ly, keys[k].first, keys[k].second);
-  }
+  for (std::size_t k = 0; k < names.size(); ++k)
+    key(B, flow.at[k].first, a.y1 + to_legend + static_cast<float>(flow.at[k].second) * row, keys[k].first, names[k]);
 }
 
 // [SECTION] The detectors' small plots
 
-float legend_heads(Builder& B, const TrainCurves& c, float x0, float y, float right) {
-  float x = x0 + B.text(x0, y, "heads (layer.head):", B.ty.small, B.th.dim, 0, "legend") + 12.0f;
+// The heads' colours after their lead, flowing over rows from x0 to right.
+constexpr const char* kHeadsLead = "heads (layer.head):";
+KeyFlow flow_heads(const Builder& B, const TrainCurves& c, float x0, float right) {
+  std::vector<std::string> names;
   for (int l = 0; l < c.n_layer; ++l)
-    for (int h = 0; h < c.n_head; ++h) {
-      const std::string name = std::to_string(l) + "." + std::to_string(h);
-      const float w = 24.0f + text_width(name, B.ty.small) + 16.0f;
-      if (x + w > right && x > x0) x = x0, y += line_h(B.ty.small) + 2.0f;
-      x = key(B, x, y, head_color(l * c.n_head + h), name);
-    }
-  return y;
+    for (int h = 0; h < c.n_head; ++h) names.push_back(std::to_string(l) + "." + std::to_string(h));
+  return flow_keys(B, names, x0 + text_width(kHeadsLead, B.ty.small) + 12.0f, x0, right);
+}
+
+void legend_heads(Builder& B, const TrainCurves& c, float x0, float y, float right) {
+  B.text(x0, y, kHeadsLead, B.ty.small, B.th.dim, 0, "legend");
+  const KeyFlow flow = flow_heads(B, c, x0, right);
+  const float row = line_h(B.ty.small) + 2.0f;
+  for (int k = 0; k < c.n_layer * c.n_head; ++k) {
+    const auto [x, r] = flow.at[static_cast<std::size_t>(k)];
+    key(B, x, y + static_cast<float>(r) * row, head_color(k),
+        std::to_string(k / c.n_head) + "." + std::to_string(k % c.n_head));
+  }
 }
 
 void detector_plot(Builder& B, const TrainCurves& c, HeadPattern p, float x0, float y0, float x1, float y1) {
@@ -197,9 +206,25 @@ void append(Figure& dst, Figure src, float dx, float dy) {
   dst.cells += src.cells;
 }
 
+// The title in one line, or where it is wider than w (a 1024 × 768 window), in two: broken at
+// the last " · " before which it fits (the run's step goes below), else at a space; a line
+// that still does not fit ends in an ellipsis.
+std::vector<std::string> title_lines(const std::string& t, float size, float w) {
+  if (text_width(t, size) <= w) return {t};
+  for (const std::string sep : {" \xC2\xB7 ", " "})
+    for (std::size_t at = t.rfind(sep); at != std::string::npos && at > 0; at = t.rfind(sep, at - 1))
+      if (text_width(t.substr(0, at), size) <= w)
+        return {t.substr(0, at), fit_text(t.substr(at + sep.size()), size, w)};
+  return {fit_text(t, size, w)};
+}
+
 // The detectors' four small plots in two rows, then the heads' colours, within a rectangle.
 void detector_plots(Builder& B, const TrainCurves& c, float x0, float y0, float x1, float y1) {
-  const float legend_h = 2.0f * (line_h(B.ty.small) + 2.0f) + 8.0f;
+  // The legend's rows: two at least (the picture on wide canvases), more where the heads wrap.
+  const int rows = c.n_layer > 0 ? flow_heads(B, c, x0, x1).rows : 0;
+  const float legend_h = std::max(
+      2.0f * (line_h(B.ty.small) + 2.0f) + 8.0f,
+      B.ty.small + 4.0f + static_cast<float>(rows - 1) * (line_h(B.ty.small) + 2.0f) + 0.3f * B.ty.small + 2.0f);
   const float row_h = std::floor((y1 - y0 - legend_h) * 0.5f);
   const float half = std::floor((x1 - x0 - 16.0f) * 0.5f);
   for (int k = 0; k < kHeadPatternCount; ++k) {
@@ -245,7 +270,12 @@ Figure train_figure(const TrainCurves& c, const ModelView* probe, const Options&
   Builder B(o);
   const float W = std::max(o.canvas.width, 480.0f), H = std::max(o.canvas.height, 360.0f);
   float y = kMargin + text_ascent(B.ty.title);
-  B.text(kMargin, y, c.title.empty() ? std::string("Training") : c.title, B.ty.title, B.th.text, 0, "title");
+  const std::vector<std::string> title =
+      title_lines(c.title.empty() ? std::string("Training") : c.title, B.ty.title, W - 2.0f * kMargin);
+  for (std::size_t k = 0; k < title.size(); ++k) {
+    if (k > 0) y += line_h(B.ty.title);
+    B.text(kMargin, y, title[k], B.ty.title, B.th.text, 0, "title");
+  }
   y += 14.0f;
   // A capture's caption goes below what the screen lays out: the same picture, taller.
   const float bottom = H - kMargin;

@@ -14,6 +14,7 @@
 
 #include "figure/figure.hpp"
 #include "figure/shapes_figure.hpp"
+#include "figure/text.hpp"
 #include "figure/train_figure.hpp"
 #include "figure/walk_figure.hpp"
 #include "mhaviz/layout.hpp"
@@ -60,10 +61,10 @@ std::vector<std::string> layout_of(const figure::Figure& f) {
     if (p.cls == "caption") continue;
     figure::Prim q = p;
     q.color = q.color2 = {};
-    out.push_back(std::to_string(static_cast<int>(q.kind)) + "|" + std::to_string(q.x0) + "," + std::to_string(q.y0) + "," +
-                  std::to_string(q.x1) + "," + std::to_string(q.y1) + "|" + q.text + "|" + q.cls + "|" + std::to_string(q.size) +
-                  "|" + std::to_string(q.align) + std::to_string(q.vertical) + std::to_string(q.mono) + "|" +
-                  std::to_string(q.heatmap));
+    out.push_back(std::to_string(static_cast<int>(q.kind)) + "|" + std::to_string(q.x0) + "," + std::to_string(q.y0) +
+                  "," + std::to_string(q.x1) + "," + std::to_string(q.y1) + "|" + q.text + "|" + q.cls + "|" +
+                  std::to_string(q.size) + "|" + std::to_string(q.align) + std::to_string(q.vertical) +
+                  std::to_string(q.mono) + "|" + std::to_string(q.heatmap));
   }
   return out;
 }
@@ -106,7 +107,8 @@ TEST(Figures, LessonViewsAreOnePictureForScreenAndCapture) {
 
 // Every step of every variant, with and without the mistake, still and halfway to the next.
 TEST(Figures, WalkthroughStepsAreOnePictureAndFitTheirCanvas) {
-  for (const char* name : {"seed003-wrapper", "seed003-weight-split-6d", "seed002-fused-qkv-encoder", "journey-dropout-half"}) {
+  for (const char* name :
+       {"seed003-wrapper", "seed003-weight-split-6d", "seed002-fused-qkv-encoder", "journey-dropout-half"}) {
     const FigureRun r = run(name);
     for (bool mistaken : {false, true}) {
       const figure::Mistake m = figure::make_mistake(r.model, r.trace);
@@ -166,7 +168,8 @@ TEST(Figures, ShapesStripAndComparisonAreOnePicture) {
     EXPECT_NE(a.hit("shape_output"), nullptr);
     EXPECT_NE(a.hit("parameters"), nullptr);
     const figure::Figure cmp = figure::compare_figure(r.trace, r.trace, "a", "b", r.s.tokens, o);
-    expect_same_picture(cmp, figure::compare_figure(r.trace, r.trace, "a", "b", r.s.tokens, capture_of(o)), "comparison");
+    expect_same_picture(cmp, figure::compare_figure(r.trace, r.trace, "a", "b", r.s.tokens, capture_of(o)),
+                        "comparison");
     EXPECT_EQ(cmp.heatmaps.size(), 2u);
   }
 }
@@ -185,11 +188,12 @@ TEST(Figures, WindowCellsHaveTheirOwnHatchAndLegend) {
   ASSERT_FALSE(f.heatmaps.empty());
   const figure::HeatmapInfo& h = f.heatmaps[0];
   const std::size_t T = static_cast<std::size_t>(h.cols);
-  EXPECT_TRUE(h.hidden(2 * T + 0) && h.windowed(2 * T + 0));    // i - j = 2 >= W
-  EXPECT_TRUE(h.hidden(0 * T + 1) && !h.windowed(0 * T + 1));   // key after the query
-  EXPECT_FALSE(h.hidden(1 * T + 0));                             // i - j = 1 < W
+  EXPECT_TRUE(h.hidden(2 * T + 0) && h.windowed(2 * T + 0));   // i - j = 2 >= W
+  EXPECT_TRUE(h.hidden(0 * T + 1) && !h.windowed(0 * T + 1));  // key after the query
+  EXPECT_FALSE(h.hidden(1 * T + 0));                           // i - j = 1 < W
   EXPECT_NE(f.window_a, f.masked_a);
-  const auto legend = std::find_if(f.prims.begin(), f.prims.end(), [](const figure::Prim& p) { return p.cls == "legend-window"; });
+  const auto legend =
+      std::find_if(f.prims.begin(), f.prims.end(), [](const figure::Prim& p) { return p.cls == "legend-window"; });
   ASSERT_NE(legend, f.prims.end());
   EXPECT_EQ(legend->color, f.window_a);
   EXPECT_TRUE(std::any_of(f.prims.begin(), f.prims.end(), [](const figure::Prim& p) {
@@ -201,7 +205,8 @@ TEST(Figures, WindowCellsHaveTheirOwnHatchAndLegend) {
   // The raster draws a window cell in the window's colours only.
   const std::vector<std::uint8_t> px = figure::rasterize(f, 1);
   const int x = static_cast<int>(h.x0 + 0.5f * h.cell), y = static_cast<int>(h.y0 + 2.5f * h.cell);
-  const std::uint8_t* p = &px[(static_cast<std::size_t>(y) * static_cast<std::size_t>(f.width) + static_cast<std::size_t>(x)) * 4];
+  const std::uint8_t* p =
+      &px[(static_cast<std::size_t>(y) * static_cast<std::size_t>(f.width) + static_cast<std::size_t>(x)) * 4];
   const figure::Color got{p[0], p[1], p[2], 255};
   EXPECT_TRUE(got == f.window_a || got == f.window_b) << int(p[0]) << "," << int(p[1]) << "," << int(p[2]);
   expect_same_picture(f, figure::build_figure(t, s.tokens, capture_of(o)), "window lesson");
@@ -311,6 +316,48 @@ TEST(Figures, TrainViewIsOnePictureAndFitsItsCanvas) {
       EXPECT_GT(loss_lines, 300) << what << ": one segment a pixel column at most";
       for (const char* d : {"previous-token", "induction", "duplicate-token", "first-token"})
         EXPECT_NE(a.hit(std::string("detector_") + d), nullptr) << what << " " << d;
+    }
+  }
+}
+
+// The box a text primitive covers: its advance across, from the ascent above the baseline to
+// the descent below it (horizontal text only).
+struct TextBox {
+  float x0, y0, x1, y1;
+  const figure::Prim* p;
+};
+std::vector<TextBox> text_boxes(const figure::Figure& f) {
+  std::vector<TextBox> out;
+  for (const figure::Prim& p : f.prims) {
+    if (p.kind != figure::Prim::Kind::Text || p.vertical) continue;
+    const float w = figure::text_width(p.text, p.size, p.mono);
+    const float x0 = p.align == 0 ? p.x0 : p.align == 1 ? p.x0 - w * 0.5f : p.x0 - w;
+    out.push_back({x0, p.y0 - figure::text_ascent(p.size, p.mono), x0 + w, p.y0 + p.size * 0.25f, &p});
+  }
+  return out;
+}
+
+// On every canvas the app gives it, down to a 1024 × 768 window's (and a projector's of that
+// size): no text over another, none past the canvas's right edge.
+TEST(Figures, TrainViewTextNeitherOverlapsNorLeavesTheCanvas) {
+  TrainRun r = train_run();
+  r.c.title += " \xC2\xB7 step 600 of 1000";
+  for (const figure::Canvas& c :
+       {figure::Canvas{1475, 870}, figure::Canvas{1000, 620}, figure::Canvas{835, 590}, figure::Canvas{595, 560}}) {
+    for (const bool probe : {true, false}) {
+      const std::string what =
+          "train view on " + std::to_string(c.width) + " x " + std::to_string(c.height) + (probe ? "" : ", no probe");
+      const figure::Figure f = figure::build_train_figure(r.c, probe ? &r.probe : nullptr, screen(c));
+      const std::vector<TextBox> boxes = text_boxes(f);
+      for (std::size_t i = 0; i < boxes.size(); ++i) {
+        EXPECT_LE(boxes[i].x1, c.width + 0.5f) << what << ": \"" << boxes[i].p->text << "\" leaves the canvas";
+        for (std::size_t j = i + 1; j < boxes.size(); ++j) {
+          const TextBox &a = boxes[i], &b = boxes[j];
+          const bool overlap = a.x0 < b.x1 - 0.5f && b.x0 < a.x1 - 0.5f && a.y0 < b.y1 - 0.5f && b.y0 < a.y1 - 0.5f;
+          EXPECT_FALSE(overlap) << what << ": \"" << a.p->text << "\" (" << a.p->cls << ") over \"" << b.p->text
+                                << "\" (" << b.p->cls << ")";
+        }
+      }
     }
   }
 }

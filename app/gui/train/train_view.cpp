@@ -144,8 +144,11 @@ void draw_train_strip(AppState& s) {
   ImGui::TextWrapped("%s", settings_line(st).c_str());
   const std::vector<train::ParamTensor> layout = train::parameter_layout(st.model);
   const std::int64_t params = layout.back().offset + layout.back().numel();
-  ImGui::TextDisabled("Parameters: %s \xC2\xB7 a step: %d sequences of %d tokens, forward, backward and AdamW",
-                      thousands(params).c_str(), st.batch, st.model.context_length);
+  // Wrapped, dimmed: a 1024-pixel-wide window has the strip narrower than the line.
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  ImGui::TextWrapped("Parameters: %s \xC2\xB7 a step: %d sequences of %d tokens, forward, backward and AdamW",
+                     thousands(params).c_str(), st.batch, st.model.context_length);
+  ImGui::PopStyleColor();
 }
 
 std::string train_run_name(const AppState& s) {
@@ -155,8 +158,9 @@ std::string train_run_name(const AppState& s) {
   if (t.snap) {
     // The step the view shows: the scrubber's snapshot, else the newest.
     const auto& probes = t.snap->probes;
-    const std::int64_t step = t.scrub >= 0 && t.scrub < static_cast<int>(probes.size()) ? probes[static_cast<std::size_t>(t.scrub)]->step
-                                                                                      : t.snap->step;
+    const std::int64_t step = t.scrub >= 0 && t.scrub < static_cast<int>(probes.size())
+                                  ? probes[static_cast<std::size_t>(t.scrub)]->step
+                                  : t.snap->step;
     name += "-step" + std::to_string(step);
   }
   return name;
