@@ -57,25 +57,44 @@ struct Plan {
   int columns = 1;
   float cell = 1;
   LabelPlan lp;
+  bool two_line_titles = false;  // "K/V head 0" above "read by query head 0"
 };
 
+// Room between rows of blocks: the next block's title is not the last one's row of weights.
+constexpr float kBlockRowGap = 12.0f;
+
+// A block's title in one line (what, " · ", by whom) or in two.
+struct BlockTitle {
+  std::string what, by;
+};
+
+// title_w: the widest title in one line; title_w2: its widest line in two. Blocks side by side
+// only where their titles fit side by side too, in one line where they can (a 1024 × 768
+// window takes two); one column's title is in two lines where one is wider than the canvas.
 Plan plan(const DecodeTrace& d, int blocks, const std::vector<std::string>& names, float W, float H, float left,
-          float title_h, float gaps, const Typography& ty) {
+          float title_w, float title_w2, float gaps, const Typography& ty) {
   const int rows = block_rows(d, {0, 0, d.trace.heads / blocks}), cols = static_cast<int>(names.size());
   Plan best;
   best.cell = -1;
-  for (int nc = 1; nc <= blocks; ++nc) {
-    const int nr = (blocks + nc - 1) / nc;
-    auto cell_for = [&](const LabelPlan& lp) {
-      const float top = lp.show ? lp.top : 0.0f;
-      return fit_cell((W - static_cast<float>(nc) * left - static_cast<float>(nc - 1) * 24.0f) / static_cast<float>(nc),
-                      (H - static_cast<float>(nr) * (title_h + top + gaps)) / static_cast<float>(nr), rows, cols);
-    };
-    LabelPlan lp = plan_labels(names, cell_for(LabelPlan{}), ty.label);
-    float cell = cell_for(lp);
-    lp = plan_labels(names, cell, ty.label);
-    if (cell > best.cell) best = {nc, cell, lp};
-  }
+  for (int nc = 1; nc <= blocks; ++nc)
+    for (const bool two : {false, true}) {
+      const float tw = two ? title_w2 : title_w;
+      if (static_cast<float>(nc) * tw + static_cast<float>(nc - 1) * 24.0f > W && (nc > 1 || !two)) continue;
+      const float title_h = (two ? 2.0f : 1.0f) * line_h(ty.tile) + 4.0f;
+      const int nr = (blocks + nc - 1) / nc;
+      auto cell_for = [&](const LabelPlan& lp) {
+        const float top = lp.show ? lp.top : 0.0f;
+        return fit_cell(
+            (W - static_cast<float>(nc) * left - static_cast<float>(nc - 1) * 24.0f) / static_cast<float>(nc),
+            (H - static_cast<float>(nr) * (title_h + top + gaps) - static_cast<float>(nr - 1) * kBlockRowGap) /
+                static_cast<float>(nr),
+            rows, cols);
+      };
+      LabelPlan lp = plan_labels(names, cell_for(LabelPlan{}), ty.label);
+      const float cell = cell_for(lp);
+      lp = plan_labels(names, cell, ty.label);
+      if (cell > best.cell) best = {nc, cell, lp, two};
+    }
   return best;
 }
 
@@ -189,17 +208,40 @@ Figure build_kv_step_figure(const DecodeTrace& d, const std::vector<std::string>
   // Layout.
   float left = text_width("weights", B.ty.tile) + 12.0f;
   for (int h = 0; h < tr.heads; ++h) left = std::max(left, text_width("head " + std::to_string(h), B.ty.label) + 12.0f);
-  const float bar_room = std::max(colorbar_width(B, value_scale), colorbar_width(B, weight_scale)) + 40.0f;
-  const float title_h = line_h(B.ty.tile) + 4.0f, gap = 8.0f;
+  // The colour bars' titles start at their bars and must fit too.
+  const std::string value_title = "cached value", weight_title = "weight of query " + std::to_string(query);
+  const float bar_room = std::max({colorbar_width(B, value_scale), colorbar_width(B, weight_scale),
+                                   text_width(value_title, B.ty.small), text_width(weight_title, B.ty.small)}) +
+                         40.0f;
+  const float gap = 8.0f;
   const float gaps = gap * static_cast<float>(d.layout.tensors.size());
   const float caption_room = o.caption ? 2.0f * line_h(B.ty.small) + 16.0f : 0.0f;
   const float W = std::max(60.0f, o.canvas.width - 2.0f * kMargin - bar_room);
   const float H = std::max(60.0f, o.canvas.height - kMargin - y - caption_room);
-  const Plan pl = plan(d, blocks, names, W, H, left, title_h, gaps, B.ty);
+  const int heads_per = tr.heads / blocks;
+  auto block_title = [&](int b) {
+    const int h0 = b * heads_per;
+    return BlockTitle{
+        latent ? "the latent: every head's keys and values, up-projected" : "K/V head " + std::to_string(b),
+        "read by " + (heads_per == 1
+                          ? "query head " + std::to_string(h0)
+                          : "query heads " + std::to_string(h0) + "\xE2\x80\x93" + std::to_string(h0 + heads_per - 1))};
+  };
+  const std::string dot = " \xC2\xB7 ";
+  float title_w = 0, title_w2 = 0;
+  for (int b = 0; b < blocks; ++b) {
+    const BlockTitle t = block_title(b);
+    title_w = std::max(title_w, text_width(t.what + dot + t.by, B.ty.tile));
+    title_w2 = std::max({title_w2, text_width(t.what, B.ty.tile), text_width(t.by, B.ty.tile)});
+  }
+  const Plan pl = plan(d, blocks, names, W, H, left, title_w, title_w2, gaps, B.ty);
+  const float title_h = (pl.two_line_titles ? 2.0f : 1.0f) * line_h(B.ty.tile) + 4.0f;
   const float cell = pl.cell, top = pl.lp.show ? pl.lp.top : 0.0f;
-  const int heads_per = tr.heads / blocks, rows = block_rows(d, {0, 0, heads_per});
+  const int rows = block_rows(d, {0, 0, heads_per});
   const float block_w = left + cell * static_cast<float>(cols.count()),
-              block_h = title_h + top + cell * static_cast<float>(rows) + gaps;
+              block_h = title_h + top + cell * static_cast<float>(rows) + gaps + kBlockRowGap;
+  // Columns as wide as their titles where those are wider than the heatmaps.
+  const float pitch = (pl.columns > 1 ? std::max(block_w, pl.two_line_titles ? title_w2 : title_w) : block_w) + 24.0f;
 
   auto mask = [&](int, int j) {
     const std::int64_t p = cols.first + j;
@@ -208,17 +250,21 @@ Figure build_kv_step_figure(const DecodeTrace& d, const std::vector<std::string>
   float right = kMargin;
   for (int b = 0; b < blocks; ++b) {
     const Block blk{latent ? 0 : b, b * heads_per, heads_per};
-    const float bx = kMargin + static_cast<float>(b % pl.columns) * (block_w + 24.0f);
+    const float bx = kMargin + static_cast<float>(b % pl.columns) * pitch;
     const float by = y + static_cast<float>(b / pl.columns) * block_h;
-    const std::string heads_text = blk.heads == 1 ? "query head " + std::to_string(blk.head0)
-                                                  : "query heads " + std::to_string(blk.head0) + "\xE2\x80\x93" +
-                                                        std::to_string(blk.head0 + blk.heads - 1);
-    const float title_w =
-        B.text(bx, by + text_ascent(B.ty.tile),
-               latent ? "the latent: every head's keys and values, up-projected \xC2\xB7 read by " + heads_text
-                      : "K/V head " + std::to_string(blk.kv) + " \xC2\xB7 read by " + heads_text,
-               B.ty.tile, B.th.text, 0, "block-title");
-    right = std::max(right, bx + title_w);
+    const BlockTitle title = block_title(b);
+    // A line wider than the canvas still (a very narrow one) ends in an ellipsis.
+    const float fit = std::max(W, block_w);
+    if (pl.two_line_titles) {
+      right = std::max(right, bx + B.text(bx, by + text_ascent(B.ty.tile), fit_text(title.what, B.ty.tile, fit),
+                                          B.ty.tile, B.th.text, 0, "block-title"));
+      right = std::max(right, bx + B.text(bx, by + text_ascent(B.ty.tile) + line_h(B.ty.tile),
+                                          fit_text(title.by, B.ty.tile, fit), B.ty.tile, B.th.text, 0, "block-title"));
+    } else {
+      right = std::max(
+          right, bx + B.text(bx, by + text_ascent(B.ty.tile), fit_text(title.what + dot + title.by, B.ty.tile, fit),
+                             B.ty.tile, B.th.text, 0, "block-title"));
+    }
     const float hx = bx + left;
     float hy = by + title_h + top;
     for (std::size_t i = 0; i < d.layout.tensors.size(); ++i) {
@@ -269,8 +315,8 @@ Figure build_kv_step_figure(const DecodeTrace& d, const std::vector<std::string>
   }
   // Colour bars on the right: the cached values, then the newest query's weights.
   const float bar_h = std::clamp(H * 0.4f, 60.0f, 260.0f), bx = right + 36.0f;
-  colorbar(B, value_scale, bx, y + 20.0f, bar_h, "cached value");
-  colorbar(B, weight_scale, bx, y + 20.0f + bar_h + 48.0f, bar_h, "weight of query " + std::to_string(query));
+  colorbar(B, value_scale, bx, y + 20.0f, bar_h, value_title);
+  colorbar(B, weight_scale, bx, y + 20.0f + bar_h + 48.0f, bar_h, weight_title);
   char decode_line[160];
   std::snprintf(decode_line, sizeof decode_line,
                 "Decoding through a KV cache: prefill of %d rows, then one row at a time \xC2\xB7 step %d of %zu "

@@ -13,10 +13,12 @@
 #include <vector>
 
 #include "figure/figure.hpp"
+#include "figure/kv_figure.hpp"
 #include "figure/shapes_figure.hpp"
 #include "figure/text.hpp"
 #include "figure/train_figure.hpp"
 #include "figure/walk_figure.hpp"
+#include "mhaviz/kv_cache.hpp"
 #include "mhaviz/layout.hpp"
 #include "mhaviz/session.hpp"
 
@@ -84,6 +86,37 @@ void expect_same_picture(const figure::Figure& a, const figure::Figure& b, const
 }
 
 const std::vector<figure::Canvas> kCanvases = {{835, 385}, {1500, 900}, {640, 360}};
+
+// The box a text primitive covers: its advance across, from the ascent above the baseline to
+// the descent below it (horizontal text only).
+struct TextBox {
+  float x0, y0, x1, y1;
+  const figure::Prim* p;
+};
+std::vector<TextBox> text_boxes(const figure::Figure& f) {
+  std::vector<TextBox> out;
+  for (const figure::Prim& p : f.prims) {
+    if (p.kind != figure::Prim::Kind::Text || p.vertical) continue;
+    const float w = figure::text_width(p.text, p.size, p.mono);
+    const float x0 = p.align == 0 ? p.x0 : p.align == 1 ? p.x0 - w * 0.5f : p.x0 - w;
+    out.push_back({x0, p.y0 - figure::text_ascent(p.size, p.mono), x0 + w, p.y0 + p.size * 0.25f, &p});
+  }
+  return out;
+}
+
+// No text of f over another, none past the canvas's right edge.
+void expect_text_clear(const figure::Figure& f, float width, const std::string& what) {
+  const std::vector<TextBox> boxes = text_boxes(f);
+  for (std::size_t i = 0; i < boxes.size(); ++i) {
+    EXPECT_LE(boxes[i].x1, width + 0.5f) << what << ": \"" << boxes[i].p->text << "\" leaves the canvas";
+    for (std::size_t j = i + 1; j < boxes.size(); ++j) {
+      const TextBox &a = boxes[i], &b = boxes[j];
+      const bool overlap = a.x0 < b.x1 - 0.5f && b.x0 < a.x1 - 0.5f && a.y0 < b.y1 - 0.5f && b.y0 < a.y1 - 0.5f;
+      EXPECT_FALSE(overlap) << what << ": \"" << a.p->text << "\" (" << a.p->cls << ") over \"" << b.p->text << "\" ("
+                            << b.p->cls << ")";
+    }
+  }
+}
 
 TEST(Figures, LessonViewsAreOnePictureForScreenAndCapture) {
   for (const char* name : {"seed003-wrapper", "journey-dropout-half", "seed002-fused-qkv-encoder"}) {
@@ -320,45 +353,37 @@ TEST(Figures, TrainViewIsOnePictureAndFitsItsCanvas) {
   }
 }
 
-// The box a text primitive covers: its advance across, from the ascent above the baseline to
-// the descent below it (horizontal text only).
-struct TextBox {
-  float x0, y0, x1, y1;
-  const figure::Prim* p;
-};
-std::vector<TextBox> text_boxes(const figure::Figure& f) {
-  std::vector<TextBox> out;
-  for (const figure::Prim& p : f.prims) {
-    if (p.kind != figure::Prim::Kind::Text || p.vertical) continue;
-    const float w = figure::text_width(p.text, p.size, p.mono);
-    const float x0 = p.align == 0 ? p.x0 : p.align == 1 ? p.x0 - w * 0.5f : p.x0 - w;
-    out.push_back({x0, p.y0 - figure::text_ascent(p.size, p.mono), x0 + w, p.y0 + p.size * 0.25f, &p});
-  }
-  return out;
-}
-
 // On every canvas the app gives it, down to a 1024 × 768 window's (and a projector's of that
 // size): no text over another, none past the canvas's right edge.
 TEST(Figures, TrainViewTextNeitherOverlapsNorLeavesTheCanvas) {
   TrainRun r = train_run();
   r.c.title += " \xC2\xB7 step 600 of 1000";
   for (const figure::Canvas& c :
-       {figure::Canvas{1475, 870}, figure::Canvas{1000, 620}, figure::Canvas{835, 590}, figure::Canvas{595, 560}}) {
-    for (const bool probe : {true, false}) {
-      const std::string what =
-          "train view on " + std::to_string(c.width) + " x " + std::to_string(c.height) + (probe ? "" : ", no probe");
-      const figure::Figure f = figure::build_train_figure(r.c, probe ? &r.probe : nullptr, screen(c));
-      const std::vector<TextBox> boxes = text_boxes(f);
-      for (std::size_t i = 0; i < boxes.size(); ++i) {
-        EXPECT_LE(boxes[i].x1, c.width + 0.5f) << what << ": \"" << boxes[i].p->text << "\" leaves the canvas";
-        for (std::size_t j = i + 1; j < boxes.size(); ++j) {
-          const TextBox &a = boxes[i], &b = boxes[j];
-          const bool overlap = a.x0 < b.x1 - 0.5f && b.x0 < a.x1 - 0.5f && a.y0 < b.y1 - 0.5f && b.y0 < a.y1 - 0.5f;
-          EXPECT_FALSE(overlap) << what << ": \"" << a.p->text << "\" (" << a.p->cls << ") over \"" << b.p->text
-                                << "\" (" << b.p->cls << ")";
-        }
-      }
-    }
+       {figure::Canvas{1475, 870}, figure::Canvas{1000, 620}, figure::Canvas{835, 590}, figure::Canvas{595, 560}})
+    for (const bool probe : {true, false})
+      expect_text_clear(
+          figure::build_train_figure(r.c, probe ? &r.probe : nullptr, screen(c)), c.width,
+          "train view on " + std::to_string(c.width) + " x " + std::to_string(c.height) + (probe ? "" : ", no probe"));
+}
+
+// The KV cache's step: its blocks' titles, the colour bars' titles, on the canvases of a 1024 ×
+// 768 window up to a projector's, for multi-head, grouped-query and latent attention.
+TEST(Figures, KvStepTextNeitherOverlapsNorLeavesTheCanvas) {
+  for (const Variant v : {Variant::WeightSplit, Variant::Gqa, Variant::Mla}) {
+    Session s = lesson("seed003-weight-split-6d");
+    s.model.variant = v;
+    s.model.num_heads = v == Variant::Mla ? 2 : 4;
+    s.model.d_out = 8;
+    s.model.num_kv_groups = v == Variant::Gqa ? 2 : 0;
+    s.model.latent_dim = v == Variant::Mla ? 3 : 0;
+    validate_session(s);
+    const Model m = build_model(s.model, s.d_in());
+    const DecodeTrace d = decode_with_cache(m, s.input_tensor(), 1);
+    for (const figure::Canvas& c : {figure::Canvas{595, 560}, figure::Canvas{835, 590}, figure::Canvas{1475, 870}})
+      for (int step : {0, static_cast<int>(d.steps.size()) - 1})
+        expect_text_clear(
+            figure::build_kv_step_figure(d, s.tokens, step, screen(c)), c.width,
+            std::string(variant_name(v)) + " step " + std::to_string(step) + " on " + std::to_string(c.width));
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "app_state.hpp"
@@ -62,6 +63,11 @@ void handle_keys(AppState& s) {
   if (ImGui::IsKeyPressed(GLFW_KEY_LEFT, false)) go_to(kv, kv.step - 1);
   if (ImGui::IsKeyPressed(GLFW_KEY_HOME, false)) go_to(kv, 0);
   if (ImGui::IsKeyPressed(GLFW_KEY_END, false)) go_to(kv, 1 << 30);
+}
+
+// After SameLine: a new line where `text` would be cut at the window's edge (a 1024 × 768 window).
+void wrap_unless_fits(const char* text) {
+  if (ImGui::GetContentRegionAvail().x < ImGui::CalcTextSize(text).x) ImGui::NewLine();
 }
 
 void button(AppState& s, const char* label, const char* id, const char* tip, int to) {
@@ -125,13 +131,19 @@ void kv_toolbar(AppState& s) {
   button(s, "End >|", "kv_last", "The last row decoded (End)", last);
   if (kv.decode) {
     const CacheStep& st = kv.decode->steps[static_cast<std::size_t>(kv.step)];
-    ImGui::Text("step %d of %d \xC2\xB7 %s bytes cached", kv.step, last, thousands(st.bytes).c_str());
+    char line[96];
+    std::snprintf(line, sizeof line, "step %d of %d \xC2\xB7 %s bytes cached", kv.step, last,
+                  thousands(st.bytes).c_str());
+    wrap_unless_fits(line);
+    ImGui::TextUnformatted(line);
   } else {
     ImGui::NewLine();
   }
   if (!kv.note.empty()) {
     ImGui::SameLine();
-    ImGui::TextDisabled("(%s)", kv.note.c_str());
+    const std::string note = "(" + kv.note + ")";
+    wrap_unless_fits(note.c_str());
+    ImGui::TextDisabled("%s", note.c_str());
   }
 }
 
