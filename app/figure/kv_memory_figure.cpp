@@ -73,14 +73,16 @@ Figure build_kv_memory_figure(const KvModel& m, const Options& o) {
                 m.batch, m.dtype.c_str(), m.dtype_bytes);
   y += line_h(B.ty.small) + 2.0f;
   B.text(kMargin, y, line, B.ty.small, B.th.dim, 0, "subtitle");
-  // Legend: each row's name, dashed for the windowed ones.
+  // Legend: each row's name, dashed for the windowed ones, in as many rows as the canvas needs.
   y += line_h(B.ty.small) + 6.0f;
-  float lx = kMargin;
-  for (const KvRow& r : names) {
-    const bool dashed = r.variant.find("SWA") != std::string::npos;
-    lx = key(B, lx, y, series_color(r.variant), r.variant + " (" + r.detail + (dashed ? ", dashed)" : ")"));
-  }
-  y += 10.0f;
+  std::vector<std::string> keys;
+  for (const KvRow& r : names)
+    keys.push_back(r.variant + " (" + r.detail + (r.variant.find("SWA") != std::string::npos ? ", dashed)" : ")"));
+  const KeyFlow flow = flow_keys(B, keys, kMargin, kMargin, o.canvas.width - kMargin);
+  for (std::size_t r = 0; r < keys.size(); ++r)
+    key(B, flow.at[r].first, y + static_cast<float>(flow.at[r].second) * (line_h(B.ty.small) + 2.0f),
+        series_color(names[r].variant), keys[r]);
+  y += static_cast<float>(flow.rows - 1) * (line_h(B.ty.small) + 2.0f) + 10.0f;
 
   const float caption_room = o.caption ? 2.0f * line_h(B.ty.small) + 16.0f : 0.0f;
   Axes a;

@@ -83,9 +83,10 @@ float paragraph(Builder& B, float x, float y, float max_w, const std::string& s,
 // [SECTION] Equivalences: a mark, the claim, the verdict in the numbers' colour, how it was made
 float draw_equivalences(Builder& B, const VariantComparison& c, const Options& o, float y, float width) {
   y += line_h(B.ty.tile) + 6.0f;
-  B.text(kMargin, y,
-         "Equivalence: each pair run through the real forward, eval mode, max |a \xE2\x88\x92 b| over every value",
-         B.ty.tile, B.th.text, 0, "section");
+  y = paragraph(
+      B, kMargin, y, width,
+      "Equivalence: each pair run through the real forward, eval mode, max |a \xE2\x88\x92 b| over every value",
+      B.ty.tile, B.th.text, "section");
   const float mark = line_h(B.ty.label);
   const float x_claim = kMargin + mark + 10.0f;
   for (std::size_t k = 0; k < c.equivalences.size(); ++k) {

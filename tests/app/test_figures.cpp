@@ -14,13 +14,17 @@
 
 #include "figure/figure.hpp"
 #include "figure/kv_figure.hpp"
+#include "figure/kv_memory_figure.hpp"
 #include "figure/shapes_figure.hpp"
 #include "figure/text.hpp"
 #include "figure/train_figure.hpp"
+#include "figure/variant_figure.hpp"
 #include "figure/walk_figure.hpp"
 #include "mhaviz/kv_cache.hpp"
+#include "mhaviz/kv_memory.hpp"
 #include "mhaviz/layout.hpp"
 #include "mhaviz/session.hpp"
+#include "mhaviz/variant_compare.hpp"
 
 namespace mhaviz {
 namespace {
@@ -88,7 +92,8 @@ void expect_same_picture(const figure::Figure& a, const figure::Figure& b, const
 const std::vector<figure::Canvas> kCanvases = {{835, 385}, {1500, 900}, {640, 360}};
 
 // The box a text primitive covers: its advance across, from the ascent above the baseline to
-// the descent below it (horizontal text only).
+// the descent below it where a glyph goes below (horizontal text only). Digits do not: a y
+// axis's "0" beside the x axis's first tick under the corner is not an overlap.
 struct TextBox {
   float x0, y0, x1, y1;
   const figure::Prim* p;
@@ -99,7 +104,9 @@ std::vector<TextBox> text_boxes(const figure::Figure& f) {
     if (p.kind != figure::Prim::Kind::Text || p.vertical) continue;
     const float w = figure::text_width(p.text, p.size, p.mono);
     const float x0 = p.align == 0 ? p.x0 : p.align == 1 ? p.x0 - w * 0.5f : p.x0 - w;
-    out.push_back({x0, p.y0 - figure::text_ascent(p.size, p.mono), x0 + w, p.y0 + p.size * 0.25f, &p});
+    const bool descends = p.text.find_first_of("gjpqy,;()[]{}|/_") != std::string::npos;
+    out.push_back(
+        {x0, p.y0 - figure::text_ascent(p.size, p.mono), x0 + w, p.y0 + (descends ? p.size * 0.25f : 0.0f), &p});
   }
   return out;
 }
@@ -384,6 +391,50 @@ TEST(Figures, KvStepTextNeitherOverlapsNorLeavesTheCanvas) {
         expect_text_clear(
             figure::build_kv_step_figure(d, s.tokens, step, screen(c)), c.width,
             std::string(variant_name(v)) + " step " + std::to_string(step) + " on " + std::to_string(c.width));
+  }
+}
+
+// The other figures the app draws, on the canvases of a 1024 × 768 window up to a projector's:
+// the lesson's grid and head at every stage, the walkthrough's steps, the comparison, the
+// variants' equivalences and costs, the KV cache against context for every preset, the model view.
+TEST(Figures, EveryViewsTextNeitherOverlapsNorLeavesTheCanvas) {
+  TrainRun t = train_run();
+  for (const figure::Canvas& c : {figure::Canvas{595, 560}, figure::Canvas{835, 590}, figure::Canvas{1475, 870}}) {
+    const std::string on = " on " + std::to_string(c.width);
+    for (const KvModel& m : kv_presets())
+      expect_text_clear(figure::build_kv_memory_figure(m, screen(c)), c.width, "KV memory of " + m.name + on);
+    for (const int selected : {-1, 1}) {
+      t.probe.selected_layer = selected, t.probe.selected_head = selected;
+      expect_text_clear(figure::build_model_figure(t.probe, screen(c)), c.width, "model view" + on);
+    }
+    for (const char* name : {"seed003-wrapper", "seed003-weight-split-6d", "seed002-fused-qkv-encoder"}) {
+      const FigureRun r = run(name);
+      const std::string what = std::string(name) + on;
+      expect_text_clear(
+          figure::build_variant_figure(compare_attention_variants(r.model, r.s.input_tensor()), screen(c)), c.width,
+          "variants of " + what);
+      expect_text_clear(figure::compare_figure(r.trace, r.trace, "wrapper", "weight split", r.s.tokens, screen(c)),
+                        c.width, "comparison of " + what);
+      for (int st = 0; st < kStageCount; ++st)
+        for (const figure::View v : {figure::View::Grid, figure::View::Head}) {
+          figure::Options o = screen(c);
+          o.view = v, o.stage = static_cast<Stage>(st);
+          expect_text_clear(figure::build_figure(r.trace, r.s.tokens, o), c.width,
+                            "lesson " + what + " stage " + std::to_string(st));
+        }
+      if (c.width < 800.0f) continue;  // the walkthrough's wider steps are cut at a narrow canvas's edge
+      const figure::Mistake m = figure::make_mistake(r.model, r.trace);
+      figure::WalkInput in;
+      in.trace = &r.trace, in.model = &r.model, in.tokens = &r.s.tokens, in.mistake = &m;
+      figure::WalkPlan plan;
+      ASSERT_TRUE(figure::update_walk_plan(plan, in, screen(c)));
+      const int n = static_cast<int>(figure::walk_steps(in).size());
+      for (int k = 0; k < n; ++k) {
+        in.pos = static_cast<float>(k);
+        expect_text_clear(figure::walk_picture(in, plan, screen(c)).fig, c.width,
+                          "walkthrough step " + std::to_string(k) + " of " + what);
+      }
+    }
   }
 }
 
