@@ -21,6 +21,7 @@
 #include "figure/text.hpp"
 #include "model_sweep.hpp"
 #include "model_view.hpp"
+#include "text_clear.hpp"
 
 namespace mhaviz::gui {
 namespace {
@@ -283,6 +284,36 @@ TEST(ModelFigure, TheLargeHeadIsItsOwnWeights) {
 // between groups than within; sliding layers labelled on a band, the keys outside their
 // window hatched as the window's (thumbnails and the large head), the legend saying so; the
 // subtitle naming the architecture.
+// The model view's text stays readable on the canvases of a 1024 × 768 window up to a
+// projector's: GPT-2 small's 12 × 12, Qwen3-0.6B's 28 × 16 grouped in 8, a Gemma-3-like model
+// with sliding layers; with and without a head shown large and detector scores.
+TEST(ModelFigure, TextNeitherOverlapsNorLeavesTheCanvas) {
+  struct Shape {
+    const char* name;
+    int layers, heads, kv_heads;
+    std::vector<int> windows;
+  };
+  for (const Shape& sh : {Shape{"gpt2", 12, 12, 12, {}}, Shape{"qwen3", 28, 16, 8, {}},
+                          Shape{"gemma3", 6, 4, 1, {512, 512, 512, 512, 512, 0}}}) {
+    SyntheticView v(sh.layers, sh.heads, 12, true);
+    v.mv.kv_heads = sh.kv_heads;
+    v.mv.windows = sh.windows;
+    v.mv.model_parts = {
+        sh.name, std::to_string(sh.layers) + " layers",
+        std::to_string(sh.heads) + " query heads sharing " + std::to_string(sh.kv_heads) + " K/V heads"};
+    for (const int selected : {-1, 1})
+      for (const figure::Canvas& c : {figure::Canvas{595, 560}, figure::Canvas{835, 590}, figure::Canvas{1475, 870}}) {
+        // 28 rows of 16 scored thumbnails beside a large head do not fit a 1024 × 768 window's
+        // canvas at all (the figure is wider and taller than it there: left as it is).
+        if (sh.layers * sh.heads > 256 && c.width < 800.0f && selected >= 0) continue;
+        v.mv.selected_layer = selected, v.mv.selected_head = selected;
+        figure_checks::expect_text_clear(
+            figure::build_model_figure(v.mv, screen(c.width, c.height)), c.width,
+            std::string(sh.name) + (selected >= 0 ? ", head 1.1 large" : "") + " on " + std::to_string(c.width));
+      }
+  }
+}
+
 TEST(ModelFigure, GroupsHeadsByKvHeadAndMarksSlidingLayers) {
   SyntheticView v(3, 4, 10, false);
   v.mv.kv_heads = 2;
