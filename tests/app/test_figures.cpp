@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "figure/figure.hpp"
+#include "figure/interv_figures.hpp"
 #include "figure/kv_figure.hpp"
 #include "figure/kv_memory_figure.hpp"
 #include "figure/shapes_figure.hpp"
@@ -370,6 +371,29 @@ TEST(Figures, EveryViewsTextNeitherOverlapsNorLeavesTheCanvas) {
   TrainRun t = train_run();
   for (const figure::Canvas& c : {figure::Canvas{595, 560}, figure::Canvas{835, 590}, figure::Canvas{1475, 870}}) {
     const std::string on = " on " + std::to_string(c.width);
+    for (const bool lens : {false, true}) {
+      // The ablation sweep's 12 × 12 grid; the logit lens's 13 layers × 10 positions of tokens.
+      figure::GridView g;
+      g.title = lens ? "Logit lens: the top next token after each layer" : "Ablation sweep: change in log p(\" Mary\")";
+      g.subtitle = "gpt2 \xC2\xB7 12 layers \xC2\xB7 12 heads \xC2\xB7 zero ablation of each head alone";
+      g.rows = lens ? 13 : 12, g.cols = lens ? 10 : 12;
+      for (int r = 0; r < g.rows; ++r)
+        g.row_names.push_back(lens ? "after " + std::to_string(r) : "L" + std::to_string(r));
+      for (int k = 0; k < g.cols; ++k)
+        g.col_names.push_back(lens ? " token" + std::to_string(k) : "H" + std::to_string(k));
+      for (int k = 0; k < g.rows * g.cols; ++k) {
+        g.values.push_back(lens ? static_cast<float>(k % 10) / 10.0f : static_cast<float>(k % 21 - 10) / 10.0f);
+        if (lens) g.cell_text.push_back(" the");
+      }
+      g.signed_values = !lens;
+      g.value_under_text = lens;
+      g.bar_title = lens ? "probability" : "change";
+      if (lens) {
+        g.side_title = "rank of \" Mary\"";
+        for (int r = 0; r < g.rows; ++r) g.side_text.push_back("#" + std::to_string(r + 1) + "  0.01");
+      }
+      expect_text_clear(figure::build_grid_figure(g, screen(c)), c.width, (lens ? "lens" : "sweep") + on);
+    }
     for (const KvModel& m : kv_presets())
       expect_text_clear(figure::build_kv_memory_figure(m, screen(c)), c.width, "KV memory of " + m.name + on);
     for (const int selected : {-1, 1}) {
