@@ -22,6 +22,7 @@
 - A broken checkpoint opened with File -> Open model... shows its one-line error in the
   app and the current model stays; a missing --model is bad input (exit 2). A folder without
   its vocabulary takes ids as text and does not offer "<|endoftext|> first" (unless it is on).
+- On a 1024 x 768 window with a head large the toolbar wraps: no button past the edge.
 - Loading a 500 MB model shows a progress bar with Cancel.
 - The UI stays responsive (frames keep coming) while a GPT-2-small-sized forward runs on
   the worker, and the progress line shows; in an optimised build without sanitizers
@@ -379,6 +380,20 @@ def test_bad_model():
             "a missing --model: exit 2, one line naming --model (%s)" % r.stderr.strip())
 
 
+def test_narrow_window():
+    """A 1024 x 768 window (a classroom projector's) with a head shown large: the toolbar wraps
+    rather than putting Sweep and Logit lens past the window's edge."""
+    state = os.path.join(tmp, "narrow.state.json")
+    r = g.run(["gui", "--model", MODEL, "--text", TEXT, "--model-head", "1.2", "--exit-after-frames", "8",
+               "--no-restore", "--ignore-mouse", "--config-dir", tmp + "/c10", "--state-dir", tmp + "/s10",
+               "--state-out", state, "--width", "1024", "--height", "768"])
+    st = g.read_json(state) if r.returncode == 0 else {"widgets": {}, "shown": []}
+    names = ["model_capture", "model_view_walk", "model_capture_head", "model_capture_layer", "model_sweep",
+             "model_show_lens"]
+    out = [n for n in names if n not in st["shown"] or st["widgets"][n][2] > 1024]
+    g.check(not out, "1024 x 768, head 1.2 large: every toolbar button inside the window (%s not)" % out)
+
+
 # [SECTION] Captures, typing, the induction probe
 def digest(path):
     with open(path, "rb") as f:
@@ -572,6 +587,7 @@ test_pixels()
 test_interaction()
 test_walkthrough_starts_clean()
 test_bad_model()
+test_narrow_window()
 test_captures_typing_probe()
 test_responsive()
 test_typing()

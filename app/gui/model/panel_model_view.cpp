@@ -34,10 +34,18 @@ figure::Options model_options(const AppState& s, ImVec2 canvas) {
 }
 
 // [SECTION] Toolbar
+// SameLine, or a new line where a button labelled `label` would be cut at the window's edge
+// (on a 1024 × 768 window with a head selected, Sweep and Logit lens were past it).
+void next_button(const char* label) {
+  ImGui::SameLine();
+  const float w = ImGui::CalcTextSize(label, nullptr, true).x + 2.0f * ImGui::GetStyle().FramePadding.x;
+  if (ImGui::GetContentRegionAvail().x < w) ImGui::NewLine();
+}
+
 // A button that shows `what` in the centre, lit while it does; pressed again: the heads.
 void show_button(AppState& s, const char* label, ModelUi::Show what, const char* widget) {
   ModelUi& m = s.gpt;
-  ImGui::SameLine();
+  next_button(label);
   const bool on = m.show == what;
   if (on) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
   if (ImGui::Button(label)) m.show = on ? ModelUi::Show::Heads : what;
@@ -49,7 +57,7 @@ void show_button(AppState& s, const char* label, ModelUi::Show what, const char*
 // and the switches to its grid and to the logit lens table (again: the heads).
 void sweep_tools(AppState& s) {
   ModelUi& m = s.gpt;
-  ImGui::SameLine();
+  next_button(m.sweep_job ? "sweep 100 / 100 heads" : "Sweep");
   if (!gpt_only_reason(m).empty()) {
     // Where the buttons would be: why they are not (the panel has the whole line).
     ImGui::TextDisabled("Ablation, sweep, patching, lens: GPT-2-layout models only");
@@ -82,7 +90,7 @@ void sweep_tools(AppState& s) {
           m.ablation_mode == AblationMode::Mean ? "replaced by its mean" : "zeroed",
           m.sweep_vs.empty() ? "the target's log-probability" : "the logit difference target \xE2\x88\x92 vs");
     if (!m.corrupt_text.empty()) {
-      ImGui::SameLine();
+      next_button("Patch");
       if (ImGui::Button("Patch")) start_sweep(s, true);
       record_widget(s, "model_patch");
       if (ImGui::IsItemHovered())
@@ -117,7 +125,7 @@ void toolbar(AppState& s) {
   // (Once a forward is shown: before it, whether its layers can open is not known.)
   const bool heads = m.result && head_selected(m) && m.show == ModelUi::Show::Heads;
   if (heads && layer_walk_reason(m).empty()) {  // the lesson's module: the walkthrough and its captures
-    ImGui::SameLine();
+    next_button("Open layer in the walkthrough");
     if (ImGui::Button("Open layer in the walkthrough")) open_layer_walkthrough(s, m.layer);
     record_widget(s, "model_view_walk");
     if (ImGui::IsItemHovered()) {
@@ -132,10 +140,10 @@ void toolbar(AppState& s) {
             "W_value and out_proj",
             m.layer);
     }
-    ImGui::SameLine();
+    next_button("Capture head");
     if (ImGui::Button("Capture head")) capture(s, CaptureKind::Head);
     record_widget(s, "model_capture_head");
-    ImGui::SameLine();
+    next_button("Capture layer");
     if (ImGui::Button("Capture layer")) capture(s, CaptureKind::Grid);
     record_widget(s, "model_capture_layer");
   }
