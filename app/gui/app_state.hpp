@@ -90,30 +90,32 @@ struct HeatmapDraw {
   int cols = 1, rows = 1;
   float gap = 0;           // background between cells (pixels, right and bottom of each), as the figure has it
   bool log_scale = false;  // vmin > 0: t = log(v / vmin) / log(vmax / vmin)
-  figure::Color hatch_a{41, 41, 41, 255}, hatch_b{77, 77, 77, 255};  // hidden cells' stripes
+  figure::Color hatch_a{41, 41, 41, 255}, hatch_b{77, 77, 77, 255};     // hidden cells' stripes
   figure::Color window_a{30, 44, 74, 255}, window_b{68, 92, 142, 255};  // stripes outside a sliding window (+inf)
   figure::Color gap_color{23, 23, 26, 255};
-  float origin_x = 0, origin_y = 0;  // the figure's top-left (ImGui pixels): the hatch's stripes start there, as a capture's
+  float origin_x = 0,
+        origin_y = 0;  // the figure's top-left (ImGui pixels): the hatch's stripes start there, as a capture's
 };
 
 struct Renderer {
   unsigned int program = 0, vao = 0, vbo = 0;
   unsigned int lut = 0;  // colormap table texture (256 x kColormapCount RGBA8)
-  int loc_proj = -1, loc_values = -1, loc_vmin = -1, loc_vmax = -1, loc_lut = -1, loc_lut_row = -1,
-      loc_hatch_a = -1, loc_hatch_b = -1, loc_window_a = -1, loc_window_b = -1, loc_origin = -1, loc_cells = -1, loc_size = -1, loc_grid_color = -1, loc_grid = -1, loc_log = -1;
+  int loc_proj = -1, loc_values = -1, loc_vmin = -1, loc_vmax = -1, loc_lut = -1, loc_lut_row = -1, loc_hatch_a = -1,
+      loc_hatch_b = -1, loc_window_a = -1, loc_window_b = -1, loc_origin = -1, loc_cells = -1, loc_size = -1,
+      loc_grid_color = -1, loc_grid = -1, loc_log = -1;
   float proj[16] = {};
   float display_x = 0, display_y = 0, display_w = 0, display_h = 0, fb_scale_x = 1, fb_scale_y = 1;
   bool dark = true;
-  HeadTexture colorbar;          // a 1 x 256 ramp
-  ScreenFigure lesson;           // the lesson's heatmaps (panel_heatmaps.cpp)
-  ScreenFigure walk;             // the walkthrough's picture (panel_walkthrough.cpp)
-  ScreenFigure compare;          // the wrapper vs weight split patterns (panel_walk_compare.cpp)
-  ScreenFigure variants;         // the attention variants' equivalences and costs (panel_walk_compare.cpp)
-  ScreenFigure shapes;           // the shapes strip (panel_shapes.cpp)
-  ScreenFigure model;            // the model view of a trained GPT (panel_model_view.cpp; set by poll_model)
-  ScreenFigure model_grid;       // the model view's ablation sweep grid, when shown (panel_model_view.cpp)
-  ScreenFigure train;            // the Train view: curves, detectors, the probe's heads (train_view.cpp)
-  ScreenFigure kv;               // the KV cache view: the cache and the newest query's weights (kv/panel_kv.cpp)
+  HeadTexture colorbar;     // a 1 x 256 ramp
+  ScreenFigure lesson;      // the lesson's heatmaps (panel_heatmaps.cpp)
+  ScreenFigure walk;        // the walkthrough's picture (panel_walkthrough.cpp)
+  ScreenFigure compare;     // the wrapper vs weight split patterns (panel_walk_compare.cpp)
+  ScreenFigure variants;    // the attention variants' equivalences and costs (panel_walk_compare.cpp)
+  ScreenFigure shapes;      // the shapes strip (panel_shapes.cpp)
+  ScreenFigure model;       // the model view of a trained GPT (panel_model_view.cpp; set by poll_model)
+  ScreenFigure model_grid;  // the model view's ablation sweep grid, when shown (panel_model_view.cpp)
+  ScreenFigure train;       // the Train view: curves, detectors, the probe's heads (train_view.cpp)
+  ScreenFigure kv;          // the KV cache view: the cache and the newest query's weights (kv/panel_kv.cpp)
   // The figure the centre view drew this frame (one of the above): what F12 captures, and
   // what the tests compare a capture with.
   const ScreenFigure* centre = nullptr;
@@ -294,10 +296,10 @@ enum class Centre { Lesson, Walkthrough, Model, Train, KvCache };
 enum class Strip { Lesson, Model, Train };
 
 struct CentreInfo {
-  const char* name;          // as captures and the state dump name it
-  bool lesson_panel;         // the lesson's controls and tokens on the left
-  Strip strip;               // the strip under the centre: the lesson's shapes, the model's, the run's
-  const char* hint;          // the status bar's hint while nothing is notified
+  const char* name;   // as captures and the state dump name it
+  bool lesson_panel;  // the lesson's controls and tokens on the left
+  Strip strip;        // the strip under the centre: the lesson's shapes, the model's, the run's
+  const char* hint;   // the status bar's hint while nothing is notified
 };
 const CentreInfo& centre_info(Centre c);
 
@@ -311,11 +313,11 @@ struct AppState {
   Ui ui;
   Renderer renderer;
   Centre centre = Centre::Lesson;  // the view asked for; centre_view() is the one shown
-  Walkthrough walkthrough;  // panel_walkthrough.cpp
-  ModelUi gpt;              // the trained GPT of the model view (model_state.hpp)
-  TrainUi train;            // the Train view's run (train_state.hpp)
-  KvUi kv;                  // the KV cache view's prefill, step and decode (kv_state.hpp)
-  Introspection hooks;      // test hooks (written to --layout-out / --state-out)
+  Walkthrough walkthrough;         // panel_walkthrough.cpp
+  ModelUi gpt;                     // the trained GPT of the model view (model_state.hpp)
+  TrainUi train;                   // the Train view's run (train_state.hpp)
+  KvUi kv;                         // the KV cache view's prefill, step and decode (kv_state.hpp)
+  Introspection hooks;             // test hooks (written to --layout-out / --state-out)
   GLFWwindow* window = nullptr;
   bool quit = false;            // leave the main loop
   bool quit_requested = false;  // window close / Ctrl+Q: may ask first
@@ -366,13 +368,14 @@ void draw_heatmaps(AppState& s);  // panel_heatmaps.cpp
 Centre centre_view(AppState& s);
 // Shows c, or the lesson when c is shown already (the View menu's items, W, M).
 void toggle_centre(AppState& s, Centre c);
-bool walkthrough_active(AppState& s);   // centre_view(s) == Centre::Walkthrough
-bool walkthrough_draws(const AppState& s);  // the session has walkthrough steps (not gqa, mla, QK-norm, RoPE)
-void draw_walkthrough(AppState& s);     // panel_walkthrough.cpp
-void draw_dialogs(AppState& s);         // dialogs.cpp
-void handle_shortcuts(AppState& s);     // panel_menu.cpp
+bool walkthrough_active(AppState& s);               // centre_view(s) == Centre::Walkthrough
+bool walkthrough_draws(const AppState& s);          // the session has walkthrough steps (not gqa, mla, QK-norm, RoPE)
+void draw_walkthrough(AppState& s);                 // panel_walkthrough.cpp
+void draw_dialogs(AppState& s);                     // dialogs.cpp
+void handle_shortcuts(AppState& s);                 // panel_menu.cpp
 void record_widget(AppState& s, const char* name);  // last item's rectangle
 void record_frame(AppState& s, const char* name);   // last item's frame (without its label)
+void text_dim_wrapped(const std::string& text);     // TextDisabled's colour, wrapped at the window's edge
 void draw_refusal(AppState& s, const char* where);  // the refused edit's reason, if it was made there
 void draw_edit_menu(AppState& s);                   // panel_menu.cpp: Undo NAME, Redo NAME
 std::string ms_text(double ms);         // panel_model.cpp: "12.3 µs" below 0.1 ms, else ms; < 0: "not timed"

@@ -32,8 +32,10 @@ void start_dialog(AppState& s, Dialog d) {
 void toggle_model_view(AppState& s) { toggle_centre(s, Centre::Model); }
 
 void do_save(AppState& s) {
-  if (s.doc.path.empty()) start_dialog(s, Dialog::SaveAs);
-  else save_document(s, s.doc.path);
+  if (s.doc.path.empty())
+    start_dialog(s, Dialog::SaveAs);
+  else
+    save_document(s, s.doc.path);
 }
 
 }  // namespace
@@ -46,6 +48,12 @@ void record_widget(AppState& s, const char* name) {
 void record_frame(AppState& s, const char* name) {
   const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
   s.hooks.widgets[name] = {a.x, a.y, a.x + ImGui::CalcItemWidth(), b.y};
+}
+
+void text_dim_wrapped(const std::string& text) {
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  ImGui::TextWrapped("%s", text.c_str());
+  ImGui::PopStyleColor();
 }
 
 void draw_refusal(AppState& s, const char* where) {
@@ -133,11 +141,13 @@ void draw_menu_bar(AppState& s) {
     }
     ImGui::Separator();
     if (ImGui::MenuItem("Previous head", "[")) s.view.head = std::max(0, s.view.head - 1);
-    if (ImGui::MenuItem("Next head", "]")) s.view.head = std::min(std::max(0, s.compute.trace.heads - 1), s.view.head + 1);
+    if (ImGui::MenuItem("Next head", "]"))
+      s.view.head = std::min(std::max(0, s.compute.trace.heads - 1), s.view.head + 1);
     if (ImGui::MenuItem("Enlarge selected head", "E", s.view.enlarged)) s.view.enlarged = !s.view.enlarged;
     if (ImGui::MenuItem("Walkthrough of the pipeline", "W", walkthrough_active(s), walkthrough_draws(s)))
       toggle_centre(s, Centre::Walkthrough);
-    if (ImGui::MenuItem("Model view (trained GPT)", "M", model_view_active(s), !s.gpt.path.empty())) toggle_model_view(s);
+    if (ImGui::MenuItem("Model view (trained GPT)", "M", model_view_active(s), !s.gpt.path.empty()))
+      toggle_model_view(s);
     if (ImGui::MenuItem("Train a small GPT", "T", centre_view(s) == Centre::Train)) toggle_centre(s, Centre::Train);
     record_widget(s, "menu_train");
     if (ImGui::MenuItem("KV cache, step by step", "K", centre_view(s) == Centre::KvCache))
@@ -151,7 +161,8 @@ void draw_menu_bar(AppState& s) {
     if (ImGui::BeginMenu("Colormap")) {
       for (int i = 0; i < kColormapCount; ++i) {
         const Colormap c = static_cast<Colormap>(i);
-        if (ImGui::MenuItem(std::string(colormap_title(c)).c_str(), nullptr, s.settings.colormap == c)) s.settings.colormap = c;
+        if (ImGui::MenuItem(std::string(colormap_title(c)).c_str(), nullptr, s.settings.colormap == c))
+          s.settings.colormap = c;
       }
       ImGui::Separator();
       ImGui::MenuItem("Diverging map for signed scores", nullptr, &s.settings.diverging_for_signed);
@@ -254,7 +265,8 @@ void take_typed(AppState& s) {
     ui.keys.typed_at = now;
   }
   if (ui.keys.typed_count >= 2 && !ui.keys.focus_tokens) {
-    const bool space_needed = !ui.edit.token_text.empty() && ui.edit.token_text.back() != ' ' && ui.keys.typed[0] != ' ';
+    const bool space_needed =
+        !ui.edit.token_text.empty() && ui.edit.token_text.back() != ' ' && ui.keys.typed[0] != ' ';
     ui.keys.tokens_insert = (space_needed ? " " : "") + ui.keys.typed;
     ui.keys.focus_tokens = true;
     ui.keys.focus_asked_at = now;
@@ -279,15 +291,19 @@ void handle_shortcuts(AppState& s) {
     // become one undo step when it is left).
     if (!io.WantTextInput) {
       if (ImGui::IsKeyPressed(GLFW_KEY_Z, false)) {
-        if (io.KeyShift) redo(s);
-        else undo(s);
+        if (io.KeyShift)
+          redo(s);
+        else
+          undo(s);
       }
       if (ImGui::IsKeyPressed(GLFW_KEY_Y, false)) redo(s);
     }
     if (ImGui::IsKeyPressed(GLFW_KEY_O, false)) start_dialog(s, Dialog::Open);
     if (ImGui::IsKeyPressed(GLFW_KEY_S, false)) {
-      if (io.KeyShift) start_dialog(s, Dialog::SaveAs);
-      else do_save(s);
+      if (io.KeyShift)
+        start_dialog(s, Dialog::SaveAs);
+      else
+        do_save(s);
     }
     if (ImGui::IsKeyPressed(GLFW_KEY_Q, false)) s.quit_requested = true;
     if (ImGui::IsKeyPressed(GLFW_KEY_EQUAL, false) || ImGui::IsKeyPressed(GLFW_KEY_KP_ADD, false)) {

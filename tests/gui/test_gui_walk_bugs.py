@@ -8,7 +8,8 @@ under Xvfb, through the test hooks the app writes (--state-out / --layout-out "w
  7. signed scores on the diverging map, with its legend
  9. an unknown word in --walkthrough is a one-line error, exit 2, before any window
 10. a sliding window's mask is told apart from the causal one
- and the step plan is cached on its inputs (built a few times in 60 frames, not 60 times)
+ and the step plan is cached on its inputs (built a few times in 60 frames, not 60 times);
+ on a 1024 x 768 window every control is inside it
 
 usage (under xvfb-run): test_gui_walk_bugs.py PATH/TO/mhaviz TESTS_DATA_DIR
 """
@@ -131,6 +132,17 @@ def positions(layout, proc, until, what):
 w = shown("plan-cached", "seed003-weight-split-6d", "transpose", frames=60)
 if w is not None:
     g.check(1 <= w["plan_builds"] <= 4, "60 frames at rest: the step plan built %d time(s), not per frame" % w["plan_builds"])
+
+# A 1024 x 768 window (a classroom projector's): the controls wrap onto more lines rather
+# than going past the window's edge (Capture, numbers and the mistake's switch did).
+state = os.path.join(tmp, "narrow.state.json")
+r = g.run(["gui", "seed003-weight-split-6d", "--exit-after-frames", "8", "--no-restore", "--ignore-mouse", "--width",
+           "1024", "--height", "768", "--config-dir", state + ".cfg", "--state-dir", state + ".st", "--walkthrough",
+           "transpose", "--state-out", state])
+st = g.read_json(state) if r.returncode == 0 else {"widgets": {}, "shown": []}
+names = ["walk_play", "walk_next", "walk_scrub", "capture_button", "walk_mistake"]
+out = [n for n in names if n not in st["shown"] or st["widgets"][n][2] > 1024]
+g.check(not out, "1024 x 768: every walkthrough control inside the window (%s not)" % out)
 
 # [6] From the last step, the chip of step 3 goes straight there: no step between is shown.
 layout = os.path.join(tmp, "jump-layout.json")

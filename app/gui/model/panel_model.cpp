@@ -79,9 +79,7 @@ void draw_source(AppState& s, const GptWorker::Status& st) {
       if (c.sliding_layers() > 0)
         line += ", " + std::to_string(c.sliding_layers()) + " sliding (W = " + std::to_string(c.sliding_window()) + ")";
       line += ", " + std::to_string(c.width) + " wide" + context_text(c) + ", vocabulary " + std::to_string(c.vocab);
-      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-      ImGui::TextWrapped("%s", line.c_str());
-      ImGui::PopStyleColor();
+      text_dim_wrapped(line);
       m.facts_line = line;
     }
   }

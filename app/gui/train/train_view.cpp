@@ -144,11 +144,9 @@ void draw_train_strip(AppState& s) {
   ImGui::TextWrapped("%s", settings_line(st).c_str());
   const std::vector<train::ParamTensor> layout = train::parameter_layout(st.model);
   const std::int64_t params = layout.back().offset + layout.back().numel();
-  // Wrapped, dimmed: a 1024-pixel-wide window has the strip narrower than the line.
-  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-  ImGui::TextWrapped("Parameters: %s \xC2\xB7 a step: %d sequences of %d tokens, forward, backward and AdamW",
-                     thousands(params).c_str(), st.batch, st.model.context_length);
-  ImGui::PopStyleColor();
+  // Wrapped: a 1024-pixel-wide window has the strip narrower than the line.
+  text_dim_wrapped("Parameters: " + thousands(params) + " \xC2\xB7 a step: " + std::to_string(st.batch) +
+                   " sequences of " + std::to_string(st.model.context_length) + " tokens, forward, backward and AdamW");
 }
 
 std::string train_run_name(const AppState& s) {

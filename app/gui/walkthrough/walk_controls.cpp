@@ -12,7 +12,7 @@ namespace mhaviz::gui::walk {
 // nothing is cut at the window's edge on a projector's narrow window.
 static void same_line_or_wrap(float width, const char* label) {
   const ImGuiStyle& st = ImGui::GetStyle();
-  const float need = width + st.ItemInnerSpacing.x + ImGui::CalcTextSize(label).x + st.ItemSpacing.x;
+  const float need = width + (*label ? st.ItemInnerSpacing.x + ImGui::CalcTextSize(label, nullptr, true).x : 0.0f);
   ImGui::SameLine();
   if (ImGui::GetContentRegionAvail().x < need) ImGui::NewLine();
 }
@@ -58,12 +58,13 @@ void draw_controls_row(AppState& s, const Steps& st) {
   }
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Scrub: fractions show the animation between two steps");
   record_widget(s, "walk_scrub");
-  ImGui::SameLine();
+  // On a 1024 × 768 window these go on a second line (they were past the window's edge).
+  same_line_or_wrap(fh * 6.0f, "speed");
   ImGui::SetNextItemWidth(fh * 6.0f);
   ImGui::SliderFloat("speed", &w.speed, 0.25f, 4.0f, "%.2fx", ImGuiSliderFlags_Logarithmic);
-  ImGui::SameLine();
+  same_line_or_wrap(ImGui::GetFrameHeight(), "numbers");
   ImGui::Checkbox("numbers", &w.values);
-  ImGui::SameLine();
+  same_line_or_wrap(ImGui::CalcTextSize("Capture").x + 2.0f * ImGui::GetStyle().FramePadding.x, "");
   capture_button(s);
 }
 
@@ -117,9 +118,16 @@ void draw_options_row(AppState& s, const Steps& st) {
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kVariantSwitchNote);
   }
   if (!st.list.empty() && v != Variant::Gqa) {  // gqa draws its keys | values (at fewer heads) beside the queries
-    ImGui::SameLine();
-    ImGui::TextDisabled("  show:");
     const char* names[4] = {"Q", "K", "V", "all"};
+    // The panes' switch as one group: on this line where it fits whole (a 1280-pixel window),
+    // else on the next (1024: its last buttons were past the window's edge).
+    const ImGuiStyle& style = ImGui::GetStyle();
+    float group = ImGui::CalcTextSize("  show:").x;
+    for (const char* n : {names[0], names[1], names[2], names[3], "Wᵀ"})
+      group += style.ItemSpacing.x + ImGui::GetFrameHeight() + style.ItemInnerSpacing.x + ImGui::CalcTextSize(n).x;
+    ImGui::SameLine();
+    if (ImGui::GetContentRegionAvail().x < group) ImGui::NewLine();
+    ImGui::TextDisabled("  show:");
     for (int p = 0; p < 4; ++p) {
       ImGui::SameLine();
       ImGui::RadioButton(names[p], &w.pane, p);
@@ -135,7 +143,7 @@ void draw_options_row(AppState& s, const Steps& st) {
     // A narrow drag field (drag, or double-click to type) kept on this line: with +/- buttons
     // the row did not fit a 1280-pixel window, and a second line would take height from the cells.
     const float bw = ImGui::GetFontSize() * 2.5f;
-    ImGui::SameLine();
+    same_line_or_wrap(bw, "batch");
     ImGui::SetNextItemWidth(bw);
     int b = s.view.batch;
     if (ImGui::DragInt("batch", &b, 0.05f, 0, st.tr.batch - 1, "%d", ImGuiSliderFlags_AlwaysClamp))
@@ -177,7 +185,7 @@ void draw_inspection(const figure::Inspection& in) {
   for (const figure::Inspection::Item& it : in.items) {
     if (it.table.header.empty()) {
       if (it.line.dim)
-        ImGui::TextDisabled("%s", it.line.text.c_str());
+        text_dim_wrapped(it.line.text);  // the hint is wider than a 1024 × 768 window's centre
       else
         ImGui::TextWrapped("%s", it.line.text.c_str());
       continue;
