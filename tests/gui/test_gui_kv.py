@@ -4,7 +4,7 @@ keys, Home, End and the Step button move through the decode, the state saying af
 rows the cache holds, which it evicted and its bytes, as the window's rolling buffer must;
 F12 captures the figure on screen, and `mhaviz render --view kv-step` with the same canvas and
 font draws the very same PNG; beside the steps, the memory plot of the lesson's module ends at
-the memory table's bytes.
+the memory table's bytes. On a 1024 x 768 window its switches stay inside the window.
 
 usage (under xvfb-run): test_gui_kv.py PATH/TO/mhaviz [data dir]
 """
@@ -113,4 +113,22 @@ try:
 finally:
     status, _, err = g.stop(p)
 g.check(status == 0, "the app quit with status 0 (%s)" % err.strip()[-300:])
+
+# A 1024 x 768 window (a classroom projector's): the toolbar and the memory plot's model
+# switch wrap onto another line rather than going past the window's edge.
+lay2, state2 = os.path.join(tmp, "narrow-layout.json"), os.path.join(tmp, "narrow-state.json")
+p = g.start(["gui", path, "--no-restore", "--config-dir", os.path.join(tmp, "cfg2"), "--state-dir",
+             os.path.join(tmp, "st2"), "--width", "1024", "--height", "768", "--kv-step", "3,2", "--layout-out", lay2,
+             "--state-out", state2])
+try:
+    g.wait_for_layout(lay2, ["kv_last", "kv_memory"], proc=p)
+    win = g.read_json(lay2)
+    g.focus_window()
+    g.click_widget(lay2, state2, "kv_memory", p, (win["window_x"], win["window_y"]))
+    st = g.wait_state(state2, "the memory plot shown", lambda j: j["kv"]["memory"] and "kv_model" in j["shown"], p)
+    out = [n for n in ("kv_steps", "kv_memory", "kv_model") if st["widgets"][n][2] > 1024]
+    g.check(not out, "1024 x 768: the memory plot's switches inside the window (%s not)" % out)
+finally:
+    status, _, err = g.stop(p)
+g.check(status == 0, "the narrow window's app quit with status 0 (%s)" % err.strip()[-300:])
 g.finish()

@@ -65,9 +65,10 @@ void handle_keys(AppState& s) {
   if (ImGui::IsKeyPressed(GLFW_KEY_END, false)) go_to(kv, 1 << 30);
 }
 
-// After SameLine: a new line where `text` would be cut at the window's edge (a 1024 × 768 window).
-void wrap_unless_fits(const char* text) {
-  if (ImGui::GetContentRegionAvail().x < ImGui::CalcTextSize(text).x) ImGui::NewLine();
+// After SameLine: a new line where an item `width` wide would be cut at the window's edge (a
+// 1024 × 768 window).
+void wrap_unless_fits(float width) {
+  if (ImGui::GetContentRegionAvail().x < width) ImGui::NewLine();
 }
 
 void button(AppState& s, const char* label, const char* id, const char* tip, int to) {
@@ -98,6 +99,8 @@ void mode_row(AppState& s) {
   record_widget(s, "kv_memory");
   if (!kv.memory) return;
   ImGui::SameLine();
+  wrap_unless_fits(ImGui::GetFontSize() * 12.0f + ImGui::GetStyle().ItemInnerSpacing.x +
+                   ImGui::CalcTextSize("model").x);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12.0f);
   const auto& presets = kv_presets();
   const std::string shown = kv.preset < 0 ? "this lesson" : presets[static_cast<std::size_t>(kv.preset)].name;
@@ -134,7 +137,7 @@ void kv_toolbar(AppState& s) {
     char line[96];
     std::snprintf(line, sizeof line, "step %d of %d \xC2\xB7 %s bytes cached", kv.step, last,
                   thousands(st.bytes).c_str());
-    wrap_unless_fits(line);
+    wrap_unless_fits(ImGui::CalcTextSize(line).x);
     ImGui::TextUnformatted(line);
   } else {
     ImGui::NewLine();
@@ -142,7 +145,7 @@ void kv_toolbar(AppState& s) {
   if (!kv.note.empty()) {
     ImGui::SameLine();
     const std::string note = "(" + kv.note + ")";
-    wrap_unless_fits(note.c_str());
+    wrap_unless_fits(ImGui::CalcTextSize(note.c_str()).x);
     ImGui::TextDisabled("%s", note.c_str());
   }
 }
