@@ -20,18 +20,39 @@ Figure compare_figure(const Trace& a, const Trace& b, const std::string& title_a
   ValueRange r;
   for (const Trace* t : traces) r.merge(value_range(t->stage_matrix(Stage::Weights, batch, head)));
   const ColorScale scale = scale_for(r, false, o);
-  const float gap = 36.0f, title_h = line_h(B.ty.tile) + 2.0f;
+  const float gap = 36.0f;
   const float bar_w = colorbar_width(B, scale) + 28.0f;
   const float W = std::max(40.0f, (o.canvas.width - 2.0f * kMargin - gap - bar_w) / 2.0f);
-  const float H = std::max(40.0f, o.canvas.height - 2.0f * kMargin - title_h);
-  float cell = fit_cell(W, H, T, T);
-  LabelPlan lp = plan_labels(tokens, cell, B.ty.label);
-  if (lp.show) {
-    cell = fit_cell(W - lp.left, H - lp.top, T, T);
+  const std::string head_text = "head " + std::to_string(head);
+  const std::string titles[2] = {title_a + "  \xC2\xB7  " + head_text, title_b + "  \xC2\xB7  " + head_text};
+  // Each title over its heatmap from the row labels' left edge; the second pane starts past the
+  // first's title where that is wider than its heatmap (the cells are often limited by the
+  // height). In one line each where both fit the canvas, else in two (the title, then the
+  // head): on a 1024 × 768 window they ran into each other.
+  const float room = o.canvas.width - 2.0f * kMargin - bar_w;  // for both panes
+  float cell = 0, title_h = 0, pitch = 0, left = 0;
+  LabelPlan lp;
+  bool two_lines = false;
+  for (const bool two : {false, true}) {
+    two_lines = two;
+    title_h = (two ? 2.0f : 1.0f) * line_h(B.ty.tile) + 2.0f;
+    const float H = std::max(40.0f, o.canvas.height - 2.0f * kMargin - title_h);
+    cell = fit_cell(W, H, T, T);
     lp = plan_labels(tokens, cell, B.ty.label);
+    if (lp.show) {
+      cell = fit_cell(W - lp.left, H - lp.top, T, T);
+      lp = plan_labels(tokens, cell, B.ty.label);
+    }
+    left = lp.show ? lp.left : 0.0f;
+    const float title_w = two ? std::max({text_width(title_a, B.ty.tile), text_width(title_b, B.ty.tile),
+                                          text_width(head_text, B.ty.tile)})
+                              : std::max(text_width(titles[0], B.ty.tile), text_width(titles[1], B.ty.tile));
+    pitch = std::max(left + cell * static_cast<float>(T) + gap, title_w + 16.0f);
+    if (pitch + std::max(left + cell * static_cast<float>(T), title_w) <= room) break;
   }
-  const float side = cell * static_cast<float>(T);
-  float x = kMargin + (lp.show ? lp.left : 0.0f);
+  // Still too narrow: the titles are cut at the pane's width.
+  pitch = std::max(left + cell * static_cast<float>(T) + gap, std::min(pitch, room * 0.5f));
+  const float side = cell * static_cast<float>(T), title_room = pitch - 16.0f;
   const float y = kMargin + title_h + (lp.show ? lp.top : 0.0f);
   for (int k = 0; k < 2; ++k) {
     const Trace& t = *traces[k];
@@ -39,17 +60,25 @@ Figure compare_figure(const Trace& a, const Trace& b, const std::string& title_a
     HeatmapSpec spec;
     spec.id = k;
     spec.rows = spec.cols = T;
-    spec.value = [&vals, T](int i, int j) { return vals[static_cast<std::size_t>(i) * static_cast<std::size_t>(T) + static_cast<std::size_t>(j)]; };
+    spec.value = [&vals, T](int i, int j) {
+      return vals[static_cast<std::size_t>(i) * static_cast<std::size_t>(T) + static_cast<std::size_t>(j)];
+    };
     spec.mask = [&t](int i, int j) { return trace_mask(t, i, j); };
     spec.scale = scale;
     spec.row_names = spec.col_names = &tokens;
     spec.numbers = o.values;
-    draw_heatmap(B, spec, x, y, cell, lp, true, true);
-    B.text(x, y - (lp.show ? lp.top : 0.0f) - 6.0f, (k == 0 ? title_a : title_b) + "  \xC2\xB7  head " + std::to_string(head),
-           B.ty.tile, B.th.text, 0, "head-title");
-    x += side + gap + (lp.show ? lp.left : 0.0f);
+    const float px = kMargin + static_cast<float>(k) * pitch;
+    draw_heatmap(B, spec, px + left, y, cell, lp, true, true);
+    const float ty = y - (lp.show ? lp.top : 0.0f) - 6.0f;
+    if (two_lines) {
+      B.text(px, ty - line_h(B.ty.tile), fit_text(k == 0 ? title_a : title_b, B.ty.tile, title_room), B.ty.tile,
+             B.th.text, 0, "head-title");
+      B.text(px, ty, head_text, B.ty.tile, B.th.text, 0, "head-title");
+    } else {
+      B.text(px, ty, fit_text(titles[k], B.ty.tile, title_room), B.ty.tile, B.th.text, 0, "head-title");
+    }
   }
-  colorbar(B, scale, x - gap + 28.0f - (lp.show ? lp.left : 0.0f), y, std::clamp(side, std::min(120.0f, side), 480.0f),
+  colorbar(B, scale, kMargin + pitch + left + side + 28.0f, y, std::clamp(side, std::min(120.0f, side), 480.0f),
            "weight");
   return finish(B);
 }

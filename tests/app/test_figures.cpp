@@ -406,7 +406,8 @@ TEST(Figures, EveryViewsTextNeitherOverlapsNorLeavesTheCanvas) {
       expect_text_clear(
           figure::build_variant_figure(compare_attention_variants(r.model, r.s.input_tensor()), screen(c)), c.width,
           "variants of " + what);
-      expect_text_clear(figure::compare_figure(r.trace, r.trace, "wrapper", "weight split", r.s.tokens, screen(c)),
+      expect_text_clear(figure::compare_figure(r.trace, r.trace, "Wrapper: head's own module",
+                                               "Weight split: q.view + transpose", r.s.tokens, screen(c)),
                         c.width, "comparison of " + what);
       for (int st = 0; st < kStageCount; ++st)
         for (const figure::View v : {figure::View::Grid, figure::View::Head}) {

@@ -77,9 +77,12 @@ void draw_wrapper_part(AppState& s) {
   if (ImGui::ArrowButton("cmp_next", ImGuiDir_Right)) s.view.head = std::min(c.heads - 1, head + 1);
   ImGui::SameLine();
   const bool exact = c.max_diff_weights == 0.0;
-  ImGui::TextColored(c.max_diff_weights <= 1e-6 ? ImVec4(0.45f, 0.85f, 0.45f, 1.0f) : ImVec4(1.0f, 0.45f, 0.35f, 1.0f),
-                     "max |wrapper − weight split| over all heads' weights = %.3g%s,  outputs = %.3g",
+  // Wrapped: wider than a 1024 × 768 window's tab.
+  ImGui::PushStyleColor(
+      ImGuiCol_Text, c.max_diff_weights <= 1e-6 ? ImVec4(0.45f, 0.85f, 0.45f, 1.0f) : ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+  ImGui::TextWrapped("max |wrapper − weight split| over all heads' weights = %.3g%s,  outputs = %.3g",
                      c.max_diff_weights, exact ? " (identical)" : "", c.max_diff_output);
+  ImGui::PopStyleColor();
   // Both patterns as one figure (the one heatmap, one colour scale), a third of the tab high.
   const ImVec2 canvas(ImGui::GetContentRegionAvail().x, std::max(fh * 12.0f, ImGui::GetContentRegionAvail().y * 0.38f));
   figure::Options o = figure_options(s, figure::View::Grid, canvas);
@@ -97,8 +100,8 @@ void draw_wrapper_part(AppState& s) {
   ImGui::Dummy(ImVec2(static_cast<float>(f.fig.width), static_cast<float>(f.fig.height)));
 
   ImGui::Separator();
-  ImGui::Text("Cost of one forward: b = %d, num_tokens = %d, d_in = %d, num_heads = %d, head_dim = %d", c.batch,
-              c.tokens, c.d_in, c.heads, c.head_dim);
+  ImGui::TextWrapped("Cost of one forward: b = %d, num_tokens = %d, d_in = %d, num_heads = %d, head_dim = %d", c.batch,
+                     c.tokens, c.d_in, c.heads, c.head_dim);
   const Comparison::Row& r = c.rows.front();
   if (ImGui::BeginTable("cost", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
     ImGui::TableSetupColumn("variant");
@@ -198,9 +201,13 @@ void draw_compare_tab(AppState& s) {
   Walkthrough& w = s.walkthrough;
   if (ImGui::RadioButton("Wrapper vs weight split", w.compare_part == 0)) w.compare_part = 0;
   record_widget(s, "cmp_wrapper");
+  // On the next line where it would be cut at the window's edge (a 1024 × 768 window).
+  const char* variants_label = "GQA, MQA, MLA, SWA against MHA: equivalence and cost";
   ImGui::SameLine();
-  if (ImGui::RadioButton("GQA, MQA, MLA, SWA against MHA: equivalence and cost", w.compare_part == 1))
-    w.compare_part = 1;
+  if (ImGui::GetContentRegionAvail().x <
+      ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(variants_label).x)
+    ImGui::NewLine();
+  if (ImGui::RadioButton(variants_label, w.compare_part == 1)) w.compare_part = 1;
   record_widget(s, "cmp_variants");
   const Comparison& c = w.cmp;
   if (!comparison_ready(s)) {
