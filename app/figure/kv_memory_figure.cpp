@@ -79,10 +79,8 @@ Figure build_kv_memory_figure(const KvModel& m, const Options& o) {
   for (const KvRow& r : names)
     keys.push_back(r.variant + " (" + r.detail + (r.variant.find("SWA") != std::string::npos ? ", dashed)" : ")"));
   const KeyFlow flow = flow_keys(B, keys, kMargin, kMargin, o.canvas.width - kMargin);
-  for (std::size_t r = 0; r < keys.size(); ++r)
-    key(B, flow.at[r].first, y + static_cast<float>(flow.at[r].second) * (line_h(B.ty.small) + 2.0f),
-        series_color(names[r].variant), keys[r]);
-  y += static_cast<float>(flow.rows - 1) * (line_h(B.ty.small) + 2.0f) + 10.0f;
+  draw_keys(B, flow, y, keys, [&](std::size_t r) { return series_color(names[r].variant); });
+  y += static_cast<float>(flow.rows - 1) * flow.row_h + 10.0f;
 
   const float caption_room = o.caption ? 2.0f * line_h(B.ty.small) + 16.0f : 0.0f;
   Axes a;

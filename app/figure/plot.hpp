@@ -91,9 +91,11 @@ inline float key_width(const Builder& B, const std::string& text) { return 24.0f
 struct KeyFlow {
   std::vector<std::pair<float, int>> at;
   int rows = 1;
+  float row_h = 0;  // from one row's baseline to the next's
 };
 inline KeyFlow flow_keys(const Builder& B, const std::vector<std::string>& names, float x, float x0, float right) {
   KeyFlow f;
+  f.row_h = line_h(B.ty.small) + 2.0f;
   int row = 0;
   for (const std::string& n : names) {
     if (x > x0 && x + key_width(B, n) > right) x = x0, ++row;
@@ -102,6 +104,14 @@ inline KeyFlow flow_keys(const Builder& B, const std::vector<std::string>& names
   }
   f.rows = row + 1;
   return f;
+}
+
+// The entries of `names` where flow_keys put them, the first row's baseline at y0;
+// colour(k): entry k's series colour.
+template <class ColourOf>
+void draw_keys(Builder& B, const KeyFlow& f, float y0, const std::vector<std::string>& names, ColourOf colour) {
+  for (std::size_t k = 0; k < names.size(); ++k)
+    key(B, f.at[k].first, y0 + static_cast<float>(f.at[k].second) * f.row_h, colour(k), names[k]);
 }
 
 }  // namespace mhaviz::figure::detail

@@ -117,9 +117,9 @@ void loss_plot(Builder& B, const TrainCurves& c, float x0, float y0, float x1, f
   std::vector<std::string> names;
   for (int k = 0; k < (halves ? 3 : 1); ++k) names.push_back(keys[k].second);
   const KeyFlow flow = flow_keys(B, names, a.x0, a.x0, a.x1);
-  const float row = line_h(B.ty.small) + 2.0f, to_legend = 6.0f + text_ascent(B.ty.small) + row;
+  const float to_legend = 6.0f + text_ascent(B.ty.small) + flow.row_h;
   a.y1 = y1 - std::max(3.0f * line_h(B.ty.small) + 8.0f,
-                       to_legend + static_cast<float>(flow.rows - 1) * row + 0.3f * B.ty.small + 2.0f);
+                       to_legend + static_cast<float>(flow.rows - 1) * flow.row_h + 0.3f * B.ty.small + 2.0f);
   draw_axes(B, a, "Loss by training step", "", 8, 5);
   if (chance > 0) {
     dashed(B, a, chance, B.th.dim, "chance");
@@ -135,30 +135,27 @@ void loss_plot(Builder& B, const TrainCurves& c, float x0, float y0, float x1, f
   }
   marker(B, a, c);
   B.hit("loss_plot", a.x0, a.y0, a.x1, a.y1);
-  for (std::size_t k = 0; k < names.size(); ++k)
-    key(B, flow.at[k].first, a.y1 + to_legend + static_cast<float>(flow.at[k].second) * row, keys[k].first, names[k]);
+  draw_keys(B, flow, a.y1 + to_legend, names, [&](std::size_t k) { return keys[k].first; });
 }
 
 // [SECTION] The detectors' small plots
 
 // The heads' colours after their lead, flowing over rows from x0 to right.
 constexpr const char* kHeadsLead = "heads (layer.head):";
-KeyFlow flow_heads(const Builder& B, const TrainCurves& c, float x0, float right) {
+std::vector<std::string> head_names(const TrainCurves& c) {
   std::vector<std::string> names;
   for (int l = 0; l < c.n_layer; ++l)
     for (int h = 0; h < c.n_head; ++h) names.push_back(std::to_string(l) + "." + std::to_string(h));
-  return flow_keys(B, names, x0 + text_width(kHeadsLead, B.ty.small) + 12.0f, x0, right);
+  return names;
+}
+KeyFlow flow_heads(const Builder& B, const TrainCurves& c, float x0, float right) {
+  return flow_keys(B, head_names(c), x0 + text_width(kHeadsLead, B.ty.small) + 12.0f, x0, right);
 }
 
 void legend_heads(Builder& B, const TrainCurves& c, float x0, float y, float right) {
   B.text(x0, y, kHeadsLead, B.ty.small, B.th.dim, 0, "legend");
-  const KeyFlow flow = flow_heads(B, c, x0, right);
-  const float row = line_h(B.ty.small) + 2.0f;
-  for (int k = 0; k < c.n_layer * c.n_head; ++k) {
-    const auto [x, r] = flow.at[static_cast<std::size_t>(k)];
-    key(B, x, y + static_cast<float>(r) * row, head_color(k),
-        std::to_string(k / c.n_head) + "." + std::to_string(k % c.n_head));
-  }
+  draw_keys(B, flow_heads(B, c, x0, right), y, head_names(c),
+            [](std::size_t k) { return head_color(static_cast<int>(k)); });
 }
 
 void detector_plot(Builder& B, const TrainCurves& c, HeadPattern p, float x0, float y0, float x1, float y1) {
@@ -222,9 +219,9 @@ std::vector<std::string> title_lines(const std::string& t, float size, float w) 
 void detector_plots(Builder& B, const TrainCurves& c, float x0, float y0, float x1, float y1) {
   // The legend's rows: two at least (the picture on wide canvases), more where the heads wrap.
   const int rows = c.n_layer > 0 ? flow_heads(B, c, x0, x1).rows : 0;
+  const float key_row = line_h(B.ty.small) + 2.0f;
   const float legend_h = std::max(
-      2.0f * (line_h(B.ty.small) + 2.0f) + 8.0f,
-      B.ty.small + 4.0f + static_cast<float>(rows - 1) * (line_h(B.ty.small) + 2.0f) + 0.3f * B.ty.small + 2.0f);
+      2.0f * key_row + 8.0f, B.ty.small + 4.0f + static_cast<float>(rows - 1) * key_row + 0.3f * B.ty.small + 2.0f);
   const float row_h = std::floor((y1 - y0 - legend_h) * 0.5f);
   const float half = std::floor((x1 - x0 - 16.0f) * 0.5f);
   for (int k = 0; k < kHeadPatternCount; ++k) {

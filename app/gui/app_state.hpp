@@ -376,6 +376,12 @@ void handle_shortcuts(AppState& s);                 // panel_menu.cpp
 void record_widget(AppState& s, const char* name);  // last item's rectangle
 void record_frame(AppState& s, const char* name);   // last item's frame (without its label)
 void text_dim_wrapped(const std::string& text);     // TextDisabled's colour, wrapped at the window's edge
+// Rows of controls that wrap on a narrow window (1024 × 768) instead of cutting items at its edge:
+// SameLine, or a new line where an item `width` wide would not fit before the edge; the width
+// of an item `frame` wide with its label (the part after "##" hidden), and of a Button.
+void same_line_or_wrap(float width);
+float labelled_width(float frame, const char* label);
+float button_width(const char* label);
 void draw_refusal(AppState& s, const char* where);  // the refused edit's reason, if it was made there
 void draw_edit_menu(AppState& s);                   // panel_menu.cpp: Undo NAME, Redo NAME
 std::string ms_text(double ms);         // panel_model.cpp: "12.3 µs" below 0.1 ms, else ms; < 0: "not timed"
@@ -405,6 +411,11 @@ PromptOptions prompt_options(const ModelUi& m);  // the special tokens the text 
 // norm-weighted attention, a layer captured through the chapter-3 module) are off for the
 // model shown, in one line; empty: they work.
 std::string gpt_only_reason(const ModelUi& m);
+// The model shown: the shown forward's, or before one has run (the first text does not
+// tokenize), the loaded one's; none while nothing is loaded.
+std::optional<ModelFacts> shown_facts(const ModelUi& m);
+// Its line in the model panel: "Qwen3: 28 layers × 16 heads sharing 8 K/V heads, 1024 wide, …".
+std::string facts_line(const ModelFacts& f);
 // Why the model shown's layers cannot open in the walkthrough (hf_layer_refusal), in one line;
 // empty: they can (every GPT, and Qwen/Llama/Gemma models within the lesson's reach).
 std::string layer_walk_reason(const ModelUi& m);

@@ -298,13 +298,14 @@ nlohmann::json sweep_state_json(const ModelUi& m) {
 
 nlohmann::json model_state_json(const AppState& s) {
   const ModelUi& m = s.gpt;
+  const std::optional<ModelFacts> facts = shown_facts(m);
   const figure::Options& fo = s.renderer.model.opts;
   nlohmann::json j = {{"path", m.path},
                       {"text", m.text},
                       {"probe", m.induction_probe},
                       {"shown", m.drawn_frame >= 0 && m.drawn_frame + 1 >= s.frame},
                       {"error", m.error},
-                      {"facts_line", m.facts_line},
+                      {"facts_line", facts ? facts_line(*facts) : ""},
                       {"gpt_only", gpt_only_reason(m)},
                       {"layer", m.layer},
                       {"head", m.head},

@@ -56,6 +56,20 @@ void text_dim_wrapped(const std::string& text) {
   ImGui::PopStyleColor();
 }
 
+void same_line_or_wrap(float width) {
+  ImGui::SameLine();
+  if (ImGui::GetContentRegionAvail().x < width) ImGui::NewLine();
+}
+
+float labelled_width(float frame, const char* label) {
+  const float text = ImGui::CalcTextSize(label, nullptr, true).x;
+  return frame + (text > 0.0f ? ImGui::GetStyle().ItemInnerSpacing.x + text : 0.0f);
+}
+
+float button_width(const char* label) {
+  return ImGui::CalcTextSize(label, nullptr, true).x + 2.0f * ImGui::GetStyle().FramePadding.x;
+}
+
 void draw_refusal(AppState& s, const char* where) {
   if (s.ui.edit.refusal_where != where || glfwGetTime() >= s.ui.edit.refusal_until) return;
   ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));

@@ -65,12 +65,6 @@ void handle_keys(AppState& s) {
   if (ImGui::IsKeyPressed(GLFW_KEY_END, false)) go_to(kv, 1 << 30);
 }
 
-// After SameLine: a new line where an item `width` wide would be cut at the window's edge (a
-// 1024 × 768 window).
-void wrap_unless_fits(float width) {
-  if (ImGui::GetContentRegionAvail().x < width) ImGui::NewLine();
-}
-
 void button(AppState& s, const char* label, const char* id, const char* tip, int to) {
   if (ImGui::Button(label)) go_to(s.kv, to);
   record_widget(s, id);
@@ -98,9 +92,7 @@ void mode_row(AppState& s) {
   if (ImGui::RadioButton("memory against context", kv.memory)) kv.memory = true, ++kv.data;
   record_widget(s, "kv_memory");
   if (!kv.memory) return;
-  ImGui::SameLine();
-  wrap_unless_fits(ImGui::GetFontSize() * 12.0f + ImGui::GetStyle().ItemInnerSpacing.x +
-                   ImGui::CalcTextSize("model").x);
+  same_line_or_wrap(labelled_width(ImGui::GetFontSize() * 12.0f, "model"));
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12.0f);
   const auto& presets = kv_presets();
   const std::string shown = kv.preset < 0 ? "this lesson" : presets[static_cast<std::size_t>(kv.preset)].name;
@@ -137,15 +129,14 @@ void kv_toolbar(AppState& s) {
     char line[96];
     std::snprintf(line, sizeof line, "step %d of %d \xC2\xB7 %s bytes cached", kv.step, last,
                   thousands(st.bytes).c_str());
-    wrap_unless_fits(ImGui::CalcTextSize(line).x);
+    same_line_or_wrap(ImGui::CalcTextSize(line).x);  // after the buttons' SameLine: the same line
     ImGui::TextUnformatted(line);
   } else {
     ImGui::NewLine();
   }
   if (!kv.note.empty()) {
-    ImGui::SameLine();
     const std::string note = "(" + kv.note + ")";
-    wrap_unless_fits(ImGui::CalcTextSize(note.c_str()).x);
+    same_line_or_wrap(ImGui::CalcTextSize(note.c_str()).x);
     ImGui::TextDisabled("%s", note.c_str());
   }
 }

@@ -36,10 +36,14 @@ PromptOptions prompt_options(const ModelUi& m) {
   return {m.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None, !m.no_special};
 }
 
+std::optional<ModelFacts> shown_facts(const ModelUi& m) {
+  if (m.result) return m.result->loaded.facts;
+  if (const auto loaded = m.worker ? m.worker->loaded() : std::nullopt) return loaded->facts;
+  return std::nullopt;
+}
+
 std::string gpt_only_reason(const ModelUi& m) {
-  // The shown forward's model, or before one has run, the loaded one.
-  const auto loaded = m.result || !m.worker ? std::nullopt : m.worker->loaded();
-  const ModelFacts* f = m.result ? &m.result->loaded.facts : loaded ? &loaded->facts : nullptr;
+  const std::optional<ModelFacts> f = shown_facts(m);
   if (!f || !f->hf) return {};
   return f->architecture +
          ": ablation, the sweep, patching, the logit lens and norm-weighted attention work on GPT-2-layout models "

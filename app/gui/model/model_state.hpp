@@ -45,9 +45,8 @@ struct ModelUi {
   int lens_position = -1;
   std::unique_ptr<SweepJob> sweep_job;
   std::shared_ptr<const SweepData> sweep;
-  int hover_k = -1;        // thumbnail under the pointer this frame
-  std::string hover_big;   // the large head's cell under the pointer ("query 3 -> key 1"), this frame
-  std::string facts_line;  // the panel's line saying what the model is, as drawn this frame
+  int hover_k = -1;       // thumbnail under the pointer this frame
+  std::string hover_big;  // the large head's cell under the pointer ("query 3 -> key 1"), this frame
   // File → Open model…
   bool open_dialog = false, open_dialog_just_opened = false;
   std::string open_edit;

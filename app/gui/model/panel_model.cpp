@@ -67,21 +67,8 @@ void draw_source(AppState& s, const GptWorker::Status& st) {
         "model.safetensors or its shards, tokenizer.json).");
   } else {
     ImGui::TextWrapped("%s", m.path.c_str());
-    // The shown forward's model; before one succeeds (the first text does not tokenize), the
-    // loaded one's, so that the panel still says what was opened.
-    const auto loaded = m.result || !m.worker ? std::nullopt : m.worker->loaded();
-    m.facts_line.clear();
-    if (m.result || loaded) {
-      const ModelFacts& c = m.result ? m.result->loaded.facts : loaded->facts;
-      std::string line =
-          c.architecture + ": " + std::to_string(c.layers) + " layers \xC3\x97 " + std::to_string(c.heads) + " heads";
-      if (c.kv_heads < c.heads) line += " sharing " + std::to_string(c.kv_heads) + " K/V heads";
-      if (c.sliding_layers() > 0)
-        line += ", " + std::to_string(c.sliding_layers()) + " sliding (W = " + std::to_string(c.sliding_window()) + ")";
-      line += ", " + std::to_string(c.width) + " wide" + context_text(c) + ", vocabulary " + std::to_string(c.vocab);
-      text_dim_wrapped(line);
-      m.facts_line = line;
-    }
+    // Before a forward succeeds too, so that the panel still says what was opened.
+    if (const std::optional<ModelFacts> f = shown_facts(m)) text_dim_wrapped(facts_line(*f));
   }
   if (ImGui::Button("Open model...")) {
     m.open_dialog = m.open_dialog_just_opened = true;
@@ -354,6 +341,15 @@ void draw_next_token(AppState& s) {
 }
 
 }  // namespace
+
+std::string facts_line(const ModelFacts& c) {
+  std::string line =
+      c.architecture + ": " + std::to_string(c.layers) + " layers \xC3\x97 " + std::to_string(c.heads) + " heads";
+  if (c.kv_heads < c.heads) line += " sharing " + std::to_string(c.kv_heads) + " K/V heads";
+  if (c.sliding_layers() > 0)
+    line += ", " + std::to_string(c.sliding_layers()) + " sliding (W = " + std::to_string(c.sliding_window()) + ")";
+  return line + ", " + std::to_string(c.width) + " wide" + context_text(c) + ", vocabulary " + std::to_string(c.vocab);
+}
 
 void draw_model_panel(AppState& s) {
   ModelUi& m = s.gpt;

@@ -36,11 +36,7 @@ figure::Options model_options(const AppState& s, ImVec2 canvas) {
 // [SECTION] Toolbar
 // SameLine, or a new line where a button labelled `label` would be cut at the window's edge
 // (on a 1024 × 768 window with a head selected, Sweep and Logit lens were past it).
-void next_button(const char* label) {
-  ImGui::SameLine();
-  const float w = ImGui::CalcTextSize(label, nullptr, true).x + 2.0f * ImGui::GetStyle().FramePadding.x;
-  if (ImGui::GetContentRegionAvail().x < w) ImGui::NewLine();
-}
+void next_button(const char* label) { same_line_or_wrap(button_width(label)); }
 
 // A button that shows `what` in the centre, lit while it does; pressed again: the heads.
 void show_button(AppState& s, const char* label, ModelUi::Show what, const char* widget) {

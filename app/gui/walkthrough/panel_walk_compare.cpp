@@ -203,10 +203,7 @@ void draw_compare_tab(AppState& s) {
   record_widget(s, "cmp_wrapper");
   // On the next line where it would be cut at the window's edge (a 1024 × 768 window).
   const char* variants_label = "GQA, MQA, MLA, SWA against MHA: equivalence and cost";
-  ImGui::SameLine();
-  if (ImGui::GetContentRegionAvail().x <
-      ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(variants_label).x)
-    ImGui::NewLine();
+  same_line_or_wrap(labelled_width(ImGui::GetFrameHeight(), variants_label));
   if (ImGui::RadioButton(variants_label, w.compare_part == 1)) w.compare_part = 1;
   record_widget(s, "cmp_variants");
   const Comparison& c = w.cmp;

@@ -8,15 +8,6 @@ namespace mhaviz::gui::walk {
 
 // [SECTION] Controls
 
-// Continues the row when an item `width` wide (plus its label) fits, else starts a new line, so
-// nothing is cut at the window's edge on a projector's narrow window.
-static void same_line_or_wrap(float width, const char* label) {
-  const ImGuiStyle& st = ImGui::GetStyle();
-  const float need = width + (*label ? st.ItemInnerSpacing.x + ImGui::CalcTextSize(label, nullptr, true).x : 0.0f);
-  ImGui::SameLine();
-  if (ImGui::GetContentRegionAvail().x < need) ImGui::NewLine();
-}
-
 void handle_keys(AppState& s, Walkthrough& w, int n) {
   const ImGuiIO& io = ImGui::GetIO();
   if (s.ui.dialog.kind != Dialog::None || io.WantTextInput || io.KeyCtrl) return;
@@ -59,12 +50,12 @@ void draw_controls_row(AppState& s, const Steps& st) {
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Scrub: fractions show the animation between two steps");
   record_widget(s, "walk_scrub");
   // On a 1024 × 768 window these go on a second line (they were past the window's edge).
-  same_line_or_wrap(fh * 6.0f, "speed");
+  same_line_or_wrap(labelled_width(fh * 6.0f, "speed"));
   ImGui::SetNextItemWidth(fh * 6.0f);
   ImGui::SliderFloat("speed", &w.speed, 0.25f, 4.0f, "%.2fx", ImGuiSliderFlags_Logarithmic);
-  same_line_or_wrap(ImGui::GetFrameHeight(), "numbers");
+  same_line_or_wrap(labelled_width(ImGui::GetFrameHeight(), "numbers"));
   ImGui::Checkbox("numbers", &w.values);
-  same_line_or_wrap(ImGui::CalcTextSize("Capture").x + 2.0f * ImGui::GetStyle().FramePadding.x, "");
+  same_line_or_wrap(button_width("Capture"));
   capture_button(s);
 }
 
@@ -121,12 +112,10 @@ void draw_options_row(AppState& s, const Steps& st) {
     const char* names[4] = {"Q", "K", "V", "all"};
     // The panes' switch as one group: on this line where it fits whole (a 1280-pixel window),
     // else on the next (1024: its last buttons were past the window's edge).
-    const ImGuiStyle& style = ImGui::GetStyle();
     float group = ImGui::CalcTextSize("  show:").x;
     for (const char* n : {names[0], names[1], names[2], names[3], "Wᵀ"})
-      group += style.ItemSpacing.x + ImGui::GetFrameHeight() + style.ItemInnerSpacing.x + ImGui::CalcTextSize(n).x;
-    ImGui::SameLine();
-    if (ImGui::GetContentRegionAvail().x < group) ImGui::NewLine();
+      group += ImGui::GetStyle().ItemSpacing.x + labelled_width(ImGui::GetFrameHeight(), n);
+    same_line_or_wrap(group);
     ImGui::TextDisabled("  show:");
     for (int p = 0; p < 4; ++p) {
       ImGui::SameLine();
@@ -143,7 +132,7 @@ void draw_options_row(AppState& s, const Steps& st) {
     // A narrow drag field (drag, or double-click to type) kept on this line: with +/- buttons
     // the row did not fit a 1280-pixel window, and a second line would take height from the cells.
     const float bw = ImGui::GetFontSize() * 2.5f;
-    same_line_or_wrap(bw, "batch");
+    same_line_or_wrap(labelled_width(bw, "batch"));
     ImGui::SetNextItemWidth(bw);
     int b = s.view.batch;
     if (ImGui::DragInt("batch", &b, 0.05f, 0, st.tr.batch - 1, "%d", ImGuiSliderFlags_AlwaysClamp))
@@ -152,7 +141,7 @@ void draw_options_row(AppState& s, const Steps& st) {
   if (v != Variant::Wrapper) {
     const bool repeat = v == Variant::Gqa;
     const char* mistake_label = repeat ? "mistake: repeat, not repeat_interleave" : "mistake: merge w/o transpose back";
-    same_line_or_wrap(ImGui::GetFrameHeight(), mistake_label);
+    same_line_or_wrap(labelled_width(ImGui::GetFrameHeight(), mistake_label));
     const float before = w.pos;
     const lay::Dims dims = lay::dims_for(st.tr.config, 1, st.tr.tokens, st.tr.d_in);
     if (ImGui::Checkbox(mistake_label, &w.mistaken)) {
