@@ -25,7 +25,15 @@ Timing time_forward(const Model& m, const Tensor& x, Trace& out) {
   for (;;) {
     auto t0 = clock::now();
     for (int r = 0; r < t.per_sample; ++r) forward(m, x, out);
-    const double batch = ms_since(t0);
+    double batch = ms_since(t0);
+    // One forward is judged by the fastest of three while it is cheap: a single slow one (a
+    // page fault, a preemption, the second forward of a sanitizer build) gave batches of one
+    // for a forward of 0.08 ms.
+    for (int again = 0; t.per_sample == 1 && batch < 5.0 && again < 2; ++again) {
+      t0 = clock::now();
+      forward(m, x, out);
+      batch = std::min(batch, ms_since(t0));
+    }
     once = batch / t.per_sample;
     if (batch >= 0.25 || t.per_sample >= 100000) break;
     t.per_sample = std::min(100000, t.per_sample * 2);
