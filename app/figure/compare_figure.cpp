@@ -28,14 +28,25 @@ Figure compare_figure(const Trace& a, const Trace& b, const std::string& title_a
   // Each title over its heatmap from the row labels' left edge; the second pane starts past the
   // first's title where that is wider than its heatmap (the cells are often limited by the
   // height). In one line each where both fit the canvas, else in two (the title, then the
-  // head): on a 1024 × 768 window they ran into each other.
+  // head), else the title's words wrapped into half the canvas: on a 1024 × 768 window they ran
+  // into each other, then were cut.
   const float room = o.canvas.width - 2.0f * kMargin - bar_w;  // for both panes
-  float cell = 0, title_h = 0, pitch = 0, left = 0;
+  const std::vector<std::string> layouts[3][2] = {
+      {{titles[0]}, {titles[1]}},
+      {{title_a, head_text}, {title_b, head_text}},
+      {wrap(title_a, B.ty.tile, room * 0.5f - 16.0f), wrap(title_b, B.ty.tile, room * 0.5f - 16.0f)}};
+  float cell = 0, title_h = 0, pitch = 0, left = 0, title_w = 0;
   LabelPlan lp;
-  bool two_lines = false;
-  for (const bool two : {false, true}) {
-    two_lines = two;
-    title_h = (two ? 2.0f : 1.0f) * line_h(B.ty.tile) + 2.0f;
+  std::vector<std::string> lines[2];
+  std::size_t n = 1;  // lines of the taller title
+  bool fits = false;
+  for (const auto& layout : layouts) {
+    for (int k = 0; k < 2; ++k) {
+      lines[k] = layout[k];
+      if (&layout == &layouts[2]) lines[k].push_back(head_text);
+    }
+    n = std::max(lines[0].size(), lines[1].size());
+    title_h = static_cast<float>(n) * line_h(B.ty.tile) + 2.0f;
     const float H = std::max(40.0f, o.canvas.height - 2.0f * kMargin - title_h);
     cell = fit_cell(W, H, T, T);
     lp = plan_labels(tokens, cell, B.ty.label);
@@ -44,15 +55,17 @@ Figure compare_figure(const Trace& a, const Trace& b, const std::string& title_a
       lp = plan_labels(tokens, cell, B.ty.label);
     }
     left = lp.show ? lp.left : 0.0f;
-    const float title_w = two ? std::max({text_width(title_a, B.ty.tile), text_width(title_b, B.ty.tile),
-                                          text_width(head_text, B.ty.tile)})
-                              : std::max(text_width(titles[0], B.ty.tile), text_width(titles[1], B.ty.tile));
+    title_w = 0;
+    for (const auto& pane : lines)
+      for (const std::string& l : pane) title_w = std::max(title_w, text_width(l, B.ty.tile));
     pitch = std::max(left + cell * static_cast<float>(T) + gap, title_w + 16.0f);
-    if (pitch + std::max(left + cell * static_cast<float>(T), title_w) <= room) break;
+    fits = pitch + std::max(left + cell * static_cast<float>(T), title_w) <= room;
+    if (fits) break;
   }
-  // Still too narrow: the titles are cut at the pane's width.
-  pitch = std::max(left + cell * static_cast<float>(T) + gap, std::min(pitch, room * 0.5f));
-  const float side = cell * static_cast<float>(T), title_room = pitch - 16.0f;
+  // Still too narrow (a word wider than half the canvas): the lines are cut at the pane's width.
+  if (!fits) pitch = std::max(left + cell * static_cast<float>(T) + gap, std::min(pitch, room * 0.5f));
+  // (title_w itself where the lines fit: pitch − 16 may round a hair below it.)
+  const float side = cell * static_cast<float>(T), title_room = fits ? std::max(title_w, pitch - 16.0f) : pitch - 16.0f;
   const float y = kMargin + title_h + (lp.show ? lp.top : 0.0f);
   for (int k = 0; k < 2; ++k) {
     const Trace& t = *traces[k];
@@ -70,13 +83,11 @@ Figure compare_figure(const Trace& a, const Trace& b, const std::string& title_a
     const float px = kMargin + static_cast<float>(k) * pitch;
     draw_heatmap(B, spec, px + left, y, cell, lp, true, true);
     const float ty = y - (lp.show ? lp.top : 0.0f) - 6.0f;
-    if (two_lines) {
-      B.text(px, ty - line_h(B.ty.tile), fit_text(k == 0 ? title_a : title_b, B.ty.tile, title_room), B.ty.tile,
-             B.th.text, 0, "head-title");
-      B.text(px, ty, head_text, B.ty.tile, B.th.text, 0, "head-title");
-    } else {
-      B.text(px, ty, fit_text(titles[k], B.ty.tile, title_room), B.ty.tile, B.th.text, 0, "head-title");
-    }
+    // Top-aligned: a pane whose title takes fewer lines starts them at the same height.
+    const float top = ty - static_cast<float>(n - 1) * line_h(B.ty.tile);
+    for (std::size_t l = 0; l < lines[k].size(); ++l)
+      B.text(px, top + static_cast<float>(l) * line_h(B.ty.tile), fit_text(lines[k][l], B.ty.tile, title_room),
+             B.ty.tile, B.th.text, 0, "head-title");
   }
   colorbar(B, scale, kMargin + pitch + left + side + 28.0f, y, std::clamp(side, std::min(120.0f, side), 480.0f),
            "weight");

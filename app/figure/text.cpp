@@ -85,6 +85,27 @@ std::string fit_text(const std::string& s, float size, float max_w, bool mono) {
   return "\xE2\x80\xA6";
 }
 
+std::vector<std::string> wrap(const std::string& s, float size, float max_w) {
+  std::vector<std::string> lines;
+  std::string line;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const std::size_t j = std::min(s.find(' ', i), s.size());
+    const std::string word = s.substr(i, j - i);
+    const std::string joined = line.empty() ? word : line + " " + word;
+    if (!line.empty() && text_width(joined, size) > max_w) {
+      lines.push_back(line);
+      line = word;
+    } else {
+      line = joined;
+    }
+    i = j + 1;
+  }
+  if (!line.empty()) lines.push_back(line);
+  for (std::string& l : lines) l = fit_text(l, size, max_w);
+  return lines;
+}
+
 void draw_text_coverage(std::vector<std::uint8_t>& cov, int w, int h, float x, float y, std::string_view s,
                         float size, bool mono) {
   const Face& f = face(mono);

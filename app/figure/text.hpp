@@ -18,6 +18,10 @@ float text_ascent(float size, bool mono = false);  // baseline below the top of 
 // The text shortened with an ellipsis to fit max_w (whole code points).
 std::string fit_text(const std::string& s, float size, float max_w, bool mono = false);
 
+// The words of s (split at spaces) in lines no wider than max_w; a word wider than that is
+// shortened with an ellipsis.
+std::vector<std::string> wrap(const std::string& s, float size, float max_w);
+
 // Coverage (0..255) of text drawn with its baseline start at (x, y) in a w x h buffer,
 // added with max(): glyph boxes may overlap.
 void draw_text_coverage(std::vector<std::uint8_t>& cov, int w, int h, float x, float y, std::string_view s,

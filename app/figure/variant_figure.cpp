@@ -48,28 +48,6 @@ std::string decimal_text(std::int64_t v, bool bytes) {
 std::string count_text(std::int64_t v) { return decimal_text(v, false); }
 std::string bytes_text(std::int64_t v) { return decimal_text(v, true); }
 
-// The words of s in lines no wider than max_w (a word wider than that is shortened).
-std::vector<std::string> wrap(const std::string& s, float size, float max_w) {
-  std::vector<std::string> lines;
-  std::string line;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const std::size_t j = std::min(s.find(' ', i), s.size());
-    const std::string word = s.substr(i, j - i);
-    const std::string joined = line.empty() ? word : line + " " + word;
-    if (!line.empty() && text_width(joined, size) > max_w) {
-      lines.push_back(line);
-      line = word;
-    } else {
-      line = joined;
-    }
-    i = j + 1;
-  }
-  if (!line.empty()) lines.push_back(line);
-  for (std::string& l : lines) l = fit_text(l, size, max_w);
-  return lines;
-}
-
 // Wrapped text from (x, y) (the first baseline); returns the last baseline.
 float paragraph(Builder& B, float x, float y, float max_w, const std::string& s, float size, Color c, const char* cls) {
   const std::vector<std::string> lines = wrap(s, size, max_w);

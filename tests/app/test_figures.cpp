@@ -432,6 +432,29 @@ TEST(Figures, EveryViewsTextNeitherOverlapsNorLeavesTheCanvas) {
   }
 }
 
+// The comparison's two titles are whole, with their text clear, from the short strip a 1024 × 768
+// window leaves it (about 570 × 190, where "Weight split: q.view + transp…" was cut) to a
+// projector's canvas: they take a second line, then wrap, rather than lose words.
+TEST(Figures, ComparisonTitlesAreWholeOnEveryCanvas) {
+  const FigureRun r = run("seed003-wrapper");
+  for (const figure::Canvas& c : {figure::Canvas{420, 190}, figure::Canvas{570, 190}, figure::Canvas{595, 560},
+                                  figure::Canvas{835, 300}, figure::Canvas{1475, 870}}) {
+    const figure::Figure f = figure::compare_figure(r.trace, r.trace, "Wrapper: head's own module",
+                                                    "Weight split: q.view + transpose", r.s.tokens, screen(c));
+    const std::string on = " on " + std::to_string(static_cast<int>(c.width)) + " x " +
+                           std::to_string(static_cast<int>(c.height));
+    expect_text_clear(f, c.width, "comparison" + on);
+    std::string words;
+    for (const figure::Prim& p : f.prims)
+      if (p.cls == "head-title") {
+        EXPECT_EQ(p.text.find("\xE2\x80\xA6"), std::string::npos) << "\"" << p.text << "\" cut" << on;
+        words += p.text + " ";
+      }
+    for (const char* w : {"Wrapper:", "module", "split:", "q.view", "transpose", "head 0"})
+      EXPECT_NE(words.find(w), std::string::npos) << w << " missing from the titles" << on;
+  }
+}
+
 // The copy's curve falls where the losses do: its last point is low in the plot, the first
 // occurrence's stays high.
 TEST(Figures, TrainLossCurvesDrawTheirValues) {
