@@ -9,7 +9,7 @@ under Xvfb, through the test hooks the app writes (--state-out / --layout-out "w
  9. an unknown word in --walkthrough is a one-line error, exit 2, before any window
 10. a sliding window's mask is told apart from the causal one
  and the step plan is cached on its inputs (built a few times in 60 frames, not 60 times);
- on a 1024 x 768 window every control is inside it
+ on a 1024 x 768 window every control is inside it, and the Compare tab's tables and slider
 
 usage (under xvfb-run): test_gui_walk_bugs.py PATH/TO/mhaviz TESTS_DATA_DIR
 """
@@ -143,6 +143,23 @@ st = g.read_json(state) if r.returncode == 0 else {"widgets": {}, "shown": []}
 names = ["walk_play", "walk_next", "walk_scrub", "capture_button", "walk_mistake"]
 out = [n for n in names if n not in st["shown"] or st["widgets"][n][2] > 1024]
 g.check(not out, "1024 x 768: every walkthrough control inside the window (%s not)" % out)
+
+# The same window on the Compare variants tab: the cost tables' last columns inside the tables
+# ("forward time (median)" was cut; the names now take two lines) and the "up to heads" slider
+# inside the window (beside a wrapped sentence it was past the edge).
+state = os.path.join(tmp, "narrow-compare.state.json")
+r = g.run(["gui", "seed003-wrapper", "--exit-after-frames", "40", "--no-restore", "--ignore-mouse", "--width", "1024",
+           "--height", "768", "--config-dir", state + ".cfg", "--state-dir", state + ".st", "--walkthrough",
+           "3,compare", "--state-out", state])
+st = g.read_json(state) if r.returncode == 0 else {"widgets": {}, "shown": []}
+wd = st["widgets"]
+for table in ("cost", "growth"):
+    last, whole = table + "_last_column", table + "_table"
+    if g.check(last in wd and whole in wd, "1024 x 768, Compare: the %s table drawn" % table):
+        g.check(wd[last][2] <= wd[whole][2] + 0.5, "1024 x 768, Compare: the %s table's last column inside it "
+                "(ends at %.0f, the table at %.0f)" % (table, wd[last][2], wd[whole][2]))
+g.check("cmp_max_heads" in wd and wd["cmp_max_heads"][2] <= 1024,
+        "1024 x 768, Compare: the \"up to heads\" slider inside the window (%s)" % wd.get("cmp_max_heads"))
 
 # [6] From the last step, the chip of step 3 goes straight there: no step between is shown.
 layout = os.path.join(tmp, "jump-layout.json")

@@ -3,7 +3,10 @@
 
 #include "walk_frame.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <string>
+#include <vector>
 
 #include "figure/variant_figure.hpp"
 #include "walk_compare.hpp"
@@ -44,6 +47,42 @@ std::string big(std::int64_t v) {
   else
     std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
   return buf;
+}
+
+// A fixed-fit table's width: each column as wide as its name's widest line or its widest cell
+// (`widest`, in pixels), with the cells' padding and the borders.
+float table_width(const std::vector<std::string>& names, const std::vector<float>& widest) {
+  float total = 1.0f;
+  for (std::size_t k = 0; k < names.size(); ++k)
+    total +=
+        std::max(ImGui::CalcTextSize(names[k].c_str()).x, widest[k]) + 2.0f * ImGui::GetStyle().CellPadding.x + 1.0f;
+  return total;
+}
+
+// Column names of a fixed-fit table, with their optional breaks ('\n'): on one line where the
+// table fits the width at hand so, else broken. A 1024 × 768 window cut the cost table's last
+// column.
+std::vector<std::string> column_names(const std::vector<const char*>& names, const std::vector<float>& widest) {
+  std::vector<std::string> one_line(names.begin(), names.end());
+  for (std::string& n : one_line) std::replace(n.begin(), n.end(), '\n', ' ');
+  if (table_width(one_line, widest) <= ImGui::GetContentRegionAvail().x) return one_line;
+  return {names.begin(), names.end()};
+}
+
+// For the GUI tests: the last column's name as far as its text reaches (the header's cell is
+// clipped to the table, its text would run on). Call right after TableHeadersRow.
+void record_last_column(AppState& s, const char* key, const std::string& name) {
+  const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+  s.hooks.widgets[key] = {a.x, a.y, a.x + ImGui::CalcTextSize(name.c_str()).x, b.y};
+}
+
+// Widest text of each column of rows of cells.
+std::vector<float> widest_cells(const std::vector<std::vector<std::string>>& rows, std::size_t columns) {
+  std::vector<float> w(columns, 0.0f);
+  for (const auto& r : rows)
+    for (std::size_t k = 0; k < r.size() && k < columns; ++k)
+      w[k] = std::max(w[k], ImGui::CalcTextSize(r[k].c_str()).x);
+  return w;
 }
 
 // [SECTION] GQA, MQA, MLA and SWA against MHA: one figure (variant_figure.hpp), as F12 and
@@ -103,36 +142,34 @@ void draw_wrapper_part(AppState& s) {
   ImGui::TextWrapped("Cost of one forward: b = %d, num_tokens = %d, d_in = %d, num_heads = %d, head_dim = %d", c.batch,
                      c.tokens, c.d_in, c.heads, c.head_dim);
   const Comparison::Row& r = c.rows.front();
+  const struct {
+    const char* name;
+    const Cost& cost;
+    double ms;
+  } lines[3] = {{"wrapper (h modules)", r.wrapper, r.wrapper_ms},
+                {"weight split", r.split, r.split_ms},
+                {"fused qkv", r.fused, r.fused_ms}};
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& ln : lines)
+    cells.push_back(
+        {ln.name, std::to_string(ln.cost.matmul_calls), big(ln.cost.flops), big(ln.cost.parameters), ms_text(ln.ms)});
+  const std::vector<std::string> names = column_names(
+      {"variant", "matmul\ncalls", "FLOPs", "parameters", "forward time\n(median)"}, widest_cells(cells, 5));
   if (ImGui::BeginTable("cost", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
-    ImGui::TableSetupColumn("variant");
-    ImGui::TableSetupColumn("matmul calls");
-    ImGui::TableSetupColumn("FLOPs");
-    ImGui::TableSetupColumn("parameters");
-    ImGui::TableSetupColumn("forward time (median)");
+    for (const std::string& n : names) ImGui::TableSetupColumn(n.c_str());
     ImGui::TableHeadersRow();
-    const struct {
-      const char* name;
-      const Cost& cost;
-      double ms;
-    } lines[3] = {{"wrapper (h modules)", r.wrapper, r.wrapper_ms},
-                  {"weight split", r.split, r.split_ms},
-                  {"fused qkv", r.fused, r.fused_ms}};
-    for (const auto& ln : lines) {
+    record_last_column(s, "cost_last_column", names.back());
+    for (const auto& row : cells) {
       ImGui::TableNextRow();
-      ImGui::TableNextColumn();
-      ImGui::TextUnformatted(ln.name);
-      ImGui::TableNextColumn();
-      ImGui::Text("%lld", static_cast<long long>(ln.cost.matmul_calls));
-      ImGui::TableNextColumn();
-      ImGui::TextUnformatted(big(ln.cost.flops).c_str());
-      ImGui::TableNextColumn();
-      ImGui::TextUnformatted(big(ln.cost.parameters).c_str());
-      ImGui::TableNextColumn();
-      ImGui::TextUnformatted(ms_text(ln.ms).c_str());
+      for (const std::string& cell : row) {
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(cell.c_str());
+      }
     }
     ImGui::EndTable();
+    record_widget(s, "cost_table");  // as wide as the panel
   }
-  ImGui::TextDisabled(
+  text_dim_wrapped(
       "Weight split adds out_proj (d_out² + d_out parameters); its identity here keeps the outputs equal.");
   if (r.samples > 0) {
     ImGui::PushTextWrapPos(0.0f);
@@ -144,37 +181,57 @@ void draw_wrapper_part(AppState& s) {
   }
 
   ImGui::Spacing();
-  ImGui::TextWrapped(
-      "As num_heads grows (head_dim = %d fixed): the wrapper makes 5 matmul calls per head, weight split 6 in all.",
-      c.head_dim);
-  ImGui::SameLine();
+  // The slider after the sentence where both fit the line, else under it: beside a wrapped
+  // sentence SameLine put it past the window's edge (a 1024 × 768 window).
+  const std::string growth_text = "As num_heads grows (head_dim = " + std::to_string(c.head_dim) +
+                                  " fixed): the wrapper makes 5 matmul calls per head, weight split 6 in all.";
+  const float slider_w = labelled_width(fh * 6.0f, "up to heads");
+  if (ImGui::CalcTextSize(growth_text.c_str()).x + ImGui::GetStyle().ItemSpacing.x + slider_w <=
+      ImGui::GetContentRegionAvail().x) {
+    ImGui::TextUnformatted(growth_text.c_str());
+    ImGui::SameLine();
+  } else {
+    ImGui::TextWrapped("%s", growth_text.c_str());
+  }
   ImGui::SetNextItemWidth(fh * 6.0f);
   ImGui::SliderInt("up to heads", &w.cmp_max_heads, 4, 64);
+  record_widget(s, "cmp_max_heads");
   std::int64_t max_calls = 1;
   for (std::size_t i = 1; i < c.rows.size(); ++i) max_calls = std::max(max_calls, c.rows[i].wrapper.matmul_calls);
+  std::vector<std::vector<std::string>> growth;
+  for (std::size_t i = 1; i < c.rows.size(); ++i) {
+    const auto& g = c.rows[i];
+    growth.push_back({std::to_string(g.heads), std::to_string(g.wrapper.matmul_calls),
+                      std::to_string(g.split.matmul_calls), "", ms_text(g.wrapper_ms), ms_text(g.split_ms)});
+  }
+  float wbar = fh * 12.0f;
+  std::vector<float> widest = widest_cells(growth, 6);
+  widest[3] = wbar;
+  const std::vector<std::string> gnames = column_names(
+      {"num_heads", "wrapper\ncalls", "split\ncalls", "calls (bars:\nwrapper, split)", "wrapper\ntime", "split\ntime"},
+      widest);
+  // Narrower still, the bars give way: they show a ratio at any width.
+  const float over = table_width(gnames, widest) - ImGui::GetContentRegionAvail().x;
+  if (over > 0.0f) wbar = std::max(fh * 4.0f, wbar - over);
   if (ImGui::BeginTable("growth", 6,
                         ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
-    ImGui::TableSetupColumn("num_heads");
-    ImGui::TableSetupColumn("wrapper calls");
-    ImGui::TableSetupColumn("split calls");
-    ImGui::TableSetupColumn("calls (bars: wrapper, split)", ImGuiTableColumnFlags_WidthFixed, fh * 12.0f);
-    ImGui::TableSetupColumn("wrapper time");
-    ImGui::TableSetupColumn("split time");
+    for (std::size_t k = 0; k < gnames.size(); ++k)
+      ImGui::TableSetupColumn(gnames[k].c_str(), k == 3 ? ImGuiTableColumnFlags_WidthFixed : 0, k == 3 ? wbar : 0.0f);
     ImGui::TableHeadersRow();
+    record_last_column(s, "growth_last_column", gnames.back());
     for (std::size_t i = 1; i < c.rows.size(); ++i) {
       const auto& g = c.rows[i];
+      const std::vector<std::string>& row = growth[i - 1];
       ImGui::TableNextRow();
-      ImGui::TableNextColumn();
-      ImGui::Text("%d", g.heads);
-      ImGui::TableNextColumn();
-      ImGui::Text("%lld", static_cast<long long>(g.wrapper.matmul_calls));
-      ImGui::TableNextColumn();
-      ImGui::Text("%lld", static_cast<long long>(g.split.matmul_calls));
-      ImGui::TableNextColumn();
-      {
+      for (std::size_t k = 0; k < row.size(); ++k) {
+        ImGui::TableNextColumn();
+        if (k != 3) {
+          ImGui::TextUnformatted(row[k].c_str());
+          continue;
+        }
+        // The calls as two bars: the wrapper's over the split's, on one scale.
         ImDrawList* dl = ImGui::GetWindowDrawList();
         const ImVec2 p = ImGui::GetCursorScreenPos();
-        const float wbar = fh * 12.0f;
         const float lh = ImGui::GetTextLineHeight();
         const float a = wbar * static_cast<float>(g.wrapper.matmul_calls) / static_cast<float>(max_calls);
         const float b = wbar * static_cast<float>(g.split.matmul_calls) / static_cast<float>(max_calls);
@@ -182,12 +239,9 @@ void draw_wrapper_part(AppState& s) {
         dl->AddRectFilled(ImVec2(p.x, p.y + lh * 0.5f + 1), ImVec2(p.x + b, p.y + lh - 1), u32(figure::head_rgb(0)));
         ImGui::Dummy(ImVec2(wbar, lh));
       }
-      ImGui::TableNextColumn();
-      ImGui::TextUnformatted(ms_text(g.wrapper_ms).c_str());
-      ImGui::TableNextColumn();
-      ImGui::TextUnformatted(ms_text(g.split_ms).c_str());
     }
     ImGui::EndTable();
+    record_widget(s, "growth_table");
   }
   ImGui::PushTextWrapPos(0.0f);
   ImGui::TextDisabled(
