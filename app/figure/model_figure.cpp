@@ -32,19 +32,23 @@ constexpr float kGroupGap = 14.0f;  // more between two groups of query heads sh
 struct Grid {
   float side = 8, cell = 1;
   int f = 1, n = 1;
-  float label_w = 0;   // the row labels' column (L0 ... L11)
-  float head_h = 0;    // the column labels' line (H0 ... H11)
-  float below = 0;     // the score line under each thumbnail
-  float score = 12;    // its text size
-  float gap_y = kGap;  // between rows
-  float pitch = 16;    // from a column to the next: the side and a gap, or what its score and label need
-  int group = 1;       // query heads per K/V head: a wider gap after each group
-  float slide_w = 0;   // the sliding layers' labels, left of the row labels (0: none)
+  float label_w = 0;               // the row labels' column (L0 ... L11)
+  float head_h = 0;                // the column labels' line (H0 ... H11)
+  float below = 0;                 // the score line under each thumbnail
+  float score = 12;                // its text size
+  float gap_y = kGap;              // between rows
+  float gap_x = kGap;              // between columns
+  float group_w = kGroupGap;       // the wider gap after each group
+  int col_step = 1, row_step = 1;  // a label on every column / row, or every 2nd, 4th...
+  bool scores = false;             // a detector's score under each thumbnail
+  float pitch = 16;                // from a column to the next: the side and a gap, or what its score and label need
+  int group = 1;                   // query heads per K/V head: a wider gap after each group
+  float slide_w = 0;               // the sliding layers' labels, left of the row labels (0: none)
   // Column h's left edge from the grid's.
   float col_x(int h) const { return static_cast<float>(h) * pitch + static_cast<float>(h / group) * group_gap(); }
-  float group_gap() const { return group > 1 ? kGroupGap : 0.0f; }
-  float width(int H) const { return label_w + col_x(H - 1) + pitch - kGap; }
-  float inset() const { return std::floor((pitch - kGap - side) * 0.5f); }  // a thumbnail in its column
+  float group_gap() const { return group > 1 ? group_w : 0.0f; }
+  float width(int H) const { return label_w + col_x(H - 1) + pitch - gap_x; }
+  float inset() const { return std::floor((pitch - gap_x - side) * 0.5f); }  // a thumbnail in its column
   float height(int L) const {
     return head_h + static_cast<float>(L) * (side + below) + static_cast<float>(L - 1) * gap_y;
   }
@@ -55,6 +59,7 @@ struct Big {
   float cell = 1;
   LabelPlan lp;
   float title_h = 0;
+  bool score = false;  // its detector score by its name (the grid's are left out)
   float width(int T) const { return (lp.show ? lp.left : 0.0f) + cell * static_cast<float>(T); }
 };
 
@@ -97,14 +102,17 @@ struct LegendItem {
   std::string text;
   float x = 0, y = 0;
 };
-std::vector<LegendItem> legend_items(const ModelView& m, int f, bool big, const Typography& ty, float right) {
+std::vector<LegendItem> legend_items(const ModelView& m, int f, bool big, bool scores_under, const Typography& ty,
+                                     float right) {
   std::vector<LegendItem> items = {{Swatch::Mask, "masked (key after the query)"}};
   if (widest_window(m) > 0) items.push_back({Swatch::Window, "outside the sliding window (key W or more tokens back)"});
   if (f > 1)
     items.push_back({Swatch::None, "each thumbnail pixel: the largest weight of a " + std::to_string(f) + "\xC3\x97" +
                                        std::to_string(f) + " block of cells"});
   if (!m.scores.empty())
-    items.push_back({Swatch::Top, "top five " + m.pattern + " heads (score under each thumbnail)"});
+    items.push_back(
+        {Swatch::Top, "top five " + m.pattern + " heads (" +
+                          (scores_under ? "score under each thumbnail" : "the large head's score by its name") + ")"});
   if (big) items.push_back({Swatch::Selected, "the head shown large"});
   float x = kMargin, y = 0;
   for (LegendItem& it : items) {
@@ -122,7 +130,8 @@ float legend_height(const std::vector<LegendItem>& items, const Typography& ty) 
 float bar_room(const Typography& ty) { return kBarGap + 24.0f + text_width("0.00025", ty.small); }
 
 // The largest thumbnails that fit w x h: whole pixels per cell, pooled when T exceeds the side.
-Grid fit_grid(const ModelView& m, const Typography& ty, float w, float h) {
+// Without `scores` the detector's scores are left out (the large head's title gives its own).
+Grid fit_grid(const ModelView& m, const Typography& ty, float w, float h, bool scores = true) {
   Grid g;
   const int L = m.n_layer, H = m.n_head;
   g.group = m.group();
@@ -134,7 +143,8 @@ Grid fit_grid(const ModelView& m, const Typography& ty, float w, float h) {
   // A score line under each row of thumbnails is what separates the rows: 4 pixels clear of
   // the selection's frame, then the text and its descent. At the figure's small size, smaller
   // only where the rows would leave thumbnails under 12 pixels (24 layers and more).
-  const bool sc = scored(m);
+  const bool sc = scores && scored(m);
+  g.scores = sc;
   g.gap_y = sc ? kScoreGap : kGap;
   float by_h = 0;
   for (g.score = ty.small;; g.score -= 1.0f) {
@@ -143,15 +153,33 @@ Grid fit_grid(const ModelView& m, const Typography& ty, float w, float h) {
         (h - g.head_h - static_cast<float>(L) * g.below - static_cast<float>(L - 1) * g.gap_y) / static_cast<float>(L);
     if (!sc || by_h >= 12.0f || g.score <= 8.0f) break;
   }
+  // Without scores, many layers (28 in a 1024 × 768 window's canvas) close the rows to 3 pixels
+  // where 8 would leave thumbnails under 12; their labels then on every 2nd or 4th row.
+  if (!sc && by_h < 12.0f) {
+    g.gap_y = 3.0f;
+    by_h = (h - g.head_h - static_cast<float>(L - 1) * g.gap_y) / static_cast<float>(L);
+  }
   // Columns never narrower than their score (".83") and label ("11"): with small
   // thumbnails the numbers stay readable, the columns wider than the thumbnails (and the grid
   // wider than w if it must).
   const float min_pitch = std::ceil(
       std::max(sc ? text_width(".00", g.score) + 6.0f : 0.0f, text_width(std::to_string(H - 1), ty.label) + 4.0f));
-  float by_w =
-      (w - g.label_w - static_cast<float>(H - 1) * kGap - static_cast<float>(H / g.group - 1) * g.group_gap()) /
-      static_cast<float>(H);
-  if (by_w + kGap < min_pitch) by_w = min_pitch - kGap;
+  const auto across = [&] {
+    return (w - g.label_w - static_cast<float>(H - 1) * g.gap_x - static_cast<float>(H / g.group - 1) * g.group_gap()) /
+           static_cast<float>(H);
+  };
+  float by_w = across();
+  float label_pitch = min_pitch;  // what a labelled column needs
+  if (!sc && by_w + g.gap_x < min_pitch) {
+    // Narrow (the grid beside a large head, many heads): columns 3 pixels apart and a label on
+    // every 2nd, 4th... column rather than a grid wider than w. Scores keep their columns.
+    g.gap_x = 3.0f, g.group_w = 8.0f;
+    by_w = across();
+    while (g.col_step < 8 && std::max(4.0f, by_w) + g.gap_x < min_pitch / static_cast<float>(g.col_step))
+      g.col_step *= 2;
+    label_pitch = std::ceil(min_pitch / static_cast<float>(g.col_step));
+  }
+  if (by_w + g.gap_x < label_pitch) by_w = label_pitch - g.gap_x;
   const float side = std::max(4.0f, std::floor(std::min(by_w, by_h)));
   g.f = thumbnail_factor(m.tokens, side);
   g.n = (m.tokens + g.f - 1) / g.f;
@@ -160,7 +188,9 @@ Grid fit_grid(const ModelView& m, const Typography& ty, float w, float h) {
   const float cell = side / static_cast<float>(g.n);
   g.cell = cell >= 4.0f ? std::floor(cell) : std::max(1.0f, cell);
   g.side = g.cell * static_cast<float>(g.n);
-  g.pitch = std::max(g.side + kGap, min_pitch);
+  g.pitch = std::max(g.side + g.gap_x, label_pitch);
+  const float row_pitch = g.side + g.below + g.gap_y, label_h = text_ascent(ty.label) + 2.0f;
+  while (g.row_step < 8 && row_pitch * static_cast<float>(g.row_step) < label_h) g.row_step *= 2;
   return g;
 }
 
@@ -213,7 +243,8 @@ Layout plan(const ModelView& m, const Options& o) {
   // The legend's lines depend on the pooling, which depends on the room the legend leaves:
   // laid out without the pooling note, then again if the thumbnails are pooled.
   for (int f = 1;;) {
-    lo.legend = legend_items(m, f, lo.big, ty, kMargin + text_w);
+    // (With a large head, the longer line of the two about scores: the grid may go without them.)
+    lo.legend = legend_items(m, f, lo.big, !lo.big, ty, kMargin + text_w);
     const float Hh = std::max(80.0f, o.canvas.height - lo.top - legend_height(lo.legend, ty) - kMargin);
     if (!lo.big) {
       lo.grid = fit_grid(m, ty, W, Hh);
@@ -224,12 +255,18 @@ Layout plan(const ModelView& m, const Options& o) {
       float big_w = big_need;
       if (grid_need + kBigGap + big_need > W) big_w = std::max(std::min(big_need, W * 0.6f), W - kBigGap - grid_need);
       lo.grid = fit_grid(m, ty, W - kBigGap - big_w, Hh);
+      // Scores keep their columns wide; where those would leave the large head under 40% of
+      // the width (on a 1024 × 768 window 28 × 16 heads left it 50 pixels, 12 × 12 about 70),
+      // the grid goes without them and the large head's title gives its own score.
+      if (lo.grid.scores && W - kBigGap - lo.grid.width(m.n_head) < std::min(big_need, W * 0.4f))
+        lo.grid = fit_grid(m, ty, W - kBigGap - big_w, Hh, false);
       lo.head = fit_big(m, ty, W - kBigGap - lo.grid.width(m.n_head), Hh);
     }
     if (lo.grid.f == f || f > 1) break;
     f = lo.grid.f;
   }
-  lo.legend = legend_items(m, lo.grid.f, lo.big, ty, kMargin + text_w);
+  lo.legend = legend_items(m, lo.grid.f, lo.big, lo.grid.scores, ty, kMargin + text_w);
+  lo.head.score = lo.big && !lo.grid.scores && !m.scores.empty();
   return lo;
 }
 
@@ -279,12 +316,14 @@ void grid(Builder& B, const ModelView& m, const Grid& g, const ModelThumbnails& 
   const int L = m.n_layer, H = m.n_head;
   const float pitch_x = g.pitch, pitch_y = g.side + g.below + g.gap_y;
   // Columns H0 ... H11; narrow ones by number, the H once in the corner.
-  const bool brief = text_width("H" + std::to_string(H - 1), B.ty.label) > pitch_x - 2.0f;
+  const bool brief =
+      text_width("H" + std::to_string(H - 1), B.ty.label) > pitch_x * static_cast<float>(g.col_step) - 2.0f;
   if (brief) B.text(gx - 8.0f, gy - 6.0f, "H", B.ty.label, B.th.text, 2, "label");
   for (int h = 0; h < H; ++h) {
+    if (h % g.col_step != 0) continue;
     const std::string name = (brief ? "" : "H") + std::to_string(h);
-    fitted(B, gx + g.inset() + g.col_x(h) + g.side * 0.5f, gy - 6.0f, name, name, B.ty.label, pitch_x - 2.0f, B.th.text,
-           "label");
+    fitted(B, gx + g.inset() + g.col_x(h) + g.side * 0.5f, gy - 6.0f, name, name, B.ty.label,
+           pitch_x * static_cast<float>(g.col_step) - 2.0f, B.th.text, "label");
   }
   kv_brackets(B, m, g, gx, gy);
   const std::vector<int> top = model_top_heads(m);
@@ -293,11 +332,12 @@ void grid(Builder& B, const ModelView& m, const Grid& g, const ModelThumbnails& 
     const float label_y = ty + g.side * 0.5f + text_ascent(B.ty.label) * 0.5f - 1.0f;
     if (const int W = m.window(l); W > 0) {
       // A band behind the row and its label: the sliding layers stand out at a glance.
-      B.rect(gx - g.label_w + 2.0f, ty - 2.0f, gx + g.col_x(H - 1) + pitch_x - kGap + 2.0f, ty + g.side + 2.0f,
+      B.rect(gx - g.label_w + 2.0f, ty - 2.0f, gx + g.col_x(H - 1) + pitch_x - g.gap_x + 2.0f, ty + g.side + 2.0f,
              B.th.window_b, "sliding-band");
-      B.text(gx - g.label_w + g.slide_w - 8.0f, label_y, sliding_label(W), B.ty.small, B.th.text, 2, "sliding");
+      if (l % g.row_step == 0)
+        B.text(gx - g.label_w + g.slide_w - 8.0f, label_y, sliding_label(W), B.ty.small, B.th.text, 2, "sliding");
     }
-    B.text(gx - 8.0f, label_y, "L" + std::to_string(l), B.ty.label, B.th.text, 2, "label");
+    if (l % g.row_step == 0) B.text(gx - 8.0f, label_y, "L" + std::to_string(l), B.ty.label, B.th.text, 2, "label");
     for (int h = 0; h < H; ++h) {
       const int k = l * H + h;
       const float tx = gx + g.inset() + g.col_x(h);
@@ -326,7 +366,7 @@ void grid(Builder& B, const ModelView& m, const Grid& g, const ModelThumbnails& 
         B.frame(tx - 2.5f, ty - 2.5f, tx + g.side + 2.5f, ty + g.side + 2.5f, B.th.accent, 3.0f, "selected");
       else if (is_top)
         B.frame(tx - 2.0f, ty - 2.0f, tx + g.side + 2.0f, ty + g.side + 2.0f, B.th.top, 2.0f, "top");
-      if (!m.scores.empty()) {
+      if (g.scores && !m.scores.empty()) {
         const std::string s = score_text(m.scores[static_cast<std::size_t>(k)]);
         fitted(B, tx + g.side * 0.5f, ty + g.side + 4.0f + text_ascent(g.score), s, s[0] == '0' ? s.substr(1) : s,
                g.score, pitch_x - 2.0f, is_top ? B.th.top : B.th.dim, "score");
@@ -344,9 +384,9 @@ float big_head(Builder& B, const ModelView& m, const Big& b, const ColorScale& s
   const int T = m.tokens, k = m.selected_layer * m.n_head + m.selected_head;
   const float* w = m.weights[static_cast<std::size_t>(k)];
   const float title_y = y + text_ascent(B.ty.tile);
-  const float tw =
-      B.text(x, title_y, "Head " + std::to_string(m.selected_layer) + "." + std::to_string(m.selected_head), B.ty.tile,
-             B.th.accent, 0, "head-title");
+  std::string name = "Head " + std::to_string(m.selected_layer) + "." + std::to_string(m.selected_head);
+  if (b.score) name += "  score " + score_text(m.scores[static_cast<std::size_t>(k)]);
+  const float tw = B.text(x, title_y, name, B.ty.tile, B.th.accent, 0, "head-title");
   const float side = b.width(T);
   const std::string sub = fit_text("rows: queries, columns: keys", B.ty.small, std::max(side, room) - tw - 10.0f);
   const float sw = sub.empty() ? 0.0f : B.text(x + tw + 10.0f, title_y, sub, B.ty.small, B.th.dim, 0, "subtitle");
