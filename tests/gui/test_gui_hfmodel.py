@@ -147,6 +147,16 @@ def check_model(name, folder, layers, heads, kv_heads, windows):
             "model_sweep" not in st["shown"],
             "%s: no forward yet (%s): the panel names the model (%s), the toolbar says the GPT tools are off" %
             (name, m.get("text_error"), m.get("facts_line")))
+    # A head large on a 1280 x 800 window: the toolbar's buttons take most of the line; the note
+    # that the GPT tools are off goes to the next one rather than past the window's edge.
+    state = os.path.join(tmp, name + ".large.state.json")
+    r = g.run(["gui", "--model", folder, "--text", TEXT, "--model-head", "1.1", "--exit-after-frames", "8",
+               "--no-restore", "--ignore-mouse", "--config-dir", tmp + "/c-" + name, "--state-dir", tmp + "/s-" + name,
+               "--state-out", state, "--width", "1280", "--height", "800"])
+    wd = g.read_json(state)["widgets"] if r.returncode == 0 else {}
+    g.check("model_view_gpt_only" in wd and wd["model_view_gpt_only"][2] <= 1280,
+            "%s: head 1.1 large, 1280 x 800: the GPT-only note inside the window (%s)" %
+            (name, wd.get("model_view_gpt_only")))
 
 
 for name, layers, heads, kv_heads, windows in (("qwen3_f32", 3, 4, 2, [0, 0, 0]), ("gemma3_f32", 3, 4, 2, [4, 4, 0])):

@@ -53,14 +53,17 @@ void show_button(AppState& s, const char* label, ModelUi::Show what, const char*
 // and the switches to its grid and to the logit lens table (again: the heads).
 void sweep_tools(AppState& s) {
   ModelUi& m = s.gpt;
-  next_button(m.sweep_job ? "sweep 100 / 100 heads" : "Sweep");
   if (!gpt_only_reason(m).empty()) {
-    // Where the buttons would be: why they are not (the panel has the whole line).
-    ImGui::TextDisabled("Ablation, sweep, patching, lens: GPT-2-layout models only");
+    // Where the buttons would be: why they are not, on the next line where it does not fit
+    // (a head large on 1280 × 800 cut it at the window's edge).
+    const char* why = "Ablation, sweep, patching, lens: GPT-2-layout models only";
+    same_line_or_wrap(ImGui::CalcTextSize(why).x);
+    ImGui::TextDisabled("%s", why);
     record_widget(s, "model_view_gpt_only");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", gpt_only_reason(m).c_str());
     return;
   }
+  next_button(m.sweep_job ? "sweep 100 / 100 heads" : "Sweep");
   if (m.sweep_job) {
     const int done = m.sweep_job->done(), total = std::max(1, m.sweep_job->total());
     char buf[48];
