@@ -171,6 +171,17 @@ inline std::string model_line(const Trace& tr) {
   return s;
 }
 
+// Wrapped text from (x, y) (the first baseline); returns the last baseline.
+inline float paragraph(Builder& B, float x, float y, float max_w, const std::string& s, float size, Color c,
+                       const char* cls) {
+  const std::vector<std::string> lines = wrap(s, size, max_w);
+  for (std::size_t k = 0; k < lines.size(); ++k) {
+    if (k > 0) y += line_h(size);
+    B.text(x, y, lines[k], size, c, 0, cls);
+  }
+  return y;
+}
+
 // Caption lines at the bottom; returns the new bottom.
 inline void caption(Builder& B, const Options& o, const std::vector<std::string>& lines) {
   if (!o.caption) return;

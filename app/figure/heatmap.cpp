@@ -219,8 +219,10 @@ float colorbar_width(const Builder& B, const ColorScale& s) {
 
 float colorbar(Builder& B, const ColorScale& s, float x, float y0, float h, const std::string& title) {
   const float w = 16.0f;
-  // Clear of the top tick's label, which is centred on the bar's top edge beside it.
-  B.text(x, y0 - 11.0f, title, B.ty.small, B.th.dim, 0, "colorbar-title");
+  // Clear of the top tick's label, which is centred on the bar's top edge beside it: the
+  // title's descent above that label's top (11 px at the usual sizes; more with a large font).
+  const float lift = std::max(11.0f, std::floor(text_ascent(B.ty.small) * 0.5f + 0.25f * B.ty.small + 3.0f));
+  B.text(x, y0 - lift, title, B.ty.small, B.th.dim, 0, "colorbar-title");
   B.rect(x - 1, y0 - 1, x + w + 1, y0 + h + 1, B.th.frame, "colorbar-frame");
   Prim p;
   p.kind = Prim::Kind::Gradient;

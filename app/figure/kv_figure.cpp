@@ -117,21 +117,23 @@ std::string size_line(const DecodeTrace& d, const CacheStep& st) {
   }
   char buf[320];
   std::snprintf(buf, sizeof buf,
-                "holds rows %s: %lld rows \xC3\x97 %lld values (%s) \xC3\x97 batch %d = %s elements = %s bytes "
+                "holds %s %s: %lld %s \xC3\x97 %lld values (%s) \xC3\x97 batch %d = %s elements = %s bytes "
                 "(float32)",
-                range_text(st.held.begin, st.held.end).c_str(), static_cast<long long>(st.held.size()),
+                st.held.size() == 1 ? "row" : "rows", range_text(st.held.begin, st.held.end).c_str(),
+                static_cast<long long>(st.held.size()), st.held.size() == 1 ? "row" : "rows",
                 static_cast<long long>(d.layout.values_per_token()), what.c_str(), d.trace.batch,
                 thousands_text(st.elements).c_str(), thousands_text(st.bytes).c_str());
   return buf;
 }
 
-// The header: what the step did, the cache's size, the legend. Returns the y below it.
+// The header: what the step did, the cache's size, the legend, their lines wrapped at `width`
+// (a large font ran them past the canvas). Returns the y below it.
 float kv_header(Builder& B, const DecodeTrace& d, const CacheStep& st, const Columns& cols,
-                const std::vector<std::string>& tokens, int step) {
+                const std::vector<std::string>& tokens, int step, float width) {
   float y = kMargin + text_ascent(B.ty.title);
-  B.text(kMargin, y, header_title(d, st, tokens, step), B.ty.title, B.th.text, 0, "title");
+  y = paragraph(B, kMargin, y, width, header_title(d, st, tokens, step), B.ty.title, B.th.text, "title");
   y += line_h(B.ty.small) + 2.0f;
-  B.text(kMargin, y, size_line(d, st), B.ty.small, B.th.text, 0, "kv-size");
+  y = paragraph(B, kMargin, y, width, size_line(d, st), B.ty.small, B.th.text, "kv-size");
   y += 6.0f;
   float lx = kMargin;
   if (!st.evicted.empty())
@@ -200,7 +202,7 @@ Figure build_kv_step_figure(const DecodeTrace& d, const std::vector<std::string>
   const bool latent = d.layout.tensors.size() == 1;
   const int blocks = latent ? 1 : tr.kv_heads;
 
-  float y = kv_header(B, d, st, cols, tokens, step);
+  float y = kv_header(B, d, st, cols, tokens, step, o.canvas.width - 2.0f * kMargin);
 
   const auto [value_scale, weight_scale] = kv_scales(d, st, cols, o);
   auto weight = [&](int h, std::int64_t p) { return query_weight(tr, o.batch, h, query, p); };

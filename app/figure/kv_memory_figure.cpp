@@ -65,14 +65,16 @@ Figure build_kv_memory_figure(const KvModel& m, const Options& o) {
   const Unit u = unit_for(top);
 
   float y = kMargin + text_ascent(B.ty.title);
-  B.text(kMargin, y, "KV cache against context length \xC2\xB7 " + m.name, B.ty.title, B.th.text, 0, "title");
+  const float width = o.canvas.width - 2.0f * kMargin;  // title and line wrapped (a large font)
+  y = paragraph(B, kMargin, y, width, "KV cache against context length \xC2\xB7 " + m.name, B.ty.title, B.th.text,
+                "title");
   char line[256];
   std::snprintf(line, sizeof line,
                 "emb_dim %d, %d heads of %d, %d K/V head%s, %d layer%s, batch %d, %s (%d bytes per value)", m.emb_dim,
                 m.heads, m.head_dim, m.kv_heads, m.kv_heads == 1 ? "" : "s", m.layers, m.layers == 1 ? "" : "s",
                 m.batch, m.dtype.c_str(), m.dtype_bytes);
   y += line_h(B.ty.small) + 2.0f;
-  B.text(kMargin, y, line, B.ty.small, B.th.dim, 0, "subtitle");
+  y = paragraph(B, kMargin, y, width, line, B.ty.small, B.th.dim, "subtitle");
   // Legend: each row's name, dashed for the windowed ones, in as many rows as the canvas needs.
   y += line_h(B.ty.small) + 6.0f;
   std::vector<std::string> keys;
@@ -113,13 +115,22 @@ Figure build_kv_memory_figure(const KvModel& m, const Options& o) {
   for (std::size_t r = 0; r < order.size(); ++r) order[r] = r;
   std::sort(order.begin(), order.end(),
             [&](std::size_t p, std::size_t q) { return bytes[p].back() > bytes[q].back(); });
+  // None below the x axis, where its last tick's number reaches past the plot's right edge (a
+  // large font): the stack moves up from there.
+  std::vector<float> ly(order.size());
   float below = -1e9f;
-  for (const std::size_t r : order) {
-    const float ly = std::max(a.sy(bytes[r].back() / u.div) + text_ascent(B.ty.small) * 0.5f, below);
-    B.text(a.x1 + 8.0f, ly, end_text(names[r], bytes[r].back(), u), B.ty.small, series_color(names[r].variant), 0,
-           "end-value");
-    below = ly + line_h(B.ty.small);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    ly[i] = std::max(a.sy(bytes[order[i]].back() / u.div) + text_ascent(B.ty.small) * 0.5f, below);
+    below = ly[i] + line_h(B.ty.small);
   }
+  float above = static_cast<float>(a.y1);
+  for (std::size_t i = order.size(); i-- > 0;) {
+    ly[i] = std::min(ly[i], above);
+    above = ly[i] - line_h(B.ty.small);
+  }
+  for (std::size_t i = 0; i < order.size(); ++i)
+    B.text(a.x1 + 8.0f, ly[i], end_text(names[order[i]], bytes[order[i]].back(), u), B.ty.small,
+           series_color(names[order[i]].variant), 0, "end-value");
   caption(B, o,
           {"Counted as the book's memory_estimator_*.py: bytes = batch \xC2\xB7 context \xC2\xB7 layers \xC2\xB7 "
            "values cached per token and layer \xC2\xB7 bytes per value; a sliding layer keeps min(W, context) tokens",

@@ -48,16 +48,6 @@ std::string decimal_text(std::int64_t v, bool bytes) {
 std::string count_text(std::int64_t v) { return decimal_text(v, false); }
 std::string bytes_text(std::int64_t v) { return decimal_text(v, true); }
 
-// Wrapped text from (x, y) (the first baseline); returns the last baseline.
-float paragraph(Builder& B, float x, float y, float max_w, const std::string& s, float size, Color c, const char* cls) {
-  const std::vector<std::string> lines = wrap(s, size, max_w);
-  for (std::size_t k = 0; k < lines.size(); ++k) {
-    if (k > 0) y += line_h(size);
-    B.text(x, y, lines[k], size, c, 0, cls);
-  }
-  return y;
-}
-
 // [SECTION] Equivalences: a mark, the claim, the verdict in the numbers' colour, how it was made
 float draw_equivalences(Builder& B, const VariantComparison& c, const Options& o, float y, float width) {
   y += line_h(B.ty.tile) + 6.0f;

@@ -198,14 +198,27 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, bool result, bool r
   if (g.col_heads || g.l.part_cols > 0) column_groups(f, g, title_y, line, dim);
   // One form of label for every block, fitting a block's width (the shared table's rule).
   std::vector<std::string> block_names;
+  const float block_w = static_cast<float>(ca.slots()) * f.cs + (bcols > 1 ? g.l.block_gap_x * f.cs - 4.0f : 1.0e6f);
   if (g.blocks == BlockLabels::Heads || g.blocks == BlockLabels::Tokens) {
-    const float block_w = static_cast<float>(ca.slots()) * f.cs + (bcols > 1 ? g.l.block_gap_x * f.cs - 4.0f : 1.0e6f);
     block_names = block_labels(g.blocks == BlockLabels::Heads ? lay::Kind::HeadBlocks : lay::Kind::TokenBlocks,
                                g.l.dims[1], tokens(f), block_w, measure);
     if (g.blocks == BlockLabels::Heads && (g.kv_heads || g.reads)) {
       // gqa: which K/V head each block is, or reads.
       for (std::int64_t i = 0; i < g.l.dims[1]; ++i)
         block_names[static_cast<std::size_t>(i)] = head_label(f, g, i, block_w);
+    }
+  }
+  if (g.blocks == BlockLabels::Modules) {
+    // The wrapper's modules: the longest form that fits a block (a large font ran them together).
+    for (std::int64_t i = 0; i < g.l.dims[1]; ++i) {
+      const std::string n = std::to_string(i);
+      std::string fit;
+      for (const std::string& s : {"heads[" + n + "]: own W", "heads[" + n + "]", "h[" + n + "]", n})
+        if (text_w(f, s) <= block_w) {
+          fit = s;
+          break;
+        }
+      block_names.push_back(fit);
     }
   }
   for (std::int64_t bs = 0; bs < ba.slots(); ++bs) {
@@ -217,8 +230,7 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, bool result, bool r
     }
     if (g.blocks != BlockLabels::None) {
       const std::int64_t inner = block % g.l.dims[1];
-      const std::string lab = g.blocks == BlockLabels::Modules ? "heads[" + std::to_string(inner) + "]: own W"
-                                                               : block_names[static_cast<std::size_t>(inner)];
+      const std::string& lab = block_names[static_cast<std::size_t>(inner)];
       const Color c = g.blocks == BlockLabels::Heads || g.blocks == BlockLabels::Modules
                           ? faded(detail::to_color(grid_hue(f, g, static_cast<int>(inner))), alpha)
                           : text;

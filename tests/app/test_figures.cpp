@@ -48,14 +48,22 @@ FigureRun run(const std::string& name) {
   return r;
 }
 
-figure::Options screen(figure::Canvas c) {
+figure::Options screen(figure::Canvas c, float font = 18.0f) {
   figure::Options o;
   o.dark = true;
   o.caption = false;
   o.canvas = c;
-  o.type = figure::Typography::for_font(18.0f);
+  o.type = figure::Typography::for_font(font);
   return o;
 }
+
+// The canvases of a 1024 × 768 window, a 1280 × 800 one, a projector's, and the 1280 × 800
+// window with its font at 24 px (a teacher enlarging it for the back row), each with its font.
+struct Screen {
+  figure::Canvas c;
+  float font;
+};
+constexpr Screen kScreens[] = {{{595, 560}, 18}, {{835, 590}, 18}, {{1475, 870}, 18}, {{700, 421}, 24}};
 
 figure::Options capture_of(figure::Options o) {
   o.dark = false;
@@ -356,21 +364,22 @@ TEST(Figures, KvStepTextNeitherOverlapsNorLeavesTheCanvas) {
     validate_session(s);
     const Model m = build_model(s.model, s.d_in());
     const DecodeTrace d = decode_with_cache(m, s.input_tensor(), 1);
-    for (const figure::Canvas& c : {figure::Canvas{595, 560}, figure::Canvas{835, 590}, figure::Canvas{1475, 870}})
+    for (const auto& [c, font] : kScreens)
       for (int step : {0, static_cast<int>(d.steps.size()) - 1})
         expect_text_clear(
-            figure::build_kv_step_figure(d, s.tokens, step, screen(c)), c.width,
+            figure::build_kv_step_figure(d, s.tokens, step, screen(c, font)), c.width,
             std::string(variant_name(v)) + " step " + std::to_string(step) + " on " + std::to_string(c.width));
   }
 }
 
-// The other figures the app draws, on the canvases of a 1024 × 768 window up to a projector's:
-// the lesson's grid and head at every stage, the walkthrough's steps, the comparison, the
-// variants' equivalences and costs, the KV cache against context for every preset, the model view.
+// The other figures the app draws, on the canvases of a 1024 × 768 window up to a projector's
+// and with a 24-pixel font (kScreens): the lesson's grid and head at every stage, the
+// walkthrough's steps, the comparison, the variants' equivalences and costs, the KV cache
+// against context for every preset, the model view.
 TEST(Figures, EveryViewsTextNeitherOverlapsNorLeavesTheCanvas) {
   TrainRun t = train_run();
-  for (const figure::Canvas& c : {figure::Canvas{595, 560}, figure::Canvas{835, 590}, figure::Canvas{1475, 870}}) {
-    const std::string on = " on " + std::to_string(c.width);
+  for (const auto& [c, font] : kScreens) {
+    const std::string on = " on " + std::to_string(c.width) + " (font " + std::to_string(static_cast<int>(font)) + ")";
     for (const bool lens : {false, true}) {
       // The ablation sweep's 12 × 12 grid; the logit lens's 13 layers × 10 positions of tokens.
       figure::GridView g;
@@ -392,26 +401,26 @@ TEST(Figures, EveryViewsTextNeitherOverlapsNorLeavesTheCanvas) {
         g.side_title = "rank of \" Mary\"";
         for (int r = 0; r < g.rows; ++r) g.side_text.push_back("#" + std::to_string(r + 1) + "  0.01");
       }
-      expect_text_clear(figure::build_grid_figure(g, screen(c)), c.width, (lens ? "lens" : "sweep") + on);
+      expect_text_clear(figure::build_grid_figure(g, screen(c, font)), c.width, (lens ? "lens" : "sweep") + on);
     }
     for (const KvModel& m : kv_presets())
-      expect_text_clear(figure::build_kv_memory_figure(m, screen(c)), c.width, "KV memory of " + m.name + on);
+      expect_text_clear(figure::build_kv_memory_figure(m, screen(c, font)), c.width, "KV memory of " + m.name + on);
     for (const int selected : {-1, 1}) {
       t.probe.selected_layer = selected, t.probe.selected_head = selected;
-      expect_text_clear(figure::build_model_figure(t.probe, screen(c)), c.width, "model view" + on);
+      expect_text_clear(figure::build_model_figure(t.probe, screen(c, font)), c.width, "model view" + on);
     }
     for (const char* name : {"seed003-wrapper", "seed003-weight-split-6d", "seed002-fused-qkv-encoder"}) {
       const FigureRun r = run(name);
       const std::string what = std::string(name) + on;
       expect_text_clear(
-          figure::build_variant_figure(compare_attention_variants(r.model, r.s.input_tensor()), screen(c)), c.width,
-          "variants of " + what);
+          figure::build_variant_figure(compare_attention_variants(r.model, r.s.input_tensor()), screen(c, font)),
+          c.width, "variants of " + what);
       expect_text_clear(figure::compare_figure(r.trace, r.trace, "Wrapper: head's own module",
-                                               "Weight split: q.view + transpose", r.s.tokens, screen(c)),
+                                               "Weight split: q.view + transpose", r.s.tokens, screen(c, font)),
                         c.width, "comparison of " + what);
       for (int st = 0; st < kStageCount; ++st)
         for (const figure::View v : {figure::View::Grid, figure::View::Head}) {
-          figure::Options o = screen(c);
+          figure::Options o = screen(c, font);
           o.view = v, o.stage = static_cast<Stage>(st);
           expect_text_clear(figure::build_figure(r.trace, r.s.tokens, o), c.width,
                             "lesson " + what + " stage " + std::to_string(st));
@@ -421,12 +430,41 @@ TEST(Figures, EveryViewsTextNeitherOverlapsNorLeavesTheCanvas) {
       figure::WalkInput in;
       in.trace = &r.trace, in.model = &r.model, in.tokens = &r.s.tokens, in.mistake = &m;
       figure::WalkPlan plan;
-      ASSERT_TRUE(figure::update_walk_plan(plan, in, screen(c)));
+      ASSERT_TRUE(figure::update_walk_plan(plan, in, screen(c, font)));
       const int n = static_cast<int>(figure::walk_steps(in).size());
       for (int k = 0; k < n; ++k) {
         in.pos = static_cast<float>(k);
-        expect_text_clear(figure::walk_picture(in, plan, screen(c)).fig, c.width,
+        expect_text_clear(figure::walk_picture(in, plan, screen(c, font)).fig, c.width,
                           "walkthrough step " + std::to_string(k) + " of " + what);
+      }
+    }
+  }
+}
+
+// The wrapper's QKV step labels each module's block "heads[0]: own W"; with a 24-pixel font the
+// labels ran into each other. The longest form that fits a block is drawn, never two over one
+// another.
+TEST(Figures, WalkthroughModuleLabelsKeepToTheirBlocks) {
+  const FigureRun r = run("seed003-wrapper");
+  const figure::Mistake m = figure::make_mistake(r.model, r.trace);
+  for (const float font : {18.0f, 24.0f, 30.0f}) {
+    figure::WalkInput in;
+    in.trace = &r.trace, in.model = &r.model, in.tokens = &r.s.tokens, in.mistake = &m;
+    in.pos = 1.0f;  // each head projects
+    figure::WalkPlan plan;
+    const figure::Options o = screen({835, 590}, font);
+    ASSERT_TRUE(figure::update_walk_plan(plan, in, o));
+    const figure::Figure f = figure::walk_picture(in, plan, o).fig;
+    std::vector<const figure::Prim*> labels;
+    for (const figure::Prim& p : f.prims)
+      if (p.cls == "block-label") labels.push_back(&p);
+    ASSERT_GE(labels.size(), 2u) << "font " << font;
+    for (const figure::Prim* a : labels) {
+      EXPECT_EQ(a->text.rfind("h", 0), 0u) << a->text;
+      for (const figure::Prim* b : labels) {
+        if (a == b || b->x0 <= a->x0 || std::fabs(a->y0 - b->y0) > 1.0f) continue;
+        EXPECT_LE(a->x0 + figure::text_width(a->text, a->size), b->x0)
+            << "font " << font << ": \"" << a->text << "\" runs into \"" << b->text << "\"";
       }
     }
   }
@@ -441,8 +479,8 @@ TEST(Figures, ComparisonTitlesAreWholeOnEveryCanvas) {
                                   figure::Canvas{835, 300}, figure::Canvas{1475, 870}}) {
     const figure::Figure f = figure::compare_figure(r.trace, r.trace, "Wrapper: head's own module",
                                                     "Weight split: q.view + transpose", r.s.tokens, screen(c));
-    const std::string on = " on " + std::to_string(static_cast<int>(c.width)) + " x " +
-                           std::to_string(static_cast<int>(c.height));
+    const std::string on =
+        " on " + std::to_string(static_cast<int>(c.width)) + " x " + std::to_string(static_cast<int>(c.height));
     expect_text_clear(f, c.width, "comparison" + on);
     std::string words;
     for (const figure::Prim& p : f.prims)
