@@ -250,10 +250,14 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, bool result, bool r
       }
     }
     if (g.rows == RowLabels::None || bs % bcols != 0) continue;
+    // A label on every row where the cells are as tall as a label (its ascent and descent),
+    // else on every 2nd, 3rd...: small cells (a large font) ran them into each other.
+    const std::int64_t row_step = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::ceil((text_ascent(f.sfh) + 0.25f * f.sfh) / std::max(1.0f, f.cs) - 0.05f)));
     for (std::int64_t rs = 0; rs < ra.slots(); ++rs) {
       const std::int64_t row = ra.index_at(rs);
       const Point rp = to_px(f, g, lay::slot_point(g.l, g.pane_first, bs, rs, 0));
-      if (f.cs < f.sfh * 0.8f && row >= 0 && rs % 2 == 1) continue;
+      if (row >= 0 && rs % row_step != 0) continue;
       std::string lab = row < 0                      ? "…"
                         : g.rows == RowLabels::Heads ? (g.kv_heads ? "kv " : "head ") + std::to_string(row)
                                                      : token_name(f, row);

@@ -137,11 +137,12 @@ float legend_width(const Frame& f, const std::vector<LegendItem>& items) {
 
 // Where the header's pieces go: line 1 the title (and the shapes when they fit), line 2 the
 // PyTorch line (and what the step computes, and the legend, when they fit), then a third
-// line for what did not fit.
+// line for what did not fit, and more where that does not fit the canvas either (a large font).
 struct Header {
   std::string title, shape, code, extra;
   std::vector<LegendItem> legend;
   bool shape_1 = true, extra_2 = true, legend_2 = true;
+  std::vector<bool> breaks;  // per piece after line 2: it starts a line of its own
   int lines = 2;
 };
 
@@ -163,7 +164,17 @@ Header header_of(const Frame& f, lay::Step st, float vmax) {
   h.extra_2 = x2 + gap + text_w(f, h.extra) <= W;
   if (h.extra_2) x2 += gap + text_w(f, h.extra);
   h.legend_2 = x2 + gap + legend_width(f, h.legend) <= W;
-  h.lines = h.shape_1 && h.extra_2 && h.legend_2 ? 2 : 3;
+  // The PyTorch line cut with an ellipsis only where the canvas is narrower than it.
+  if (text_width(h.code, f.sfh, true) > W) h.code = fit_text(h.code, f.sfh, W, true);
+  float x = 0;
+  for (const float w : {h.shape_1 ? -1.0f : text_w(f, h.shape), h.extra_2 ? -1.0f : text_w(f, h.extra),
+                        h.legend_2 ? -1.0f : legend_width(f, h.legend)}) {
+    if (w < 0) continue;
+    const bool brk = x == 0 || x + w > W;
+    h.breaks.push_back(brk);
+    if (brk) ++h.lines, x = 0;
+    x += w + gap;
+  }
   return h;
 }
 
@@ -230,11 +241,11 @@ void header(Frame& f, int shown, float vmax) {
     draw_legend(f, h.legend, x + gap, y);
   else
     later.push_back({{}, true});
-  if (later.empty()) return;
-  y += line_height(f);
-  x = x0;
-  for (const auto& [text, is_legend] : later)
+  for (std::size_t k = 0; k < later.size(); ++k) {
+    if (h.breaks[k]) y += line_height(f), x = x0;
+    const auto& [text, is_legend] = later[k];
     x = is_legend ? draw_legend(f, h.legend, x, y) : x + gap + B.text(x, y, text, f.sfh, B.th.dim, 0, "shape");
+  }
 }
 
 // The step shown still: every grid with its numbers, the operators, the mistake's outlines

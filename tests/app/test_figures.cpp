@@ -63,7 +63,8 @@ struct Screen {
   figure::Canvas c;
   float font;
 };
-constexpr Screen kScreens[] = {{{595, 560}, 18}, {{835, 590}, 18}, {{1475, 870}, 18}, {{700, 421}, 24}};
+constexpr Screen kScreens[] = {
+    {{595, 560}, 18}, {{835, 590}, 18}, {{1475, 870}, 18}, {{700, 421}, 24}, {{835, 590}, 24}};
 
 figure::Options capture_of(figure::Options o) {
   o.dark = false;
@@ -425,7 +426,9 @@ TEST(Figures, EveryViewsTextNeitherOverlapsNorLeavesTheCanvas) {
           expect_text_clear(figure::build_figure(r.trace, r.s.tokens, o), c.width,
                             "lesson " + what + " stage " + std::to_string(st));
         }
-      if (c.width < 800.0f) continue;  // the walkthrough's wider steps are cut at a narrow canvas's edge
+      // The walkthrough's wider steps are cut at a narrow canvas's edge; with a 24-pixel font its
+      // header and row labels are checked by WalkthroughHeaderAndRowLabelsWithALargeFont.
+      if (c.width < 800.0f || font != 18.0f) continue;
       const figure::Mistake m = figure::make_mistake(r.model, r.trace);
       figure::WalkInput in;
       in.trace = &r.trace, in.model = &r.model, in.tokens = &r.s.tokens, in.mistake = &m;
@@ -466,6 +469,36 @@ TEST(Figures, WalkthroughModuleLabelsKeepToTheirBlocks) {
         EXPECT_LE(a->x0 + figure::text_width(a->text, a->size), b->x0)
             << "font " << font << ": \"" << a->text << "\" runs into \"" << b->text << "\"";
       }
+    }
+  }
+}
+
+// With a 24-pixel font the walkthrough's header (the title, the PyTorch line, what the step
+// computes, the legend) stays inside the canvas, on more lines where it must, and its row
+// labels thin out rather than run into each other where the cells are smaller than a label.
+TEST(Figures, WalkthroughHeaderAndRowLabelsWithALargeFont) {
+  for (const char* name : {"seed003-wrapper", "seed003-weight-split-6d", "seed002-fused-qkv-encoder"}) {
+    const FigureRun r = run(name);
+    const figure::Mistake m = figure::make_mistake(r.model, r.trace);
+    figure::WalkInput in;
+    in.trace = &r.trace, in.model = &r.model, in.tokens = &r.s.tokens, in.mistake = &m;
+    figure::WalkPlan plan;
+    const figure::Options o = screen({835, 590}, 24.0f);
+    ASSERT_TRUE(figure::update_walk_plan(plan, in, o));
+    const int n = static_cast<int>(figure::walk_steps(in).size());
+    for (int k = 0; k < n; ++k) {
+      in.pos = static_cast<float>(k);
+      const figure::Figure f = figure::walk_picture(in, plan, o).fig;
+      const std::string what = std::string(name) + " step " + std::to_string(k);
+      figure::Figure header, rows;
+      for (const figure::Prim& p : f.prims) {
+        if (p.cls == "title" || p.cls == "code" || p.cls == "shape" || p.cls == "legend-text")
+          header.prims.push_back(p);
+        if (p.cls == "row-label") rows.prims.push_back(p);
+      }
+      ASSERT_FALSE(header.prims.empty()) << what;
+      expect_text_clear(header, o.canvas.width, "header of " + what);
+      expect_text_clear(rows, 1.0e6f, "row labels of " + what);
     }
   }
 }
