@@ -257,9 +257,13 @@ void draw_frame(AppState& s) {
     ImGui::SameLine(0.0f, 0.0f);
   }
   ImGui::BeginGroup();
-  // Shapes strip: as tall as its content was last frame (at least three lines).
-  const float shapes_h = std::max(ImGui::GetTextLineHeightWithSpacing() * 3.0f, s.ui.drawn.shapes_content_h) +
-                         ImGui::GetStyle().WindowPadding.y * 2.0f;
+  // Shapes strip: as tall as its content was last frame (at least three lines), up to 22% of
+  // the window's height, scrolling past that: a GQA session with QK-norm and RoPE has nine
+  // lines of shapes, which left the walkthrough's figure no height on a 1280 × 800 window.
+  const float pad = ImGui::GetStyle().WindowPadding.y * 2.0f;
+  const float shapes_need = std::max(ImGui::GetTextLineHeightWithSpacing() * 3.0f, s.ui.drawn.shapes_content_h) + pad;
+  const float shapes_h =
+      std::min(shapes_need, std::max(ImGui::GetTextLineHeightWithSpacing() * 3.0f + pad, std::floor(avail.y * 0.22f)));
   ImGui::BeginChild("right", ImVec2(0.0f, avail.y - status_h - shapes_h - ImGui::GetStyle().ItemSpacing.y), true,
                     ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
   switch (centre) {
@@ -277,7 +281,9 @@ void draw_frame(AppState& s) {
       break;
   }
   ImGui::EndChild();
-  ImGui::BeginChild("shapes", ImVec2(0.0f, shapes_h), true, ImGuiWindowFlags_NoScrollbar);
+  record_widget(s, "centre");
+  ImGui::BeginChild("shapes", ImVec2(0.0f, shapes_h), true,
+                    shapes_need > shapes_h ? ImGuiWindowFlags_None : ImGuiWindowFlags_NoScrollbar);
   switch (shown.strip) {
     case Strip::Lesson: draw_shapes(s); break;
     case Strip::Model: draw_model_shapes(s); break;

@@ -9,7 +9,8 @@ under Xvfb, through the test hooks the app writes (--state-out / --layout-out "w
  9. an unknown word in --walkthrough is a one-line error, exit 2, before any window
 10. a sliding window's mask is told apart from the causal one
  and the step plan is cached on its inputs (built a few times in 60 frames, not 60 times);
- on a 1024 x 768 window every control is inside it, and the Compare tab's tables and slider
+ on a 1024 x 768 window every control is inside it, and the Compare tab's tables and slider;
+ a tall shapes strip leaves the centre most of the window
 
 usage (under xvfb-run): test_gui_walk_bugs.py PATH/TO/mhaviz TESTS_DATA_DIR
 """
@@ -160,6 +161,20 @@ for table in ("cost", "growth"):
                 "(ends at %.0f, the table at %.0f)" % (table, wd[last][2], wd[whole][2]))
 g.check("cmp_max_heads" in wd and wd["cmp_max_heads"][2] <= 1024,
         "1024 x 768, Compare: the \"up to heads\" slider inside the window (%s)" % wd.get("cmp_max_heads"))
+
+# A session of nine lines of shapes (GQA with QK-norm and RoPE) at a 24-pixel font: the shapes
+# strip stops at 22% of the window and scrolls, the walkthrough keeps most of the height (the
+# strip grew to its content and left the figure little more than its header).
+session = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus",
+                       "session-v3-gqa-window-qknorm-rope.json")
+state = os.path.join(tmp, "tall-shapes.state.json")
+r = g.run(["gui", session, "--exit-after-frames", "12", "--no-restore", "--ignore-mouse", "--width", "1280",
+           "--height", "800", "--font-size", "24", "--config-dir", state + ".cfg", "--state-dir", state + ".st",
+           "--walkthrough", "8", "--state-out", state])
+wd = g.read_json(state)["widgets"] if r.returncode == 0 else {}
+if g.check("centre" in wd, "nine lines of shapes at 24 px: the centre drawn (%s)" % r.stderr.strip()[-200:]):
+    h = wd["centre"][3] - wd["centre"][1]
+    g.check(h >= 0.65 * 800, "nine lines of shapes at 24 px: the centre keeps %.0f px of 800 (at least 65%%)" % h)
 
 # [6] From the last step, the chip of step 3 goes straight there: no step between is shown.
 layout = os.path.join(tmp, "jump-layout.json")
