@@ -167,7 +167,9 @@ void detector_plot(Builder& B, const TrainCurves& c, HeadPattern p, float x0, fl
   a.y0 = y0 + line_h(B.ty.tile) + 4.0f;
   a.y1 = y1 - line_h(B.ty.small) - 6.0f;
   const std::string name(head_pattern_name(p));
-  draw_axes(B, a, name, "", 4, 2);
+  // The title within the plot's width: side by side with the loss (a large font), "duplicate-token"
+  // ran into the next plot's ticks.
+  draw_axes(B, a, fit_text(name, B.ty.tile, x1 - a.x0), "", 4, 2);
   const int heads = c.n_layer * c.n_head;
   std::vector<float> v(c.eval_steps.size());
   for (int k = 0; k < heads; ++k) {
@@ -215,21 +217,30 @@ std::vector<std::string> title_lines(const std::string& t, float size, float w) 
   return {fit_text(t, size, w)};
 }
 
-// The detectors' four small plots in two rows, then the heads' colours, within a rectangle.
+// The least height of one detector plot: its title, an axis with its "0" and "1" apart, the x
+// ticks' numbers.
+float detector_row_need(const Typography& ty) { return line_h(ty.tile) + 4.0f + 2.0f * line_h(ty.small) + 12.0f; }
+
+// The detectors' four small plots in two rows (in one where two rows would be shorter than a plot
+// needs and four fit across: a large font), then the heads' colours, within a rectangle.
 void detector_plots(Builder& B, const TrainCurves& c, float x0, float y0, float x1, float y1) {
   // The legend's rows: two at least (the picture on wide canvases), more where the heads wrap.
   const int rows = c.n_layer > 0 ? flow_heads(B, c, x0, x1).rows : 0;
   const float key_row = line_h(B.ty.small) + 2.0f;
   const float legend_h = std::max(
       2.0f * key_row + 8.0f, B.ty.small + 4.0f + static_cast<float>(rows - 1) * key_row + 0.3f * B.ty.small + 2.0f);
-  const float row_h = std::floor((y1 - y0 - legend_h) * 0.5f);
-  const float half = std::floor((x1 - x0 - 16.0f) * 0.5f);
+  const float quarter = std::floor((x1 - x0 - 48.0f) * 0.25f);
+  const bool one_row = std::floor((y1 - y0 - legend_h) * 0.5f) < detector_row_need(B.ty) &&
+                       quarter >= text_width("duplicate-token", B.ty.tile) + y_tick_room(B, 1.0, 0.5) + 16.0f;
+  const int per_row = one_row ? 4 : 2, n_rows = one_row ? 1 : 2;
+  const float row_h = std::floor((y1 - y0 - legend_h) / static_cast<float>(n_rows));
+  const float w = one_row ? quarter : std::floor((x1 - x0 - 16.0f) * 0.5f);
   for (int k = 0; k < kHeadPatternCount; ++k) {
-    const float px = x0 + static_cast<float>(k % 2) * (half + 16.0f);
-    const float py = y0 + static_cast<float>(k / 2) * row_h;
-    detector_plot(B, c, kPlotOrder[k], px, py, px + half, py + row_h - 6.0f);
+    const float px = x0 + static_cast<float>(k % per_row) * (w + 16.0f);
+    const float py = y0 + static_cast<float>(k / per_row) * row_h;
+    detector_plot(B, c, kPlotOrder[k], px, py, px + w, py + row_h - 6.0f);
   }
-  if (c.n_layer > 0) legend_heads(B, c, x0, y0 + 2.0f * row_h + B.ty.small + 4.0f, x1);
+  if (c.n_layer > 0) legend_heads(B, c, x0, y0 + static_cast<float>(n_rows) * row_h + B.ty.small + 4.0f, x1);
 }
 
 // Where each part goes. Wide canvases (a projector's 1920 × 1080): the plots in the left half,
@@ -241,11 +252,18 @@ struct TrainLayout {
 };
 constexpr float kWideFrom = 1200.0f;
 
-TrainLayout train_layout(float W, float top, float bottom, bool probe) {
+// `plots_need`: the height the four detector plots and their legend need to stay readable (a
+// large font makes it more than the usual share).
+TrainLayout train_layout(float W, float top, float bottom, bool probe, float plots_need) {
   TrainLayout L{};
   const float x0 = kMargin, x1 = W - kMargin, gap = 16.0f, h = bottom - top;
   auto set = [](float* r, float a, float b, float c, float d) { r[0] = a, r[1] = b, r[2] = c, r[3] = d; };
-  if (!probe) {
+  if (!probe && h * 0.5f - 10.0f < plots_need) {
+    // Short (a large font): the loss and the detectors side by side, each the whole height.
+    const float split = x0 + std::floor((x1 - x0) * 0.55f);
+    set(L.loss, x0, top, split, bottom);
+    set(L.detectors, split + gap, top, x1, bottom);
+  } else if (!probe) {
     const float mid = top + std::floor(h * 0.5f);
     set(L.loss, x0, top, x1, mid);
     set(L.detectors, x0, mid + 10.0f, x1, bottom);
@@ -255,7 +273,8 @@ TrainLayout train_layout(float W, float top, float bottom, bool probe) {
     set(L.detectors, x0, mid + 10.0f, split, bottom);
     set(L.probe, split + gap, top, x1, bottom);
   } else {
-    const float split = x0 + std::floor((x1 - x0) * 0.55f), mid = top + std::floor(h * 0.45f);
+    const float split = x0 + std::floor((x1 - x0) * 0.55f);
+    const float mid = top + std::floor(std::max(h * 0.45f, std::min(h * 0.75f, plots_need)));
     set(L.loss, x0, top, split, mid);
     set(L.detectors, split + gap, top, x1, mid);
     set(L.probe, x0, mid + 10.0f, x1, bottom);
@@ -276,7 +295,8 @@ Figure train_figure(const TrainCurves& c, const ModelView* probe, const Options&
   y += 14.0f;
   // A capture's caption goes below what the screen lays out: the same picture, taller.
   const float bottom = H - kMargin;
-  const TrainLayout L = train_layout(W, y, bottom, probe != nullptr);
+  const TrainLayout L =
+      train_layout(W, y, bottom, probe != nullptr, 2.0f * detector_row_need(B.ty) + 4.0f * line_h(B.ty.small));
   loss_plot(B, c, L.loss[0], L.loss[1], L.loss[2], L.loss[3]);
   detector_plots(B, c, L.detectors[0], L.detectors[1], L.detectors[2], L.detectors[3]);
   if (probe) {

@@ -344,11 +344,12 @@ TEST(Figures, TrainViewIsOnePictureAndFitsItsCanvas) {
 TEST(Figures, TrainViewTextNeitherOverlapsNorLeavesTheCanvas) {
   TrainRun r = train_run();
   r.c.title += " \xC2\xB7 step 600 of 1000";
-  for (const figure::Canvas& c :
-       {figure::Canvas{1475, 870}, figure::Canvas{1000, 620}, figure::Canvas{835, 590}, figure::Canvas{595, 560}})
+  for (const figure::Canvas& c : {figure::Canvas{1475, 870}, figure::Canvas{1000, 620}, figure::Canvas{835, 590},
+                                  figure::Canvas{595, 560}, figure::Canvas{700, 421}})
     for (const bool probe : {true, false})
       expect_text_clear(
-          figure::build_train_figure(r.c, probe ? &r.probe : nullptr, screen(c)), c.width,
+          figure::build_train_figure(r.c, probe ? &r.probe : nullptr, screen(c, c.height == 421 ? 24.0f : 18.0f)),
+          c.width,
           "train view on " + std::to_string(c.width) + " x " + std::to_string(c.height) + (probe ? "" : ", no probe"));
 }
 
