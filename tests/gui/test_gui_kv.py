@@ -4,7 +4,8 @@ keys, Home, End and the Step button move through the decode, the state saying af
 rows the cache holds, which it evicted and its bytes, as the window's rolling buffer must;
 F12 captures the figure on screen, and `mhaviz render --view kv-step` with the same canvas and
 font draws the very same PNG; beside the steps, the memory plot of the lesson's module ends at
-the memory table's bytes. On a 1024 x 768 window its switches stay inside the window.
+the memory table's bytes. On a 1024 x 768 window its switches and buttons stay inside the window,
+also with a 20-pixel font.
 
 usage (under xvfb-run): test_gui_kv.py PATH/TO/mhaviz [data dir]
 """
@@ -131,4 +132,13 @@ try:
 finally:
     status, _, err = g.stop(p)
 g.check(status == 0, "the narrow window's app quit with status 0 (%s)" % err.strip()[-300:])
+
+# The same window with the font at 20 pixels: the step buttons wrap too ("End >|" was cut).
+state3 = os.path.join(tmp, "narrow-font.state.json")
+r = g.run(["gui", path, "--no-restore", "--config-dir", os.path.join(tmp, "cfg3"), "--state-dir",
+           os.path.join(tmp, "st3"), "--width", "1024", "--height", "768", "--font-size", "20", "--kv-step", "3,2",
+           "--exit-after-frames", "12", "--state-out", state3])
+wd = g.read_json(state3)["widgets"] if r.returncode == 0 else {}
+out = [n for n in ("kv_first", "kv_back", "kv_next", "kv_last") if n not in wd or wd[n][2] > 1024]
+g.check(not out, "1024 x 768 at 20 px: every step button inside the window (%s not)" % out)
 g.finish()

@@ -66,6 +66,7 @@ void handle_keys(AppState& s) {
 }
 
 void button(AppState& s, const char* label, const char* id, const char* tip, int to) {
+  same_line_or_wrap(button_width(label));  // a large font on 1024 × 768 cut "End >|" at the edge
   if (ImGui::Button(label)) go_to(s.kv, to);
   record_widget(s, id);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
