@@ -176,6 +176,18 @@ if g.check("centre" in wd, "nine lines of shapes at 24 px: the centre drawn (%s)
     h = wd["centre"][3] - wd["centre"][1]
     g.check(h >= 0.65 * 800, "nine lines of shapes at 24 px: the centre keeps %.0f px of 800 (at least 65%%)" % h)
 
+# 1024 x 768 with a 20-pixel font on the softmax step: its inspector (a four-row table) keeps at
+# most 40% of the room under the controls and scrolls; the figure keeps the rest (it had its
+# header and 120 px).
+state = os.path.join(tmp, "softmax-font.state.json")
+r = g.run(["gui", "seed003-wrapper", "--exit-after-frames", "12", "--no-restore", "--ignore-mouse", "--width", "1024",
+           "--height", "768", "--font-size", "20", "--config-dir", state + ".cfg", "--state-dir", state + ".st",
+           "--walkthrough", "5", "--state-out", state])
+wd = g.read_json(state)["widgets"] if r.returncode == 0 else {}
+if g.check("walk_canvas" in wd, "softmax at 20 px: the figure drawn (%s)" % r.stderr.strip()[-200:]):
+    h = wd["walk_canvas"][3] - wd["walk_canvas"][1]
+    g.check(h >= 160, "softmax step, 1024 x 768 at 20 px: the figure keeps %.0f px (at least 160; 120 before)" % h)
+
 # [6] From the last step, the chip of step 3 goes straight there: no step between is shown.
 layout = os.path.join(tmp, "jump-layout.json")
 proc = g.start(["gui", "seed003-weight-split-6d", "--no-restore", "--width", "1280", "--height", "800",

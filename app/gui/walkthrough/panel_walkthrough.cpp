@@ -112,7 +112,10 @@ void draw_walkthrough_tab(AppState& s) {
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const bool matmul =
       st == lay::Step::Project || st == lay::Step::Scores || st == lay::Step::Context || st == lay::Step::OutProj;
-  const float insp_h = st == lay::Step::Softmax ? fh * 9.5f : matmul ? fh * 5.8f : fh * 4.6f;
+  // The inspector's height, up to 40% of what is left: with a large font on 1024 × 768 the
+  // softmax step's table left the figure its header only. Past that it scrolls.
+  const float insp_full = st == lay::Step::Softmax ? fh * 9.5f : matmul ? fh * 5.8f : fh * 4.6f;
+  const float insp_h = std::min(insp_full, std::max(fh * 3.0f, avail.y * 0.4f));
   const ImVec2 canvas(avail.x, std::max(fh * 6.0f, avail.y - insp_h));
   const figure::WalkInput in = walk_input(s);
   const figure::WalkPicture& pic = picture(s, in, canvas);
@@ -123,11 +126,14 @@ void draw_walkthrough_tab(AppState& s) {
   draw_figure(s, s.renderer.walk, origin);
   dl->PopClipRect();
   ImGui::Dummy(canvas);
+  record_widget(s, "walk_canvas");
   hover(s, pic, origin, canvas);
 
   ImGui::Separator();
   Introspection::Walk rec;
   static_cast<figure::WalkRecord&>(rec) = pic.record;
+  ImGui::BeginChild("inspector", ImVec2(0.0f, 0.0f), false,
+                    insp_h < insp_full ? ImGuiWindowFlags_None : ImGuiWindowFlags_NoScrollbar);
   if (still) {
     const figure::Inspection insp = figure::inspect(in, k, figure::walk_selected_in(in, k), s.view.head);
     draw_inspection(insp);
@@ -136,6 +142,7 @@ void draw_walkthrough_tab(AppState& s) {
   } else {
     ImGui::TextDisabled("%s", "Every element travels from its place in the old layout to its place in the new one.");
   }
+  ImGui::EndChild();
   // For tests (--layout-out / --state-out): position, target, playing, what was drawn.
   rec.pos = w.pos;
   rec.target = w.target;
