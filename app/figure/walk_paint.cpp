@@ -38,10 +38,14 @@ Rgb grid_hue(const Frame& f, const Grid& g, int head) {
   return group_rgb(head, g.l.group, f.o.dark);
 }
 
+// The longest form of a block's name that fits `width` (empty where none does): a head, the K/V
+// head it is or reads, or one of the wrapper's modules.
 std::string head_label(const Frame& f, const Grid& g, std::int64_t head, float width) {
   const std::string n = std::to_string(head);
   std::vector<std::string> forms;
-  if (g.kv_heads) {
+  if (g.blocks == BlockLabels::Modules) {
+    forms = {"heads[" + n + "]: own W", "heads[" + n + "]", "h[" + n + "]", n};  // the wrapper's modules
+  } else if (g.kv_heads) {
     forms = {"K/V head " + n, "kv " + n, "kv" + n};
   } else if (g.reads) {
     const std::string r = std::to_string(g.reads(static_cast<int>(head)));
@@ -210,16 +214,7 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, bool result, bool r
   }
   if (g.blocks == BlockLabels::Modules) {
     // The wrapper's modules: the longest form that fits a block (a large font ran them together).
-    for (std::int64_t i = 0; i < g.l.dims[1]; ++i) {
-      const std::string n = std::to_string(i);
-      std::string fit;
-      for (const std::string& s : {"heads[" + n + "]: own W", "heads[" + n + "]", "h[" + n + "]", n})
-        if (text_w(f, s) <= block_w) {
-          fit = s;
-          break;
-        }
-      block_names.push_back(fit);
-    }
+    for (std::int64_t i = 0; i < g.l.dims[1]; ++i) block_names.push_back(head_label(f, g, i, block_w));
   }
   for (std::int64_t bs = 0; bs < ba.slots(); ++bs) {
     const std::int64_t block = ba.index_at(bs);
