@@ -76,6 +76,7 @@ struct Frame {
   float op_size = 17.0f;  // operators between grids
   std::int64_t lim_blocks = 0, lim_rows = 0, lim_cols = 0;
   int block_cols = 1;       // blocks side by side (chosen per step to make cells large)
+  int title_lines = 1;      // lines a pane title may take (2 where one line would shrink the cells)
   float token_w = 0.0f;     // widest token label (capped)
   float key_w = 0.0f;       // widest token (key column labels)
   bool weights_fit = true;  // Wᵀ is drawn only when it fits without hiding columns
@@ -90,6 +91,10 @@ struct Frame {
 inline const std::vector<std::string>& tokens(const Frame& f) { return *f.in.tokens; }
 inline int step_count(const Frame& f) { return static_cast<int>(f.steps.size()); }
 float text_w(const Frame& f, const std::string& s, float size = 0.0f);  // size 0: f.sfh
+// A pane title on at most f.title_lines lines: whole where it fits `room` (its pane's width in
+// pixels), else broken at the space (or the run of spaces between a name and its shape) that
+// leaves the narrower longest line.
+std::vector<std::string> title_lines(const Frame& f, const std::string& t, float room);
 // Numbers in cells: the size they are printed at in a cell of size cs, and whether the
 // widest of `decimals` decimals (-1: format_value's) fits.
 float number_size(const Frame& f, float cs, int decimals);

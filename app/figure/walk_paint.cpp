@@ -196,10 +196,18 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, bool result, bool r
     std::string t = pane < static_cast<int>(g.pane_titles.size()) ? g.pane_titles[static_cast<std::size_t>(pane)]
                                                                   : g.pane_titles.front();
     if (!keys.note.empty()) t += "  · columns: " + keys.note;
-    label(f, p.x, title_y, t, text, result ? "pane-title" : "operand-title");
+    // A title of fewer lines than the step's sits on the last: over its cells, as on one line.
+    const std::vector<std::string> lines = title_lines(f, t, lay::pane_width(g.l) * f.cs);
+    float y = title_y + static_cast<float>(f.title_lines - static_cast<int>(lines.size())) * line;
+    for (const std::string& part : lines) {
+      label(f, p.x, y, part, text, result ? "pane-title" : "operand-title");
+      y += line;
+    }
     if (rec) (result ? rec->titles : rec->operand_titles).push_back(t);
   }
-  if (g.col_heads || g.l.part_cols > 0) column_groups(f, g, title_y, line, dim);
+  // Column groups under the titles' last line (top_margin counts f.title_lines lines).
+  if (g.col_heads || g.l.part_cols > 0)
+    column_groups(f, g, title_y + static_cast<float>(f.title_lines - 1) * line, line, dim);
   // One form of label for every block, fitting a block's width (the shared table's rule).
   std::vector<std::string> block_names;
   const float block_w = static_cast<float>(ca.slots()) * f.cs + (bcols > 1 ? g.l.block_gap_x * f.cs - 4.0f : 1.0e6f);

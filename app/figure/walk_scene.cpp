@@ -26,6 +26,28 @@ Frame::Frame(const WalkInput& input, const Options& options)
 
 float text_w(const Frame& f, const std::string& s, float size) { return text_width(s, size > 0.0f ? size : f.sfh); }
 
+std::vector<std::string> title_lines(const Frame& f, const std::string& t, float room) {
+  std::vector<std::string> best{t};
+  float widest = text_w(f, t);
+  if (f.title_lines < 2 || widest + 8.0f <= room) return best;
+  // A name and its shape part at the run of spaces between them, never inside the shape.
+  const char* gap = t.find("  ") != std::string::npos ? "  " : " ";
+  for (std::size_t i = t.find(gap); i != std::string::npos; i = t.find(gap, i)) {
+    std::size_t j = i;
+    while (j < t.size() && t[j] == ' ') ++j;
+    if (i > 0 && j < t.size()) {
+      std::string a = t.substr(0, i), b = t.substr(j);
+      const float w = std::max(text_w(f, a), text_w(f, b));
+      if (w < widest) {
+        widest = w;
+        best = {std::move(a), std::move(b)};
+      }
+    }
+    i = j;
+  }
+  return best;
+}
+
 // Numbers grow with the cells and shrink (to 10 pixels at the least) until the widest fits.
 float number_size(const Frame& f, float cs, int decimals) {
   const float size = std::clamp(std::round(cs * 0.3f), 10.0f, std::round(f.sfh * 1.4f));
@@ -507,7 +529,7 @@ float left_margin(const Frame& f, const Grid& g, bool shared) {
 }
 
 float top_margin(const Frame& f, const Grid& g) {
-  float lines = 1.0f;  // pane titles
+  float lines = static_cast<float>(f.title_lines);  // pane titles
   if (g.col_heads || g.l.part_cols > 0) lines += 1.0f;
   if (g.blocks != BlockLabels::None) lines += 1.0f;  // the first block's label
   if (g.col_tokens) {  // key tokens, on staggered lines when they are wide (the shared rule)
@@ -531,7 +553,8 @@ float grid_width(const Frame& f, const Grid& g) {
     const std::string& t = pane < static_cast<int>(g.pane_titles.size()) ? g.pane_titles[static_cast<std::size_t>(pane)]
                                                                          : g.pane_titles.front();
     const float x = (lay::slot_point(g.l, pane, 0, 0, 0).x - pane_shift(g)) * f.cs;
-    w = std::max(w, x + text_w(f, t + note) + 8.0f);
+    for (const std::string& line : title_lines(f, t + note, lay::pane_width(g.l) * f.cs))
+      w = std::max(w, x + text_w(f, line) + 8.0f);
   }
   return w;
 }
@@ -611,16 +634,25 @@ void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canv
   plan.lims.assign(static_cast<std::size_t>(n), {0, 0, 0});
   // Wᵀ beside a projection only when the step still fits without a window.
   plan.weights.assign(static_cast<std::size_t>(n), 0);
+  plan.title_lines.assign(static_cast<std::size_t>(n), 1);
+  // Pane titles take a second line only where that gives cells 15% larger: with a large font
+  // the titles over narrow grids ("context_vec  (2, 2, 6, 2)" over two columns) were wider
+  // than the cells and left the step 4-pixel cells.
+  auto title_choices = [&](int k, auto&& each) {
+    for (int c = 1; c <= 4; ++c)
+      for (int lines = 1; lines <= 2; ++lines) {
+        f.block_cols = c;
+        f.title_lines = lines;
+        each(c, lines, fit_one(k));
+      }
+  };
   for (int k = 0; k < n && f.in.weights; ++k) {
     const lay::Step st = f.steps[static_cast<std::size_t>(k)];
     if (st != lay::Step::Project && st != lay::Step::OutProj) continue;
     aw = canvas_of(k).width, ah = canvas_of(k).height;
     f.weights_fit = true;
     float best = -1.0f;
-    for (int c = 1; c <= 4; ++c) {
-      f.block_cols = c;
-      best = std::max(best, fit_one(k));
-    }
+    title_choices(k, [&](int, int, float v) { best = std::max(best, v); });
     plan.weights[static_cast<std::size_t>(k)] = best >= want ? 1 : 0;
   }
   for (int k = 0; k < n; ++k) {
@@ -632,22 +664,22 @@ void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canv
       f.lim_cols = win[2];
       // Blocks side by side when that gives larger cells (wide canvas, many short blocks).
       float best = -1.0f;
-      int best_c = 1;
-      for (int c = 1; c <= 4; ++c) {
-        f.block_cols = c;
-        const float v = fit_one(k);
-        if (v > best + 0.5f) {
+      int best_c = 1, best_lines = 1;
+      title_choices(k, [&](int c, int lines, float v) {
+        if (v > (lines > best_lines ? best * 1.15f : best + 0.5f)) {
           best = v;
           best_c = c;
+          best_lines = lines;
         }
-      }
+      });
       plan.cs[static_cast<std::size_t>(k)] = std::clamp(best, 4.0f, max_cs);
       plan.bcols[static_cast<std::size_t>(k)] = best_c;
+      plan.title_lines[static_cast<std::size_t>(k)] = best_lines;
       plan.lims[static_cast<std::size_t>(k)] = {win[0], win[1], win[2]};
       if (best >= want) break;
     }
   }
-  f.block_cols = 1;
+  f.block_cols = f.title_lines = 1;
   f.lim_blocks = f.lim_rows = f.lim_cols = 0;
 }
 
@@ -656,6 +688,7 @@ void use_step(Frame& f, const WalkPlan& p, int k) {
   const std::size_t i = static_cast<std::size_t>(k);
   f.cs = p.cs[i];
   f.block_cols = p.bcols[i];
+  f.title_lines = p.title_lines[i];
   f.lim_blocks = p.lims[i][0];
   f.lim_rows = p.lims[i][1];
   f.lim_cols = p.lims[i][2];
