@@ -163,8 +163,9 @@ g.check("cmp_max_heads" in wd and wd["cmp_max_heads"][2] <= 1024,
         "1024 x 768, Compare: the \"up to heads\" slider inside the window (%s)" % wd.get("cmp_max_heads"))
 
 # A session of nine lines of shapes (GQA with QK-norm and RoPE) at a 24-pixel font: the shapes
-# strip stops at 22% of the window and scrolls, the walkthrough keeps most of the height (the
-# strip grew to its content and left the figure little more than its header).
+# strip stops at 12% of the window beside the walkthrough (22% elsewhere) and scrolls, the
+# walkthrough keeps most of the height (the strip grew to its content and left the figure little
+# more than its header; at 22% the centre kept 545 px).
 session = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus",
                        "session-v3-gqa-window-qknorm-rope.json")
 state = os.path.join(tmp, "tall-shapes.state.json")
@@ -174,7 +175,18 @@ r = g.run(["gui", session, "--exit-after-frames", "12", "--no-restore", "--ignor
 wd = g.read_json(state)["widgets"] if r.returncode == 0 else {}
 if g.check("centre" in wd, "nine lines of shapes at 24 px: the centre drawn (%s)" % r.stderr.strip()[-200:]):
     h = wd["centre"][3] - wd["centre"][1]
-    g.check(h >= 0.65 * 800, "nine lines of shapes at 24 px: the centre keeps %.0f px of 800 (at least 65%%)" % h)
+    g.check(h >= 0.72 * 800, "nine lines of shapes at 24 px: the centre keeps %.0f px of 800 (at least 72%%)" % h)
+
+# The lesson at 24 px, 1280 x 800, on the dropout step: the strip's five lines (at 22%) left the
+# walkthrough's figure 200 px; beside the walkthrough the strip takes at most 12%.
+state = os.path.join(tmp, "lesson-24.state.json")
+r = g.run(["gui", "seed003-wrapper", "--exit-after-frames", "12", "--no-restore", "--ignore-mouse", "--width", "1280",
+           "--height", "800", "--font-size", "24", "--config-dir", state + ".cfg", "--state-dir", state + ".st",
+           "--walkthrough", "6", "--state-out", state])
+wd = g.read_json(state)["widgets"] if r.returncode == 0 else {}
+if g.check("walk_canvas" in wd, "lesson at 24 px: the figure drawn (%s)" % r.stderr.strip()[-200:]):
+    h = wd["walk_canvas"][3] - wd["walk_canvas"][1]
+    g.check(h >= 245, "dropout step, 1280 x 800 at 24 px: the figure keeps %.0f px (at least 245; 200 before)" % h)
 
 # 1024 x 768 with a 20-pixel font on the softmax step: its inspector (a four-row table) keeps at
 # most 40% of the room under the controls and scrolls; the figure keeps the rest (it had its
