@@ -228,12 +228,16 @@ float colorbar(Builder& B, const ColorScale& s, float x, float y0, float h, cons
   p.kind = Prim::Kind::Gradient;
   p.x0 = x, p.y0 = y0, p.x1 = x + w, p.y1 = y0 + h, p.cmap = s.cmap, p.cls = "colorbar";
   B.f.prims.push_back(p);
-  for (int k = 0; k <= 4; ++k) {
-    const float f = static_cast<float>(k) / 4.0f;
+  // Five ticks, or three or two where a short bar would set their numbers over each other.
+  const float tick_h = line_h(B.ty.small);
+  const int n = h >= 4.0f * tick_h ? 4 : h >= 2.0f * tick_h ? 2 : 1;
+  for (int k = 0; k <= n; ++k) {
+    const float f = static_cast<float>(k) / static_cast<float>(n);
     const float y = y0 + f * h;
     B.line(x + w, y, x + w + 5, y, B.th.text, 1.0f, "tick");
     B.text(x + w + 8, y + text_ascent(B.ty.small) * 0.5f - 1.0f,
-           format_tick(scale_value(s, 1.0f - f), (s.vmax - s.vmin) / 4.0f, s.log), B.ty.small, B.th.text, 0, "tick");
+           format_tick(scale_value(s, 1.0f - f), (s.vmax - s.vmin) / static_cast<float>(n), s.log), B.ty.small,
+           B.th.text, 0, "tick");
   }
   B.hit("colorbar", x, y0, x + w, y0 + h);
   return colorbar_width(B, s);

@@ -114,14 +114,27 @@ std::vector<LegendItem> legend_items(const ModelView& m, int f, bool big, bool s
         {Swatch::Top, "top five " + m.pattern + " heads (" +
                           (scores_under ? "score under each thumbnail" : "the large head's score by its name") + ")"});
   if (big) items.push_back({Swatch::Selected, "the head shown large"});
+  // An item wider than a whole line (a Train view's probe with a large font) wraps its words,
+  // its later lines under its text.
+  std::vector<LegendItem> out;
   float x = kMargin, y = 0;
-  for (LegendItem& it : items) {
-    const float w = (it.swatch == Swatch::None ? 0.0f : 22.0f) + text_width(it.text, ty.small);
+  for (const LegendItem& it : items) {
+    const float swatch = it.swatch == Swatch::None ? 0.0f : 22.0f;
+    const float w = swatch + text_width(it.text, ty.small);
     if (x > kMargin && x + w > right) x = kMargin, y += line_h(ty.small) + 4.0f;
-    it.x = x, it.y = y;
-    x += w + 18.0f;
+    if (x + w <= right) {
+      out.push_back({it.swatch, it.text, x, y});
+      x += w + 18.0f;
+      continue;
+    }
+    const std::vector<std::string> lines = wrap(it.text, ty.small, std::max(40.0f, right - kMargin - swatch));
+    for (std::size_t k = 0; k < lines.size(); ++k) {
+      if (k > 0) y += line_h(ty.small) + 4.0f;
+      out.push_back({k == 0 ? it.swatch : Swatch::None, lines[k], k == 0 ? kMargin : kMargin + swatch, y});
+    }
+    x = right;  // the next item on a line of its own
   }
-  return items;
+  return out;
 }
 float legend_height(const std::vector<LegendItem>& items, const Typography& ty) {
   return 12.0f + items.back().y + line_h(ty.small) + 4.0f;
@@ -449,9 +462,13 @@ Figure model_figure(const ModelView& m, const Options& o) {
     bottom = std::max(bottom, lo.top + lo.head.title_h + (lo.head.lp.show ? lo.head.lp.top : 0.0f) +
                                   lo.head.cell * static_cast<float>(m.tokens));
   }
-  // The bar ends where the content does, its lowest tick's text included.
+  // The bar ends where the content does, its lowest tick's text included; beside a short grid it
+  // is 120 px long where the canvas has that room above the legend (a Train view's probe with
+  // a large font does not: the bar ran past the canvas, its lower ticks cut).
   const float tick_below = text_ascent(B.ty.small) * 0.5f - 1.0f + 0.3f * B.ty.small;
-  colorbar(B, th.scale, right + kBarGap, gy, std::clamp(bottom - gy - tick_below, 120.0f, 480.0f),
+  const float content = bottom - gy - tick_below,
+              room = o.canvas.height - kMargin - legend_height(lo.legend, B.ty) - 12.0f - gy - tick_below;
+  colorbar(B, th.scale, right + kBarGap, gy, std::clamp(content, std::min(120.0f, std::max(room, content)), 480.0f),
            (m.bar_title.empty() ? std::string("weight") : m.bar_title) + (th.scale.log ? " (log)" : ""));
   legend(B, lo.legend, std::max(bottom, B.bottom) + 12.0f);
   std::vector<std::string> lines;

@@ -253,28 +253,34 @@ struct TrainLayout {
 constexpr float kWideFrom = 1200.0f;
 
 // `plots_need`: the height the four detector plots and their legend need to stay readable (a
-// large font makes it more than the usual share).
-TrainLayout train_layout(float W, float top, float bottom, bool probe, float plots_need) {
+// large font makes it more than the usual share). `probe_need`: the least height of the probe's
+// part below the plots (its header, legend and two rows of readable heads); where the narrower
+// arrangement leaves it less (a 24-pixel font on 1280 × 800: the heads were 10 px), the wide
+// arrangement is used if its left column holds the detectors.
+TrainLayout train_layout(float W, float top, float bottom, bool probe, float plots_need, float probe_need) {
   TrainLayout L{};
   const float x0 = kMargin, x1 = W - kMargin, gap = 16.0f, h = bottom - top;
   auto set = [](float* r, float a, float b, float c, float d) { r[0] = a, r[1] = b, r[2] = c, r[3] = d; };
+  // The narrower arrangement's plots: their need, within 45% to 75% of the height.
+  const float mid = top + std::floor(std::max(h * 0.45f, std::min(h * 0.75f, plots_need)));
   if (!probe && h * 0.5f - 10.0f < plots_need) {
     // Short (a large font): the loss and the detectors side by side, each the whole height.
     const float split = x0 + std::floor((x1 - x0) * 0.55f);
     set(L.loss, x0, top, split, bottom);
     set(L.detectors, split + gap, top, x1, bottom);
   } else if (!probe) {
-    const float mid = top + std::floor(h * 0.5f);
-    set(L.loss, x0, top, x1, mid);
-    set(L.detectors, x0, mid + 10.0f, x1, bottom);
-  } else if (W >= kWideFrom) {
-    const float split = x0 + std::floor((x1 - x0) * 0.5f), mid = top + std::floor(h * 0.5f);
-    set(L.loss, x0, top, split, mid);
-    set(L.detectors, x0, mid + 10.0f, split, bottom);
+    const float half = top + std::floor(h * 0.5f);
+    set(L.loss, x0, top, x1, half);
+    set(L.detectors, x0, half + 10.0f, x1, bottom);
+  } else if (W >= kWideFrom || (bottom - mid - 10.0f < probe_need && h * 0.65f - 10.0f >= plots_need)) {
+    // The detectors below the loss: half the height, or what they need up to 65%.
+    const float split = x0 + std::floor((x1 - x0) * 0.5f);
+    const float half = top + std::floor(h - std::min(h * 0.65f, std::max(h * 0.5f, plots_need + 10.0f)));
+    set(L.loss, x0, top, split, half);
+    set(L.detectors, x0, half + 10.0f, split, bottom);
     set(L.probe, split + gap, top, x1, bottom);
   } else {
     const float split = x0 + std::floor((x1 - x0) * 0.55f);
-    const float mid = top + std::floor(std::max(h * 0.45f, std::min(h * 0.75f, plots_need)));
     set(L.loss, x0, top, split, mid);
     set(L.detectors, split + gap, top, x1, mid);
     set(L.probe, x0, mid + 10.0f, x1, bottom);
@@ -296,7 +302,8 @@ Figure train_figure(const TrainCurves& c, const ModelView* probe, const Options&
   // A capture's caption goes below what the screen lays out: the same picture, taller.
   const float bottom = H - kMargin;
   const TrainLayout L =
-      train_layout(W, y, bottom, probe != nullptr, 2.0f * detector_row_need(B.ty) + 4.0f * line_h(B.ty.small));
+      train_layout(W, y, bottom, probe != nullptr, 2.0f * detector_row_need(B.ty) + 4.0f * line_h(B.ty.small),
+                   line_h(B.ty.title) + 5.0f * line_h(B.ty.small) + 2.0f * 40.0f);
   loss_plot(B, c, L.loss[0], L.loss[1], L.loss[2], L.loss[3]);
   detector_plots(B, c, L.detectors[0], L.detectors[1], L.detectors[2], L.detectors[3]);
   if (probe) {

@@ -260,11 +260,13 @@ void draw_frame(AppState& s) {
   // Shapes strip: as tall as its content was last frame (at least three lines), up to 22% of
   // the window's height, scrolling past that: a GQA session with QK-norm and RoPE has nine
   // lines of shapes, which left the walkthrough's figure no height on a 1280 × 800 window.
-  // Beside the walkthrough, whose header gives each step's shapes, up to 12%: with a 24-pixel
-  // font on 1280 × 800 the strip's five lines left the figure 205 px of 800.
+  // Beside the walkthrough, whose header gives each step's shapes, and the Train view, whose
+  // title names the run, up to 12%: with a 24-pixel font on 1280 × 800 the strip's five lines
+  // left the walkthrough's figure 200 px of 800, the Train view's heads a quarter of its height.
   const float pad = ImGui::GetStyle().WindowPadding.y * 2.0f;
   const float shapes_need = std::max(ImGui::GetTextLineHeightWithSpacing() * 3.0f, s.ui.drawn.shapes_content_h) + pad;
-  const float shapes_cap = std::floor(avail.y * (centre == Centre::Walkthrough ? 0.12f : 0.22f));
+  const float shapes_cap =
+      std::floor(avail.y * (centre == Centre::Walkthrough || centre == Centre::Train ? 0.12f : 0.22f));
   const float shapes_h =
       std::min(shapes_need, std::max(ImGui::GetTextLineHeightWithSpacing() * 3.0f + pad, shapes_cap));
   ImGui::BeginChild("right", ImVec2(0.0f, avail.y - status_h - shapes_h - ImGui::GetStyle().ItemSpacing.y), true,

@@ -344,13 +344,35 @@ TEST(Figures, TrainViewIsOnePictureAndFitsItsCanvas) {
 TEST(Figures, TrainViewTextNeitherOverlapsNorLeavesTheCanvas) {
   TrainRun r = train_run();
   r.c.title += " \xC2\xB7 step 600 of 1000";
+  // 700 × 421 and 700 × 545: a 1280 × 800 window with a 24-pixel font (the strip at 22% and 12%).
   for (const figure::Canvas& c : {figure::Canvas{1475, 870}, figure::Canvas{1000, 620}, figure::Canvas{835, 590},
-                                  figure::Canvas{595, 560}, figure::Canvas{700, 421}})
+                                  figure::Canvas{595, 560}, figure::Canvas{700, 421}, figure::Canvas{700, 545}})
     for (const bool probe : {true, false})
       expect_text_clear(
-          figure::build_train_figure(r.c, probe ? &r.probe : nullptr, screen(c, c.height == 421 ? 24.0f : 18.0f)),
+          figure::build_train_figure(r.c, probe ? &r.probe : nullptr, screen(c, c.width == 700 ? 24.0f : 18.0f)),
           c.width,
           "train view on " + std::to_string(c.width) + " x " + std::to_string(c.height) + (probe ? "" : ", no probe"));
+}
+
+// A 1280 × 800 window with a 24-pixel font leaves the Train view about 700 × 545: the probe's
+// heads were 10-pixel thumbnails under plots that took the height, its colour bar ran past the
+// canvas's bottom. The heads keep 30 px at least, the bar and its ticks stay inside.
+TEST(Figures, TrainViewWithALargeFontKeepsTheHeadsReadable) {
+  const TrainRun r = train_run();
+  const figure::Canvas c{700, 545};
+  const figure::Figure f = figure::build_train_figure(r.c, &r.probe, screen(c, 24.0f));
+  int heads = 0;
+  for (const figure::Prim& p : f.prims) {
+    if (p.heatmap >= 0) {
+      ++heads;
+      EXPECT_GE(p.x1 - p.x0, 30.0f) << "a head's thumbnail";
+      EXPECT_LE(p.y1, c.height) << "a head's thumbnail";
+    }
+    if (p.cls == "colorbar" || p.cls == "tick") {
+      EXPECT_LE(std::max(p.y0, p.y1), c.height) << p.cls << " " << p.text;
+    }
+  }
+  EXPECT_EQ(heads, 8);
 }
 
 // The KV cache's step: its blocks' titles, the colour bars' titles, on the canvases of a 1024 ×
