@@ -91,8 +91,21 @@ std::vector<std::string> subtitle_lines(const ModelView& m, const Typography& ty
   return lines;
 }
 
-float header_bottom(const Typography& ty, std::size_t lines) {
-  return kMargin + text_ascent(ty.title) + static_cast<float>(lines) * (line_h(ty.small) + 2.0f) + 14.0f;
+// The title on at most two lines (a Train view's probe with a large font cut "Every head on a
+// probe sequ…"), the second cut where the words need a third.
+std::vector<std::string> title_lines(const ModelView& m, const Typography& ty, float width) {
+  std::vector<std::string> lines = wrap(title_text(m), ty.title, width);
+  if (lines.size() > 2) {
+    std::string rest = lines[1];
+    for (std::size_t k = 2; k < lines.size(); ++k) rest += " " + lines[k];
+    lines = {lines[0], fit_text(rest, ty.title, width)};
+  }
+  return lines;
+}
+
+float header_bottom(const Typography& ty, std::size_t title_lines, std::size_t lines) {
+  return kMargin + text_ascent(ty.title) + static_cast<float>(title_lines - 1) * line_h(ty.title) +
+         static_cast<float>(lines) * (line_h(ty.small) + 2.0f) + 14.0f;
 }
 // The legend: what the hatch, the pooling and the frames mean, in items on lines as wide as
 // the canvas (y from the top of the legend).
@@ -232,7 +245,7 @@ Big fit_big(const ModelView& m, const Typography& ty, float w, float h) {
 }
 
 struct Layout {
-  std::string title;
+  std::vector<std::string> title;     // one line, or two
   std::vector<std::string> subtitle;  // its parts on lines as wide as the canvas
   float top = 0;                      // below the header
   Grid grid;
@@ -248,9 +261,9 @@ Layout plan(const ModelView& m, const Options& o) {
   Layout lo;
   const Typography& ty = o.type;
   const float text_w = std::max(100.0f, o.canvas.width - 2.0f * kMargin);
-  lo.title = fit_text(title_text(m), ty.title, text_w);
+  lo.title = title_lines(m, ty, text_w);
   lo.subtitle = subtitle_lines(m, ty, text_w);
-  lo.top = header_bottom(ty, lo.subtitle.size());
+  lo.top = header_bottom(ty, lo.title.size(), lo.subtitle.size());
   lo.big = m.selected();
   const float W = std::max(80.0f, o.canvas.width - 2.0f * kMargin - bar_room(ty));
   // The legend's lines depend on the pooling, which depends on the room the legend leaves:
@@ -286,7 +299,10 @@ Layout plan(const ModelView& m, const Options& o) {
 // [SECTION] Drawing
 void header(Builder& B, const Layout& lo) {
   float y = kMargin + text_ascent(B.ty.title);
-  B.text(kMargin, y, lo.title, B.ty.title, B.th.text, 0, "title");
+  for (std::size_t k = 0; k < lo.title.size(); ++k) {
+    if (k > 0) y += line_h(B.ty.title);
+    B.text(kMargin, y, lo.title[k], B.ty.title, B.th.text, 0, "title");
+  }
   for (const std::string& line : lo.subtitle) {
     y += line_h(B.ty.small) + 2.0f;
     B.text(kMargin, y, line, B.ty.small, B.th.dim, 0, "subtitle");
