@@ -216,6 +216,10 @@ void draw_frame(AppState& s) {
                                  ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_MenuBar |
                                  ImGuiWindowFlags_NoBringToFrontOnFocus;
   ImGui::Begin("mhaviz", nullptr, flags);
+  // The workers' news first: the menu bar names the run's step (it read the snapshot before the
+  // panels took the new one, and kept "step999" beside "step 1000 of 1000" once the run stopped).
+  poll_model(s);
+  poll_train(s);
   // The menu's and F12's "what is shown" is the centre figure the user saw last frame; this
   // frame's centre panel sets it again.
   draw_menu_bar(s);
@@ -227,8 +231,6 @@ void draw_frame(AppState& s) {
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float wanted = s.settings.left_width > 0.0f ? s.settings.left_width : fh * 22.5f;
   const float left_w = std::clamp(wanted, std::min(240.0f, avail.x * 0.3f), std::max(240.0f, avail.x * 0.75f));
-  poll_model(s);
-  poll_train(s);
   const Centre centre = centre_view(s);
   const CentreInfo& shown = centre_info(centre);
   const bool model_view = centre == Centre::Model;

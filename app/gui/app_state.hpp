@@ -209,6 +209,7 @@ struct DrawnUi {
   CellLayout model_big;                 // the selected head's big heatmap (rows 0: not drawn)
   CellLayout colorbar_layout;
   float shapes_content_h = 0.0f;  // height of the shapes strip's content last frame
+  std::string menu_title;         // the menu bar's right side as last drawn (tests)
 };
 
 struct WindowUi {

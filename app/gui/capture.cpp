@@ -460,7 +460,8 @@ nlohmann::json state_json(AppState& s) {
       {"texture_uploads", s.renderer.uploads_total},
       {"status", s.ui.status.text},
       {"dialog", static_cast<int>(s.ui.dialog.kind)},
-      {"title", shown_title(s)},  // the menu bar's right side and the window's title
+      {"title", shown_title(s)},              // the menu bar's right side and the window's title
+      {"menu_title", s.ui.drawn.menu_title},  // as the last frame drew it
       {"refusal", s.ui.edit.refusal},
       {"undo", s.doc.history.can_undo() ? s.doc.history.undo_label() : ""},
       {"redo", s.doc.history.can_redo() ? s.doc.history.redo_label() : ""},

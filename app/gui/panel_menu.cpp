@@ -227,6 +227,7 @@ void draw_menu_bar(AppState& s) {
   const float w = ImGui::CalcTextSize(title.c_str()).x;
   ImGui::SameLine(std::max(ImGui::GetCursorPosX() + 20.0f, ImGui::GetWindowWidth() - w - 20.0f));
   ImGui::TextDisabled("%s", title.c_str());
+  s.ui.drawn.menu_title = std::move(title);
   ImGui::EndMenuBar();
 }
 

@@ -17,6 +17,7 @@ usage (under xvfb-run): test_gui_figures.py PATH/TO/mhaviz TESTS_DATA_DIR
 """
 import json
 import os
+import re
 import sys
 
 import guitest as g
@@ -218,5 +219,13 @@ for name, args, render_args in VIEWS:
         check_render(name, run, render_args)
     if name == "compare-variants":
         check_variants_state(run["state"])
+    if name == "train":
+        # The menu bar names the step the view's title shows (it read the run before the panels took
+        # its news and stayed at "-step28" beside "step 30 of 1000" once the run paused).
+        shown = [re.search(r"step (\d+) of", p.get("text", "")) for p in dl["prims"] if p.get("class") == "title"]
+        shown = [m.group(1) for m in shown if m]
+        g.check(len(shown) == 1 and run["state"]["menu_title"].endswith("-step" + shown[0]),
+                "train: the menu bar names the step shown (%r, the view: step %s)" % (run["state"]["menu_title"],
+                                                                                    shown))
 
 g.finish()
