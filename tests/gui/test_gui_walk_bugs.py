@@ -162,42 +162,40 @@ for table in ("cost", "growth"):
 g.check("cmp_max_heads" in wd and wd["cmp_max_heads"][2] <= 1024,
         "1024 x 768, Compare: the \"up to heads\" slider inside the window (%s)" % wd.get("cmp_max_heads"))
 
+def widget_height(name, session, size, font, step, widget, what):
+    """The height of a widget as the app drew it: SESSION's walkthrough at STEP in a window of
+    SIZE (w, h) with FONT px; None (a failed check) where the app failed or did not draw it."""
+    state = os.path.join(tmp, name + ".state.json")
+    r = g.run(["gui", session, "--exit-after-frames", "12", "--no-restore", "--ignore-mouse", "--width", str(size[0]),
+               "--height", str(size[1]), "--font-size", str(font), "--config-dir", state + ".cfg", "--state-dir",
+               state + ".st", "--walkthrough", str(step), "--state-out", state])
+    wd = g.read_json(state)["widgets"] if r.returncode == 0 else {}
+    if not g.check(widget in wd, "%s: the %s drawn (%s)" % (what, widget, r.stderr.strip()[-200:])):
+        return None
+    return wd[widget][3] - wd[widget][1]
+
+
 # A session of nine lines of shapes (GQA with QK-norm and RoPE) at a 24-pixel font: the shapes
 # strip stops at 12% of the window beside the walkthrough (22% elsewhere) and scrolls, the
 # walkthrough keeps most of the height (the strip grew to its content and left the figure little
 # more than its header; at 22% the centre kept 545 px).
 session = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus",
                        "session-v3-gqa-window-qknorm-rope.json")
-state = os.path.join(tmp, "tall-shapes.state.json")
-r = g.run(["gui", session, "--exit-after-frames", "12", "--no-restore", "--ignore-mouse", "--width", "1280",
-           "--height", "800", "--font-size", "24", "--config-dir", state + ".cfg", "--state-dir", state + ".st",
-           "--walkthrough", "8", "--state-out", state])
-wd = g.read_json(state)["widgets"] if r.returncode == 0 else {}
-if g.check("centre" in wd, "nine lines of shapes at 24 px: the centre drawn (%s)" % r.stderr.strip()[-200:]):
-    h = wd["centre"][3] - wd["centre"][1]
+h = widget_height("tall-shapes", session, (1280, 800), 24, 8, "centre", "nine lines of shapes at 24 px")
+if h is not None:
     g.check(h >= 0.72 * 800, "nine lines of shapes at 24 px: the centre keeps %.0f px of 800 (at least 72%%)" % h)
 
 # The lesson at 24 px, 1280 x 800, on the dropout step: the strip's five lines (at 22%) left the
 # walkthrough's figure 200 px; beside the walkthrough the strip takes at most 12%.
-state = os.path.join(tmp, "lesson-24.state.json")
-r = g.run(["gui", "seed003-wrapper", "--exit-after-frames", "12", "--no-restore", "--ignore-mouse", "--width", "1280",
-           "--height", "800", "--font-size", "24", "--config-dir", state + ".cfg", "--state-dir", state + ".st",
-           "--walkthrough", "6", "--state-out", state])
-wd = g.read_json(state)["widgets"] if r.returncode == 0 else {}
-if g.check("walk_canvas" in wd, "lesson at 24 px: the figure drawn (%s)" % r.stderr.strip()[-200:]):
-    h = wd["walk_canvas"][3] - wd["walk_canvas"][1]
+h = widget_height("lesson-24", "seed003-wrapper", (1280, 800), 24, 6, "walk_canvas", "lesson at 24 px")
+if h is not None:
     g.check(h >= 245, "dropout step, 1280 x 800 at 24 px: the figure keeps %.0f px (at least 245; 200 before)" % h)
 
 # 1024 x 768 with a 20-pixel font on the softmax step: its inspector (a four-row table) keeps at
 # most 40% of the room under the controls and scrolls; the figure keeps the rest (it had its
 # header and 120 px).
-state = os.path.join(tmp, "softmax-font.state.json")
-r = g.run(["gui", "seed003-wrapper", "--exit-after-frames", "12", "--no-restore", "--ignore-mouse", "--width", "1024",
-           "--height", "768", "--font-size", "20", "--config-dir", state + ".cfg", "--state-dir", state + ".st",
-           "--walkthrough", "5", "--state-out", state])
-wd = g.read_json(state)["widgets"] if r.returncode == 0 else {}
-if g.check("walk_canvas" in wd, "softmax at 20 px: the figure drawn (%s)" % r.stderr.strip()[-200:]):
-    h = wd["walk_canvas"][3] - wd["walk_canvas"][1]
+h = widget_height("softmax-font", "seed003-wrapper", (1024, 768), 20, 5, "walk_canvas", "softmax at 20 px")
+if h is not None:
     g.check(h >= 160, "softmax step, 1024 x 768 at 20 px: the figure keeps %.0f px (at least 160; 120 before)" % h)
 
 # [6] From the last step, the chip of step 3 goes straight there: no step between is shown.
