@@ -85,7 +85,8 @@ std::string fit_text(const std::string& s, float size, float max_w, bool mono) {
   return "\xE2\x80\xA6";
 }
 
-std::vector<std::string> wrap(const std::string& s, float size, float max_w) {
+std::vector<std::string> word_lines(const std::string& s, float max_w,
+                                    const std::function<float(const std::string&)>& width) {
   std::vector<std::string> lines;
   std::string line;
   std::size_t i = 0;
@@ -93,7 +94,7 @@ std::vector<std::string> wrap(const std::string& s, float size, float max_w) {
     const std::size_t j = std::min(s.find(' ', i), s.size());
     const std::string word = s.substr(i, j - i);
     const std::string joined = line.empty() ? word : line + " " + word;
-    if (!line.empty() && text_width(joined, size) > max_w) {
+    if (!line.empty() && width(joined) > max_w) {
       lines.push_back(line);
       line = word;
     } else {
@@ -102,12 +103,17 @@ std::vector<std::string> wrap(const std::string& s, float size, float max_w) {
     i = j + 1;
   }
   if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+std::vector<std::string> wrap(const std::string& s, float size, float max_w) {
+  std::vector<std::string> lines = word_lines(s, max_w, [&](const std::string& t) { return text_width(t, size); });
   for (std::string& l : lines) l = fit_text(l, size, max_w);
   return lines;
 }
 
-void draw_text_coverage(std::vector<std::uint8_t>& cov, int w, int h, float x, float y, std::string_view s,
-                        float size, bool mono) {
+void draw_text_coverage(std::vector<std::uint8_t>& cov, int w, int h, float x, float y, std::string_view s, float size,
+                        bool mono) {
   const Face& f = face(mono);
   if (!f.ok) return;
   const float k = px_scale(f, size);
@@ -133,7 +139,8 @@ void draw_text_coverage(std::vector<std::uint8_t>& cov, int w, int h, float x, f
           const int pxx = ox + gx;
           if (pxx < 0 || pxx >= w) continue;
           auto& c = cov[static_cast<std::size_t>(py) * static_cast<std::size_t>(w) + static_cast<std::size_t>(pxx)];
-          c = std::max(c, glyph[static_cast<std::size_t>(gy) * static_cast<std::size_t>(gw) + static_cast<std::size_t>(gx)]);
+          c = std::max(
+              c, glyph[static_cast<std::size_t>(gy) * static_cast<std::size_t>(gw) + static_cast<std::size_t>(gx)]);
         }
       }
     }

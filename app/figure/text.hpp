@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,13 +19,16 @@ float text_ascent(float size, bool mono = false);  // baseline below the top of 
 // The text shortened with an ellipsis to fit max_w (whole code points).
 std::string fit_text(const std::string& s, float size, float max_w, bool mono = false);
 
-// The words of s (split at spaces) in lines no wider than max_w; a word wider than that is
-// shortened with an ellipsis.
+// The words of s (split at spaces) in lines no wider than max_w as `width` measures a line; a
+// word wider than that is a line of its own. Never breaks inside a word ("0.1" stays whole).
+std::vector<std::string> word_lines(const std::string& s, float max_w,
+                                    const std::function<float(const std::string&)>& width);
+// word_lines at this font size, a word wider than max_w shortened with an ellipsis.
 std::vector<std::string> wrap(const std::string& s, float size, float max_w);
 
 // Coverage (0..255) of text drawn with its baseline start at (x, y) in a w x h buffer,
 // added with max(): glyph boxes may overlap.
-void draw_text_coverage(std::vector<std::uint8_t>& cov, int w, int h, float x, float y, std::string_view s,
-                        float size, bool mono);
+void draw_text_coverage(std::vector<std::uint8_t>& cov, int w, int h, float x, float y, std::string_view s, float size,
+                        bool mono);
 
 }  // namespace mhaviz::figure

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "app_state.hpp"
+#include "figure/text.hpp"
 
 namespace mhaviz::gui {
 namespace {
@@ -50,9 +51,23 @@ void record_frame(AppState& s, const char* name) {
   s.hooks.widgets[name] = {a.x, a.y, a.x + ImGui::CalcItemWidth(), b.y};
 }
 
+void text_words_wrapped(const std::string& text) {
+  // ImGui's own wrapping also breaks after '.', ',' and ';': a narrow strip showed "weight
+  // decay 0." on one line and "1" on the next. A word wider than the whole line is left to
+  // TextWrapped, which breaks it between glyphs.
+  const float room = std::max(1.0f, ImGui::GetContentRegionAvail().x);
+  const auto width = [](const std::string& t) { return ImGui::CalcTextSize(t.c_str()).x; };
+  for (const std::string& line : figure::word_lines(text, room, width)) {
+    if (width(line) > room)
+      ImGui::TextWrapped("%s", line.c_str());
+    else
+      ImGui::TextUnformatted(line.c_str());
+  }
+}
+
 void text_dim_wrapped(const std::string& text) {
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-  ImGui::TextWrapped("%s", text.c_str());
+  text_words_wrapped(text);
   ImGui::PopStyleColor();
 }
 

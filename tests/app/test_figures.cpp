@@ -357,6 +357,18 @@ TEST(Figures, TrainViewTextNeitherOverlapsNorLeavesTheCanvas) {
 // A 1280 × 800 window with a 24-pixel font leaves the Train view about 700 × 545: the probe's
 // heads were 10-pixel thumbnails under plots that took the height, its colour bar ran past the
 // canvas's bottom. The heads keep 30 px at least, the bar and its ticks stay inside.
+// Lines break between words only, whatever the width measure (the GUI's strip measures with
+// ImGui's font): ImGui's own wrapping broke "weight decay 0.1" after "0.".
+TEST(Figures, WordLinesBreakBetweenWordsOnly) {
+  const auto chars = [](const std::string& t) { return static_cast<float>(t.size()); };
+  EXPECT_EQ(figure::word_lines("AdamW lr 0.01, weight decay 0.1 \xC2\xB7 seed 123", 16.0f, chars),
+            (std::vector<std::string>{"AdamW lr 0.01,", "weight decay 0.1", "\xC2\xB7 seed 123"}));
+  // A word wider than the line is a line of its own; no empty lines.
+  EXPECT_EQ(figure::word_lines("a /a/very/long/path b", 6.0f, chars),
+            (std::vector<std::string>{"a", "/a/very/long/path", "b"}));
+  EXPECT_TRUE(figure::word_lines("", 6.0f, chars).empty());
+}
+
 TEST(Figures, TrainViewWithALargeFontKeepsTheHeadsReadable) {
   const TrainRun r = train_run();
   const figure::Canvas c{700, 545};

@@ -141,7 +141,7 @@ void draw_train_strip(AppState& s) {
     return;
   }
   const train::TrainSettings& st = t.worker->plan().settings;
-  ImGui::TextWrapped("%s", settings_line(st).c_str());
+  text_words_wrapped(settings_line(st));
   const std::vector<train::ParamTensor> layout = train::parameter_layout(st.model);
   const std::int64_t params = layout.back().offset + layout.back().numel();
   // Wrapped: a 1024-pixel-wide window has the strip narrower than the line.
