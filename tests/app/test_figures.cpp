@@ -374,7 +374,12 @@ TEST(Figures, TrainViewWithALargeFontKeepsTheHeadsReadable) {
   const figure::Canvas c{700, 545};
   const figure::Figure f = figure::build_train_figure(r.c, &r.probe, screen(c, 24.0f));
   int heads = 0;
+  std::set<float> title_sizes;  // the detectors' titles: whole, and all of one size
   for (const figure::Prim& p : f.prims) {
+    if (p.cls == "plot-title" && p.text != "Loss by training step") {
+      EXPECT_EQ(p.text.find("\xE2\x80\xA6"), std::string::npos) << "cut: " << p.text;
+      title_sizes.insert(p.size);
+    }
     if (p.heatmap >= 0) {
       ++heads;
       EXPECT_GE(p.x1 - p.x0, 30.0f) << "a head's thumbnail";
@@ -385,6 +390,7 @@ TEST(Figures, TrainViewWithALargeFontKeepsTheHeadsReadable) {
     }
   }
   EXPECT_EQ(heads, 8);
+  EXPECT_EQ(title_sizes.size(), 1u);
 }
 
 // The KV cache's step: its blocks' titles, the colour bars' titles, on the canvases of a 1024 ×
