@@ -407,8 +407,14 @@ std::string prims_json(const Figure& f, bool with_values) {
               {"y1", p.y1},
               {"color", color(p.color)},
               {"class", p.cls}};
+    // A text's width as the rasteriser measures it: tests find text drawn over text with it.
     if (p.kind == Prim::Kind::Text)
-      j.update({{"text", p.text}, {"size", p.size}, {"align", p.align}, {"vertical", p.vertical}, {"mono", p.mono}});
+      j.update({{"text", p.text},
+                {"size", p.size},
+                {"align", p.align},
+                {"vertical", p.vertical},
+                {"mono", p.mono},
+                {"text_width", text_width(p.text, p.size, p.mono)}});
     if (p.kind == Prim::Kind::Line || p.kind == Prim::Kind::Frame) j["width"] = p.size;
     if (p.kind == Prim::Kind::Cells) j["heatmap"] = p.heatmap;
     if (p.kind == Prim::Kind::Gradient) j["colormap"] = std::string(colormap_name(p.cmap));

@@ -80,6 +80,7 @@ struct Frame {
   float token_w = 0.0f;     // widest token label (capped)
   float key_w = 0.0f;       // widest token (key column labels)
   bool weights_fit = true;  // Wᵀ is drawn only when it fits without hiding columns
+  bool strip_fit = true;    // the chain strip is drawn only when the scene beside it stays readable
   Builder* B = nullptr;
   detail::Theme th;
   int cells = 0;
@@ -146,7 +147,8 @@ Point grid_size(const Frame& f, const Grid& g);
 Point scene_size(const Frame& f, const Scene& sc);
 void place_scene(const Frame& f, Scene& sc, Point at);
 Point to_px(const Frame& f, const Grid& g, lay::Point p);
-// Fills plan's per-step sizes; canvas_of(k): the space step k's scene gets.
+// Fills plan's per-step sizes; canvas_of(k): the space step k's scene gets (with the chain
+// strip beside it or not, as f.strip_fit says).
 void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canvas_of);
 void use_step(Frame& f, const WalkPlan& plan, int k);
 // walk_paint.cpp

@@ -194,7 +194,7 @@ float strip_width(const Options& o) {
 // The canvas a step's scene gets: the picture's, less the header and (when the step
 // rearranges elements) the chain strip.
 Canvas scene_canvas(const Frame& f, int k) {
-  const float strip = chain_of(f, k).size() >= 2 ? strip_width(f.o) + 12.0f : 0.0f;
+  const float strip = f.strip_fit && chain_of(f, k).size() >= 2 ? strip_width(f.o) + 12.0f : 0.0f;
   const lay::Step st = f.steps[static_cast<std::size_t>(k)];
   return {std::max(80.0f, f.o.canvas.width - 2.0f * detail::kMargin - strip),
           std::max(80.0f, f.o.canvas.height - header_height(f, st) - 4.0f)};
@@ -345,9 +345,13 @@ WalkPicture walk_picture(const WalkInput& in, const WalkPlan& plan, const Option
     draw_still(f, cur, st, k);
   const Grid& res = cur.grids[static_cast<std::size_t>(cur.result)];
   const float scene_bottom = B.bottom;
-  if (chain_of(f, pic.step).size() >= 2) {
-    // Right of the scene (of the wider of the two while moving), as tall as the scene's canvas.
-    const float sw = strip_width(o), sx = std::min(o.canvas.width - detail::kMargin - sw, B.right + 18.0f);
+  // The chain strip: right of the scene (of the wider of the two while moving), as tall as the
+  // scene's canvas; its separator never over the scene. A scene drawn wider than planned (the
+  // note of numbered key columns, on a 1024 × 768 window) had its result's title under the
+  // strip's text.
+  const float sw = strip_width(o), sx = std::min(o.canvas.width - detail::kMargin - sw, B.right + 18.0f);
+  if (plan.strip[static_cast<std::size_t>(pic.step)] && chain_of(f, pic.step).size() >= 2 &&
+      sx - 6.0f >= B.right + 2.0f) {
     const float h = o.canvas.height - top - 8.0f;
     B.line(sx - 6.0f, top, sx - 6.0f, top + std::max(scene_bottom - top, std::min(h, f.sfh * 20.0f)), B.th.frame, 1.0f,
            "separator");

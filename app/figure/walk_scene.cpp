@@ -635,6 +635,7 @@ void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canv
   // Wᵀ beside a projection only when the step still fits without a window.
   plan.weights.assign(static_cast<std::size_t>(n), 0);
   plan.title_lines.assign(static_cast<std::size_t>(n), 1);
+  plan.strip.assign(static_cast<std::size_t>(n), 1);
   // Pane titles take a second line only where that gives cells 15% larger: with a large font
   // the titles over narrow grids ("context_vec  (2, 2, 6, 2)" over two columns) were wider
   // than the cells and left the step 4-pixel cells.
@@ -649,6 +650,7 @@ void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canv
   for (int k = 0; k < n && f.in.weights; ++k) {
     const lay::Step st = f.steps[static_cast<std::size_t>(k)];
     if (st != lay::Step::Project && st != lay::Step::OutProj) continue;
+    f.strip_fit = true;
     aw = canvas_of(k).width, ah = canvas_of(k).height;
     f.weights_fit = true;
     float best = -1.0f;
@@ -656,30 +658,44 @@ void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canv
     plan.weights[static_cast<std::size_t>(k)] = best >= want ? 1 : 0;
   }
   for (int k = 0; k < n; ++k) {
-    aw = canvas_of(k).width, ah = canvas_of(k).height;
-    f.weights_fit = plan.weights[static_cast<std::size_t>(k)] != 0;
+    const std::size_t i = static_cast<std::size_t>(k);
+    f.weights_fit = plan.weights[i] != 0;
+    // The chain strip goes before the scene's cells: a window hides cells, the strip only
+    // repeats them. With a 24-pixel font the centre of a 1280 × 800 window is 700 px wide, and
+    // beside the strip's 210 the context step's three grids kept 4-pixel cells.
+    const int tries = chain_of(f, k).size() >= 2 ? 2 : 1;
     for (const auto& win : windows) {
       f.lim_blocks = win[0];
       f.lim_rows = win[1];
       f.lim_cols = win[2];
-      // Blocks side by side when that gives larger cells (wide canvas, many short blocks).
-      float best = -1.0f;
-      int best_c = 1, best_lines = 1;
-      title_choices(k, [&](int c, int lines, float v) {
-        if (v > (lines > best_lines ? best * 1.15f : best + 0.5f)) {
-          best = v;
-          best_c = c;
-          best_lines = lines;
-        }
-      });
-      plan.cs[static_cast<std::size_t>(k)] = std::clamp(best, 4.0f, max_cs);
-      plan.bcols[static_cast<std::size_t>(k)] = best_c;
-      plan.title_lines[static_cast<std::size_t>(k)] = best_lines;
-      plan.lims[static_cast<std::size_t>(k)] = {win[0], win[1], win[2]};
-      if (best >= want) break;
+      float with_strip = -1.0f;
+      for (int t = 0; t < tries; ++t) {
+        f.strip_fit = t == 0;
+        aw = canvas_of(k).width, ah = canvas_of(k).height;
+        // Blocks side by side when that gives larger cells (wide canvas, many short blocks).
+        float best = -1.0f;
+        int best_c = 1, best_lines = 1;
+        title_choices(k, [&](int c, int lines, float v) {
+          if (v > (lines > best_lines ? best * 1.15f : best + 0.5f)) {
+            best = v;
+            best_c = c;
+            best_lines = lines;
+          }
+        });
+        if (t == 0) with_strip = best;
+        if (t > 0 && best <= with_strip) continue;  // no larger without the strip: keep it
+        plan.cs[i] = std::clamp(best, 4.0f, max_cs);
+        plan.bcols[i] = best_c;
+        plan.title_lines[i] = best_lines;
+        plan.lims[i] = {win[0], win[1], win[2]};
+        plan.strip[i] = f.strip_fit ? 1 : 0;
+        if (best >= want) break;
+      }
+      if (plan.cs[i] >= want) break;
     }
   }
   f.block_cols = f.title_lines = 1;
+  f.strip_fit = true;
   f.lim_blocks = f.lim_rows = f.lim_cols = 0;
 }
 
@@ -693,6 +709,7 @@ void use_step(Frame& f, const WalkPlan& p, int k) {
   f.lim_rows = p.lims[i][1];
   f.lim_cols = p.lims[i][2];
   f.weights_fit = p.weights[i] != 0;
+  f.strip_fit = p.strip[i] != 0;
 }
 
 }  // namespace mhaviz::figure::walk
