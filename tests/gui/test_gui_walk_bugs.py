@@ -10,7 +10,8 @@ under Xvfb, through the test hooks the app writes (--state-out / --layout-out "w
 10. a sliding window's mask is told apart from the causal one
  and the step plan is cached on its inputs (built a few times in 60 frames, not 60 times);
  on a 1024 x 768 window every control is inside it, and the Compare tab's tables and slider;
- a tall shapes strip leaves the centre most of the window
+ a tall shapes strip leaves the centre most of the window; at a 24-pixel font the context
+ step keeps readable cells, no text over text
 
 usage (under xvfb-run): test_gui_walk_bugs.py PATH/TO/mhaviz TESTS_DATA_DIR
 """
@@ -197,6 +198,47 @@ if h is not None:
 h = widget_height("softmax-font", "seed003-wrapper", (1024, 768), 20, 5, "walk_canvas", "softmax at 20 px")
 if h is not None:
     g.check(h >= 160, "softmax step, 1024 x 768 at 20 px: the figure keeps %.0f px (at least 160; 120 before)" % h)
+
+
+def texts_over_texts(display_list):
+    """Pairs of horizontal texts of a figure drawn over each other (boxes from the anchor, the
+    measured width and the size: ascent above the baseline, descent below)."""
+    boxes = []
+    for p in display_list["prims"]:
+        if p["kind"] != "text" or p["vertical"] or not p["text"].strip():
+            continue
+        if "text_width" not in p:
+            return [("the state gives no text widths", p["text"])]
+        w = p["text_width"]
+        x = p["x0"] - (w if p["align"] == 2 else w / 2 if p["align"] == 1 else 0)
+        boxes.append((p["text"], x, p["y0"] - 0.75 * p["size"], x + w, p["y0"] + 0.2 * p["size"]))
+    return [(a[0], b[0]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+            if min(a[3], b[3]) - max(a[1], b[1]) > 0.5 and min(a[4], b[4]) - max(a[2], b[2]) > 0.5]
+
+
+# seed003-weight-split-6d's context step at a 24-pixel font on 1280 x 800: the controls on six
+# rows (the step chips on two), the inspector's 40% and the chain strip's 210 px beside three
+# grids left the figure 184 px and 4-pixel cells, and the result's title "context_vec (2, 2, 3,
+# 3)" was drawn over the strip's text. The chips keep one line, the inspector gives way to the
+# figure, the chain strip to the cells.
+state = os.path.join(tmp, "context-24.state.json")
+r = g.run(["gui", "seed003-weight-split-6d", "--exit-after-frames", "12", "--no-restore", "--ignore-mouse", "--width",
+           "1280", "--height", "800", "--font-size", "24", "--config-dir", state + ".cfg", "--state-dir", state + ".st",
+           "--walkthrough", "context", "--state-out", state])
+if g.check(r.returncode == 0, "context at 24 px: exit 0 (%s)" % r.stderr.strip()[-200:]):
+    st = g.read_json(state)
+    wd, dl = st["widgets"], st["figure"]["display_list"]
+    g.check(st["walk"]["titles"] == ["context_vec  (2, 2, 3, 3)"], "context at 24 px: the context step (%s)" % st["walk"]["titles"])
+    g.check(wd["walk_chip_1"][1] == wd["walk_chip_12"][1], "context at 24 px: the step chips on one line (%s, %s)"
+            % (wd["walk_chip_1"], wd["walk_chip_12"]))
+    h = wd["walk_canvas"][3] - wd["walk_canvas"][1]
+    g.check(h >= 260, "context at 24 px: the figure keeps %.0f px (at least 260; 184 before)" % h)
+    # The scene's cells, left of the chain strip's separator (the strip's small copies are not read).
+    strip = min([p["x0"] for p in dl["prims"] if p["class"] == "separator"] or [1e9])
+    cells = {p["x1"] - p["x0"] for p in dl["prims"] if p["kind"] == "rect" and p["class"] == "cell" and p["x1"] <= strip}
+    g.check(cells and min(cells) >= 15, "context at 24 px: cells of at least 15 px (%s; 4 before)" % sorted(cells))
+    over = texts_over_texts(dl)
+    g.check(not over, "context at 24 px: no text drawn over another (%s)" % over[:4])
 
 # [6] From the last step, the chip of step 3 goes straight there: no step between is shown.
 layout = os.path.join(tmp, "jump-layout.json")

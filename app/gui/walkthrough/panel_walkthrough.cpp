@@ -113,9 +113,14 @@ void draw_walkthrough_tab(AppState& s) {
   const bool matmul =
       st == lay::Step::Project || st == lay::Step::Scores || st == lay::Step::Context || st == lay::Step::OutProj;
   // The inspector's height, up to 40% of what is left: with a large font on 1024 × 768 the
-  // softmax step's table left the figure its header only. Past that it scrolls.
+  // softmax step's table left the figure its header only. It also gives way, down to two
+  // lines, to keep the figure 12 lines: with a 24-pixel font on 1280 × 800 its 40% left the
+  // context step's figure 180 px and 4-pixel cells. Past that it scrolls.
   const float insp_full = st == lay::Step::Softmax ? fh * 9.5f : matmul ? fh * 5.8f : fh * 4.6f;
-  const float insp_h = std::min(insp_full, std::max(fh * 3.0f, avail.y * 0.4f));
+  const float insp_room = std::min(avail.y * 0.4f, avail.y - fh * 12.0f);
+  const float two_lines =
+      ImGui::GetTextLineHeightWithSpacing() * 2.0f + ImGui::GetStyle().ItemSpacing.y;  // + separator
+  const float insp_h = std::min(insp_full, std::max(two_lines, insp_room));
   const ImVec2 canvas(avail.x, std::max(fh * 6.0f, avail.y - insp_h));
   const figure::WalkInput in = walk_input(s);
   const figure::WalkPicture& pic = picture(s, in, canvas);

@@ -2,6 +2,8 @@
 // options row (mode, panes, mistake); the moves themselves are walk_transport.cpp.
 #include <GLFW/glfw3.h>
 
+#include <cstdlib>
+
 #include "walk_frame.hpp"
 
 namespace mhaviz::gui::walk {
@@ -59,26 +61,50 @@ void draw_controls_row(AppState& s, const Steps& st) {
   capture_button(s);
 }
 
+// The chips on one line: where every name does not fit (with a 24-pixel font on 1280 × 800
+// they took a second line, and the figure its height), the chips farthest from the current
+// step show their number only, named by their tooltip. A line too narrow even so wraps.
 void draw_step_chips(AppState& s, const Steps& st) {
   ImGui::SetWindowFontScale(0.85f);
   ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, ImVec2(4.0f, 2.0f));
   Walkthrough& w = s.walkthrough;
   const int n = st.count();
   const int cur = static_cast<int>(std::lround(w.target));
+  const float pad = ImGui::GetStyle().FramePadding.x * 2.0f, gap = 4.0f;
+  std::vector<std::string> names(static_cast<std::size_t>(n));
+  std::vector<float> widths(static_cast<std::size_t>(n));
+  float total = 0.0f;
   for (int i = 0; i < n; ++i) {
-    if (i > 0) ImGui::SameLine(0.0f, 4.0f);
     const lay::Step sti = st.list[static_cast<std::size_t>(i)];
     const std::string shortname = sti == lay::Step::Input           ? "X"
                                   : sti == lay::Step::Project       ? "QKV"
                                   : sti == lay::Step::TransposeBack ? "back"
                                                                     : std::string(lay::step_name(sti));
-    const std::string name = std::to_string(i + 1) + " " + shortname;
-    const float bw = ImGui::CalcTextSize(name.c_str()).x + ImGui::GetStyle().FramePadding.x * 2.0f;
-    if (i > 0 && ImGui::GetItemRectMax().x + bw + 4.0f > ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
+    names[static_cast<std::size_t>(i)] = std::to_string(i + 1) + " " + shortname;
+    widths[static_cast<std::size_t>(i)] = ImGui::CalcTextSize(names[static_cast<std::size_t>(i)].c_str()).x + pad;
+    total += widths[static_cast<std::size_t>(i)] + (i > 0 ? gap : 0.0f);
+  }
+  std::vector<int> far(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) far[static_cast<std::size_t>(i)] = i;
+  std::stable_sort(far.begin(), far.end(), [cur](int a, int b) { return std::abs(a - cur) > std::abs(b - cur); });
+  for (int i : far) {
+    if (total <= ImGui::GetContentRegionAvail().x || i == cur) break;
+    const std::size_t u = static_cast<std::size_t>(i);
+    names[u] = std::to_string(i + 1);
+    const float bw = ImGui::CalcTextSize(names[u].c_str()).x + pad;
+    total -= widths[u] - bw;
+    widths[u] = bw;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (i > 0) ImGui::SameLine(0.0f, gap);
+    const float bw = widths[static_cast<std::size_t>(i)];
+    if (i > 0 && ImGui::GetItemRectMax().x + bw + gap > ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
       ImGui::NewLine();
     const bool on = i == cur;
     if (on) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
-    if (ImGui::Button(name.c_str())) go_to(w, static_cast<float>(i), n);
+    ImGui::PushID(i);  // one id whether the chip shows its name or its number
+    if (ImGui::Button((names[static_cast<std::size_t>(i)] + "##chip").c_str())) go_to(w, static_cast<float>(i), n);
+    ImGui::PopID();
     record_widget(s, ("walk_chip_" + std::to_string(i + 1)).c_str());
     if (on) ImGui::PopStyleColor();
     if (ImGui::IsItemHovered())
