@@ -64,13 +64,21 @@ inline void draw_axes(Builder& B, const Axes& a, const std::string& title, const
     B.line(a.x0, py, a.x1, py, grid, 1.0f, "grid");
     B.text(a.x0 - 6.0f, py + text_ascent(B.ty.small) * 0.5f - 1.0f, tick_text(y, ys), B.ty.small, B.th.text, 2, "tick");
   }
-  const double xs =
-      log2_x ? std::max(1.0, std::ceil((a.xmax - a.xmin) / std::max(1, xticks))) : nice_step(a.xmax - a.xmin, xticks);
+  // x ticks no closer than their widest number and a space (at 24 px the KV cache's "65536"
+  // ran up to "131072"): fewer where a narrow plot would bring them together.
+  double xs = 1.0;
+  const auto x_label = [&](double x) { return log2_x ? tick_text(std::pow(2.0, x), 1.0) : tick_text(x, xs); };
+  for (int n = std::max(1, xticks); n >= 1; --n) {
+    xs = log2_x ? std::max(1.0, std::ceil((a.xmax - a.xmin) / n)) : nice_step(a.xmax - a.xmin, n);
+    float widest = 0;
+    for (double x = std::ceil(a.xmin / xs) * xs; x <= a.xmax + xs * 1e-6; x += xs)
+      widest = std::max(widest, text_width(x_label(x), B.ty.small));
+    if (a.sx(a.xmin + xs) - a.sx(a.xmin) >= widest + 0.3f * B.ty.small) break;
+  }
   for (double x = std::ceil(a.xmin / xs) * xs; x <= a.xmax + xs * 1e-6; x += xs) {
     const float px = a.sx(x);
     B.line(px, a.y1, px, a.y1 + 4.0f, B.th.text, 1.0f, "tick");
-    const std::string label = log2_x ? tick_text(std::pow(2.0, x), 1.0) : tick_text(x, xs);
-    B.text(px, a.y1 + 6.0f + text_ascent(B.ty.small), label, B.ty.small, B.th.text, 1, "tick");
+    B.text(px, a.y1 + 6.0f + text_ascent(B.ty.small), x_label(x), B.ty.small, B.th.text, 1, "tick");
   }
   B.frame(a.x0, a.y0, a.x1, a.y1, B.th.frame, 1.0f, "axes");
   B.text(a.x0, a.y0 - 6.0f, title, B.ty.tile, B.th.text, 0, "plot-title");

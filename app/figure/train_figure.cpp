@@ -111,11 +111,23 @@ void loss_plot(Builder& B, const TrainCurves& c, float x0, float y0, float x1, f
   a.y0 = y0 + line_h(B.ty.tile) + 4.0f;
   // Under the plot: the x ticks' labels, then the legend in as many rows as it takes.
   const bool halves = std::any_of(c.loss_repeat.begin(), c.loss_repeat.end(), [](float v) { return std::isfinite(v); });
-  const std::pair<Color, std::string> keys[] = {{B.th.text, "every position"},
-                                                {first_color(), "predicting the segment's first occurrence"},
-                                                {repeat_color(), "predicting its copy"}};
+  const Color colours[] = {B.th.text, first_color(), repeat_color()};
+  // The longest wording whose every key fits the plot's width (at 24 px the long one ran past
+  // the plot, up to the probe's text beside it).
+  const char* const wordings[][3] = {
+      {"every position", "predicting the segment's first occurrence", "predicting its copy"},
+      {"every position", "predicting a first occurrence", "predicting its copy"},
+      {"every position", "first occurrence", "its copy"}};
   std::vector<std::string> names;
-  for (int k = 0; k < (halves ? 3 : 1); ++k) names.push_back(keys[k].second);
+  for (const auto& w : wordings) {
+    names.clear();
+    bool fits = true;
+    for (int k = 0; k < (halves ? 3 : 1); ++k) {
+      names.push_back(w[k]);
+      fits = fits && key_width(B, w[k]) <= a.x1 - a.x0;
+    }
+    if (fits) break;
+  }
   const KeyFlow flow = flow_keys(B, names, a.x0, a.x0, a.x1);
   const float to_legend = 6.0f + text_ascent(B.ty.small) + flow.row_h;
   a.y1 = y1 - std::max(3.0f * line_h(B.ty.small) + 8.0f,
@@ -135,7 +147,7 @@ void loss_plot(Builder& B, const TrainCurves& c, float x0, float y0, float x1, f
   }
   marker(B, a, c);
   B.hit("loss_plot", a.x0, a.y0, a.x1, a.y1);
-  draw_keys(B, flow, a.y1 + to_legend, names, [&](std::size_t k) { return keys[k].first; });
+  draw_keys(B, flow, a.y1 + to_legend, names, [&](std::size_t k) { return colours[k]; });
 }
 
 // [SECTION] The detectors' small plots

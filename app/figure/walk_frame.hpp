@@ -81,6 +81,9 @@ struct Frame {
   float key_w = 0.0f;       // widest token (key column labels)
   bool weights_fit = true;  // Wᵀ is drawn only when it fits without hiding columns
   bool strip_fit = true;    // the chain strip is drawn only when the scene beside it stays readable
+  // Pane titles measured with the note of numbered key columns ("· columns: keys by
+  // position"): always when drawing, and while planning at the size a step is about to get.
+  bool title_notes = false;
   Builder* B = nullptr;
   detail::Theme th;
   int cells = 0;
@@ -96,6 +99,10 @@ float text_w(const Frame& f, const std::string& s, float size = 0.0f);  // size 
 // pixels), else broken at the space (or the run of spaces between a name and its shape) that
 // leaves the narrower longest line.
 std::vector<std::string> title_lines(const Frame& f, const std::string& t, float room);
+const std::string& pane_title(const Grid& g, int pane);  // its own, else the grid's one title
+// What a pane title of g says after its name where its key columns are numbered for want of
+// room ("  · columns: keys by position"), as drawn (and planned with Frame::title_notes).
+std::string title_note(const Frame& f, const Grid& g);
 // Numbers in cells: the size they are printed at in a cell of size cs, and whether the
 // widest of `decimals` decimals (-1: format_value's) fits.
 float number_size(const Frame& f, float cs, int decimals);

@@ -193,9 +193,7 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, bool result, bool r
   if (g.col_tokens) keys = column_labels(tokens(f), f.cs, measure);
   for (int pane = g.pane_first; pane <= g.pane_last; ++pane) {
     const Point p = to_px(f, g, lay::slot_point(g.l, pane, 0, 0, 0));
-    std::string t = pane < static_cast<int>(g.pane_titles.size()) ? g.pane_titles[static_cast<std::size_t>(pane)]
-                                                                  : g.pane_titles.front();
-    if (!keys.note.empty()) t += "  · columns: " + keys.note;
+    const std::string t = pane_title(g, pane) + title_note(f, g);
     // A title of fewer lines than the step's sits on the last: over its cells, as on one line.
     const std::vector<std::string> lines = title_lines(f, t, lay::pane_width(g.l) * f.cs);
     float y = title_y + static_cast<float>(f.title_lines - static_cast<int>(lines.size())) * line;
@@ -208,9 +206,11 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, bool result, bool r
   // Column groups under the titles' last line (top_margin counts f.title_lines lines).
   if (g.col_heads || g.l.part_cols > 0)
     column_groups(f, g, title_y + static_cast<float>(f.title_lines - 1) * line, line, dim);
-  // One form of label for every block, fitting a block's width (the shared table's rule).
+  // One form of label for every block, fitting a block's width (the shared table's rule) and
+  // leaving a space before the next block's (at 24 px "heads[0]" ran up to "heads[1]").
   std::vector<std::string> block_names;
-  const float block_w = static_cast<float>(ca.slots()) * f.cs + (bcols > 1 ? g.l.block_gap_x * f.cs - 4.0f : 1.0e6f);
+  const float block_w =
+      static_cast<float>(ca.slots()) * f.cs + (bcols > 1 ? g.l.block_gap_x * f.cs - 0.3f * f.sfh : 1.0e6f);
   if (g.blocks == BlockLabels::Heads || g.blocks == BlockLabels::Tokens) {
     block_names = block_labels(g.blocks == BlockLabels::Heads ? lay::Kind::HeadBlocks : lay::Kind::TokenBlocks,
                                g.l.dims[1], tokens(f), block_w, measure);
@@ -254,9 +254,13 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, bool result, bool r
     }
     if (g.rows == RowLabels::None || bs % bcols != 0) continue;
     // A label on every row where the cells are as tall as a label (its ascent and descent),
-    // else on every 2nd, 3rd...: small cells (a large font) ran them into each other.
+    // else on every 2nd, 3rd...: small cells (a large font) ran them into each other. Cells up
+    // to 10% shorter than a label keep one on every row, in a size that fits them (before, such
+    // labels were drawn at full size, a pixel into the next: at 24 px on a 700-px canvas).
+    const float need = text_ascent(f.sfh) + 0.25f * f.sfh;
+    const float rsize = f.sfh * std::clamp(f.cs / need, 0.9f, 1.0f);
     const std::int64_t row_step = std::max<std::int64_t>(
-        1, static_cast<std::int64_t>(std::ceil((text_ascent(f.sfh) + 0.25f * f.sfh) / std::max(1.0f, f.cs) - 0.05f)));
+        1, static_cast<std::int64_t>(std::ceil(need * rsize / f.sfh / std::max(1.0f, f.cs) - 1e-3f)));
     for (std::int64_t rs = 0; rs < ra.slots(); ++rs) {
       const std::int64_t row = ra.index_at(rs);
       const Point rp = to_px(f, g, lay::slot_point(g.l, g.pane_first, bs, rs, 0));
@@ -264,11 +268,11 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, bool result, bool r
       std::string lab = row < 0                      ? "…"
                         : g.rows == RowLabels::Heads ? (g.kv_heads ? "kv " : "head ") + std::to_string(row)
                                                      : token_name(f, row);
-      lab = fit_text(lab, f.sfh, g.left - 6.0f);
+      lab = fit_text(lab, rsize, g.left - 6.0f);
       const Color c = g.rows == RowLabels::Heads && row >= 0
                           ? faded(detail::to_color(grid_hue(f, g, static_cast<int>(row))), alpha)
                           : text;
-      label(f, rp.x - 5.0f, rp.y + (f.cs - f.sfh) * 0.5f, lab, c, "row-label", 2);
+      f.B->text(rp.x - 5.0f, rp.y + (f.cs - rsize) * 0.5f + text_ascent(rsize), lab, rsize, c, 2, "row-label");
     }
   }
   ellipses(f, g, dim);

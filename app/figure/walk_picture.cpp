@@ -128,21 +128,31 @@ std::vector<LegendItem> legend_items(const Frame& f, lay::Step st, float vmax) {
   return out;
 }
 
-float legend_width(const Frame& f, const std::vector<LegendItem>& items) {
+// Items [a, b) of a legend (all of it by default).
+float legend_width(const Frame& f, const std::vector<LegendItem>& items, std::size_t a = 0,
+                   std::size_t b = std::size_t(-1)) {
   float w = 0;
-  for (const LegendItem& it : items)
-    w += (it.kind == LegendItem::Kind::Text ? 0.0f : f.sfh + 6.0f) + text_w(f, it.text) + 12.0f;
+  for (std::size_t i = a; i < std::min(b, items.size()); ++i)
+    w += (items[i].kind == LegendItem::Kind::Text ? 0.0f : f.sfh + 6.0f) + text_w(f, items[i].text) + 12.0f;
   return w;
 }
 
 // Where the header's pieces go: line 1 the title (and the shapes when they fit), line 2 the
 // PyTorch line (and what the step computes, and the legend, when they fit), then a third
 // line for what did not fit, and more where that does not fit the canvas either (a large font).
+// A legend that does not fit line 2 goes on as pieces of its own, breaking between items (a
+// text item stays with the one after it): on a 595-px canvas the mask step's "masked: -inf
+// (key after the query)" ran 40 px past the canvas after the score colours.
 struct Header {
+  struct Piece {
+    std::string text;
+    std::size_t a = 0, b = 0;  // legend items [a, b) when b > a
+    bool brk = false;          // starts a line of its own
+  };
   std::string title, shape, code, extra;
   std::vector<LegendItem> legend;
   bool shape_1 = true, extra_2 = true, legend_2 = true;
-  std::vector<bool> breaks;  // per piece after line 2: it starts a line of its own
+  std::vector<Piece> later;  // after line 2
   int lines = 2;
 };
 
@@ -166,13 +176,36 @@ Header header_of(const Frame& f, lay::Step st, float vmax) {
   h.legend_2 = x2 + gap + legend_width(f, h.legend) <= W;
   // The PyTorch line cut with an ellipsis only where the canvas is narrower than it.
   if (text_width(h.code, f.sfh, true) > W) h.code = fit_text(h.code, f.sfh, W, true);
+  if (!h.shape_1) h.later.push_back({h.shape});
+  if (!h.extra_2) h.later.push_back({h.extra});
+  // The legend's runs: its text and swatches (the score scale, the heads' colours) and each
+  // hatch; a run wider than the canvas breaks between its items.
+  for (std::size_t a = 0; !h.legend_2 && a < h.legend.size();) {
+    const auto hatch = [&h](std::size_t i) {
+      return h.legend[i].kind == LegendItem::Kind::Hatch || h.legend[i].kind == LegendItem::Kind::WindowHatch;
+    };
+    std::size_t b = a + 1;
+    if (!hatch(a))
+      while (b < h.legend.size() && !hatch(b)) ++b;
+    if (legend_width(f, h.legend, a, b) <= W) {
+      h.later.push_back({{}, a, b});
+    } else {
+      for (std::size_t i = a; i < b; ++i) {
+        const std::size_t e = h.legend[i].kind == LegendItem::Kind::Text && i + 1 < b ? i + 2 : i + 1;
+        h.later.push_back({{}, i, e});
+        i = e - 1;
+      }
+    }
+    a = b;
+  }
   float x = 0;
-  for (const float w : {h.shape_1 ? -1.0f : text_w(f, h.shape), h.extra_2 ? -1.0f : text_w(f, h.extra),
-                        h.legend_2 ? -1.0f : legend_width(f, h.legend)}) {
-    if (w < 0) continue;
-    const bool brk = x == 0 || x + w > W;
-    h.breaks.push_back(brk);
-    if (brk) ++h.lines, x = 0;
+  for (Header::Piece& p : h.later) {
+    const float w = p.b > p.a ? legend_width(f, h.legend, p.a, p.b) : text_w(f, p.text);
+    // Legend items follow each other at their own spacing, other pieces a gap apart.
+    const bool item = p.b > p.a && &p != &h.later.front() && (&p - 1)->b > (&p - 1)->a;
+    if (item) x -= gap;
+    p.brk = x == 0 || x + w > W;
+    if (p.brk) ++h.lines, x = 0;
     x += w + gap;
   }
   return h;
@@ -200,10 +233,13 @@ Canvas scene_canvas(const Frame& f, int k) {
           std::max(80.0f, f.o.canvas.height - header_height(f, st) - 4.0f)};
 }
 
-float draw_legend(Frame& f, const std::vector<LegendItem>& items, float x, float baseline) {
+// Items [a, b) of a legend from x on; returns the x after them.
+float draw_legend(Frame& f, const std::vector<LegendItem>& items, float x, float baseline, std::size_t a = 0,
+                  std::size_t b = std::size_t(-1)) {
   Builder& B = *f.B;
   const float sz = f.sfh, top = baseline - text_ascent(sz);
-  for (const LegendItem& it : items) {
+  for (std::size_t i = a; i < std::min(b, items.size()); ++i) {
+    const LegendItem& it = items[i];
     if (it.kind == LegendItem::Kind::Swatch) {
       B.rect(x, top, x + sz, top + sz, it.color, it.cls);
       x += sz + 6.0f;
@@ -225,26 +261,21 @@ void header(Frame& f, int shown, float vmax) {
   const float gap = f.sfh * 2.0f, x0 = detail::kMargin;
   float y = kTop + text_ascent(f.o.type.title);
   float x = x0 + B.text(x0, y, h.title, f.o.type.title, B.th.text, 0, "title");
-  std::vector<std::pair<std::string, bool>> later;  // (text, is the legend)
-  if (h.shape_1)
-    B.text(x + gap, y, h.shape, f.sfh, B.th.dim, 0, "shape");
-  else
-    later.push_back({h.shape, false});
+  if (h.shape_1) B.text(x + gap, y, h.shape, f.sfh, B.th.dim, 0, "shape");
   y += line_height(f);
   const Color code = f.o.dark ? Color{140, 204, 255, 255} : Color{13, 77, 153, 255};
   x = x0 + B.text(x0, y, h.code, f.sfh, code, 0, "code", false, true);
-  if (h.extra_2)
-    x += gap + B.text(x + gap, y, h.extra, f.sfh, B.th.dim, 0, "shape");
-  else
-    later.push_back({h.extra, false});
-  if (h.legend_2)
-    draw_legend(f, h.legend, x + gap, y);
-  else
-    later.push_back({{}, true});
-  for (std::size_t k = 0; k < later.size(); ++k) {
-    if (h.breaks[k]) y += line_height(f), x = x0;
-    const auto& [text, is_legend] = later[k];
-    x = is_legend ? draw_legend(f, h.legend, x, y) : x + gap + B.text(x, y, text, f.sfh, B.th.dim, 0, "shape");
+  if (h.extra_2) x += gap + B.text(x + gap, y, h.extra, f.sfh, B.th.dim, 0, "shape");
+  if (h.legend_2) draw_legend(f, h.legend, x + gap, y);
+  bool after_item = false;  // x is just past legend items (which end with their own spacing)
+  for (const Header::Piece& p : h.later) {
+    const bool item = p.b > p.a;
+    if (p.brk)
+      y += line_height(f), x = x0;
+    else if (!(item && after_item))
+      x += gap;
+    x = item ? draw_legend(f, h.legend, x, y, p.a, p.b) : x + B.text(x, y, p.text, f.sfh, B.th.dim, 0, "shape");
+    after_item = item;
   }
 }
 

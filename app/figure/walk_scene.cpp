@@ -533,30 +533,58 @@ float top_margin(const Frame& f, const Grid& g) {
   if (g.col_heads || g.l.part_cols > 0) lines += 1.0f;
   if (g.blocks != BlockLabels::None) lines += 1.0f;  // the first block's label
   if (g.col_tokens) {  // key tokens, on staggered lines when they are wide (the shared rule)
-    const int kl = key_label_lines(f.key_w, f.cs);
+    const int kl = key_label_lines(f.key_w, f.cs, text_w(f, " "));
     lines += static_cast<float>(kl <= kMaxKeyLines ? kl : 1);
   }
   return std::ceil(lines * (f.sfh + 3.0f));
 }
 
-// The width a grid takes: its cells, or its last pane title when that is wider. Drawn (not
-// while planning, which measures at cell sizes too small to read), a title also holds the
-// note of numbered key columns, so a grid beside a narrow one starts after it.
+}  // namespace
+
+const std::string& pane_title(const Grid& g, int pane) {
+  return pane < static_cast<int>(g.pane_titles.size()) ? g.pane_titles[static_cast<std::size_t>(pane)]
+                                                       : g.pane_titles.front();
+}
+
+std::string title_note(const Frame& f, const Grid& g) {
+  if (!g.col_tokens || !(f.B || f.title_notes)) return {};
+  const std::string n = column_labels(tokens(f), f.cs, [&f](const std::string& t) { return text_w(f, t); }).note;
+  return n.empty() ? std::string() : "  \xC2\xB7 columns: " + n;
+}
+
+namespace {
+
+// The width a grid takes: its cells, or its last pane title when that is wider. Drawn, and
+// planned at the size a step gets (Frame::title_notes), a title also holds the note of
+// numbered key columns, so a grid beside a narrow one starts after it.
 float grid_width(const Frame& f, const Grid& g) {
   float w = grid_size(f, g).x;
-  std::string note;
-  if (g.col_tokens && f.B) {
-    const std::string n = column_labels(tokens(f), f.cs, [&f](const std::string& t) { return text_w(f, t); }).note;
-    if (!n.empty()) note = "  · columns: " + n;
-  }
+  const std::string note = title_note(f, g);
   for (int pane = g.pane_first; pane <= g.pane_last; ++pane) {
-    const std::string& t = pane < static_cast<int>(g.pane_titles.size()) ? g.pane_titles[static_cast<std::size_t>(pane)]
-                                                                         : g.pane_titles.front();
     const float x = (lay::slot_point(g.l, pane, 0, 0, 0).x - pane_shift(g)) * f.cs;
-    for (const std::string& line : title_lines(f, t + note, lay::pane_width(g.l) * f.cs))
+    for (const std::string& line : title_lines(f, pane_title(g, pane) + note, lay::pane_width(g.l) * f.cs))
       w = std::max(w, x + text_w(f, line) + 8.0f);
   }
   return w;
+}
+
+// Whether a pane's title runs into the next one's, in a grid of panes side by side (Q, K and V
+// at once): a title is as wide at every cell size, and shrinking the cells only brings the
+// panes closer. At 24 px on an 835-px canvas "queries  (2, 3, 6)" ran into "keys". The titles
+// hold a double space between name and shape, so they keep more than that between them: with
+// a space, "Q_i  2 x (2, 6, 2) K_i  2 x (2, 6, 2)" read as "2, 6, 2) K_i".
+bool pane_titles_collide(const Frame& f, const Scene& sc) {
+  const float gap = f.sfh;
+  for (const Grid& g : sc.grids) {
+    const std::string note = title_note(f, g);
+    for (int pane = g.pane_first; pane < g.pane_last; ++pane) {
+      const float pitch = (lay::slot_point(g.l, pane + 1, 0, 0, 0).x - lay::slot_point(g.l, pane, 0, 0, 0).x) * f.cs;
+      if (pitch <= 0.0f) continue;  // stacked, not side by side
+      for (const std::string& line : title_lines(f, pane_title(g, pane) + note, lay::pane_width(g.l) * f.cs))
+        if (text_w(f, line) + gap > pitch) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -604,7 +632,13 @@ void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canv
   float aw = f.o.canvas.width, ah = f.o.canvas.height;
   // Large enough for the back of a room; cells grow to fill a 1920 x 1080 screen.
   const float max_cs = std::floor(f.sfh * 7.0f);
-  auto fit_one = [&](int k) {
+  // A step's cell size at the frame's choices, and its worth: the size, or next to nothing
+  // where pane titles run into each other, so that any choice keeping them clear (titles on
+  // two lines, blocks arranged otherwise) is taken before one that does not.
+  struct Fit {
+    float cs, worth;
+  };
+  auto fit_one = [&](int k) -> Fit {
     // A scene's size is linear in the cell size: measure it at two.
     f.cs = 10.0f;
     const Point a = scene_size(f, build_scene(f, k));
@@ -616,14 +650,23 @@ void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canv
     if (cw > 0) best = std::min(best, (aw - fw) / cw);
     if (ch > 0) best = std::min(best, (ah - fhh) / ch);
     best = std::floor(best);
-    // Titles wider than their cells make the size not quite linear: shrink until it fits.
+    // Titles wider than their cells make the size not quite linear: shrink until it fits. The
+    // note of numbered key columns is measured here, at the size the step gets, not at the two
+    // sizes above: at 10 px every token column is numbered, and the note would have been counted
+    // in steps whose cells end up wide enough for the tokens. Left out, a scene came out wider
+    // than planned (the context step of a 6-d lesson on a 1024 × 768 window: its chain strip
+    // dropped when drawn, its cells kept at the 10 px planned beside it).
+    f.title_notes = true;
     for (int it = 0; it < 24 && best > 4.0f; ++it) {
       f.cs = best;
       const Point e = scene_size(f, build_scene(f, k));
       if (e.x <= aw && e.y <= ah) break;
       best = std::max(4.0f, std::min(best - 1.0f, std::floor(best * std::min(aw / e.x, ah / e.y))));
     }
-    return best;
+    f.cs = best;
+    const bool collide = pane_titles_collide(f, build_scene(f, k));
+    f.title_notes = false;
+    return {best, collide ? best * 0.01f : best};
   };
   const float want = std::max(10.0f, f.sfh * 0.75f);  // below this, cells are too small to point at
   // Large sizes: a window of blocks, rows and columns with ellipses (per step: small steps
@@ -654,12 +697,13 @@ void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canv
     aw = canvas_of(k).width, ah = canvas_of(k).height;
     f.weights_fit = true;
     float best = -1.0f;
-    title_choices(k, [&](int, int, float v) { best = std::max(best, v); });
+    title_choices(k, [&](int, int, Fit v) { best = std::max(best, v.worth); });
     plan.weights[static_cast<std::size_t>(k)] = best >= want ? 1 : 0;
   }
   for (int k = 0; k < n; ++k) {
     const std::size_t i = static_cast<std::size_t>(k);
     f.weights_fit = plan.weights[i] != 0;
+    float chosen = -1.0f;  // the worth of the choice taken
     // The chain strip goes before the scene's cells: a window hides cells, the strip only
     // repeats them. With a 24-pixel font the centre of a 1280 × 800 window is 700 px wide, and
     // beside the strip's 210 the context step's three grids kept 4-pixel cells.
@@ -668,29 +712,33 @@ void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canv
       f.lim_blocks = win[0];
       f.lim_rows = win[1];
       f.lim_cols = win[2];
-      float with_strip = -1.0f;
       for (int t = 0; t < tries; ++t) {
         f.strip_fit = t == 0;
         aw = canvas_of(k).width, ah = canvas_of(k).height;
         // Blocks side by side when that gives larger cells (wide canvas, many short blocks).
-        float best = -1.0f;
+        float best = -1.0f, best_cs = 4.0f;
         int best_c = 1, best_lines = 1;
-        title_choices(k, [&](int c, int lines, float v) {
-          if (v > (lines > best_lines ? best * 1.15f : best + 0.5f)) {
-            best = v;
+        title_choices(k, [&](int c, int lines, Fit v) {
+          if (v.worth > (lines > best_lines ? best * 1.15f : best + 0.5f)) {
+            best = v.worth;
+            best_cs = v.cs;
             best_c = c;
             best_lines = lines;
           }
         });
-        if (t == 0) with_strip = best;
-        if (t > 0 && best <= with_strip) continue;  // no larger without the strip: keep it
-        plan.cs[i] = std::clamp(best, 4.0f, max_cs);
+        // Taken only where larger than what an earlier try gave: without the strip, a window
+        // hiding cells, at no gain, are not taken.
+        if (best <= chosen) continue;
+        plan.cs[i] = std::clamp(best_cs, 4.0f, max_cs);
         plan.bcols[i] = best_c;
         plan.title_lines[i] = best_lines;
         plan.lims[i] = {win[0], win[1], win[2]};
         plan.strip[i] = f.strip_fit ? 1 : 0;
+        chosen = best;
         if (best >= want) break;
       }
+      // Cells large enough, even beside titles that run together: a window would hide cells
+      // and bring the panes closer still.
       if (plan.cs[i] >= want) break;
     }
   }

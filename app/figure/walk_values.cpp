@@ -297,9 +297,9 @@ std::vector<std::string> block_labels(lay::Kind kind, std::int64_t count, const 
   return out;
 }
 
-int key_label_lines(float widest, float cell) {
+int key_label_lines(float widest, float cell, float gap) {
   for (int n = 1; n <= kMaxKeyLines; ++n)
-    if (widest <= static_cast<float>(n) * (cell - 2.0f)) return n;
+    if (widest <= static_cast<float>(n) * cell - std::max(gap, 2.0f * static_cast<float>(n))) return n;
   return kMaxKeyLines + 1;
 }
 
@@ -308,7 +308,7 @@ ColumnLabels column_labels(const std::vector<std::string>& tokens, float cell, c
   const std::size_t n = tokens.size();
   float widest = 0.0f;
   for (const std::string& t : tokens) widest = std::max(widest, m(t));
-  out.lines = key_label_lines(widest, cell);
+  out.lines = key_label_lines(widest, cell, m(" "));
   if (out.lines <= kMaxKeyLines) {
     out.text = tokens;
     return out;

@@ -108,8 +108,10 @@ struct ColumnLabels {
   int lines = 1;                  // 1 to kMaxKeyLines
   std::string note;               // "keys by position" when indices are shown
 };
-// Lines needed for labels at most `widest` wide in columns `cell` wide (kMaxKeyLines + 1: too wide).
-int key_label_lines(float widest, float cell);
+// Lines needed for labels at most `widest` wide in columns `cell` wide, `gap` (a space) at least
+// between two on a line (kMaxKeyLines + 1: too wide). At 2 px apart, "sleep" and "cat" read as
+// one word.
+int key_label_lines(float widest, float cell, float gap);
 ColumnLabels column_labels(const std::vector<std::string>& tokens, float cell, const Measure& m);
 
 }  // namespace mhaviz::figure

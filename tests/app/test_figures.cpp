@@ -65,6 +65,23 @@ struct Screen {
 };
 constexpr Screen kScreens[] = {
     {{595, 560}, 18}, {{835, 590}, 18}, {{1475, 870}, 18}, {{700, 421}, 24}, {{835, 590}, 24}};
+// What the walkthrough's controls leave of a 1024 × 768 window, and of a 1280 × 800 one with a
+// 24-pixel font.
+constexpr Screen kWalkScreens[] = {{{579, 267}, 18}, {{700, 288}, 24}};
+
+// Titles on one line of a walkthrough picture (panes Q, K and V side by side, grids beside each
+// other) keep a text size apart: they hold a double space between name and shape, and one
+// space between two titles read as one ("2, 6, 2) K_i").
+void expect_titles_apart(const figure::Figure& fig, const std::string& what) {
+  std::vector<figure_checks::TextBox> titles;
+  for (const figure_checks::TextBox& b : figure_checks::text_boxes(fig))
+    if (b.p->cls == "pane-title" || b.p->cls == "operand-title") titles.push_back(b);
+  for (const auto& a : titles)
+    for (const auto& b : titles) {
+      if (&a == &b || a.p->y0 != b.p->y0 || a.x0 >= b.x0) continue;
+      EXPECT_GE(b.x0 - a.x1, 0.9f * a.p->size) << what << ": \"" << a.p->text << "\" then \"" << b.p->text << "\"";
+    }
+}
 
 figure::Options capture_of(figure::Options o) {
   o.dark = false;
@@ -391,6 +408,15 @@ TEST(Figures, TrainViewWithALargeFontKeepsTheHeadsReadable) {
   }
   EXPECT_EQ(heads, 8);
   EXPECT_EQ(title_sizes.size(), 1u);
+  // The legends under the plots keep to the plots' column: the loss's "predicting the segment's
+  // first occurrence" ran past it, up to the probe's text beside it.
+  const figure::Hit* loss = f.hit("loss_plot");
+  ASSERT_NE(loss, nullptr);
+  for (const figure_checks::TextBox& b : figure_checks::text_boxes(f)) {
+    if (b.p->cls == "legend" && b.x0 < loss->x1) {
+      EXPECT_LE(b.x1, loss->x1 + 12.0f) << b.p->text;
+    }
+  }
 }
 
 // The KV cache's step: its blocks' titles, the colour bars' titles, on the canvases of a 1024 ×
@@ -445,8 +471,18 @@ TEST(Figures, EveryViewsTextNeitherOverlapsNorLeavesTheCanvas) {
       }
       expect_text_clear(figure::build_grid_figure(g, screen(c, font)), c.width, (lens ? "lens" : "sweep") + on);
     }
-    for (const KvModel& m : kv_presets())
-      expect_text_clear(figure::build_kv_memory_figure(m, screen(c, font)), c.width, "KV memory of " + m.name + on);
+    for (const KvModel& m : kv_presets()) {
+      const figure::Figure fig = figure::build_kv_memory_figure(m, screen(c, font));
+      expect_text_clear(fig, c.width, "KV memory of " + m.name + on);
+      // The context axis's numbers a space apart at least (at 24 px "65536" ran up to "131072").
+      std::vector<figure_checks::TextBox> ticks;
+      for (const figure_checks::TextBox& b : figure_checks::text_boxes(fig))
+        if (b.p->cls == "tick" && b.p->align == 1) ticks.push_back(b);
+      std::sort(ticks.begin(), ticks.end(), [](const auto& x, const auto& y) { return x.x0 < y.x0; });
+      for (std::size_t i = 1; i < ticks.size(); ++i)
+        EXPECT_GE(ticks[i].x0 - ticks[i - 1].x1, 0.3f * ticks[i].p->size)
+            << "KV memory of " << m.name << on << ": " << ticks[i - 1].p->text << ", " << ticks[i].p->text;
+    }
     for (const int selected : {-1, 1}) {
       t.probe.selected_layer = selected, t.probe.selected_head = selected;
       expect_text_clear(figure::build_model_figure(t.probe, screen(c, font)), c.width, "model view" + on);
@@ -467,23 +503,34 @@ TEST(Figures, EveryViewsTextNeitherOverlapsNorLeavesTheCanvas) {
           expect_text_clear(figure::build_figure(r.trace, r.s.tokens, o), c.width,
                             "lesson " + what + " stage " + std::to_string(st));
         }
-      // The walkthrough's wider steps are cut at a narrow canvas's edge (the 24-pixel font's
-      // 700-wide canvas too: its header and row labels are checked by
-      // WalkthroughHeaderAndRowLabelsWithALargeFont). At 835 px and 24 px, pane titles wider than
-      // their cells take two lines (before, the step's cells shrank to 4 px and a title ran into
-      // the chain strip).
-      if (c.width < 800.0f) continue;
+      // Every step on every canvas. At 835 px and 24 px, pane titles wider than their cells take
+      // two lines (before, the step's cells shrank to 4 px and a title ran into the chain strip).
+      // Under 800 px, the mask step's legend ran past the canvas's edge, row labels of cells a
+      // little shorter than the font into each other, and on 579 × 267 pane titles with the note
+      // of numbered key columns past the edge (a 1024 × 768 window's walkthrough).
       const figure::Mistake m = figure::make_mistake(r.model, r.trace);
       figure::WalkInput in;
       in.trace = &r.trace, in.model = &r.model, in.tokens = &r.s.tokens, in.mistake = &m;
-      figure::WalkPlan plan;
-      ASSERT_TRUE(figure::update_walk_plan(plan, in, screen(c, font)));
-      const int n = static_cast<int>(figure::walk_steps(in).size());
-      for (int k = 0; k < n; ++k) {
-        in.pos = static_cast<float>(k);
-        expect_text_clear(figure::walk_picture(in, plan, screen(c, font)).fig, c.width,
-                          "walkthrough step " + std::to_string(k) + " of " + what);
-      }
+      // Q alone (the app's default) and Q, K and V side by side (the renders' default).
+      std::vector<Screen> walk_screens{{c, font}};  // and, once, the walkthrough's own canvases
+      if (&c == &kScreens[0].c)
+        walk_screens.insert(walk_screens.end(), std::begin(kWalkScreens), std::end(kWalkScreens));
+      for (const Screen& w : walk_screens)
+        for (const int pane : {0, 3}) {
+          in.pane = pane;
+          figure::WalkPlan plan;
+          ASSERT_TRUE(figure::update_walk_plan(plan, in, screen(w.c, w.font)));
+          const int n = static_cast<int>(figure::walk_steps(in).size());
+          for (int k = 0; k < n; ++k) {
+            in.pos = static_cast<float>(k);
+            const std::string where = "walkthrough step " + std::to_string(k) + " of " + name + " on " +
+                                      std::to_string(static_cast<int>(w.c.width)) + " x " +
+                                      std::to_string(static_cast<int>(w.c.height)) + (pane ? ", all panes" : "");
+            const figure::Figure fig = figure::walk_picture(in, plan, screen(w.c, w.font)).fig;
+            expect_text_clear(fig, w.c.width, where);
+            expect_titles_apart(fig, where);
+          }
+        }
     }
   }
 }
