@@ -51,6 +51,7 @@ int run_calibrate(const CalibrateOptions& o) {
     std::printf("   %s (best of %d)\n", row.candidate.c_str(), row.rounds);
   }
   if (!r.attention.empty()) std::printf("%s\n", r.attention.c_str());
+  if (!r.attention_rows.empty()) std::printf("%s\n", r.attention_rows.c_str());
   std::printf("chose: %s (%.2f s); written to %s\n", r.chosen.c_str(), r.seconds, path.c_str());
   return 0;
 }

@@ -6,6 +6,7 @@ again and rewritten with one line on stderr, never an error. HOME and XDG_CONFIG
 a temporary directory: nothing reaches the real settings. Usage: test_calibrate.py MHAVIZ"""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -71,7 +72,7 @@ class Calibrate(unittest.TestCase):
         self.assertEqual([r["isa"] for r in recs], [WIDEST])
         # With both kernels, attention's short product is timed in both kinds of tile, and the
         # record names the one chosen (an AVX2 record has AVX2 tiles only).
-        attention = [l for l in out if l.startswith("attention's")]
+        attention = [l for l in out if l.startswith("attention's q")]
         if WIDEST == "avx512":
             self.assertEqual(len(attention), 1, r.stdout)
             self.assertRegex(attention[0], r"^attention's q·kᵀ \(\d+ × 64 · 64 × 1024, one thread\): [0-9.]+ GFLOP/s in "
@@ -82,6 +83,18 @@ class Calibrate(unittest.TestCase):
         else:
             self.assertEqual(attention, [])
             self.assertEqual(recs[0]["attention_tiles"], "avx2")
+        # Attention's rows per block: three candidates timed on a whole attention, the record
+        # holding the one chosen.
+        blocks = [l for l in out if l.startswith("attention's blocks")]
+        self.assertEqual(len(blocks), 1, r.stdout)
+        m = re.match(r"^attention's blocks \(4 heads × 1024 keys of 64, causal, raw scores kept\): "
+                     r"((?:\d+ rows [0-9.]+ ms, )+\d+ rows [0-9.]+ ms); chose (\d+)$", blocks[0])
+        self.assertIsNotNone(m, blocks[0])
+        timed = [int(x) for x in re.findall(r"(\d+) rows", m.group(1))]
+        self.assertTrue({24, 48, 96} <= set(timed) and len(timed) <= 4, blocks[0])  # and the default from the L2
+        self.assertIn(int(m.group(2)), timed)
+        self.assertEqual(recs[0]["attention_rows"], int(m.group(2)))
+        self.assertIn("attention %s rows" % m.group(2), out[-1])
         self.assertFalse(os.path.exists(os.path.join(home, "config", "mhaviz", "kernels.json")))
         if WIDEST == "avx512":  # --backend avx2 adds AVX2's record and keeps the other
             r = run("calibrate", "--config-dir", cfg, "--backend", "avx2", home=home)

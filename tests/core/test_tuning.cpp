@@ -10,6 +10,7 @@
 #include <random>
 #include <tuple>
 
+#include "kernels/attention.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/tuning.hpp"
 #include "mhaviz/backend.hpp"
@@ -179,6 +180,59 @@ TEST_P(Tuning, AttentionsTilesGiveTheWidestTilesBits) {
       }
     }
   }
+}
+
+// Attention's rows per block (what calibration now chooses among 24, 48 and 96) change how the
+// work is cut, not the bits: a causal attention with raw scores kept, T past a block's edge and
+// across several blocks, under each candidate (and 12, the least any tile allows).
+TEST_P(Tuning, AttentionsRowsPerBlockGiveTheSameBits) {
+  const Isa isa = detail::active_isa();
+  constexpr int kHeads = 3, kT = 203, kHd = 64;
+  std::mt19937 gen(43);
+  const std::size_t n = static_cast<std::size_t>(kHeads) * kT * kHd;
+  const std::vector<float> q = random_values(n, gen), k = random_values(n, gen), v = random_values(n, gen);
+  struct Out {
+    std::vector<float> weights, raw, context;
+  };
+  const auto attend = [&](int rows) {
+    KernelTuning t = detail::default_tuning(isa, detail::cache_sizes());
+    t.attn_rows = rows;
+    const detail::TrialRecord trial(isa, t);
+    Out o{std::vector<float>(static_cast<std::size_t>(kHeads) * kT * kT, 7.0f), {}, std::vector<float>(n, 7.0f)};
+    o.raw = o.weights;
+    detail::AttentionJob j = detail::per_head_job(1, kHeads, kT, kHd, 0, q.data(), k.data(), v.data(), o.weights.data(),
+                                                  o.context.data(), true);
+    j.mask.causal = true;
+    j.raw_scores = o.raw.data();
+    std::vector<float> workspace;
+    detail::attention(j, workspace);
+    return o;
+  };
+  const Out want = attend(48);
+  for (const int rows : {12, 24, 96}) {
+    const Out got = attend(rows);
+    EXPECT_TRUE(same_bits(got.weights, want.weights)) << rows << " rows";
+    EXPECT_TRUE(same_bits(got.raw, want.raw)) << rows << " rows";
+    EXPECT_TRUE(same_bits(got.context, want.context)) << rows << " rows";
+  }
+}
+
+// A record on trial (calibration timing attention) is the process's while it lives; after it,
+// the record before and where it came from are back.
+TEST_P(Tuning, ARecordOnTrialIsPutBack) {
+  const Isa isa = detail::active_isa();
+  KernelTuning mine = detail::active_tuning(isa);
+  mine.attn_rows = 36;
+  detail::set_tuning(isa, mine);
+  const std::string summary = kernel_tuning_summary();
+  {
+    KernelTuning t = mine;
+    t.attn_rows = 96;
+    const detail::TrialRecord trial(isa, t);
+    EXPECT_EQ(detail::active_tuning(isa).attn_rows, 96);
+  }
+  EXPECT_EQ(detail::active_tuning(isa), mine);
+  EXPECT_EQ(kernel_tuning_summary(), summary);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, Tuning, ::testing::Values(Backend::Avx512, Backend::Avx2), test::backend_label);

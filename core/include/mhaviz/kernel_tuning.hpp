@@ -40,6 +40,9 @@ struct CalibrationReport {
   // On a CPU with AVX-512 and AVX2: attention's short product timed in both kernels' tiles and
   // which one its products will run in (one line); empty otherwise.
   std::string attention;
+  // Attention's query rows per block: each candidate's time on a whole attention, and the
+  // choice (one line).
+  std::string attention_rows;
   double seconds = 0.0;  // the whole calibration
 };
 

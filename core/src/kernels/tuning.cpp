@@ -134,6 +134,19 @@ KernelTuning active_tuning(Isa isa) {
 
 void set_tuning(Isa isa, const KernelTuning& t) { publish(isa, t, "set by the caller"); }
 
+TrialRecord::TrialRecord(Isa isa, const KernelTuning& t) : isa_(isa) {
+  State& s = state();
+  {
+    std::lock_guard lk(s.mu);
+    make_defaults(s);
+    before_ = s.records[index_of(isa)];
+    source_ = s.sources[index_of(isa)];
+  }
+  publish(isa, t, "on trial (calibration)");
+}
+
+TrialRecord::~TrialRecord() { publish(isa_, before_, source_); }
+
 void reset_tuning() {
   State& s = state();
   std::lock_guard lk(s.mu);

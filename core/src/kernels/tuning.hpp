@@ -88,10 +88,26 @@ struct TuningEntry {
 std::vector<TuningEntry> parse_tuning_file(const std::string& text);
 std::string tuning_file_json(const std::vector<TuningEntry>& entries);
 
+// Makes t the process's record for isa while it lives, then puts back the record before it and
+// where that came from: calibration times attention's blocks on real work, which reads the
+// record as the forward does. Products run elsewhere meanwhile get t's sizes: the same bits.
+class TrialRecord {
+ public:
+  TrialRecord(Isa isa, const KernelTuning& t);
+  ~TrialRecord();
+  TrialRecord(const TrialRecord&) = delete;
+  TrialRecord& operator=(const TrialRecord&) = delete;
+
+ private:
+  Isa isa_;
+  KernelTuning before_;
+  std::string source_;
+};
+
 // [SECTION] Calibration (tuning_calibrate.cpp)
 // The candidate set's version: a record of another version is calibrated again (2: attention's
-// tiles are timed too).
-inline constexpr int kCalibrationVersion = 2;
+// tiles are timed too; 3: and its rows per block).
+inline constexpr int kCalibrationVersion = 3;
 // Times the candidates for isa on the forward's threads and returns the fastest, with each
 // candidate's GFLOP/s in report (when not null).
 KernelTuning calibrate(Isa isa, CalibrationReport* report);

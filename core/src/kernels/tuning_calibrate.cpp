@@ -1,8 +1,8 @@
 // Calibration (tuning.hpp): candidates timed through gemm_packed on the forward's threads at
 // the forward's shapes, one size at a time from the defaults (the tile shape on AVX2, then the
 // depth block, then the row block), a candidate kept only if it beats the best so far by 3%
-// (timings on a shared machine move by 1-2% from run to run). 6 or 7 candidates × 3 shapes × 3 runs: about half a
-// second on two cores.
+// (timings on a shared machine move by 1-2% from run to run). 6 or 7 candidates × 3 shapes × 3 runs, then
+// attention's tiles and rows per block: about two thirds of a second on two cores.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +10,7 @@
 #include <random>
 #include <utility>
 
+#include "kernels/attention.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/tuning.hpp"
 #include "mhaviz/kernel_tuning.hpp"
@@ -114,6 +115,41 @@ std::pair<double, double> time_attention(const KernelTuning& t) {
   return {best[0], best[1]};
 }
 
+// Attention's query rows per block (KernelTuning::attn_rows), timed on a whole attention as the
+// forward runs it: 4 heads of 64 at T = 1024, causal, raw scores kept (as the lesson and the
+// model view keep them), on the forward's threads, each candidate the process's record in turn.
+// How many rows keep a block's scores and weights in L2 between its products and its softmax
+// depends on the L2's size and ways: on a Zen 4 (1 MiB) the chapter-3 forward at T = 1024 took
+// 41-44 ms with 24 rows, 44 with 48, 47 with 96. Seconds per candidate, the best of kRuns
+// interleaved rounds after one that warms them up (fewer past `until`).
+std::vector<double> time_attention_rows(Isa isa, const KernelTuning& base, const std::vector<int>& rows,
+                                        std::chrono::steady_clock::time_point until) {
+  using clock = std::chrono::steady_clock;
+  constexpr int kHeads = 4, kTokens = 1024, kDepth = 64;
+  std::mt19937 gen(2026);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const std::size_t per_head = static_cast<std::size_t>(kHeads) * kTokens * kDepth;
+  std::vector<float> q(per_head), k(per_head), v(per_head), context(per_head);
+  for (auto* x : {&q, &k, &v})
+    for (float& e : *x) e = u(gen);
+  std::vector<float> weights(static_cast<std::size_t>(kHeads) * kTokens * kTokens), raw(weights.size()), workspace;
+  AttentionJob job =
+      per_head_job(1, kHeads, kTokens, kDepth, 0, q.data(), k.data(), v.data(), weights.data(), context.data(), true);
+  job.mask.causal = true;
+  job.raw_scores = raw.data();
+  std::vector<double> best(rows.size(), std::numeric_limits<double>::infinity());
+  for (int r = 0; r <= kRuns && (r < 2 || clock::now() < until); ++r)
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      KernelTuning t = base;
+      t.attn_rows = rows[i];
+      const TrialRecord trial(isa, t);
+      const auto t0 = clock::now();
+      attention(job, workspace);
+      if (r > 0) best[i] = std::min(best[i], std::chrono::duration<double>(clock::now() - t0).count());
+    }
+  return best;
+}
+
 std::string candidate_name(Isa isa, const KernelTuning& t) {
   std::string out = isa == Isa::Avx2 ? "tile " + tile_name(t.avx2_tile) + ", " : "";
   out += "row block " + (t.row_block_kib > 0 ? std::to_string(t.row_block_kib) + " KiB" : std::string("none"));
@@ -185,6 +221,26 @@ KernelTuning calibrate(Isa isa, CalibrationReport* report) {
                   best.attn_rows, flop / wide / 1e9, flop / narrow / 1e9, best.attn_avx2 ? "AVX2" : "12x32");
     attention = line;
   }
+  // Attention's rows per block, against the default from the L2's size: the others where they
+  // win by 3%. Only for the kernel products run in now, whose record attention reads.
+  std::string attention_rows;
+  if (isa == active_isa()) {
+    std::vector<int> rows{best.attn_rows};
+    for (const int r : {24, 48, 96})
+      if (r != best.attn_rows) rows.push_back(r);
+    const std::vector<double> s = time_attention_rows(isa, best, rows, until);
+    std::size_t chosen = 0;
+    for (std::size_t i = 1; i < rows.size(); ++i)
+      if (s[i] < s[0] * 0.97 && s[i] < s[chosen]) chosen = i;
+    attention_rows = "attention's blocks (4 heads × 1024 keys of 64, causal, raw scores kept):";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      char part[64];
+      std::snprintf(part, sizeof part, "%s %d rows %.2f ms", i == 0 ? "" : ",", rows[i], s[i] * 1e3);
+      attention_rows += part;
+    }
+    attention_rows += "; chose " + std::to_string(rows[chosen]);
+    best.attn_rows = rows[chosen];
+  }
   if (report) {
     const TuningKey key = key_for(isa);
     report->cpu = key.cpu;
@@ -201,6 +257,7 @@ KernelTuning calibrate(Isa isa, CalibrationReport* report) {
       report->rows.push_back(std::move(row));
     }
     report->attention = attention;
+    report->attention_rows = attention_rows;
     report->seconds = std::chrono::duration<double>(clock::now() - start).count();
   }
   return best;
