@@ -170,8 +170,8 @@ void legend_heads(Builder& B, const TrainCurves& c, float x0, float y, float rig
             [](std::size_t k) { return head_color(static_cast<int>(k)); });
 }
 
-void detector_plot(Builder& B, const TrainCurves& c, HeadPattern p, float title_size, float x0, float y0, float x1,
-                   float y1) {
+void detector_plot(Builder& B, const TrainCurves& c, HeadPattern p, float title_size, bool title_from_edge, float x0,
+                   float y0, float x1, float y1) {
   Axes a;
   a.ymax = 1.0;
   a.xmax = x_end(c);
@@ -181,9 +181,14 @@ void detector_plot(Builder& B, const TrainCurves& c, HeadPattern p, float title_
   a.y1 = y1 - line_h(B.ty.small) - 6.0f;
   const std::string name(head_pattern_name(p));
   // The title within the plot's width: side by side with the loss (a large font), "duplicate-token"
-  // ran into the next plot's ticks.
+  // ran into the next plot's ticks. Over the axis, or from the plot's left edge, at the top, clear
+  // of the tick "1" (a 1024 × 768 window's plots cut "previous-to…").
   draw_axes(B, a, "", "", 4, 2);
-  B.text(a.x0, a.y0 - 6.0f, fit_text(name, title_size, x1 - a.x0), title_size, B.th.text, 0, "plot-title");
+  if (title_from_edge)
+    B.text(x0, y0 + 1.0f + text_ascent(title_size), fit_text(name, title_size, x1 - x0), title_size, B.th.text, 0,
+           "plot-title");
+  else
+    B.text(a.x0, a.y0 - 6.0f, fit_text(name, title_size, x1 - a.x0), title_size, B.th.text, 0, "plot-title");
   const int heads = c.n_layer * c.n_head;
   std::vector<float> v(c.eval_steps.size());
   for (int k = 0; k < heads; ++k) {
@@ -249,16 +254,21 @@ void detector_plots(Builder& B, const TrainCurves& c, float x0, float y0, float 
   const int per_row = one_row ? 4 : 2, n_rows = one_row ? 1 : 2;
   const float row_h = std::floor((y1 - y0 - legend_h) / static_cast<float>(n_rows));
   const float w = one_row ? quarter : std::floor((x1 - x0 - 16.0f) * 0.5f);
-  // The four titles at the titles' size where every name fits its plot, else all smaller, whole:
-  // a 24-pixel font on 1280 × 800 cut "previous-token" to "previous-tok…".
-  float title_size = B.ty.tile;
-  for (int k = 0; k < kHeadPatternCount; ++k)
-    if (text_width(std::string(head_pattern_name(kPlotOrder[k])), B.ty.tile) > w - y_tick_room(B, 1.0, 0.5))
-      title_size = B.ty.small;
+  // The four titles at the titles' size where every name fits over its axis, else all smaller,
+  // whole (a 24-pixel font on 1280 × 800 cut "previous-token" to "previous-tok…"), and all from
+  // the plots' left edges where one does not fit over its axis even so (a 1024 × 768 window).
+  const auto all_fit = [&](float size, float room) {
+    for (int k = 0; k < kHeadPatternCount; ++k)
+      if (text_width(std::string(head_pattern_name(kPlotOrder[k])), size) > room) return false;
+    return true;
+  };
+  const float over_axis = w - y_tick_room(B, 1.0, 0.5);
+  const float title_size = all_fit(B.ty.tile, over_axis) ? B.ty.tile : B.ty.small;
+  const bool from_edge = !all_fit(title_size, over_axis);
   for (int k = 0; k < kHeadPatternCount; ++k) {
     const float px = x0 + static_cast<float>(k % per_row) * (w + 16.0f);
     const float py = y0 + static_cast<float>(k / per_row) * row_h;
-    detector_plot(B, c, kPlotOrder[k], title_size, px, py, px + w, py + row_h - 6.0f);
+    detector_plot(B, c, kPlotOrder[k], title_size, from_edge, px, py, px + w, py + row_h - 6.0f);
   }
   if (c.n_layer > 0) legend_heads(B, c, x0, y0 + static_cast<float>(n_rows) * row_h + B.ty.small + 4.0f, x1);
 }

@@ -364,11 +364,19 @@ TEST(Figures, TrainViewTextNeitherOverlapsNorLeavesTheCanvas) {
   // 700 × 421 and 700 × 545: a 1280 × 800 window with a 24-pixel font (the strip at 22% and 12%).
   for (const figure::Canvas& c : {figure::Canvas{1475, 870}, figure::Canvas{1000, 620}, figure::Canvas{835, 590},
                                   figure::Canvas{595, 560}, figure::Canvas{700, 421}, figure::Canvas{700, 545}})
-    for (const bool probe : {true, false})
-      expect_text_clear(
-          figure::build_train_figure(r.c, probe ? &r.probe : nullptr, screen(c, c.width == 700 ? 24.0f : 18.0f)),
-          c.width,
-          "train view on " + std::to_string(c.width) + " x " + std::to_string(c.height) + (probe ? "" : ", no probe"));
+    for (const bool probe : {true, false}) {
+      const std::string what =
+          "train view on " + std::to_string(c.width) + " x " + std::to_string(c.height) + (probe ? "" : ", no probe");
+      const figure::Figure f =
+          figure::build_train_figure(r.c, probe ? &r.probe : nullptr, screen(c, c.width == 700 ? 24.0f : 18.0f));
+      expect_text_clear(f, c.width, what);
+      // The plots' titles whole: a 1024 × 768 window's detectors read "previous-to…", "duplicate-to…".
+      for (const figure::Prim& p : f.prims) {
+        if (p.cls == "plot-title") {
+          EXPECT_EQ(p.text.find("\xE2\x80\xA6"), std::string::npos) << what << ": " << p.text;
+        }
+      }
+    }
 }
 
 // A 1280 × 800 window with a 24-pixel font leaves the Train view about 700 × 545: the probe's
