@@ -48,6 +48,11 @@ std::string shape_text(const Frame& f, lay::Step st) {
   return std::string(lay::step_shape(st, f.dims)) + " = " + shape;
 }
 
+// What most steps say beside the PyTorch line: the heads and their size.
+std::string generic_extra(const Frame& f) {
+  return "num_heads = " + std::to_string(f.tr.heads) + ", head_dim = " + std::to_string(f.tr.head_dim);
+}
+
 std::string extra_text(const Frame& f, lay::Step st) {
   const Trace& tr = f.tr;
   const Variant v = tr.config.variant;
@@ -80,7 +85,7 @@ std::string extra_text(const Frame& f, lay::Step st) {
   if (v == Variant::Gqa)
     return "num_kv_groups = " + std::to_string(tr.kv_heads) +
            " K/V heads, group_size = " + std::to_string(f.dims.group()) + " query heads per K/V head";
-  return "num_heads = " + std::to_string(tr.heads) + ", head_dim = " + std::to_string(tr.head_dim);
+  return generic_extra(f);
 }
 
 // The legend's items: signed scores' diverging swatches, else one hue per head; the mask's hatch.
@@ -156,7 +161,9 @@ struct Header {
   int lines = 2;
 };
 
-Header header_of(const Frame& f, lay::Step st, float vmax) {
+// compact: without the shape line (the result's pane title gives its shape) and the heads'
+// generic line, for a canvas the full header would leave too little of (compact_header).
+Header header_of(const Frame& f, lay::Step st, float vmax, bool compact) {
   Header h;
   h.title = "Step " +
             std::to_string(static_cast<int>(std::find(f.steps.begin(), f.steps.end(), st) - f.steps.begin()) + 1) +
@@ -167,6 +174,10 @@ Header header_of(const Frame& f, lay::Step st, float vmax) {
     h.code =
         "keys = keys.repeat(1, self.group_size, 1, 1)   # the mistake: query head i gets K/V head i mod num_kv_groups";
   h.extra = extra_text(f, st);
+  if (compact) {
+    h.shape.clear();
+    if (h.extra == generic_extra(f)) h.extra.clear();
+  }
   h.legend = legend_items(f, st, vmax);
   const float W = f.o.canvas.width - 2.0f * detail::kMargin, gap = f.sfh * 2.0f;
   h.shape_1 = text_width(h.title, f.o.type.title) + gap + text_w(f, h.shape) <= W;
@@ -176,8 +187,8 @@ Header header_of(const Frame& f, lay::Step st, float vmax) {
   h.legend_2 = x2 + gap + legend_width(f, h.legend) <= W;
   // The PyTorch line cut with an ellipsis only where the canvas is narrower than it.
   if (text_width(h.code, f.sfh, true) > W) h.code = fit_text(h.code, f.sfh, W, true);
-  if (!h.shape_1) h.later.push_back({h.shape});
-  if (!h.extra_2) h.later.push_back({h.extra});
+  if (!h.shape_1 && !h.shape.empty()) h.later.push_back({h.shape});
+  if (!h.extra_2 && !h.extra.empty()) h.later.push_back({h.extra});
   // The legend's runs: its text and swatches (the score scale, the heads' colours) and each
   // hatch; a run wider than the canvas breaks between its items.
   for (std::size_t a = 0; !h.legend_2 && a < h.legend.size();) {
@@ -213,11 +224,22 @@ Header header_of(const Frame& f, lay::Step st, float vmax) {
 
 float line_height(const Frame& f) { return std::ceil(f.sfh * 1.5f); }
 
+float lines_height(const Frame& f, int lines) {
+  return std::ceil(kTop + text_ascent(f.o.type.title) + static_cast<float>(lines - 1) * line_height(f) + 8.0f);
+}
+
+// The header without its shape and generic lines where the full one would take more than 45%
+// of the canvas's height: with a 24-pixel font on 1280 × 800 the mask step's six lines took 150
+// of the walkthrough's 288 px and left its grids 9-px cells. The legend's widest texts stand in
+// for the values, as in header_height, so that planning and drawing decide alike.
+bool compact_header(const Frame& f, lay::Step st) {
+  return lines_height(f, header_of(f, st, -88.88f, false).lines) > 0.45f * f.o.canvas.height;
+}
+
 // The legend's widest texts stand in for the values (the scale of a step is known only once
 // its cells are drawn): planning never gives the header less room than drawing takes.
 float header_height(const Frame& f, lay::Step st) {
-  const int lines = header_of(f, st, -88.88f).lines;
-  return std::ceil(kTop + text_ascent(f.o.type.title) + static_cast<float>(lines - 1) * line_height(f) + 8.0f);
+  return lines_height(f, header_of(f, st, -88.88f, compact_header(f, st)).lines);
 }
 
 float strip_width(const Options& o) {
@@ -257,15 +279,15 @@ float draw_legend(Frame& f, const std::vector<LegendItem>& items, float x, float
 void header(Frame& f, int shown, float vmax) {
   Builder& B = *f.B;
   const lay::Step st = f.steps[static_cast<std::size_t>(shown)];
-  const Header h = header_of(f, st, vmax);
+  const Header h = header_of(f, st, vmax, compact_header(f, st));
   const float gap = f.sfh * 2.0f, x0 = detail::kMargin;
   float y = kTop + text_ascent(f.o.type.title);
   float x = x0 + B.text(x0, y, h.title, f.o.type.title, B.th.text, 0, "title");
-  if (h.shape_1) B.text(x + gap, y, h.shape, f.sfh, B.th.dim, 0, "shape");
+  if (h.shape_1 && !h.shape.empty()) B.text(x + gap, y, h.shape, f.sfh, B.th.dim, 0, "shape");
   y += line_height(f);
   const Color code = f.o.dark ? Color{140, 204, 255, 255} : Color{13, 77, 153, 255};
   x = x0 + B.text(x0, y, h.code, f.sfh, code, 0, "code", false, true);
-  if (h.extra_2) x += gap + B.text(x + gap, y, h.extra, f.sfh, B.th.dim, 0, "shape");
+  if (h.extra_2 && !h.extra.empty()) x += gap + B.text(x + gap, y, h.extra, f.sfh, B.th.dim, 0, "shape");
   if (h.legend_2) draw_legend(f, h.legend, x + gap, y);
   bool after_item = false;  // x is just past legend items (which end with their own spacing)
   for (const Header::Piece& p : h.later) {

@@ -602,6 +602,35 @@ TEST(Figures, WalkthroughHeaderAndRowLabelsWithALargeFont) {
   }
 }
 
+// With a 24-pixel font on 1280 × 800 the walkthrough's canvas is about 700 × 288: the mask
+// step's full header (title, PyTorch line, shape, heads, two lines of legend) took 150 px and
+// left its grids 9-px cells. Where the full header would take more than 45% of the height, it
+// leaves out the shape (the pane title gives it) and the heads' generic line; on a projector's
+// canvas it keeps them.
+TEST(Figures, WalkthroughHeaderGivesWayOnAShortCanvas) {
+  const FigureRun r = run("seed003-wrapper");
+  const figure::Mistake m = figure::make_mistake(r.model, r.trace);
+  figure::WalkInput in;
+  in.trace = &r.trace, in.model = &r.model, in.tokens = &r.s.tokens, in.mistake = &m;
+  int step = 0;
+  ASSERT_TRUE(figure::parse_step_arg(r.trace, false, "mask", step));
+  in.pos = static_cast<float>(step);
+  for (const auto& [c, font, compact] :
+       {std::tuple{figure::Canvas{700, 288}, 24.0f, true}, std::tuple{figure::Canvas{1475, 870}, 18.0f, false}}) {
+    figure::WalkPlan plan;
+    const figure::Options o = screen(c, font);
+    ASSERT_TRUE(figure::update_walk_plan(plan, in, o));
+    const figure::WalkPicture pic = figure::walk_picture(in, plan, o);
+    const std::string on = "on " + std::to_string(static_cast<int>(c.width));
+    bool shape = false;
+    for (const figure::Prim& p : pic.fig.prims) shape = shape || p.cls == "shape";
+    EXPECT_EQ(shape, !compact) << on;
+    if (compact) {
+      EXPECT_GE(pic.cs, 15.0f) << on;
+    }
+  }
+}
+
 // The comparison's two titles are whole, with their text clear, from the short strip a 1024 × 768
 // window leaves it (about 570 × 190, where "Weight split: q.view + transp…" was cut) to a
 // projector's canvas: they take a second line, then wrap, rather than lose words.
