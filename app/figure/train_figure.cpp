@@ -113,25 +113,39 @@ void loss_plot(Builder& B, const TrainCurves& c, float x0, float y0, float x1, f
   const bool halves = std::any_of(c.loss_repeat.begin(), c.loss_repeat.end(), [](float v) { return std::isfinite(v); });
   const Color colours[] = {B.th.text, first_color(), repeat_color()};
   // The longest wording whose every key fits the plot's width (at 24 px the long one ran past
-  // the plot, up to the probe's text beside it).
+  // the plot, up to the probe's text beside it); a shorter one where its fewer rows of legend
+  // give a plot squeezed under four lines of text its height back (24 px on 1280 × 800: the
+  // plot's axis was 40 px under three rows of legend).
   const char* const wordings[][3] = {
       {"every position", "predicting the segment's first occurrence", "predicting its copy"},
       {"every position", "predicting a first occurrence", "predicting its copy"},
       {"every position", "first occurrence", "its copy"}};
+  const auto bottom_of = [&](const KeyFlow& flow) {
+    const float to_legend = 6.0f + text_ascent(B.ty.small) + flow.row_h;
+    return y1 - std::max(3.0f * line_h(B.ty.small) + 8.0f,
+                         to_legend + static_cast<float>(flow.rows - 1) * flow.row_h + 0.3f * B.ty.small + 2.0f);
+  };
   std::vector<std::string> names;
+  KeyFlow flow;
+  bool chosen = false;
   for (const auto& w : wordings) {
-    names.clear();
+    std::vector<std::string> n;
     bool fits = true;
     for (int k = 0; k < (halves ? 3 : 1); ++k) {
-      names.push_back(w[k]);
+      n.push_back(w[k]);
       fits = fits && key_width(B, w[k]) <= a.x1 - a.x0;
     }
-    if (fits) break;
+    const KeyFlow fl = flow_keys(B, n, a.x0, a.x0, a.x1);
+    const bool first = !chosen && (fits || &w == &wordings[2]);
+    const bool squeezed = chosen && bottom_of(flow) - a.y0 < 4.0f * line_h(B.ty.small) && fl.rows < flow.rows;
+    if (first || (fits && squeezed)) {
+      names = std::move(n);
+      flow = fl;
+      chosen = true;
+    }
   }
-  const KeyFlow flow = flow_keys(B, names, a.x0, a.x0, a.x1);
   const float to_legend = 6.0f + text_ascent(B.ty.small) + flow.row_h;
-  a.y1 = y1 - std::max(3.0f * line_h(B.ty.small) + 8.0f,
-                       to_legend + static_cast<float>(flow.rows - 1) * flow.row_h + 0.3f * B.ty.small + 2.0f);
+  a.y1 = bottom_of(flow);
   draw_axes(B, a, "Loss by training step", "", 8, 5);
   if (chance > 0) {
     dashed(B, a, chance, B.th.dim, "chance");

@@ -395,7 +395,8 @@ TEST(Figures, WordLinesBreakBetweenWordsOnly) {
 }
 
 TEST(Figures, TrainViewWithALargeFontKeepsTheHeadsReadable) {
-  const TrainRun r = train_run();
+  TrainRun r = train_run();
+  r.c.title += " \xC2\xB7 step 300 of 1000";  // as the app names it: two lines at 24 px
   const figure::Canvas c{700, 545};
   const figure::Figure f = figure::build_train_figure(r.c, &r.probe, screen(c, 24.0f));
   int heads = 0;
@@ -420,6 +421,8 @@ TEST(Figures, TrainViewWithALargeFontKeepsTheHeadsReadable) {
   // first occurrence" ran past it, up to the probe's text beside it.
   const figure::Hit* loss = f.hit("loss_plot");
   ASSERT_NE(loss, nullptr);
+  // The loss's axis keeps some height: under three rows of legend it had 33 px (now 58).
+  EXPECT_GE(loss->y1 - loss->y0, 50.0f);
   for (const figure_checks::TextBox& b : figure_checks::text_boxes(f)) {
     if (b.p->cls == "legend" && b.x0 < loss->x1) {
       EXPECT_LE(b.x1, loss->x1 + 12.0f) << b.p->text;
