@@ -139,7 +139,10 @@ void column_groups(Frame& f, const Grid& g, float title_y, float line, Color dim
       else
         lab = g.kv_heads ? (wpx >= text_w(f, "kv 00") + 4.0f ? "kv " : "kv") + std::to_string(cur)
                          : (wpx >= text_w(f, "head 00") + 4.0f ? "head " : "h") + std::to_string(cur);
-      if (text_w(f, lab) <= wpx + 2.0f) label(f, a.x + 2.0f, title_y + line, lab, dim, "group-label");
+      // 2 px clear of the next group's label, which starts 2 px into its group ("kv0" ran up to
+      // "kv1" at 24 px): the number alone where the name does not fit.
+      if (text_w(f, lab) + 2.0f > wpx) lab = std::to_string(cur);
+      if (text_w(f, lab) + 2.0f <= wpx) label(f, a.x + 2.0f, title_y + line, lab, dim, "group-label");
       f.B->line(a.x + 1, title_y + line * 2 - 2, a.x + wpx - 1, title_y + line * 2 - 2, dim, 1.0f, "group");
     };
     for (std::int64_t cs = 0; cs < ca.slots(); ++cs) {
@@ -228,7 +231,16 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, bool result, bool r
     const std::int64_t block = ba.index_at(bs);
     const Point p = to_px(f, g, lay::slot_point(g.l, g.pane_first, bs, 0, 0));
     if (block < 0) {
-      label(f, p.x, p.y, "… " + std::to_string(g.l.blocks() - ba.limit) + " more", dim, "ellipsis");
+      // Within its slot (up to the next block on its row, else the grid's edge): beside a narrow
+      // grid "… 4 more" ran under the operator, between blocks over the next block's cells.
+      const std::string more = std::to_string(g.l.blocks() - ba.limit);
+      float room = g.ox + grid_size(f, g).x - p.x;
+      if (bs + 1 < ba.slots()) {
+        const Point next = to_px(f, g, lay::slot_point(g.l, g.pane_first, bs + 1, 0, 0));
+        if (next.y == p.y && next.x > p.x) room = next.x - p.x - 4.0f;
+      }
+      label(f, p.x, p.y, text_w(f, "… " + more + " more") <= room ? "… " + more + " more" : "+" + more, dim,
+            "ellipsis");
       continue;
     }
     if (g.blocks != BlockLabels::None) {

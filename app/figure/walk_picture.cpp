@@ -155,11 +155,15 @@ struct Header {
     bool brk = false;          // starts a line of its own
   };
   std::string title, shape, code, extra;
+  std::vector<std::string> titles;  // the title's lines: more than one where it is wider than the canvas
   std::vector<LegendItem> legend;
   bool shape_1 = true, extra_2 = true, legend_2 = true;
   std::vector<Piece> later;  // after line 2
-  int lines = 2;
+  int lines = 2;             // of the small text's height, the title's first line counted as one
 };
+
+// From one line of the title to the next.
+float title_step(const Frame& f) { return std::ceil(f.o.type.title * 1.3f); }
 
 // compact: without the shape line (the result's pane title gives its shape) and the heads'
 // generic line, for a canvas the full header would leave too little of (compact_header).
@@ -180,7 +184,12 @@ Header header_of(const Frame& f, lay::Step st, float vmax, bool compact) {
   }
   h.legend = legend_items(f, st, vmax);
   const float W = f.o.canvas.width - 2.0f * detail::kMargin, gap = f.sfh * 2.0f;
-  h.shape_1 = text_width(h.title, f.o.type.title) + gap + text_w(f, h.shape) <= W;
+  // A title wider than the canvas breaks between words (the bonus variants' long titles at 24 px
+  // on 700 px: "Step 7 of 15:  Expand K, V to the query heads: each K/V head serves 3 query
+  // heads" ran 200 px past the edge).
+  h.titles = word_lines(h.title, W, [&f](const std::string& t) { return text_width(t, f.o.type.title); });
+  if (h.titles.empty()) h.titles.push_back(h.title);
+  h.shape_1 = h.titles.size() == 1 && text_width(h.title, f.o.type.title) + gap + text_w(f, h.shape) <= W;
   float x2 = text_width(h.code, f.sfh, true);
   h.extra_2 = x2 + gap + text_w(f, h.extra) <= W;
   if (h.extra_2) x2 += gap + text_w(f, h.extra);
@@ -233,13 +242,15 @@ float lines_height(const Frame& f, int lines) {
 // of the walkthrough's 288 px and left its grids 9-px cells. The legend's widest texts stand in
 // for the values, as in header_height, so that planning and drawing decide alike.
 bool compact_header(const Frame& f, lay::Step st) {
-  return lines_height(f, header_of(f, st, -88.88f, false).lines) > 0.45f * f.o.canvas.height;
+  const Header h = header_of(f, st, -88.88f, false);
+  return lines_height(f, h.lines) + static_cast<float>(h.titles.size() - 1) * title_step(f) > 0.45f * f.o.canvas.height;
 }
 
 // The legend's widest texts stand in for the values (the scale of a step is known only once
 // its cells are drawn): planning never gives the header less room than drawing takes.
 float header_height(const Frame& f, lay::Step st) {
-  return lines_height(f, header_of(f, st, -88.88f, compact_header(f, st)).lines);
+  const Header h = header_of(f, st, -88.88f, compact_header(f, st));
+  return lines_height(f, h.lines) + static_cast<float>(h.titles.size() - 1) * title_step(f);
 }
 
 float strip_width(const Options& o) {
@@ -281,8 +292,11 @@ void header(Frame& f, int shown, float vmax) {
   const lay::Step st = f.steps[static_cast<std::size_t>(shown)];
   const Header h = header_of(f, st, vmax, compact_header(f, st));
   const float gap = f.sfh * 2.0f, x0 = detail::kMargin;
-  float y = kTop + text_ascent(f.o.type.title);
-  float x = x0 + B.text(x0, y, h.title, f.o.type.title, B.th.text, 0, "title");
+  float y = kTop + text_ascent(f.o.type.title), x = x0;
+  for (std::size_t k = 0; k < h.titles.size(); ++k) {
+    if (k > 0) y += title_step(f);
+    x = x0 + B.text(x0, y, h.titles[k], f.o.type.title, B.th.text, 0, "title");
+  }
   if (h.shape_1 && !h.shape.empty()) B.text(x + gap, y, h.shape, f.sfh, B.th.dim, 0, "shape");
   y += line_height(f);
   const Color code = f.o.dark ? Color{140, 204, 255, 255} : Color{13, 77, 153, 255};

@@ -48,6 +48,22 @@ FigureRun run(const std::string& name) {
   return r;
 }
 
+// The journey lesson as the bonus variants' walkthrough shows it: grouped-query attention (6
+// query heads on 2 K/V heads) with QK-norm, RoPE and a sliding window of 3, or multi-head latent
+// attention (a latent of 5) with QK-norm.
+FigureRun run_variant(Variant v) {
+  FigureRun r{lesson("journey-dropout-half"), {}, {}};
+  ModelConfig& m = r.s.model;
+  m.variant = v;
+  m.d_out = 12, m.num_heads = 6, m.dropout = 0.0, m.qk_norm = true;
+  if (v == Variant::Gqa) m.num_kv_groups = 2, m.rope_base = 100.0, m.sliding_window = 3;
+  if (v == Variant::Mla) m.latent_dim = 5;
+  validate_session(r.s);
+  r.model = build_model(m, r.s.d_in());
+  r.trace = forward(r.model, r.s.input_tensor());
+  return r;
+}
+
 figure::Options screen(figure::Canvas c, float font = 18.0f) {
   figure::Options o;
   o.dark = true;
@@ -498,8 +514,11 @@ TEST(Figures, EveryViewsTextNeitherOverlapsNorLeavesTheCanvas) {
       t.probe.selected_layer = selected, t.probe.selected_head = selected;
       expect_text_clear(figure::build_model_figure(t.probe, screen(c, font)), c.width, "model view" + on);
     }
-    for (const char* name : {"seed003-wrapper", "seed003-weight-split-6d", "seed002-fused-qkv-encoder"}) {
-      const FigureRun r = run(name);
+    for (const char* name : {"seed003-wrapper", "seed003-weight-split-6d", "seed002-fused-qkv-encoder", "gqa", "mla"}) {
+      const std::string lesson_name = name;
+      const FigureRun r = lesson_name == "gqa"   ? run_variant(Variant::Gqa)
+                          : lesson_name == "mla" ? run_variant(Variant::Mla)
+                                                 : run(name);
       const std::string what = std::string(name) + on;
       expect_text_clear(
           figure::build_variant_figure(compare_attention_variants(r.model, r.s.input_tensor()), screen(c, font)),
