@@ -120,15 +120,15 @@ void loss_plot(Builder& B, const TrainCurves& c, float x0, float y0, float x1, f
       {"every position", "predicting the segment's first occurrence", "predicting its copy"},
       {"every position", "predicting a first occurrence", "predicting its copy"},
       {"every position", "first occurrence", "its copy"}};
-  const auto bottom_of = [&](const KeyFlow& flow) {
-    const float to_legend = 6.0f + text_ascent(B.ty.small) + flow.row_h;
+  const auto to_legend_of = [&](const KeyFlow& fl) { return 6.0f + text_ascent(B.ty.small) + fl.row_h; };
+  const auto bottom_of = [&](const KeyFlow& fl) {
     return y1 - std::max(3.0f * line_h(B.ty.small) + 8.0f,
-                         to_legend + static_cast<float>(flow.rows - 1) * flow.row_h + 0.3f * B.ty.small + 2.0f);
+                         to_legend_of(fl) + static_cast<float>(fl.rows - 1) * fl.row_h + 0.3f * B.ty.small + 2.0f);
   };
   std::vector<std::string> names;
   KeyFlow flow;
-  bool chosen = false;
   for (const auto& w : wordings) {
+    const bool chosen = !names.empty();
     std::vector<std::string> n;
     bool fits = true;
     for (int k = 0; k < (halves ? 3 : 1); ++k) {
@@ -141,10 +141,9 @@ void loss_plot(Builder& B, const TrainCurves& c, float x0, float y0, float x1, f
     if (first || (fits && squeezed)) {
       names = std::move(n);
       flow = fl;
-      chosen = true;
     }
   }
-  const float to_legend = 6.0f + text_ascent(B.ty.small) + flow.row_h;
+  const float to_legend = to_legend_of(flow);
   a.y1 = bottom_of(flow);
   draw_axes(B, a, "Loss by training step", "", 8, 5);
   if (chance > 0) {

@@ -13,6 +13,7 @@
 
 #include "figure/builder.hpp"
 #include "figure/walk_figure.hpp"
+#include "figure/walk_values.hpp"
 
 namespace mhaviz::figure::walk {
 
@@ -103,6 +104,7 @@ const std::string& pane_title(const Grid& g, int pane);  // its own, else the gr
 // What a pane title of g says after its name where its key columns are numbered for want of
 // room ("  · columns: keys by position"), as drawn (and planned with Frame::title_notes).
 std::string title_note(const Frame& f, const Grid& g);
+std::string title_note(const ColumnLabels& keys);  // the same from labels already made
 // Numbers in cells: the size they are printed at in a cell of size cs, and whether the
 // widest of `decimals` decimals (-1: format_value's) fits.
 float number_size(const Frame& f, float cs, int decimals);

@@ -194,9 +194,10 @@ void draw_frame_labels(Frame& f, const Grid& g, float alpha, bool result, bool r
   const Measure measure = [&f](const std::string& t) { return text_w(f, t); };
   ColumnLabels keys;
   if (g.col_tokens) keys = column_labels(tokens(f), f.cs, measure);
+  const std::string note = title_note(keys);
   for (int pane = g.pane_first; pane <= g.pane_last; ++pane) {
     const Point p = to_px(f, g, lay::slot_point(g.l, pane, 0, 0, 0));
-    const std::string t = pane_title(g, pane) + title_note(f, g);
+    const std::string t = pane_title(g, pane) + note;
     // A title of fewer lines than the step's sits on the last: over its cells, as on one line.
     const std::vector<std::string> lines = title_lines(f, t, lay::pane_width(g.l) * f.cs);
     float y = title_y + static_cast<float>(f.title_lines - static_cast<int>(lines.size())) * line;

@@ -233,8 +233,10 @@ Header header_of(const Frame& f, lay::Step st, float vmax, bool compact) {
 
 float line_height(const Frame& f) { return std::ceil(f.sfh * 1.5f); }
 
-float lines_height(const Frame& f, int lines) {
-  return std::ceil(kTop + text_ascent(f.o.type.title) + static_cast<float>(lines - 1) * line_height(f) + 8.0f);
+// The height a header takes: its lines of small text and its title's extra lines.
+float header_px(const Frame& f, const Header& h) {
+  return std::ceil(kTop + text_ascent(f.o.type.title) + static_cast<float>(h.lines - 1) * line_height(f) + 8.0f) +
+         static_cast<float>(h.titles.size() - 1) * title_step(f);
 }
 
 // The header without its shape and generic lines where the full one would take more than 45%
@@ -242,15 +244,13 @@ float lines_height(const Frame& f, int lines) {
 // of the walkthrough's 288 px and left its grids 9-px cells. The legend's widest texts stand in
 // for the values, as in header_height, so that planning and drawing decide alike.
 bool compact_header(const Frame& f, lay::Step st) {
-  const Header h = header_of(f, st, -88.88f, false);
-  return lines_height(f, h.lines) + static_cast<float>(h.titles.size() - 1) * title_step(f) > 0.45f * f.o.canvas.height;
+  return header_px(f, header_of(f, st, -88.88f, false)) > 0.45f * f.o.canvas.height;
 }
 
 // The legend's widest texts stand in for the values (the scale of a step is known only once
 // its cells are drawn): planning never gives the header less room than drawing takes.
 float header_height(const Frame& f, lay::Step st) {
-  const Header h = header_of(f, st, -88.88f, compact_header(f, st));
-  return lines_height(f, h.lines) + static_cast<float>(h.titles.size() - 1) * title_step(f);
+  return header_px(f, header_of(f, st, -88.88f, compact_header(f, st)));
 }
 
 float strip_width(const Options& o) {

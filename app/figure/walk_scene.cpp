@@ -546,10 +546,13 @@ const std::string& pane_title(const Grid& g, int pane) {
                                                        : g.pane_titles.front();
 }
 
+std::string title_note(const ColumnLabels& keys) {
+  return keys.note.empty() ? std::string() : "  \xC2\xB7 columns: " + keys.note;
+}
+
 std::string title_note(const Frame& f, const Grid& g) {
   if (!g.col_tokens || !(f.B || f.title_notes)) return {};
-  const std::string n = column_labels(tokens(f), f.cs, [&f](const std::string& t) { return text_w(f, t); }).note;
-  return n.empty() ? std::string() : "  \xC2\xB7 columns: " + n;
+  return title_note(column_labels(tokens(f), f.cs, [&f](const std::string& t) { return text_w(f, t); }));
 }
 
 namespace {
