@@ -204,6 +204,38 @@ void apply_input(AppState& s, Loop& L) {
 }
 
 // [SECTION] Frame
+// The status bar's one line: a message wider than the window is cut after its last whole word
+// that fits, with an ellipsis, and shown whole in a tooltip (its copy was cut at the window's
+// edge, mid-word).
+void status_line(const std::string& text, bool error) {
+  const float avail = ImGui::GetContentRegionAvail().x;
+  std::string shown = text;
+  const bool cut = ImGui::CalcTextSize(text.c_str()).x > avail;
+  if (cut) {
+    const float dots = ImGui::CalcTextSize("\u2026").x;
+    std::size_t fit = 0;  // bytes of the longest prefix, whole code points, that fits beside the ellipsis
+    for (std::size_t i = 1; i <= text.size(); ++i) {
+      if (i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
+      if (ImGui::CalcTextSize(text.data(), text.data() + i).x + dots > avail) break;
+      fit = i;
+    }
+    const std::size_t space = text.rfind(' ', fit);
+    if (space != std::string::npos && space > 0 && fit < text.size() && text[fit] != ' ') fit = space;
+    while (fit > 0 && text[fit - 1] == ' ') --fit;
+    shown = text.substr(0, fit) + "\u2026";
+  }
+  if (error) ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+  ImGui::TextUnformatted(shown.c_str());
+  if (error) ImGui::PopStyleColor();
+  if (cut && ImGui::IsItemHovered()) {
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 35.0f);
+    ImGui::TextUnformatted(text.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+  }
+}
+
 void draw_frame(AppState& s) {
   s.renderer.draws.clear();
   s.ui.drawn.cell_layout.clear();
@@ -304,10 +336,8 @@ void draw_frame(AppState& s) {
   // Status bar.
   const double now = glfwGetTime();
   if (!s.ui.status.text.empty() && now < s.ui.status.until) {
-    if (s.ui.status.is_error)
-      ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.35f, 1.0f), "%s", s.ui.status.text.c_str());
-    else
-      ImGui::TextUnformatted(s.ui.status.text.c_str());
+    status_line(s.ui.status.text, s.ui.status.is_error);
+    record_widget(s, "status");
   } else {
     ImGui::TextDisabled("%s", shown.hint);
   }

@@ -12,6 +12,9 @@ copied with the small byte-level tokenizer.json of tests/models/small_tokenizer.
   need a GPT's trace are GPT-2-layout only); the panel and the toolbar show that line where
   their controls would be — also before any forward (a text longer than the context), where
   the panel still names the model.
+- Errors said once: a folder without tokenizer.json gives the text's error under the text box,
+  the view pointing to it (saying it itself with the panel hidden); a model that does not open
+  has its long error cut to the window in the status bar.
 - A click shows a head large; F12 saves the very file `mhaviz render --model FOLDER --view
   model L.H --size W x H --font PX` writes for the app's canvas and font.
 
@@ -159,6 +162,49 @@ def check_model(name, folder, layers, heads, kv_heads, windows):
             (name, wd.get("model_view_gpt_only")))
 
 
+def check_errors_said_once():
+    """A folder without tokenizer.json: the text's error in red under the text box only (the
+    view points to it; the status bar keeps "Opened model"); with the panel hidden (C) the view
+    says it itself. A model that does not open: the status bar's copy of its long error is cut
+    with an ellipsis inside the window, the state keeping it whole."""
+    folder = hf_folder(MODERN, "qwen3_f32", os.path.join(tmp, "no_tokenizer"))
+    os.remove(os.path.join(folder, "tokenizer.json"))
+    state = os.path.join(tmp, "no_tokenizer.state.json")
+    lay = os.path.join(tmp, "no_tokenizer.layout.json")
+    p = g.start(["gui", "--model", folder, "--text", "The cat sat", "--no-restore", "--config-dir", tmp + "/c-nt",
+                 "--state-dir", tmp + "/s-nt", "--layout-out", lay, "--state-out", state, "--width", "1024",
+                 "--height", "768"])
+    try:
+        g.wait_for_layout(lay, ["model_header"], proc=p)
+        st = g.wait_state(state, "the text's error", lambda j: j["model"]["error"] and j["model"]["waiting"], p)
+        m = st["model"]
+        said = "is not a token of this model"
+        g.check(said in m["text_error"] and m["error"] == m["text_error"],
+                "no tokenizer.json: the text's error under the text box (%r)" % m["text_error"][:60])
+        g.check("does not tokenize" in m["waiting"] and said not in m["waiting"] and said not in st["status"],
+                "no tokenizer.json: the view points to the text box (%r), the status bar does not repeat the error "
+                "(%r)" % (m["waiting"], st["status"]))
+        g.focus_window()
+        g.key("c")
+        st = g.wait_state(state, "the panel hidden", lambda j: not j["show_controls"] and j["model"]["waiting"], p)
+        g.check(st["model"]["waiting"] == m["error"], "panel hidden: the view says the error itself (%r)" %
+                st["model"]["waiting"][:60])
+        g.stop(p)
+    finally:
+        if p.poll() is None:
+            g.stop(p)
+    state = os.path.join(tmp, "bad_type.state.json")
+    r = g.run(["gui", "--model", os.path.join(MODERN, "bad", "config_unknown_model_type"), "--exit-after-frames", "8",
+               "--no-restore", "--ignore-mouse", "--config-dir", tmp + "/c-bt", "--state-dir", tmp + "/s-bt",
+               "--state-out", state, "--width", "1024", "--height", "768"])
+    st = g.read_json(state) if r.returncode == 0 else {"status": "", "widgets": {}, "model": {}}
+    wd = st["widgets"].get("status", [0, 0, 1e9, 0])
+    g.check("(supported: qwen3" in st["status"] and wd[2] <= 1024 and "did not open" in st["model"].get("waiting", ""),
+            "unknown model_type, 1024 px: the status bar's error inside the window (%s), whole in the state; the "
+            "view points to the panel (%r)" % (wd, st["model"].get("waiting")))
+
+
+check_errors_said_once()
 for name, layers, heads, kv_heads, windows in (("qwen3_f32", 3, 4, 2, [0, 0, 0]), ("gemma3_f32", 3, 4, 2, [4, 4, 0])):
     check_model(name, hf_folder(MODERN, name, os.path.join(tmp, name)), layers, heads, kv_heads, windows)
 

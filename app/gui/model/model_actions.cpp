@@ -241,7 +241,8 @@ void poll_model(AppState& s) {
           std::max(m.busy_max_gap_ms, std::chrono::duration<double, std::milli>(now - m.last_poll).count());
   }
   m.last_poll = now;
-  if (st.error != m.error && !st.error.empty()) notify(s, st.error, true);  // also in the status bar
+  // Also in the status bar, but for a text that does not tokenize: the text box says it already.
+  if (st.error != m.error && !st.error.empty() && st.error != m.tokens.error) notify(s, st.error, true);
   m.error = st.error;
   // A model that finished loading becomes the one shown.
   if (const auto loaded = m.worker->loaded(); loaded && loaded->path.string() != m.path) {

@@ -68,6 +68,7 @@ struct ModelUi {
   figure::Options fig;         // the screen figure's options (canvas, typography, theme) last frame
   bool fig_known = false;
   std::int64_t drawn_frame = -1;  // the frame that last drew the model view
+  std::string waiting;            // what the view said in place of a figure in that frame ("": a figure)
   // Responsiveness while the worker loads or computes (state dump): frames drawn meanwhile
   // and the longest gap between two of them.
   std::int64_t busy_frames = 0;

@@ -179,25 +179,40 @@ void toolbar(AppState& s) {
     ImGui::NewLine();
 }
 
-// Before the first view: what the worker is doing, or why nothing shows.
-void waiting(const AppState& s) {
-  const ModelUi& m = s.gpt;
+// Before the first view: what the worker is doing, or why nothing shows (also kept in
+// m.waiting for the state file).
+void waiting(AppState& s) {
+  ModelUi& m = s.gpt;
   const GptWorker::Status st = m.worker->status();
   if (st.loading) {
-    ImGui::Text("Loading %s", st.loading_path.string().c_str());
+    m.waiting = "Loading " + st.loading_path.string();
+    ImGui::TextUnformatted(m.waiting.c_str());
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.0f%%", st.load_fraction * 100.0);
     ImGui::ProgressBar(static_cast<float>(st.load_fraction), ImVec2(ImGui::GetFontSize() * 20.0f, 0.0f), buf);
     return;
   }
+  // A text that does not tokenize, or a first model that did not open, is said in red in the
+  // panel beside what caused it (the text box, Open model…); with the panel shown the view
+  // says where to look instead of repeating it.
+  if (!m.error.empty() && s.view.show_controls && (m.error == m.tokens.error || m.path.empty())) {
+    m.waiting = m.path.empty() ? "Nothing to show: the model did not open. The line in red under Open model..., "
+                                 "on the left, says why."
+                               : "Nothing to show: the text does not tokenize. The line in red under the text box, "
+                                 "on the left, says why.";
+    text_words_wrapped(m.waiting);
+    return;
+  }
   if (!m.error.empty()) {
+    m.waiting = m.error;
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
     ImGui::TextWrapped("%s", m.error.c_str());
     ImGui::PopStyleColor();
     return;
   }
-  ImGui::TextWrapped("%s", m.text.empty() ? "Type a text in the box on the left: every layer and head shows here."
-                                          : "Computing the first forward...");
+  m.waiting = m.text.empty() ? "Type a text in the box on the left: every layer and head shows here."
+                             : "Computing the first forward...";
+  ImGui::TextWrapped("%s", m.waiting.c_str());
 }
 
 // [SECTION] Hover and clicks
@@ -431,6 +446,7 @@ void draw_model_view(AppState& s) {
     m.fig = model_options(s, avail);
     m.fig_known = true;
   }
+  m.waiting.clear();
   if (!m.view) {
     waiting(s);
     return;
