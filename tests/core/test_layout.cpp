@@ -70,6 +70,21 @@ TEST(Layout, AxisSlotsRoundTrip) {
   }
 }
 
+// A window hides at least two indices: one hidden index would leave its slot to an ellipsis
+// that takes as much room (4 heads under a limit of 3 showed 0, 1, "… 1 more", 3). Slots never
+// exceed limit + 1.
+TEST(Layout, AnEllipsisStandsForTwoIndicesOrMore) {
+  for (std::int64_t limit = 2; limit <= 12; ++limit)
+    for (std::int64_t n = 1; n <= 40; ++n) {
+      const Axis a{n, limit};
+      EXPECT_LE(a.slots(), limit + 1) << n << " under " << limit;
+      EXPECT_EQ(a.windowed(), n >= limit + 2) << n << " under " << limit;
+      std::int64_t shown = 0;
+      for (std::int64_t i = 0; i < n; ++i) shown += a.slot(i) >= 0 ? 1 : 0;
+      EXPECT_TRUE(shown == n || n - shown >= 2) << n << " under " << limit << ": " << shown << " shown";
+    }
+}
+
 // index -> cell -> index, cell -> point -> cell, for every step of every variant.
 TEST(Layout, EveryStepMappingAndInverseRoundTrip) {
   std::mt19937 gen(2);

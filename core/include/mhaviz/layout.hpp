@@ -55,12 +55,14 @@ enum class Kind {
   HeadBlocks,   // dims (b, h, T, X): one T x X block per head, rows = tokens (seed 004 "Q transformed")
 };
 
-// Indices shown along one axis: all when n <= limit (or limit <= 0); otherwise the first
-// limit - 1, one ellipsis slot, and the last index. limit >= 2 when windowed.
+// Indices shown along one axis: all when n <= limit + 1 (or limit <= 0); otherwise the first
+// limit - 1, one ellipsis slot, and the last index. limit >= 2 when windowed. An ellipsis in
+// place of one index would take the slot that index takes: 4 heads under a limit of 3 showed
+// heads 0, 1, "… 1 more" and 3 in four slots.
 struct Axis {
   std::int64_t n = 1;
   std::int64_t limit = 0;
-  bool windowed() const { return limit > 1 && n > limit; }
+  bool windowed() const { return limit > 1 && n > limit + 1; }
   std::int64_t slots() const { return windowed() ? limit + 1 : n; }
   std::int64_t slot(std::int64_t i) const;      // -1 when hidden
   std::int64_t index_at(std::int64_t s) const;  // -1 for the ellipsis slot or out of range
