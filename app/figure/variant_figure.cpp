@@ -113,10 +113,20 @@ float draw_costs(Builder& B, const VariantComparison& c, float y, float width) {
     name_w = std::max({name_w, text_width(v.variant, B.ty.tile), text_width(v.detail, B.ty.small)});
   name_w = std::min(name_w + 16.0f, width * 0.34f);
   const float cw = (width - name_w) / kCols, pad = 12.0f;
-  y += line_h(B.ty.small) + 8.0f;
+  // A title wider than its column goes on two lines or more, the last over the values ("KV
+  // cache at 23 tok…" was cut on a 1280 x 800 window).
+  std::vector<std::string> heads[kCols];
+  std::size_t most = 1;
+  for (int k = 0; k < kCols; ++k) {
+    heads[k] = wrap(cols[k].title, B.ty.small, cw - pad);
+    most = std::max(most, heads[k].size());
+  }
+  y += line_h(B.ty.small) * static_cast<float>(most) + 8.0f;
   for (int k = 0; k < kCols; ++k)
-    B.text(kMargin + name_w + cw * static_cast<float>(k), y, fit_text(cols[k].title, B.ty.small, cw - pad), B.ty.small,
-           B.th.dim, 0, "column");
+    for (std::size_t i = 0; i < heads[k].size(); ++i)
+      B.text(kMargin + name_w + cw * static_cast<float>(k),
+             y - line_h(B.ty.small) * static_cast<float>(heads[k].size() - 1 - i), heads[k][i], B.ty.small, B.th.dim, 0,
+             "column");
   std::int64_t top[kCols] = {1, 1, 1, 1};
   for (const VariantCost& v : c.costs)
     for (int k = 0; k < kCols; ++k) top[k] = std::max(top[k], cols[k].value(v));

@@ -304,6 +304,19 @@ TEST(Compare, ComparesTheVariantsAndSaysWhatTheNumbersShow) {
   }
   for (const VariantCost& r : v.costs) EXPECT_NE(f.hit("cost_" + r.variant), nullptr) << r.variant;
   EXPECT_LE(f.width, 1280);
+  // The cost table's column titles whole on a narrow canvas, on more lines where one is too
+  // narrow ("KV cache at 23 tok…" on a 1280 x 800 window).
+  o.canvas = {560, 600};
+  std::string titles;
+  float first = 1e9f, last = -1e9f;
+  for (const figure::Prim& p : figure::build_variant_figure(v, o).prims)
+    if (p.kind == figure::Prim::Kind::Text && p.cls == "column") {
+      titles += (titles.empty() ? "" : " ") + p.text;
+      first = std::min(first, p.y0);
+      last = std::max(last, p.y0);
+    }
+  EXPECT_EQ(titles, "parameters FLOPs of one forward KV cache per token KV cache at 3 tokens \u00d7 b 2");
+  EXPECT_GT(last, first) << "at 560 px some title takes two lines";
 }
 
 }  // namespace
