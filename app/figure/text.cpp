@@ -106,6 +106,27 @@ std::vector<std::string> word_lines(const std::string& s, float max_w,
   return lines;
 }
 
+std::vector<std::string> path_lines(const std::string& s, float max_w,
+                                    const std::function<float(const std::string&)>& width) {
+  std::vector<std::string> lines;
+  std::string line;
+  const auto end_line = [&] {
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    if (!line.empty()) lines.push_back(line);
+    line.clear();
+  };
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t cut = s.find_first_of("/ ", i);
+    const std::size_t j = cut == std::string::npos ? s.size() : cut + 1;
+    const std::string piece = s.substr(i, j - i);
+    if (!line.empty() && width(line + piece) > max_w) end_line();
+    if (!(line.empty() && piece == " ")) line += piece;  // no line starts with a space
+    i = j;
+  }
+  end_line();
+  return lines;
+}
+
 std::vector<std::string> wrap(const std::string& s, float size, float max_w) {
   std::vector<std::string> lines = word_lines(s, max_w, [&](const std::string& t) { return text_width(t, size); });
   for (std::string& l : lines) l = fit_text(l, size, max_w);

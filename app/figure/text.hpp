@@ -23,6 +23,11 @@ std::string fit_text(const std::string& s, float size, float max_w, bool mono = 
 // word wider than that is a line of its own. Never breaks inside a word ("0.1" stays whole).
 std::vector<std::string> word_lines(const std::string& s, float max_w,
                                     const std::function<float(const std::string&)>& width);
+// A path (or a line holding one) in lines no wider than max_w, broken after a '/' or a space,
+// never inside a name; a name wider than max_w is a line of its own. Lines keep their '/' at
+// the end and lose trailing spaces.
+std::vector<std::string> path_lines(const std::string& s, float max_w,
+                                    const std::function<float(const std::string&)>& width);
 // word_lines at this font size, a word wider than max_w shortened with an ellipsis.
 std::vector<std::string> wrap(const std::string& s, float size, float max_w);
 

@@ -4,7 +4,9 @@
 #include <imgui_internal.h>
 
 #include <algorithm>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "app_state.hpp"
 #include "figure/text.hpp"
@@ -51,19 +53,34 @@ void record_frame(AppState& s, const char* name) {
   s.hooks.widgets[name] = {a.x, a.y, a.x + ImGui::CalcItemWidth(), b.y};
 }
 
-void text_words_wrapped(const std::string& text) {
-  // ImGui's own wrapping also breaks after '.', ',' and ';': a narrow strip showed "weight
-  // decay 0." on one line and "1" on the next. A word wider than the whole line is left to
-  // TextWrapped, which breaks it between glyphs.
+namespace {
+using LineBreaker = std::vector<std::string> (*)(const std::string&, float,
+                                                 const std::function<float(const std::string&)>&);
+
+// The text in lines as `lines` breaks it at the window's edge, as one item (its rectangle, hover
+// and tooltip cover every line). A piece wider than the whole line is left to TextWrapped, which
+// breaks it between glyphs.
+void text_lines(const std::string& text, LineBreaker lines) {
   const float room = std::max(1.0f, ImGui::GetContentRegionAvail().x);
   const auto width = [](const std::string& t) { return ImGui::CalcTextSize(t.c_str()).x; };
-  for (const std::string& line : figure::word_lines(text, room, width)) {
+  ImGui::BeginGroup();
+  for (const std::string& line : lines(text, room, width)) {
     if (width(line) > room)
       ImGui::TextWrapped("%s", line.c_str());
     else
       ImGui::TextUnformatted(line.c_str());
   }
+  ImGui::EndGroup();
 }
+}  // namespace
+
+// ImGui's own wrapping also breaks after '.', ',' and ';': a narrow strip showed "weight decay
+// 0." on one line and "1" on the next.
+void text_words_wrapped(const std::string& text) { text_lines(text, figure::word_lines); }
+
+// ImGui's wrapping broke ".local" after its dot and a run's folder "induction-20261129-034326"
+// between two digits.
+void text_path_wrapped(const std::string& text) { text_lines(text, figure::path_lines); }
 
 void text_dim_wrapped(const std::string& text) {
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));

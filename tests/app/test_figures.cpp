@@ -410,6 +410,20 @@ TEST(Figures, WordLinesBreakBetweenWordsOnly) {
   EXPECT_TRUE(figure::word_lines("", 6.0f, chars).empty());
 }
 
+TEST(Figures, PathLinesBreakAfterASlashOnly) {
+  const auto chars = [](const std::string& t) { return static_cast<float>(t.size()); };
+  // ImGui broke this after ".", and its last folder between two digits.
+  EXPECT_EQ(figure::path_lines("Checkpoint (step 600): /tmp/x/.local/state/runs/induction-20261129-034326/model.st",
+                               30.0f, chars),
+            (std::vector<std::string>{"Checkpoint (step 600): /tmp/x/", ".local/state/runs/",
+                                      "induction-20261129-034326/", "model.st"}));
+  // A name wider than the line is a line of its own; no empty lines, no leading spaces.
+  EXPECT_EQ(figure::path_lines("a /averyveryverylongname/b", 6.0f, chars),
+            (std::vector<std::string>{"a /", "averyveryverylongname/", "b"}));
+  EXPECT_EQ(figure::path_lines("one two", 4.0f, chars), (std::vector<std::string>{"one", "two"}));
+  EXPECT_TRUE(figure::path_lines("", 6.0f, chars).empty());
+}
+
 TEST(Figures, TrainViewWithALargeFontKeepsTheHeadsReadable) {
   TrainRun r = train_run();
   r.c.title += " \xC2\xB7 step 300 of 1000";  // as the app names it: two lines at 24 px

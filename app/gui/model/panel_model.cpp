@@ -66,7 +66,7 @@ void draw_source(AppState& s, const GptWorker::Status& st) {
         "config.json + the tokenizer files), or a Qwen3, Qwen2, Llama or Gemma 3 folder (config.json, "
         "model.safetensors or its shards, tokenizer.json).");
   } else {
-    ImGui::TextWrapped("%s", m.path.c_str());
+    text_path_wrapped(m.path);
     // Before a forward succeeds too, so that the panel still says what was opened.
     if (const std::optional<ModelFacts> f = shown_facts(m)) text_dim_wrapped(facts_line(*f));
   }

@@ -299,7 +299,7 @@ void transport(AppState& s) {
   if (n.tokens_per_s > 0)
     ImGui::TextDisabled("%s tokens/s", thousands(static_cast<std::int64_t>(n.tokens_per_s)).c_str());
   if (!n.checkpoint.empty()) {
-    ImGui::TextWrapped("Checkpoint (step %lld): %s", static_cast<long long>(n.saved_step), n.checkpoint.c_str());
+    text_path_wrapped("Checkpoint (step " + std::to_string(n.saved_step) + "): " + n.checkpoint);
     record_widget(s, "train_checkpoint");
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip(
