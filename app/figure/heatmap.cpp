@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 
 #include "figure/text.hpp"
@@ -63,17 +64,28 @@ ColorScale scale_for(const ValueRange& r, bool signed_values, const Options& o) 
 }
 
 // [SECTION] Token labels
+namespace {
+// The smallest of 1, 2, 4, 5, 8, 10, ... at least `need`.
+int nice_step(float need) {
+  static constexpr int kNice[] = {1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64, 100, 128, 256, 512, 1024, 2048, 4096};
+  const int n = std::max(1, static_cast<int>(std::ceil(need - 1e-3f)));
+  for (int k : kNice)
+    if (k >= n) return k;
+  return kNice[std::size(kNice) - 1];
+}
+
+// A label's height as rows and turned columns need it: its ascent and a quarter of its size.
+float label_room(float size) { return text_ascent(size) + 0.25f * size; }
+}  // namespace
+
+int legible_step(float cell, float size) { return nice_step(0.8f * label_room(size) / std::max(cell, 1e-3f)); }
+
 LabelPlan plan_labels(const std::vector<std::string>& tokens, float cell, float size) {
   LabelPlan p;
   const int T = static_cast<int>(tokens.size());
   if (cell * static_cast<float>(T) < 60.0f || T == 0) return p;
   p.show = true;
-  const int need = std::max(1, static_cast<int>(std::ceil(size * 1.4f / cell)));
-  static constexpr int kNice[] = {1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64, 100, 128, 256, 512, 1024, 2048, 4096};
-  for (int n : kNice) {
-    p.step = n;
-    if (n >= need) break;
-  }
+  p.step = nice_step(size * 1.4f / cell);
   const float cap = text_width("abcdefghij", size);
   float maxw = 0;
   for (int i = 0; i < T; i += p.step) maxw = std::max(maxw, text_width(tokens[static_cast<std::size_t>(i)], size));
@@ -154,7 +166,7 @@ void token_labels(Builder& B, const HeatmapSpec& h, const HeatmapInfo& info, con
   // heads of the bonus variants on a 1024 × 768 window) get labels that much smaller, not
   // labels running into each other.
   const float pitch = cell * static_cast<float>(lp.step);
-  const float row_size = std::min(size, size * pitch / (text_ascent(size) + 0.25f * size));
+  const float row_size = std::min(size, size * pitch / label_room(size));
   if (row_labels && h.row_names)
     for (int i = 0; i < h.rows; i += lp.step) {
       const float cy = info.y0 + (static_cast<float>(i) + 0.5f) * cell;
@@ -165,9 +177,9 @@ void token_labels(Builder& B, const HeatmapSpec& h, const HeatmapInfo& info, con
     for (int j = 0; j < h.cols; j += lp.step) {
       const float cx = info.x0 + (static_cast<float>(j) + 0.5f) * cell;
       const std::string& t = (*h.col_names)[static_cast<std::size_t>(j)];
-      if (lp.vertical)
-        B.text(cx + text_ascent(size) * 0.5f - 1.0f, info.y0 - 5.0f, fit_text(t, size, lp.top - 8.0f), size, B.th.text,
-               0, "label", true);
+      if (lp.vertical)  // turned: as close as rows, and as much smaller
+        B.text(cx + text_ascent(row_size) * 0.5f - 1.0f, info.y0 - 5.0f, fit_text(t, row_size, lp.top - 8.0f), row_size,
+               B.th.text, 0, "label", true);
       else
         B.text(cx, info.y0 - 6.0f, t, size, B.th.text, 1);
     }

@@ -41,14 +41,18 @@ struct LabelPlan {
   int step = 1;
 };
 LabelPlan plan_labels(const std::vector<std::string>& tokens, float cell, float size);
+// The fewest tokens between labels (1, 2, 4, 5, 8, ...) that keep labels of this size legible
+// on cells this large, each drawn up to 20% smaller than the size (token_labels): the floor
+// under plan_labels' roomier spacing once a plan's cells came out smaller than it was made for.
+int legible_step(float cell, float size);
 
 // [SECTION] One heatmap
 struct HeatmapSpec {
   int id = 0;  // HeatmapInfo::head
   int rows = 0, cols = 0;
-  std::function<float(int, int)> value;     // (row, column) -> value
-  std::function<CellMask(int, int)> mask;   // why a cell is hidden; null: every cell visible
-  std::function<bool(int, int)> dropped;    // dropout zeroed the cell (a cross); null: none drawn
+  std::function<float(int, int)> value;    // (row, column) -> value
+  std::function<CellMask(int, int)> mask;  // why a cell is hidden; null: every cell visible
+  std::function<bool(int, int)> dropped;   // dropout zeroed the cell (a cross); null: none drawn
   ColorScale scale;
   const std::vector<std::string>* row_names = nullptr;  // tokens, or null
   const std::vector<std::string>* col_names = nullptr;
@@ -60,8 +64,8 @@ std::vector<float> heatmap_values(const HeatmapSpec& h);
 // Cells at (x0, y0), `cell` logical pixels each (whole pixels at one pixel or more), their
 // numbers and dropout crosses when they fit, and the token labels of lp (rows on the left
 // when row_labels, columns on top when col_labels). Returns the index of the HeatmapInfo.
-int draw_heatmap(Builder& B, const HeatmapSpec& h, float x0, float y0, float cell, const LabelPlan& lp,
-                 bool row_labels, bool col_labels);
+int draw_heatmap(Builder& B, const HeatmapSpec& h, float x0, float y0, float cell, const LabelPlan& lp, bool row_labels,
+                 bool col_labels);
 // The largest cell size that holds rows x cols in a w x h box: whole pixels when at least one.
 float fit_cell(float w, float h, int rows, int cols);
 

@@ -62,13 +62,16 @@ ColorScale head_scale(const Heads& hv, const Options& o, int head) {
 float header(Builder& B, const Trace& tr, const Options& o, bool one) {
   float y = kMargin + text_ascent(B.ty.title);
   std::string title(stage_title(o.stage));
-  if (one) title += "  \xC2\xB7  head " + (o.layer >= 0 ? std::to_string(o.layer) + "." : std::string()) + std::to_string(o.head);
+  if (one)
+    title +=
+        "  \xC2\xB7  head " + (o.layer >= 0 ? std::to_string(o.layer) + "." : std::string()) + std::to_string(o.head);
   B.text(kMargin, y, title, B.ty.title, B.th.text, 0, "title");
   y += line_h(B.ty.small) + 2;
   char sub[200];
-  std::snprintf(sub, sizeof sub,
-                "batch item %d \xC2\xB7 %d tokens \xC2\xB7 %d heads of head_dim %d \xC2\xB7 rows: queries, columns: keys",
-                o.batch, tr.tokens, tr.heads, tr.head_dim);
+  std::snprintf(
+      sub, sizeof sub,
+      "batch item %d \xC2\xB7 %d tokens \xC2\xB7 %d heads of head_dim %d \xC2\xB7 rows: queries, columns: keys",
+      o.batch, tr.tokens, tr.heads, tr.head_dim);
   B.text(kMargin, y, sub, B.ty.small, B.th.dim, 0, "subtitle");
   const std::string note = unchanged_stage_note(o.stage, tr.config);
   if (!note.empty()) {
@@ -89,36 +92,57 @@ struct Tiles {
 };
 
 // The columns that give the largest cells; token labels are worth some size (with few
-// tokens they are the lesson: which word attends to which).
+// tokens they are the lesson: which word attends to which). Up to 32 tokens every tile has its
+// labels where that costs little; where the repeated labels would take the room the cells need
+// (23 tokens, 4 heads on a 1024 x 768 window: 3-pixel cells), the tiles share the first
+// column's and the first row's.
 Tiles choose_tiles(const std::vector<std::string>& tokens, int shown, float W, float H, float title_h, float gap,
                    float label_size) {
   const int T = static_cast<int>(tokens.size());
-  const bool per_tile = shown == 1 || T <= 32;
   Tiles best;
-  for (int c = 1; c <= shown; ++c) {
-    const int r = (shown + c - 1) / c;
-    const float fc = static_cast<float>(c), fr = static_cast<float>(r);
-    const auto cell_for = [&](const LabelPlan& lp) {
-      const float nl = lp.show ? (per_tile ? fc : 1.0f) : 0.0f, nt = lp.show ? (per_tile ? fr : 1.0f) : 0.0f;
-      return fit_cell((W - gap * (fc - 1) - nl * lp.left) / fc, (H - gap * (fr - 1) - fr * title_h - nt * lp.top) / fr, T, T);
-    };
-    const float bare = cell_for(LabelPlan{});
-    if (bare * static_cast<float>(T) > best.score) best = {c, r, bare, LabelPlan{}, per_tile, bare * static_cast<float>(T)};
-    // Margins shrink the cells, which may call for rotated or thinned labels: settle on a plan
-    // that fits the size it leaves.
-    LabelPlan lp = plan_labels(tokens, bare, label_size);
-    for (int k = 0; k < 4 && lp.show; ++k) {
-      const LabelPlan next = plan_labels(tokens, cell_for(lp), label_size);
-      if (!next.show || (next.left <= lp.left && next.top <= lp.top)) break;
-      lp.left = std::max(lp.left, next.left);
-      lp.top = std::max(lp.top, next.top);
-      lp.vertical = lp.vertical || next.vertical;
-      lp.step = std::max(lp.step, next.step);
+  for (const bool per_tile : {true, false}) {
+    if (per_tile != (shown == 1 || T <= 32) && (per_tile || shown == 1)) continue;
+    // Shared labels take a tile's cells 18% larger than labels on every tile to be chosen.
+    const float worth = per_tile || T > 32 ? 1.0f : 0.85f;
+    for (int c = 1; c <= shown; ++c) {
+      const int r = (shown + c - 1) / c;
+      const float fc = static_cast<float>(c), fr = static_cast<float>(r);
+      const auto cell_for = [&](const LabelPlan& lp) {
+        const float nl = lp.show ? (per_tile ? fc : 1.0f) : 0.0f, nt = lp.show ? (per_tile ? fr : 1.0f) : 0.0f;
+        return fit_cell((W - gap * (fc - 1) - nl * lp.left) / fc,
+                        (H - gap * (fr - 1) - fr * title_h - nt * lp.top) / fr, T, T);
+      };
+      const float bare = cell_for(LabelPlan{});
+      if (bare * static_cast<float>(T) > best.score)
+        best = {c, r, bare, LabelPlan{}, per_tile, bare * static_cast<float>(T)};
+      // Margins shrink the cells, which may call for rotated or thinned labels: settle on a plan
+      // that fits the size it leaves.
+      LabelPlan lp = plan_labels(tokens, bare, label_size);
+      for (int k = 0; k < 4 && lp.show; ++k) {
+        const LabelPlan next = plan_labels(tokens, cell_for(lp), label_size);
+        if (!next.show || (next.left <= lp.left && next.top <= lp.top)) break;
+        lp.left = std::max(lp.left, next.left);
+        lp.top = std::max(lp.top, next.top);
+        lp.vertical = lp.vertical || next.vertical;
+        lp.step = std::max(lp.step, next.step);
+      }
+      if (!lp.show) continue;
+      float cell = cell_for(lp);
+      // The plan above was made for larger cells: at the final ones, every n-th token as far
+      // as legibility needs (turned labels 3 px apart ran into each other), and turned where
+      // they no longer fit across (a turn takes its height).
+      LabelPlan fin = plan_labels(tokens, cell, label_size);
+      if (fin.show && fin.vertical && !lp.vertical) {
+        lp.vertical = true;
+        lp.top = std::max(lp.top, fin.top);
+        cell = cell_for(lp);
+        fin = plan_labels(tokens, cell, label_size);
+      }
+      if (!fin.show) continue;
+      lp.step = std::max(lp.step, legible_step(cell, label_size));
+      const float score = cell * static_cast<float>(T) * (T <= 32 ? 2.0f : 1.3f) * worth;
+      if (score > best.score) best = {c, r, cell, lp, per_tile, score};
     }
-    if (!lp.show) continue;
-    const float cell = cell_for(lp);
-    const float score = cell * static_cast<float>(T) * (T <= 32 ? 2.0f : 1.3f);
-    if (plan_labels(tokens, cell, label_size).show && score > best.score) best = {c, r, cell, lp, per_tile, score};
   }
   return best;
 }
@@ -127,11 +151,14 @@ void legend(Builder& B, const Trace& tr, const Options& o, float x, float y) {
   float lx = x;
   if (masked_stage(o.stage) && tr.config.causal) lx = mask_legend(B, lx, y, "masked (key after the query)");
   if (masked_stage(o.stage) && tr.config.sliding_window > 0)
-    lx = mask_legend(B, lx, y, "outside the window (i \xE2\x88\x92 j \xE2\x89\xA5 W = " + std::to_string(tr.config.sliding_window) + ")",
-                     true);
+    lx = mask_legend(
+        B, lx, y,
+        "outside the window (i \xE2\x88\x92 j \xE2\x89\xA5 W = " + std::to_string(tr.config.sliding_window) + ")",
+        true);
   if (o.stage == Stage::Dropped && tr.dropout_applied()) {
     char buf[96];
-    std::snprintf(buf, sizeof buf, "\xC3\x97 dropped; kept weights \xC3\x97 1/(1 \xE2\x88\x92 %.2f)", tr.config.dropout);
+    std::snprintf(buf, sizeof buf, "\xC3\x97 dropped; kept weights \xC3\x97 1/(1 \xE2\x88\x92 %.2f)",
+                  tr.config.dropout);
     B.text(lx, y + B.ty.small - 1.0f, buf, B.ty.small, B.th.text);
   }
   B.grow(0, y + B.ty.small + 2.0f);
@@ -139,10 +166,11 @@ void legend(Builder& B, const Trace& tr, const Options& o, float x, float y) {
 
 std::string caption_line(const Trace& tr, const Options& o, bool one, const ColorScale& bar) {
   const Shape sh{tr.batch, tr.heads, tr.tokens, tr.tokens};
-  std::string what = std::string(stage_tensor(o.stage)) + " " + shape_string(sh) + ", batch item " + std::to_string(o.batch);
+  std::string what =
+      std::string(stage_tensor(o.stage)) + " " + shape_string(sh) + ", batch item " + std::to_string(o.batch);
   if (one) what += ", head " + std::to_string(o.head);
-  what += " \xC2\xB7 stage " + std::to_string(static_cast<int>(o.stage) + 1) + " of 5: " + std::string(stage_name(o.stage)) +
-          " \xC2\xB7 " + std::to_string(tr.tokens) + " tokens";
+  what += " \xC2\xB7 stage " + std::to_string(static_cast<int>(o.stage) + 1) +
+          " of 5: " + std::string(stage_name(o.stage)) + " \xC2\xB7 " + std::to_string(tr.tokens) + " tokens";
   if (bar.log) what += " \xC2\xB7 log colour scale";
   if (o.scores_one_scale && signed_stage(o.stage)) what += " \xC2\xB7 one colour scale for stages 1-3";
   return what;
@@ -181,7 +209,9 @@ Figure lesson_figure(const Trace& tr, const std::vector<std::string>& tokens, co
     spec.id = head;
     spec.rows = spec.cols = T;
     const std::vector<float>& vals = hv.values[static_cast<std::size_t>(head)];
-    spec.value = [&vals, T](int i, int j) { return vals[static_cast<std::size_t>(i) * static_cast<std::size_t>(T) + static_cast<std::size_t>(j)]; };
+    spec.value = [&vals, T](int i, int j) {
+      return vals[static_cast<std::size_t>(i) * static_cast<std::size_t>(T) + static_cast<std::size_t>(j)];
+    };
     if (masked_stage(o.stage)) spec.mask = [&tr](int i, int j) { return trace_mask(tr, i, j); };
     if (o.stage == Stage::Dropped && tr.dropout_applied() && o.dropout_marks)
       spec.dropped = [&tr, &o, head](int i, int j) { return !tr.kept(o.batch, head, i, j); };

@@ -226,6 +226,56 @@ TEST(Figures, ShapesStripAndComparisonAreOnePicture) {
   }
 }
 
+// A lesson of 23 tokens and 4 heads on small canvases: the tiles share their labels where
+// labels on every tile would take the cells' room (3-4 px cells on a 1024 x 768 window), and the
+// labels drawn are as far apart as they are tall, turned ones too (12 px apart at 14 px before).
+TEST(Figures, ManyTokensOnASmallCanvasKeepCellsAndLabelsReadable) {
+  Session s = lesson("seed003-weight-split-6d");
+  const std::vector<std::string> words = {"The", "quick", "brown", "fox", "jumps",  "over", "the",  "lazy",
+                                          "dog", "while", "the",   "cat", "sleeps", "on",   "a",    "warm",
+                                          "mat", "near",  "the",   "old", "red",    "barn", "today"};
+  s.tokens = words;
+  s.embeddings.clear();
+  for (std::size_t i = 0; i < words.size(); ++i)
+    s.embeddings.push_back({0.1f * static_cast<float>(i % 7), 0.5f, 0.03f * static_cast<float>(i)});
+  s.batch = 1;
+  s.model.context_length = static_cast<int>(words.size());
+  s.model.d_out = 12, s.model.num_heads = 4;
+  validate_session(s);
+  const Model m = build_model(s.model, s.d_in());
+  const Trace t = forward(m, s.input_tensor());
+  struct Case {
+    figure::Canvas c;
+    float font, min_cell;
+  };
+  for (const Case& k : {Case{{579, 267}, 18.0f, 3.0f}, Case{{835, 545}, 24.0f, 6.0f}, Case{{1280, 720}, 17.0f, 9.0f}}) {
+    const figure::Figure f = figure::build_figure(t, s.tokens, screen(k.c, k.font));
+    const std::string what =
+        std::to_string(static_cast<int>(k.c.width)) + " x " + std::to_string(static_cast<int>(k.c.height));
+    ASSERT_EQ(f.heatmaps.size(), 4u) << what;
+    EXPECT_GE(f.heatmaps[0].cell, k.min_cell) << what;
+    // Labels of one heatmap side, in reading order: each a label's height from the next.
+    std::map<std::pair<bool, int>, std::vector<figure::Prim>> sides;  // (turned, line) -> labels
+    for (const figure::Prim& p : f.prims)
+      if (p.kind == figure::Prim::Kind::Text && p.cls == "label")
+        sides[{p.vertical, static_cast<int>(std::lround(p.vertical ? p.y0 : p.x0))}].push_back(p);
+    int checked = 0;
+    for (auto& [side, labels] : sides) {
+      std::sort(labels.begin(), labels.end(),
+                [&](const figure::Prim& a, const figure::Prim& b) { return side.first ? a.x0 < b.x0 : a.y0 < b.y0; });
+      for (std::size_t i = 1; i < labels.size(); ++i) {
+        const figure::Prim &a = labels[i - 1], &b = labels[i];
+        const float apart = side.first ? b.x0 - a.x0 : b.y0 - a.y0;
+        if (apart > 60.0f) continue;  // the next heatmap's first
+        EXPECT_GE(apart + 0.01f, figure::text_ascent(b.size) + 0.25f * b.size)
+            << what << ": \"" << a.text << "\" and \"" << b.text << "\"" << (side.first ? " (turned)" : "");
+        ++checked;
+      }
+    }
+    EXPECT_GT(checked, 8) << what;
+  }
+}
+
 // A sliding window's hidden cells are told from the causal mask's: their own mask kind, hatch
 // colours, legend, SVG pattern and class, on screen and in a capture alike.
 TEST(Figures, WindowCellsHaveTheirOwnHatchAndLegend) {
