@@ -104,9 +104,11 @@ Figure build_grid_figure(const GridView& g, const Options& o) {
   float y = kMargin + text_ascent(B.ty.title);
   const float text_w = o.canvas.width - 2.0f * kMargin;
   B.text(kMargin, y, fit_text(g.title, B.ty.title, text_w), B.ty.title, B.th.text, 0, "title");
-  if (!g.subtitle.empty()) {
+  // The subtitle on up to two lines: cut on one, the lens's "cell: top token…" and the sweep's
+  // "rows: layers, columns: h…" were lost on an 835-px canvas.
+  for (const std::string& line : wrap(g.subtitle, B.ty.small, text_w, 2)) {
     y += line_h(B.ty.small) + 2.0f;
-    B.text(kMargin, y, fit_text(g.subtitle, B.ty.small, text_w), B.ty.small, B.th.dim, 0, "subtitle");
+    B.text(kMargin, y, line, B.ty.small, B.th.dim, 0, "subtitle");
   }
   const float top = y + 16.0f;
   const ColorScale scale = grid_scale(g, o);

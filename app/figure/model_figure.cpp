@@ -94,13 +94,7 @@ std::vector<std::string> subtitle_lines(const ModelView& m, const Typography& ty
 // The title on at most two lines (a Train view's probe with a large font cut "Every head on a
 // probe sequ…"), the second cut where the words need a third.
 std::vector<std::string> title_lines(const ModelView& m, const Typography& ty, float width) {
-  std::vector<std::string> lines = wrap(title_text(m), ty.title, width);
-  if (lines.size() > 2) {
-    std::string rest = lines[1];
-    for (std::size_t k = 2; k < lines.size(); ++k) rest += " " + lines[k];
-    lines = {lines[0], fit_text(rest, ty.title, width)};
-  }
-  return lines;
+  return wrap(title_text(m), ty.title, width, 2);
 }
 
 float header_bottom(const Typography& ty, std::size_t title_lines, std::size_t lines) {

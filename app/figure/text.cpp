@@ -133,6 +133,17 @@ std::vector<std::string> wrap(const std::string& s, float size, float max_w) {
   return lines;
 }
 
+std::vector<std::string> wrap(const std::string& s, float size, float max_w, std::size_t most) {
+  std::vector<std::string> lines = wrap(s, size, max_w);
+  if (lines.size() > most) {
+    std::string rest = lines[most - 1];
+    for (std::size_t k = most; k < lines.size(); ++k) rest += " " + lines[k];
+    lines.resize(most);
+    lines.back() = fit_text(rest, size, max_w);
+  }
+  return lines;
+}
+
 void draw_text_coverage(std::vector<std::uint8_t>& cov, int w, int h, float x, float y, std::string_view s, float size,
                         bool mono) {
   const Face& f = face(mono);

@@ -30,6 +30,8 @@ std::vector<std::string> path_lines(const std::string& s, float max_w,
                                     const std::function<float(const std::string&)>& width);
 // word_lines at this font size, a word wider than max_w shortened with an ellipsis.
 std::vector<std::string> wrap(const std::string& s, float size, float max_w);
+// wrap on at most `most` lines (most >= 1), the last cut with an ellipsis where the words need more.
+std::vector<std::string> wrap(const std::string& s, float size, float max_w, std::size_t most);
 
 // Coverage (0..255) of text drawn with its baseline start at (x, y) in a w x h buffer,
 // added with max(): glyph boxes may overlap.

@@ -531,6 +531,27 @@ TEST(Figures, KvStepTextNeitherOverlapsNorLeavesTheCanvas) {
   }
 }
 
+// The sweep's and the lens's subtitle whole on two lines where one is too narrow (the lens's
+// "cell: the most likely next token…" was cut at "cell: t…" on the app's 835-px canvas).
+TEST(Figures, GridSubtitleTakesTwoLinesBeforeItIsCut) {
+  figure::GridView g;
+  g.title = "Logit lens: what each layer would predict next";
+  g.subtitle =
+      "the final norm and the LM head on the residual after each layer \xC2\xB7 \u201cWhen Mary and John went "
+      "to the store, John gave a drink\u201d \xC2\xB7 cell: the most likely next token, coloured by its "
+      "probability";
+  g.rows = 13, g.cols = 10;
+  for (int r = 0; r < g.rows; ++r) g.row_names.push_back("L" + std::to_string(r));
+  for (int k = 0; k < g.cols; ++k) g.col_names.push_back("t" + std::to_string(k));
+  g.values.assign(static_cast<std::size_t>(g.rows * g.cols), 0.5f);
+  std::string joined;
+  int lines = 0;
+  for (const figure::Prim& p : figure::build_grid_figure(g, screen({835, 567})).prims)
+    if (p.cls == "subtitle") joined += (lines++ ? " " : "") + p.text;
+  EXPECT_EQ(lines, 2);
+  EXPECT_EQ(joined, g.subtitle);
+}
+
 // The other figures the app draws, on the canvases of a 1024 × 768 window up to a projector's
 // and with a 24-pixel font (kScreens): the lesson's grid and head at every stage, the
 // walkthrough's steps, the comparison, the variants' equivalences and costs, the KV cache
