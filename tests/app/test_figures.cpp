@@ -261,14 +261,15 @@ TEST(Figures, ManyTokensOnASmallCanvasKeepCellsAndLabelsReadable) {
         sides[{p.vertical, static_cast<int>(std::lround(p.vertical ? p.y0 : p.x0))}].push_back(p);
     int checked = 0;
     for (auto& [side, labels] : sides) {
+      const bool turned = side.first;  // a copy: clang 14 (the asan preset) captures no structured binding
       std::sort(labels.begin(), labels.end(),
-                [&](const figure::Prim& a, const figure::Prim& b) { return side.first ? a.x0 < b.x0 : a.y0 < b.y0; });
+                [turned](const figure::Prim& a, const figure::Prim& b) { return turned ? a.x0 < b.x0 : a.y0 < b.y0; });
       for (std::size_t i = 1; i < labels.size(); ++i) {
         const figure::Prim &a = labels[i - 1], &b = labels[i];
-        const float apart = side.first ? b.x0 - a.x0 : b.y0 - a.y0;
+        const float apart = turned ? b.x0 - a.x0 : b.y0 - a.y0;
         if (apart > 60.0f) continue;  // the next heatmap's first
         EXPECT_GE(apart + 0.01f, figure::text_ascent(b.size) + 0.25f * b.size)
-            << what << ": \"" << a.text << "\" and \"" << b.text << "\"" << (side.first ? " (turned)" : "");
+            << what << ": \"" << a.text << "\" and \"" << b.text << "\"" << (turned ? " (turned)" : "");
         ++checked;
       }
     }
