@@ -93,6 +93,7 @@ def check_model(name, folder, layers, heads, kv_heads, windows):
         g.check(m["ids"] == d["token_ids"] and m["ids"][0] == BOS and m["tokens"] == d["tokens"],
                 "%s: the tokens are dump's, <bos> first as the template says: %s" % (name, m["tokens"][:4]))
         g.check("GPT-2-layout models only" in m["gpt_only"], "%s: the state says why the GPT tools are off" % name)
+        g.check("model_view_hint" in st["shown"], "%s: the toolbar says what a click does" % name)
         g.check(st["title"] == "model " + os.path.basename(folder.rstrip("/")),
                 "%s: the menu bar and the window name the model shown (%r), not the lesson behind it" % (name, st["title"]))
         kv = texts(st, "kv-label")
@@ -181,6 +182,7 @@ def check_errors_said_once():
         said = "is not a token of this model"
         g.check(said in m["text_error"] and m["error"] == m["text_error"],
                 "no tokenizer.json: the text's error under the text box (%r)" % m["text_error"][:60])
+        g.check("model_view_hint" not in st["shown"], "no tokenizer.json: no 'click a head' hint with no head shown")
         g.check("does not tokenize" in m["waiting"] and said not in m["waiting"] and said not in st["status"],
                 "no tokenizer.json: the view points to the text box (%r), the status bar does not repeat the error "
                 "(%r)" % (m["waiting"], st["status"]))

@@ -162,7 +162,8 @@ void toolbar(AppState& s) {
       record_widget(s, "model_view_computing");
     }
   }
-  // What a click does, where there is room for it.
+  // What a click does, where there is room for it (nothing before a view: no head to click).
+  if (!m.view) return;
   char hint[96];
   if (m.show == ModelUi::Show::Sweep && m.sweep)
     std::snprintf(hint, sizeof hint, "click a cell to show its head large");
@@ -173,9 +174,10 @@ void toolbar(AppState& s) {
   else
     std::snprintf(hint, sizeof hint, "click a head to show it large");
   ImGui::SameLine();
-  if (ImGui::CalcTextSize(hint).x <= ImGui::GetContentRegionAvail().x)
+  if (ImGui::CalcTextSize(hint).x <= ImGui::GetContentRegionAvail().x) {
     ImGui::TextDisabled("%s", hint);
-  else
+    record_widget(s, "model_view_hint");
+  } else
     ImGui::NewLine();
 }
 
