@@ -101,7 +101,8 @@ Tiles choose_tiles(const std::vector<std::string>& tokens, int shown, float W, f
   const int T = static_cast<int>(tokens.size());
   Tiles best;
   for (const bool per_tile : {true, false}) {
-    if (per_tile != (shown == 1 || T <= 32) && (per_tile || shown == 1)) continue;
+    // Labels on every tile: one tile, or up to 32 tokens; shared labels: more than one tile.
+    if (!(per_tile ? shown == 1 || T <= 32 : shown > 1)) continue;
     // Shared labels take a tile's cells 18% larger than labels on every tile to be chosen.
     const float worth = per_tile || T > 32 ? 1.0f : 0.85f;
     for (int c = 1; c <= shown; ++c) {
