@@ -424,8 +424,14 @@ std::string facts_line(const ModelFacts& f);
 std::string layer_walk_reason(const ModelUi& m);
 void draw_model_panel(AppState& s);        // panel_model.cpp: open, text, detector, next token
 void draw_model_open_dialog(AppState& s);  // panel_model.cpp: File → Open model…
-void draw_model_view(AppState& s);         // panel_model_view.cpp
-void draw_model_shapes(AppState& s);       // panel_model_view.cpp: the strip below it
+// What the model view says in place of a figure ("" once it has one); an error in red.
+struct Waiting {
+  std::string text;
+  bool error = false;
+};
+Waiting waiting_line(const AppState& s);                               // panel_model_view.cpp
+void draw_model_view(AppState& s);                                     // panel_model_view.cpp
+void draw_model_shapes(AppState& s);                                   // panel_model_view.cpp: the strip below it
 void upload_texture(HeadTexture& t, int w, int h, const float* data);  // renderer.cpp
 
 // [SECTION] The Train view (train/panel_train.cpp, train/train_view.cpp)

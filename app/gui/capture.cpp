@@ -311,7 +311,7 @@ nlohmann::json model_state_json(const AppState& s) {
                       {"head", m.head},
                       {"text_tokens", m.tokens.tokens},
                       {"text_error", m.tokens.error},
-                      {"waiting", m.waiting},  // the view's line in place of a figure
+                      {"waiting", waiting_line(s).text},  // the view's line in place of a figure
                       {"recent", s.settings.recent_models},
                       {"hover", m.hover_k >= 0 && m.view ? head_label(m.hover_k, m.view->n_head) : ""},
                       {"hover_big", m.hover_big},

@@ -181,40 +181,22 @@ void toolbar(AppState& s) {
     ImGui::NewLine();
 }
 
-// Before the first view: what the worker is doing, or why nothing shows (also kept in
-// m.waiting for the state file).
-void waiting(AppState& s) {
-  ModelUi& m = s.gpt;
-  const GptWorker::Status st = m.worker->status();
-  if (st.loading) {
-    m.waiting = "Loading " + st.loading_path.string();
-    ImGui::TextUnformatted(m.waiting.c_str());
+// Before the first view: what the worker is doing, or why nothing shows (waiting_line), with
+// a load's progress.
+void waiting(const AppState& s) {
+  const Waiting w = waiting_line(s);
+  if (w.error) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+    ImGui::TextWrapped("%s", w.text.c_str());
+    ImGui::PopStyleColor();
+  } else {
+    text_words_wrapped(w.text);
+  }
+  if (const GptWorker::Status st = s.gpt.worker->status(); st.loading) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.0f%%", st.load_fraction * 100.0);
     ImGui::ProgressBar(static_cast<float>(st.load_fraction), ImVec2(ImGui::GetFontSize() * 20.0f, 0.0f), buf);
-    return;
   }
-  // A text that does not tokenize, or a first model that did not open, is said in red in the
-  // panel beside what caused it (the text box, Open model…); with the panel shown the view
-  // says where to look instead of repeating it.
-  if (!m.error.empty() && s.view.show_controls && (m.error == m.tokens.error || m.path.empty())) {
-    m.waiting = m.path.empty() ? "Nothing to show: the model did not open. The line in red under Open model..., "
-                                 "on the left, says why."
-                               : "Nothing to show: the text does not tokenize. The line in red under the text box, "
-                                 "on the left, says why.";
-    text_words_wrapped(m.waiting);
-    return;
-  }
-  if (!m.error.empty()) {
-    m.waiting = m.error;
-    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
-    ImGui::TextWrapped("%s", m.error.c_str());
-    ImGui::PopStyleColor();
-    return;
-  }
-  m.waiting = m.text.empty() ? "Type a text in the box on the left: every layer and head shows here."
-                             : "Computing the first forward...";
-  ImGui::TextWrapped("%s", m.waiting.c_str());
 }
 
 // [SECTION] Hover and clicks
@@ -435,6 +417,26 @@ void draw_model_shapes(AppState& s) {
                       ms_text(m.result->forward_ms).c_str(), m.result->recomputed_from, v.tokens - 1);
 }
 
+Waiting waiting_line(const AppState& s) {
+  const ModelUi& m = s.gpt;
+  if (m.view || !m.worker) return {};
+  const GptWorker::Status st = m.worker->status();
+  if (st.loading) return {"Loading " + st.loading_path.string(), false};
+  // A text that does not tokenize, or a first model that did not open, is said in red in the
+  // panel beside what caused it (the text box, Open model…); with the panel shown the view
+  // says where to look instead of repeating it.
+  if (!m.error.empty() && s.view.show_controls && (m.error == m.tokens.error || m.path.empty()))
+    return {m.path.empty() ? "Nothing to show: the model did not open. The line in red under Open model..., on the "
+                             "left, says why."
+                           : "Nothing to show: the text does not tokenize. The line in red under the text box, on "
+                             "the left, says why.",
+            false};
+  if (!m.error.empty()) return {m.error, true};
+  return {m.text.empty() ? "Type a text in the box on the left: every layer and head shows here."
+                         : "Computing the first forward...",
+          false};
+}
+
 void draw_model_view(AppState& s) {
   ModelUi& m = s.gpt;
   m.drawn_frame = s.frame;
@@ -448,7 +450,6 @@ void draw_model_view(AppState& s) {
     m.fig = model_options(s, avail);
     m.fig_known = true;
   }
-  m.waiting.clear();
   if (!m.view) {
     waiting(s);
     return;
