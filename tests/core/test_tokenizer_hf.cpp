@@ -5,6 +5,7 @@
 // do not use, and every refusal.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -12,9 +13,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 #include "load_error_util.hpp"
 #include "mhaviz/tokenizer.hpp"
+#include "trained/tokenizer_impl.hpp"
 
 namespace mhaviz {
 namespace {
@@ -154,6 +157,72 @@ TEST_P(RealTokenizer, KnownIdsTokensAndDisplay) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, RealTokenizer, ::testing::Values("qwen3", "llama3", "llama3_1", "gemma3"));
+
+// [SECTION] Unicode as node has it
+// Every code point's general category as node's tables give it (unicode_tables.json, which the
+// fetch step makes with the node the expected ids come from): what the Digits pre-tokenizer and
+// single_word read (general_category) and what a regex's \p{..} matches. PCRE2's tables (Unicode
+// 14 on Debian 12) leave out some 15,000 letters, digits, marks and symbols node has; utf8proc's
+// (15) the classes and decompositions of a hundred marks and composites. A failure here names the
+// first code point or text that differs: run scripts/unicode_delta.sh.
+const json& node_categories() {
+  static const json j = json::parse(slurp(kDir / "unicode_tables.json"));
+  return j;
+}
+
+// (first, last, category name) runs of node's table, surrogates left out (never in UTF-8).
+template <class F>
+void each_code_point(F f) {
+  for (const json& r : node_categories()["runs"]) {
+    const std::string name = r[2];
+    for (std::uint32_t cp = r[0]; cp <= r[1].get<std::uint32_t>(); ++cp)
+      if (cp < 0xD800 || cp > 0xDFFF) f(cp, name);
+  }
+}
+
+std::string category_name(utf8proc_category_t c) {
+  static const char* const names[] = {"Cn", "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd",
+                                      "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm",
+                                      "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co"};
+  return names[c];
+}
+
+TEST(NewerUnicode, EveryCodePointHasNodesGeneralCategory) {
+  int checked = 0, differ = 0;
+  each_code_point([&](std::uint32_t cp, const std::string& name) {
+    ++checked;
+    const std::string got = category_name(tok::general_category(cp));
+    if (got != name && ++differ <= 3) ADD_FAILURE() << "U+" << std::hex << cp << ": " << got << ", node " << name;
+  });
+  EXPECT_EQ(checked, 0x110000 - 0x800);
+  EXPECT_EQ(differ, 0) << "code points whose category is not node's (" << node_categories()["unicode"] << ")";
+}
+
+TEST(NewerUnicode, RegexClassesMatchWhatNodesMatch) {
+  // Every code point in one text; each class must match exactly those node gives its category.
+  std::string text;
+  std::vector<std::size_t> offsets;  // of each code point in text, ascending
+  std::vector<std::uint32_t> cps;
+  std::vector<std::string> names;
+  each_code_point([&](std::uint32_t cp, const std::string& name) {
+    offsets.push_back(text.size());
+    cps.push_back(cp);
+    names.push_back(name);
+    tok::append_utf8(text, cp);
+  });
+  for (const char* c : {"L", "N", "M", "Lu", "Ll", "Lo", "Lm", "Mn", "Mc", "Nd", "Nl", "No", "P", "S", "Cf"}) {
+    const tok::Pattern p = tok::Pattern::regex(std::string("\\p{") + c + "}", "test");
+    std::size_t matched = 0, want = 0;
+    for (const auto& [b, e] : p.find(text)) {
+      const auto i = static_cast<std::size_t>(std::lower_bound(offsets.begin(), offsets.end(), b) - offsets.begin());
+      ASSERT_EQ(names[i].rfind(c, 0), 0u)
+          << "\\p{" << c << "} matched U+" << std::hex << cps[i] << ", node's " << names[i];
+      ++matched;
+    }
+    for (const std::string& n : names) want += n.rfind(c, 0) == 0;
+    EXPECT_EQ(matched, want) << "\\p{" << c << "}: the code points node gives that category";
+  }
+}
 
 TEST(HfTokenizer, WhiteSpaceIsUnicodesAsInHuggingFacesRegexEngine) {
   // \s is Unicode's White_Space, as in Oniguruma (the tokenizers library's engine). Where
@@ -373,6 +442,28 @@ TEST(HfTokenizer, EveryRefusalIsOneLineNamingTheFieldAndWhatIsSupported) {
       std::string::npos);
   for (const auto& m : {err(tiny({{"type", "Lowercase"}}, nullptr)), err(j)})
     EXPECT_EQ(m.find('\n'), std::string::npos);
+}
+
+TEST(NewerUnicode, NormalFormsAreNodes) {
+  // Runs of bases and marks of every script (those Unicode added since utf8proc's tables among
+  // them), each with node's NFC, NFD, NFKC and NFKD.
+  using K = tok::Normalizer::Kind;
+  const json& texts = node_categories()["texts"];
+  ASSERT_GE(texts.size(), 1000u);
+  int differ = 0;
+  for (const json& t : texts) {
+    const std::string text = t[0];
+    int form = 1;
+    for (const K kind : {K::NFC, K::NFD, K::NFKC, K::NFKD}) {
+      tok::Normalizer n;
+      n.kind = kind;
+      const std::string want = t[form++];
+      if (tok::normalize({n}, text) != want && ++differ <= 3)
+        ADD_FAILURE() << "form " << form - 2 << " (NFC, NFD, NFKC, NFKD) of " << quoted(text) << " is not node's "
+                      << quoted(want);
+    }
+  }
+  EXPECT_EQ(differ, 0) << "of " << texts.size() << " texts in four forms";
 }
 
 }  // namespace

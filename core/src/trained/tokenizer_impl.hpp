@@ -15,6 +15,7 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <utf8proc.h>
 
 #include <array>
 #include <cstdint>
@@ -42,6 +43,24 @@ const std::array<std::string, 256>& byte_chars();
 std::optional<std::string> byte_level_bytes(std::string_view token);
 // "<0x0A>" -> 0x0A (the byte-fallback tokens, spelled as Hugging Face's `format!("<{b:#04X}>")`).
 std::optional<unsigned char> byte_fallback_byte(std::string_view token);
+
+// [SECTION] Unicode as the reference tokenizers see it (tokenizer_unicode.cpp)
+// The reference tokenizers run in node, whose ICU has a newer Unicode than Debian 12's PCRE2
+// (Unicode 14) and utf8proc (15): letters, digits, marks and symbols assigned since (CJK
+// extensions, new scripts, Egyptian hieroglyphs) are unassigned to those, and a regex's \p{L}
+// left them out of words that node's took them into. unicode_newer.inc (scripts/unicode_delta.sh)
+// lists every code point whose category differs.
+// cp's general category as node has it.
+utf8proc_category_t general_category(std::uint32_t cp);
+// text with every code point PCRE2 would class otherwise than node replaced by a stand-in of
+// node's category and the same UTF-8 length (invalid bytes kept): a regex's spans on the result
+// are the reference's spans on text. Empty when text holds none (almost always).
+std::string with_stand_ins(std::string_view text);
+// NFC (compose), NFD, NFKC (compose, compat) or NFKD of valid UTF-8 text as node gives it, where
+// text holds a code point whose combining class or decompositions utf8proc does not know (the
+// marks and composites of scripts Unicode added since); nullopt where it holds none, and
+// utf8proc's result is node's.
+std::optional<std::string> normalize_newer(std::string_view text, bool compose, bool compat);
 
 // [SECTION] patterns
 using Span = std::pair<std::size_t, std::size_t>;  // [begin, end) byte offsets

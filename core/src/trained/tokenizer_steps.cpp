@@ -205,7 +205,9 @@ std::vector<Span> Pattern::find(std::string_view text) const {
   }
   pcre2_match_data* md = pcre2_match_data_create_from_pattern(re_.get(), nullptr);
   if (!md) throw std::bad_alloc();
-  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  // Matched on the text as node's Unicode classes it; the spans are the same bytes of text.
+  const std::string swapped = with_stand_ins(text);
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(swapped.empty() ? text.data() : swapped.data());
   for (std::size_t pos = 0; pos < text.size();) {
     if (pcre2_match(re_.get(), subject, text.size(), pos, 0, md, nullptr) < 0) break;
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
@@ -232,6 +234,11 @@ std::string unicode_normalize(std::string_view text, int options) {
   // Runs of valid UTF-8 are normalized; an invalid byte stays as it is between them.
   auto flush = [&](std::size_t begin, std::size_t end) {
     if (begin == end) return;
+    if (const auto newer = normalize_newer(text.substr(begin, end - begin), (options & UTF8PROC_COMPOSE) != 0,
+                                           (options & UTF8PROC_COMPAT) != 0)) {
+      out += *newer;
+      return;
+    }
     utf8proc_uint8_t* dst = nullptr;
     const auto n =
         utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + begin),
@@ -355,7 +362,7 @@ Flagged digit_pieces(std::string_view text) {
     const int valid = utf8_char(text, i, cp);
     const std::size_t len = valid > 0 ? static_cast<std::size_t>(valid) : 1;
     if (valid > 0) {
-      const auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+      const auto cat = general_category(cp);
       if (cat == UTF8PROC_CATEGORY_ND || cat == UTF8PROC_CATEGORY_NL || cat == UTF8PROC_CATEGORY_NO)
         digits.emplace_back(i, i + len);
     }
@@ -425,7 +432,7 @@ bool is_white_space(std::uint32_t cp) {  // Unicode White_Space, as Rust's char:
 }
 
 bool is_word_char(std::uint32_t cp) {  // regex's \w: letters, marks, decimal digits, connector punctuation
-  const auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+  const auto cat = general_category(cp);
   return (cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_ME) || cat == UTF8PROC_CATEGORY_ND ||
          cat == UTF8PROC_CATEGORY_PC || cp == 0x200C || cp == 0x200D;
 }
