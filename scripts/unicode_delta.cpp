@@ -176,17 +176,20 @@ int main(int argc, char** argv) {
   std::printf("// utf8proc's tables (Unicode %s): %zu code points whose combining class or decomposition differs.\n",
               utf8proc_unicode_version(), normal_differ.size());
   std::printf("// Included by tokenizer_unicode.cpp only.\n\n");
-  std::printf("// {first, last, category as node has it}, ascending.\nconstexpr NewerRun kNewerRuns[] = {\n");
+  // std::array: a table with no entries (another pair of versions) still compiles.
+  std::printf("// {first, last, category as node has it}, ascending.\n");
+  std::printf("constexpr std::array<NewerRun, %zu> kNewerRuns{{\n", runs.size());
   for (const Run& r : runs)
     std::printf("    {0x%04X, 0x%04X, UTF8PROC_CATEGORY_%s},\n", r.first, r.last, upper(kNames[r.cat]).c_str());
-  std::printf("};\n\n// {category, UTF-8 length, a code point both tables give that category}.\n");
-  std::printf("constexpr StandIn kStandIns[] = {\n");
+  std::printf("}};\n\n// {category, UTF-8 length, a code point both tables give that category}.\n");
+  std::printf("constexpr std::array<StandIn, %zu> kStandIns{{\n", stand_in.size());
   for (const auto& [key, cp] : stand_in)
     std::printf("    {UTF8PROC_CATEGORY_%s, %d, 0x%04X},\n", upper(kNames[key.first]).c_str(), key.second, cp);
-  std::printf("};\n");
+  std::printf("}};\n");
 
   std::printf("\n// {code point, combining class, NFD at, length, NFKD at, length} (in kNewerDecompositions;\n");
-  std::printf("// length 0: the code point is its own), ascending.\nconstexpr NewerNormal kNewerNormal[] = {\n");
+  std::printf("// length 0: the code point is its own), ascending.\n");
+  std::printf("constexpr std::array<NewerNormal, %zu> kNewerNormal{{\n", normal_differ.size());
   Cps pool;
   std::vector<std::array<unsigned, 3>> pairs;  // first, second, composite
   for (const auto& [cp, n] : normal_differ) {
@@ -197,11 +200,11 @@ int main(int argc, char** argv) {
     std::printf("    {0x%04X, %d, %zu, %zu, %zu, %zu},\n", cp, n.ccc, d, n.nfd.size(), k, n.nfkd.size());
     if (n.pair) pairs.push_back({(*n.pair)[0].get<unsigned>(), (*n.pair)[1].get<unsigned>(), cp});
   }
-  std::printf("};\n\nconstexpr std::uint32_t kNewerDecompositions[] = {\n    ");
+  std::printf("}};\n\nconstexpr std::array<std::uint32_t, %zu> kNewerDecompositions{{\n    ", pool.size());
   for (std::size_t i = 0; i < pool.size(); ++i) std::printf("0x%04X,%s", pool[i], i % 8 == 7 ? "\n    " : " ");
-  std::printf("};\n\n// {first, second, composite}: NFC's pairs into the code points above, ascending.\n");
+  std::printf("}};\n\n// {first, second, composite}: NFC's pairs into the code points above, ascending.\n");
   std::sort(pairs.begin(), pairs.end());
-  std::printf("constexpr NewerPair kNewerPairs[] = {\n");
+  std::printf("constexpr std::array<NewerPair, %zu> kNewerPairs{{\n", pairs.size());
   for (const auto& p : pairs) std::printf("    {0x%04X, 0x%04X, 0x%04X},\n", p[0], p[1], p[2]);
-  std::printf("};\n");
+  std::printf("}};\n");
 }

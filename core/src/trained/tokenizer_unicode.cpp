@@ -1,5 +1,6 @@
 // General categories as the reference tokenizers see them (tokenizer_impl.hpp).
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <iterator>
 #include <stdexcept>
@@ -136,7 +137,7 @@ std::optional<std::string> normalize_newer(std::string_view text, bool compose, 
     if (const NewerNormal* n = newer_normal(cp)) {
       const int at = compat ? n->nfkd_at : n->nfd_at, length = compat ? n->nfkd_length : n->nfd_length;
       if (length == 0) d.push_back(cp);
-      d.insert(d.end(), kNewerDecompositions + at, kNewerDecompositions + at + length);
+      d.insert(d.end(), kNewerDecompositions.data() + at, kNewerDecompositions.data() + at + length);
       continue;
     }
     utf8proc_int32_t buf[32];
