@@ -120,14 +120,22 @@ std::string with_stand_ins(std::string_view text) {
 }
 
 std::optional<std::string> normalize_newer(std::string_view text, bool compose, bool compat) {
+  // Code points, decoded only once one is found that utf8proc would normalize otherwise.
   std::vector<std::uint32_t> cps;
   bool newer = false;
   for (std::size_t i = 0; i < text.size();) {
     std::uint32_t cp = 0;
     const int len = utf8_char(text, i, cp);
     if (len <= 0) throw std::invalid_argument("normalize_newer: invalid UTF-8");
-    newer = newer || (cp >= 0x80 && normalizes_newer(cp));
-    cps.push_back(cp);
+    if (!newer && cp >= 0x80 && normalizes_newer(cp)) {
+      newer = true;
+      for (std::size_t j = 0; j < i;) {  // the code points before it
+        std::uint32_t before = 0;
+        j += static_cast<std::size_t>(utf8_char(text, j, before));
+        cps.push_back(before);
+      }
+    }
+    if (newer) cps.push_back(cp);
     i += static_cast<std::size_t>(len);
   }
   if (!newer) return std::nullopt;
