@@ -1,4 +1,6 @@
-// General categories as the reference tokenizers see them (tokenizer_impl.hpp).
+// Unicode as the reference tokenizers see it (tokenizer_impl.hpp): general categories for the
+// regexes and the Digits step, and normalization, where node's tables are newer than PCRE2's and
+// utf8proc's.
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -59,7 +61,7 @@ int combining_class(std::uint32_t cp) {
 }
 
 // The primary composite of a and b, or 0: node's newer pairs, then utf8proc's (a one-character
-// NFC of the two; a code point utf8proc does not know composes with nothing there).
+// NFC of the two; a code point utf8proc does not know passes through it and composes with nothing).
 std::uint32_t composite(std::uint32_t a, std::uint32_t b) {
   const NewerPair key{a, b, 0};
   const auto* it =
@@ -67,7 +69,6 @@ std::uint32_t composite(std::uint32_t a, std::uint32_t b) {
         return x.first != y.first ? x.first < y.first : x.second < y.second;
       });
   if (it != std::end(kNewerPairs) && it->first == a && it->second == b) return it->composite;
-  if (newer_normal(a) || newer_normal(b) || newer_run(a) || newer_run(b)) return 0;
   std::string two;
   append_utf8(two, a);
   append_utf8(two, b);
