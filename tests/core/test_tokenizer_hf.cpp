@@ -165,7 +165,7 @@ INSTANTIATE_TEST_SUITE_P(Files, RealTokenizer, ::testing::Values("qwen3", "llama
 // 14 on Debian 12) leave out some 15,000 letters, digits, marks and symbols node has; utf8proc's
 // (15) the classes and decompositions of a hundred marks and composites. A failure here names the
 // first code point or text that differs: run scripts/unicode_delta.sh.
-const json& node_categories() {
+const json& node_tables() {
   static const json j = json::parse(slurp(kDir / "unicode_tables.json"));
   return j;
 }
@@ -173,7 +173,7 @@ const json& node_categories() {
 // (first, last, category name) runs of node's table, surrogates left out (never in UTF-8).
 template <class F>
 void each_code_point(F f) {
-  for (const json& r : node_categories()["runs"]) {
+  for (const json& r : node_tables()["runs"]) {
     const std::string name = r[2];
     for (std::uint32_t cp = r[0]; cp <= r[1].get<std::uint32_t>(); ++cp)
       if (cp < 0xD800 || cp > 0xDFFF) f(cp, name);
@@ -195,7 +195,7 @@ TEST(NewerUnicode, EveryCodePointHasNodesGeneralCategory) {
     if (got != name && ++differ <= 3) ADD_FAILURE() << "U+" << std::hex << cp << ": " << got << ", node " << name;
   });
   EXPECT_EQ(checked, 0x110000 - 0x800);
-  EXPECT_EQ(differ, 0) << "code points whose category is not node's (" << node_categories()["unicode"] << ")";
+  EXPECT_EQ(differ, 0) << "code points whose category is not node's (" << node_tables()["unicode"] << ")";
 }
 
 TEST(NewerUnicode, RegexClassesMatchWhatNodesMatch) {
@@ -222,6 +222,27 @@ TEST(NewerUnicode, RegexClassesMatchWhatNodesMatch) {
     for (const std::string& n : names) want += n.rfind(c, 0) == 0;
     EXPECT_EQ(matched, want) << "\\p{" << c << "}: the code points node gives that category";
   }
+}
+
+TEST(NewerUnicode, NormalFormsAreNodes) {
+  // Runs of bases and marks of every script (those Unicode added since utf8proc's tables among
+  // them), each with node's NFC, NFD, NFKC and NFKD.
+  using K = tok::Normalizer::Kind;
+  const json& texts = node_tables()["texts"];
+  ASSERT_GE(texts.size(), 1000u);
+  const std::pair<K, const char*> forms[] = {{K::NFC, "NFC"}, {K::NFD, "NFD"}, {K::NFKC, "NFKC"}, {K::NFKD, "NFKD"}};
+  int differ = 0;
+  for (const json& t : texts) {
+    const std::string text = t[0];
+    for (std::size_t f = 0; f < 4; ++f) {
+      tok::Normalizer n;
+      n.kind = forms[f].first;
+      const std::string want = t[f + 1];
+      if (tok::normalize({n}, text) != want && ++differ <= 3)
+        ADD_FAILURE() << forms[f].second << " of " << quoted(text) << " is not node's " << quoted(want);
+    }
+  }
+  EXPECT_EQ(differ, 0) << "of " << texts.size() << " texts in four forms";
 }
 
 TEST(HfTokenizer, WhiteSpaceIsUnicodesAsInHuggingFacesRegexEngine) {
@@ -442,28 +463,6 @@ TEST(HfTokenizer, EveryRefusalIsOneLineNamingTheFieldAndWhatIsSupported) {
       std::string::npos);
   for (const auto& m : {err(tiny({{"type", "Lowercase"}}, nullptr)), err(j)})
     EXPECT_EQ(m.find('\n'), std::string::npos);
-}
-
-TEST(NewerUnicode, NormalFormsAreNodes) {
-  // Runs of bases and marks of every script (those Unicode added since utf8proc's tables among
-  // them), each with node's NFC, NFD, NFKC and NFKD.
-  using K = tok::Normalizer::Kind;
-  const json& texts = node_categories()["texts"];
-  ASSERT_GE(texts.size(), 1000u);
-  int differ = 0;
-  for (const json& t : texts) {
-    const std::string text = t[0];
-    int form = 1;
-    for (const K kind : {K::NFC, K::NFD, K::NFKC, K::NFKD}) {
-      tok::Normalizer n;
-      n.kind = kind;
-      const std::string want = t[form++];
-      if (tok::normalize({n}, text) != want && ++differ <= 3)
-        ADD_FAILURE() << "form " << form - 2 << " (NFC, NFD, NFKC, NFKD) of " << quoted(text) << " is not node's "
-                      << quoted(want);
-    }
-  }
-  EXPECT_EQ(differ, 0) << "of " << texts.size() << " texts in four forms";
 }
 
 }  // namespace
