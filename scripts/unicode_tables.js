@@ -72,8 +72,13 @@ if (process.argv[2]) {
 
 // Texts: a base (a letter of any script, a Hangul jamo or syllable, a composite) and 0 to 4
 // marks or other characters drawn from every code point node gives a class or decomposition.
-let seed = 20261129;
-const rand = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+let seed = 20261129;  // xorshift32: the same texts from any node
+const rand = (n) => {
+  seed ^= seed << 13; seed >>>= 0;
+  seed ^= seed >>> 17;
+  seed ^= seed << 5; seed >>>= 0;
+  return seed % n;
+};
 const marks = [], letters = [];
 for (let cp = 0; cp <= 0x10FFFF; ++cp) {
   if (gc[cp] === 'Mn' || gc[cp] === 'Mc' || gc[cp] === 'Me') marks.push(cp);
