@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   std::map<std::string, int> index;
   for (int i = 0; i < kCount; ++i) index[kNames[i]] = i;
   std::vector<int> node(0x110000);
-  for (const auto& r : in["runs"])
+  for (const auto& r : in.at("runs"))
     for (unsigned cp = r[0]; cp <= r[1].get<unsigned>(); ++cp) node[cp] = index.at(r[2].get<std::string>());
   std::vector<Matcher> is;
   for (int i = 0; i < kCount; ++i) is.emplace_back(std::string("^\\p{") + kNames[i] + "}$");
@@ -149,7 +149,8 @@ int main(int argc, char** argv) {
     const nlohmann::json* pair = nullptr;
   };
   std::map<unsigned, Normal> node_normal;
-  for (const auto& e : in["normal"]) {
+  // in.at("normal"): absent where unicode_tables.js ran without REFS.
+  for (const auto& e : in.at("normal")) {
     Normal& n = node_normal[e[0].get<unsigned>()];
     n.ccc = e[1];
     n.nfd = e[2].get<Cps>();
