@@ -379,6 +379,7 @@ void record_frame(AppState& s, const char* name);   // last item's frame (withou
 void text_words_wrapped(const std::string& text);   // wrapped at the window's edge, between words only
 void text_dim_wrapped(const std::string& text);     // TextDisabled's colour, wrapped at the window's edge
 void text_path_wrapped(const std::string& text);    // a path wrapped after its '/' and spaces, never in a name
+void text_error_wrapped(const std::string& text);   // in red, wrapped as text_path_wrapped (an error names a file)
 // Rows of controls that wrap on a narrow window (1024 × 768) instead of cutting items at its edge:
 // SameLine, or a new line where an item `width` wide would not fit before the edge; the width
 // of an item `frame` wide with its label (the part after "##" hidden), and of a Button.

@@ -82,6 +82,14 @@ void text_words_wrapped(const std::string& text) { text_lines(text, figure::word
 // between two digits.
 void text_path_wrapped(const std::string& text) { text_lines(text, figure::path_lines); }
 
+// An error usually names the folder or file it is about: ImGui's wrapping cut such a name
+// mid-word ("config_unknown_m" / "odel_type").
+void text_error_wrapped(const std::string& text) {
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+  text_path_wrapped(text);
+  ImGui::PopStyleColor();
+}
+
 void text_dim_wrapped(const std::string& text) {
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
   text_words_wrapped(text);

@@ -26,15 +26,8 @@ std::string ms_text(double ms) {
 }
 namespace {
 
-const ImVec4 kErrorColor(1.0f, 0.45f, 0.35f, 1.0f);
-
-// Broken at spaces and after a '/', as a path: an error names the folder or file it is about, and
-// ImGui's wrapping cut such a name mid-word ("config_unknown_m" / "odel_type").
 void error_line(const std::string& e) {
-  if (e.empty()) return;
-  ImGui::PushStyleColor(ImGuiCol_Text, kErrorColor);
-  text_path_wrapped(e);
-  ImGui::PopStyleColor();
+  if (!e.empty()) text_error_wrapped(e);
 }
 
 // Small buttons flowing over lines as wide as the panel. Returns the one clicked, or -1.

@@ -185,13 +185,10 @@ void toolbar(AppState& s) {
 // a load's progress.
 void waiting(const AppState& s) {
   const Waiting w = waiting_line(s);
-  if (w.error) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
-    ImGui::TextWrapped("%s", w.text.c_str());
-    ImGui::PopStyleColor();
-  } else {
+  if (w.error)
+    text_error_wrapped(w.text);
+  else
     text_words_wrapped(w.text);
-  }
   if (const GptWorker::Status st = s.gpt.worker->status(); st.loading) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.0f%%", st.load_fraction * 100.0);
