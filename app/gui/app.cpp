@@ -224,7 +224,7 @@ void status_line(const std::string& text, bool error) {
     while (fit > 0 && text[fit - 1] == ' ') --fit;
     shown = text.substr(0, fit) + "\u2026";
   }
-  if (error) ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+  if (error) ImGui::PushStyleColor(ImGuiCol_Text, kErrorText);
   ImGui::TextUnformatted(shown.c_str());
   if (error) ImGui::PopStyleColor();
   if (cut && ImGui::IsItemHovered()) {

@@ -380,6 +380,8 @@ void text_words_wrapped(const std::string& text);   // wrapped at the window's e
 void text_dim_wrapped(const std::string& text);     // TextDisabled's colour, wrapped at the window's edge
 void text_path_wrapped(const std::string& text);    // a path wrapped after its '/' and spaces, never in a name
 void text_error_wrapped(const std::string& text);   // in red, wrapped as text_path_wrapped (an error names a file)
+// The red of every error, refusal and failed check the app writes.
+inline const ImVec4 kErrorText(1.0f, 0.45f, 0.35f, 1.0f);
 // Rows of controls that wrap on a narrow window (1024 × 768) instead of cutting items at its edge:
 // SameLine, or a new line where an item `width` wide would not fit before the edge; the width
 // of an item `frame` wide with its label (the part after "##" hidden), and of a Button.

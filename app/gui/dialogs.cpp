@@ -95,7 +95,7 @@ void path_dialog(AppState& s, bool open) {
                                       browse_keys, &s);
   record_widget(s, "dialog_path");
   if (!ui.dialog.error.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+    ImGui::PushStyleColor(ImGuiCol_Text, kErrorText);
     ImGui::PushTextWrapPos(fh * 34.0f);
     ImGui::TextUnformatted(ui.dialog.error.c_str());
     ImGui::PopTextWrapPos();
@@ -157,7 +157,7 @@ void recover_dialog(AppState& s) {
   const float wrap = ImGui::GetFontSize() * 36.0f;
   ImGui::PushTextWrapPos(wrap);
   ImGui::TextUnformatted("Your last session was autosaved, but the file is not a valid session:");
-  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+  ImGui::PushStyleColor(ImGuiCol_Text, kErrorText);
   ImGui::TextUnformatted(s.ui.restore.error.c_str());
   ImGui::PopStyleColor();
   ImGui::TextUnformatted("Nothing was deleted. The file is kept, unchanged, at:");

@@ -85,7 +85,7 @@ void text_path_wrapped(const std::string& text) { text_lines(text, figure::path_
 // An error usually names the folder or file it is about: ImGui's wrapping cut such a name
 // mid-word ("config_unknown_m" / "odel_type").
 void text_error_wrapped(const std::string& text) {
-  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+  ImGui::PushStyleColor(ImGuiCol_Text, kErrorText);
   text_path_wrapped(text);
   ImGui::PopStyleColor();
 }
@@ -112,7 +112,7 @@ float button_width(const char* label) {
 
 void draw_refusal(AppState& s, const char* where) {
   if (s.ui.edit.refusal_where != where || glfwGetTime() >= s.ui.edit.refusal_until) return;
-  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+  ImGui::PushStyleColor(ImGuiCol_Text, kErrorText);
   ImGui::PushTextWrapPos(0.0f);
   ImGui::TextUnformatted(s.ui.edit.refusal.c_str());
   ImGui::PopTextWrapPos();

@@ -158,7 +158,7 @@ void draw_kv_view(AppState& s) {
     kv_toolbar(s);
   }
   if (!kv.decode && !kv.memory) {
-    ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.35f, 1.0f), "%s", kv.error.c_str());
+    ImGui::TextColored(kErrorText, "%s", kv.error.c_str());
     record_widget(s, "kv_error");
     return;
   }

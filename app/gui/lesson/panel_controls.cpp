@@ -328,7 +328,7 @@ void draw_controls(AppState& s) {
   ImGui::PopItemWidth();
 
   if (!s.compute.error.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+    ImGui::PushStyleColor(ImGuiCol_Text, kErrorText);
     ImGui::PushTextWrapPos(0.0f);
     ImGui::TextUnformatted(s.compute.error.c_str());
     ImGui::PopTextWrapPos();

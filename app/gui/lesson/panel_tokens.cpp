@@ -96,7 +96,7 @@ void draw_tokens(AppState& s) {
   const std::string note = refused ? s.ui.edit.refusal
                            : typed ? "Typed with no field selected: it went into the tokens (Ctrl+Z takes it back)."
                                    : caption;
-  const ImVec4 colour = refused ? ImVec4(1.0f, 0.45f, 0.35f, 1.0f)
+  const ImVec4 colour = refused ? kErrorText
                         : typed ? ImVec4(1.0f, 0.75f, 0.3f, 1.0f)
                                 : ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled);
   const std::string shown = elide(note, ImGui::GetContentRegionAvail().x);

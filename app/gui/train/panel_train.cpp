@@ -207,7 +207,7 @@ void text_controls(AppState& s) {
     t.text_checked = key;
   }
   if (!t.text.error.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+    ImGui::PushStyleColor(ImGuiCol_Text, kErrorText);
     ImGui::TextWrapped("%s", t.text.error.c_str());
     ImGui::PopStyleColor();
     record_widget(s, "train_text_error");
@@ -256,7 +256,7 @@ void settings_controls(AppState& s) {
   ImGui::EndDisabled();
   if (fixed) ImGui::TextDisabled("Reset to change the settings.");
   if (!t.error.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+    ImGui::PushStyleColor(ImGuiCol_Text, kErrorText);
     ImGui::TextWrapped("%s", t.error.c_str());
     ImGui::PopStyleColor();
   }
@@ -306,7 +306,7 @@ void transport(AppState& s) {
           "Written on pause, every 250 steps, at the end and on closing (with config.json and the "
           "optimizer's state beside it)");
   }
-  if (!n.error.empty()) ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.35f, 1.0f), "%s", n.error.c_str());
+  if (!n.error.empty()) ImGui::TextColored(kErrorText, "%s", n.error.c_str());
   ImGui::BeginDisabled(running || n.checkpoint.empty());
   if (ImGui::Button("Open in model view")) open_model(s, n.checkpoint);
   record_widget(s, "train_open_model");

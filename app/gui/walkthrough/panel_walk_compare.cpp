@@ -118,7 +118,7 @@ void draw_wrapper_part(AppState& s) {
   const bool exact = c.max_diff_weights == 0.0;
   // Wrapped: wider than a 1024 × 768 window's tab.
   ImGui::PushStyleColor(
-      ImGuiCol_Text, c.max_diff_weights <= 1e-6 ? ImVec4(0.45f, 0.85f, 0.45f, 1.0f) : ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+      ImGuiCol_Text, c.max_diff_weights <= 1e-6 ? ImVec4(0.45f, 0.85f, 0.45f, 1.0f) : kErrorText);
   ImGui::TextWrapped("max |wrapper − weight split| over all heads' weights = %.3g%s,  outputs = %.3g",
                      c.max_diff_weights, exact ? " (identical)" : "", c.max_diff_output);
   ImGui::PopStyleColor();
