@@ -39,9 +39,14 @@ namespace {
 
 using nlohmann::json;
 
+// A model's vocabulary may hold ids its tokenizer has no token for (padded rows).
+std::string token_text(const Tokenizer& tok, int id) {
+  return tok.has_token(id) ? tok.display_token(id) : "#" + std::to_string(id);
+}
+
 json tokens_json(const Tokenizer& tok, const std::vector<int>& ids) {
   json out = json::array();
-  for (const int id : ids) out.push_back(id < tok.vocab_size() ? tok.display_token(id) : "#" + std::to_string(id));
+  for (const int id : ids) out.push_back(token_text(tok, id));
   return out;
 }
 
@@ -109,7 +114,7 @@ std::string lens_json(const LensOptions& o) {
       json top = json::array();
       for (int i = 0; i < lens.k; ++i) {
         const TokenProbability& e = lens.at(l, pos, i);
-        top.push_back({{"id", e.id}, {"token", in.tokenizer.display_token(e.id)}, {"p", e.p}});
+        top.push_back({{"id", e.id}, {"token", token_text(in.tokenizer, e.id)}, {"p", e.p}});
       }
       json entry = {{"position", pos}, {"top", std::move(top)}};
       if (target >= 0) {

@@ -34,8 +34,7 @@ std::string gpt_caption(const GptModel& m, const std::string& path, int T) {
 std::vector<std::string> display_tokens(const Tokenizer& tok, const std::vector<int>& ids) {
   std::vector<std::string> out;
   out.reserve(ids.size());
-  for (const int id : ids)
-    out.push_back(id >= 0 && id < tok.vocab_size() ? tok.display_token(id) : "#" + std::to_string(id));
+  for (const int id : ids) out.push_back(tok.has_token(id) ? tok.display_token(id) : "#" + std::to_string(id));
   return out;
 }
 
@@ -126,7 +125,6 @@ bool is_probe(const ModelFacts& f, const Tokenizer& tok, const std::vector<int>&
 std::vector<float> detector_scores(const GptModel& m, const GptTrace& tr, HeadPattern p) {
   return layer_scores(tr.layers, m.config.n_head, tr.ids, p);
 }
-
 
 namespace {
 

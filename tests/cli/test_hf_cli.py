@@ -95,6 +95,24 @@ class Dump(Folders):
         r2 = run("dump", "--model", folder, "--ids", ",".join(map(str, HELLO_WORLD)))
         self.assertEqual(r2.stdout, r.stdout)
 
+    def test_ids_the_tokenizer_has_no_token_for(self):
+        # tokenizer.json may leave ids out (here 261-289, below an added token at 290), and the
+        # model's 300 rows go past the tokenizer's ids: such ids show as no token, never abort.
+        folder = os.path.join(self.tmp, "ids_left_out")
+        shutil.copytree(self.folders["qwen3_f32"], folder)
+        tok = load(os.path.join(folder, "tokenizer.json"))
+        tok["added_tokens"].append({"id": 290, "content": "<late>", "single_word": False, "lstrip": False,
+                                    "rstrip": False, "normalized": False, "special": True})
+        with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump(tok, f)
+        r = run("dump", "--model", folder, "--ids", "270,104,290,295")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["tokens"], ["", "h", "<late>", ""])
+        png = os.path.join(self.tmp, "ids_left_out.png")
+        r = run("render", "--model", folder, "--ids", "270,104,290,295", "--view", "model", "-o", png)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.getsize(png) > 0)
+
     def test_output_file_is_written_whole(self):
         out = os.path.join(self.tmp, "dump.json")
         r = run("dump", "--model", self.folders["qwen3_f32"], "--ids", "1,2,3", "-o", out)

@@ -361,6 +361,22 @@ TEST(HfTokenizer, SplitBehaviorsAndDigits) {
   EXPECT_EQ(load(tiny(nullptr, digits)).encode("ab12"), (std::vector<int>{5, 7 + '1', 7 + '2'}));
 }
 
+// tokenizer.json may leave ids out; a model's rows may go past its tokenizer's ids.
+TEST(HfTokenizer, IdsLeftOutNameNoToken) {
+  const json late = {{"id", 300},       {"content", "<late>"}, {"special", true},     {"normalized", false},
+                     {"lstrip", false}, {"rstrip", false},     {"single_word", false}};
+  const Tokenizer t = load(tiny(nullptr, nullptr, json::array({late})));
+  EXPECT_EQ(t.vocab_size(), 301);
+  EXPECT_TRUE(t.has_token(0));
+  EXPECT_TRUE(t.has_token(300));
+  EXPECT_FALSE(t.has_token(263));
+  EXPECT_FALSE(t.has_token(299));
+  EXPECT_FALSE(t.has_token(301));
+  EXPECT_FALSE(t.has_token(-1));
+  EXPECT_THROW(t.decode_token(299), std::out_of_range);
+  EXPECT_EQ(t.decode({1, 299, 2, 300, 400}), "ab<late>");
+}
+
 TEST(HfTokenizer, AddedTokensLongestFirstAndTheirFlags) {
   json added = json::array();
   added.push_back({{"id", 300},

@@ -62,6 +62,8 @@ class Tokenizer {
   // The token's bytes as UTF-8 text (" world"; a token holding part of a multi-byte
   // character gives those raw bytes). Throws std::out_of_range for an unknown id.
   std::string decode_token(int id) const;
+  // The tokens' bytes one after another; an id naming no token adds nothing (as Hugging Face's
+  // decode leaves it out).
   std::string decode(const std::vector<int>& ids) const;
   // For display, on one line: byte-level vocabularies show a leading space as "␣";
   // SentencePiece-style ones show the token as spelled ("▁world") and a byte token as its
@@ -69,7 +71,10 @@ class Tokenizer {
   // whole UTF-8 characters shown as "\xNN"; added tokens as their text.
   std::string display_token(int id) const;
 
-  int vocab_size() const;                      // 1 + the largest id of the vocabulary and the added tokens
+  int vocab_size() const;  // 1 + the largest id of the vocabulary and the added tokens
+  // Whether id names a token: tokenizer.json may leave ids out below vocab_size(), and a model's
+  // vocabulary may be larger than its tokenizer's (padded rows), so a predicted id may name none.
+  bool has_token(int id) const;
   int eot_id() const;                          // id of "<|endoftext|>", -1 when the vocabulary has none
   bool is_added(int id) const;                 // an added token (matched in the text before anything else)
   bool is_special(int id) const;               // an added token marked special

@@ -74,13 +74,12 @@ std::string gpt_dump_json(const GptModel& model, const Tokenizer& tokenizer, con
                    {"parameters", model.parameter_count()}};
   head["token_ids"] = trace.ids;
   nlohmann::json tokens = nlohmann::json::array();
-  for (const int id : trace.ids) tokens.push_back(tokenizer.display_token(id));
+  auto shown = [&](int id) { return tokenizer.has_token(id) ? tokenizer.display_token(id) : std::string(); };
+  for (const int id : trace.ids) tokens.push_back(shown(id));
   head["tokens"] = std::move(tokens);
   nlohmann::json top = nlohmann::json::array();
   const NextToken next = next_token(model, trace, trace.tokens() - 1, top_k);
-  for (const TokenProbability& t : next.top)
-    top.push_back(
-        {{"id", t.id}, {"token", t.id < tokenizer.vocab_size() ? tokenizer.display_token(t.id) : ""}, {"p", t.p}});
+  for (const TokenProbability& t : next.top) top.push_back({{"id", t.id}, {"token", shown(t.id)}, {"p", t.p}});
   head["next_token"] = {{"position", trace.tokens() - 1}, {"top", std::move(top)}};
   if (ablation != nullptr) {
     nlohmann::json heads = nlohmann::json::array();

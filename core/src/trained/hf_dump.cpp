@@ -47,7 +47,7 @@ std::string hf_dump_json(const HfModel& model, const Tokenizer& tokenizer, const
                    {"tied", model.tied},
                    {"parameters", model.parameter_count()}};
   head["token_ids"] = trace.ids;
-  auto shown = [&](int id) { return id < tokenizer.vocab_size() ? tokenizer.display_token(id) : std::string(); };
+  auto shown = [&](int id) { return tokenizer.has_token(id) ? tokenizer.display_token(id) : std::string(); };
   nlohmann::json tokens = nlohmann::json::array();
   for (const int id : trace.ids) tokens.push_back(shown(id));
   head["tokens"] = std::move(tokens);

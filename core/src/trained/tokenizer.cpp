@@ -297,14 +297,14 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool add_special_token
 
 // [SECTION] decoding and display
 std::string Tokenizer::decode_token(int id) const {
-  if (id < 0 || id >= static_cast<int>(impl_->token_of.size()) || impl_->token_of[static_cast<std::size_t>(id)].empty())
-    throw std::out_of_range("token id " + std::to_string(id) + " is not in the vocabulary");
+  if (!has_token(id)) throw std::out_of_range("token id " + std::to_string(id) + " is not in the vocabulary");
   return impl_->bytes_of[static_cast<std::size_t>(id)];
 }
 
 std::string Tokenizer::decode(const std::vector<int>& ids) const {
   std::string out;
-  for (const int id : ids) out += decode_token(id);
+  for (const int id : ids)
+    if (has_token(id)) out += decode_token(id);
   return out;
 }
 
@@ -338,6 +338,10 @@ int Tokenizer::token_id(std::string_view token) const {
 const std::vector<int>& Tokenizer::special_prefix() const { return impl_->prefix; }
 const std::vector<int>& Tokenizer::special_suffix() const { return impl_->suffix; }
 int Tokenizer::vocab_size() const { return static_cast<int>(impl_->token_of.size()); }
+
+bool Tokenizer::has_token(int id) const {
+  return id >= 0 && id < vocab_size() && !impl_->token_of[static_cast<std::size_t>(id)].empty();
+}
 int Tokenizer::eot_id() const { return impl_->eot; }
 
 // [SECTION] loading
