@@ -361,6 +361,24 @@ TEST(HfTokenizer, SplitBehaviorsAndDigits) {
   EXPECT_EQ(load(tiny(nullptr, digits)).encode("ab12"), (std::vector<int>{5, 7 + '1', 7 + '2'}));
 }
 
+// A regex that can match nothing splits, and replaces, between characters (tokenizers finds its
+// empty matches, Oniguruma's way); the code before skipped them and saw one piece.
+TEST(HfTokenizer, EmptyMatchesSplitAndReplaceBetweenCharacters) {
+  const json nothing = {{"type", "Split"}, {"pattern", {{"Regex", ""}}}, {"behavior", "Isolated"}, {"invert", false}};
+  EXPECT_EQ(load(tiny(nullptr, nothing)).encode("abab"), (std::vector<int>{1, 2, 1, 2}));
+  // "b*" matches nothing before each "a", "b" itself, and nothing again only where no match ended.
+  const json bs = {{"type", "Split"}, {"pattern", {{"Regex", "b*"}}}, {"behavior", "Removed"}, {"invert", false}};
+  EXPECT_EQ(load(tiny(nullptr, bs)).encode("abbab"), (std::vector<int>{1, 1}));
+  const json space = {{"type", "Replace"}, {"pattern", {{"Regex", ""}}}, {"content", "\xE2\x96\x81"}};
+  EXPECT_EQ(load(tiny(space, nullptr)).encode("ab"), (std::vector<int>{6, 4, 2, 4}));
+  // After an empty match the search goes on a character later, not a byte: inside "é" PCRE2
+  // matched nothing more, and the "a" after it stayed as it was.
+  EXPECT_EQ(load(tiny(space, nullptr))
+                .encode("\xC3\xA9"
+                        "a"),
+            (std::vector<int>{4, 7 + 0xC3, 7 + 0xA9, 6, 4}));
+}
+
 // tokenizer.json may leave ids out; a model's rows may go past its tokenizer's ids.
 TEST(HfTokenizer, IdsLeftOutNameNoToken) {
   const json late = {{"id", 300},       {"content", "<late>"}, {"special", true},     {"normalized", false},

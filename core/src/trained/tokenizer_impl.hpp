@@ -72,7 +72,8 @@ class Pattern {
   static Pattern literal(std::string text);
   // Throws LoadError naming `source` when the regex does not compile.
   static Pattern regex(std::string_view re, std::string_view source);
-  // Non-overlapping matches, leftmost first; empty matches are skipped.
+  // Non-overlapping matches, leftmost first, empty ones included (but none at the end of the
+  // match before), as tokenizers finds them.
   std::vector<Span> find(std::string_view text) const;
 
  private:

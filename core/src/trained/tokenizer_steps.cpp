@@ -208,11 +208,23 @@ std::vector<Span> Pattern::find(std::string_view text) const {
   // Matched on the text as node's Unicode classes it; the spans are the same bytes of text.
   const std::string swapped = with_stand_ins(text);
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(swapped.empty() ? text.data() : swapped.data());
-  for (std::size_t pos = 0; pos < text.size();) {
+  // Empty matches count, as in tokenizers' find_matches on Oniguruma: a regex that can match
+  // nothing ("", "a*") splits between characters. One at the end of the match before is passed
+  // over by searching again a character on (a byte on would start inside a character, where
+  // PCRE2 refuses to match and the rest of the text went unsplit).
+  std::size_t last_end = std::string_view::npos;
+  for (std::size_t pos = 0; pos <= text.size();) {
     if (pcre2_match(re_.get(), subject, text.size(), pos, 0, md, nullptr) < 0) break;
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
-    if (ov[1] > ov[0]) out.emplace_back(ov[0], ov[1]);
-    pos = ov[1] > ov[0] ? ov[1] : ov[0] + 1;
+    if (ov[1] == ov[0] && ov[1] == last_end) {
+      if (ov[1] >= text.size()) break;
+      std::uint32_t cp = 0;
+      const int len = utf8_char(text, ov[1], cp);
+      pos = ov[1] + static_cast<std::size_t>(len > 0 ? len : 1);
+      continue;
+    }
+    out.emplace_back(ov[0], ov[1]);
+    last_end = pos = ov[1];
   }
   pcre2_match_data_free(md);
   return out;
