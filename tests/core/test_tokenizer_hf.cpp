@@ -487,6 +487,12 @@ TEST(HfTokenizer, EveryRefusalIsOneLineNamingTheFieldAndWhatIsSupported) {
   j["model"]["dropout"] = 0.1;
   EXPECT_NE(err(j).find("model.dropout is 0.1"), std::string::npos) << err(j);
   j = tiny(nullptr, {{"type", "ByteLevel"}});
+  EXPECT_NE(err(j).find("pre_tokenizer.add_prefix_space is missing: ByteLevel needs true or false"), std::string::npos)
+      << err(j);
+  j = tiny(nullptr, {{"type", "ByteLevel"}, {"add_prefix_space", nullptr}});
+  EXPECT_NE(err(j).find("pre_tokenizer.add_prefix_space is null: ByteLevel needs true or false"), std::string::npos)
+      << err(j);
+  j = tiny(nullptr, {{"type", "ByteLevel"}, {"add_prefix_space", false}});
   EXPECT_NE(err(j).find("has no token for byte 0x00"), std::string::npos) << err(j);
   j = tiny(nullptr, nullptr);
   j["added_tokens"] = {{{"id", 1}, {"content", "<z>"}}};

@@ -116,7 +116,13 @@ struct Reader {
                          "\" is not Removed, Isolated, MergedWithPrevious, MergedWithNext or Contiguous");
     } else if (type == "ByteLevel") {
       p.kind = K::ByteLevel;
-      p.add_prefix_space = flag(j, "add_prefix_space", true, where);  // tokenizers' ByteLevel defaults
+      // tokenizers requires add_prefix_space (a file without it does not load there, and the
+      // JavaScript port takes it as false); use_regex defaults to true in both.
+      if (!j.contains("add_prefix_space") || !j["add_prefix_space"].is_boolean())
+        fail(source, where + ".add_prefix_space is " +
+                         (j.contains("add_prefix_space") ? j["add_prefix_space"].dump() : "missing") +
+                         ": ByteLevel needs true or false");
+      p.add_prefix_space = j["add_prefix_space"].get<bool>();
       p.use_regex = flag(j, "use_regex", true, where);
       p.pattern = tok::gpt2_pattern();
     } else if (type == "Digits") {
