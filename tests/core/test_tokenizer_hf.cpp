@@ -480,6 +480,16 @@ TEST(HfTokenizer, EveryRefusalIsOneLineNamingTheFieldAndWhatIsSupported) {
   EXPECT_NE(err(j).find("does not compile"), std::string::npos) << err(j);
   j = tiny(nullptr, {{"type", "Split"}, {"pattern", {{"String", "x"}}}, {"behavior", "Sideways"}});
   EXPECT_NE(err(j).find("pre_tokenizer.behavior \"Sideways\" is not"), std::string::npos) << err(j);
+  // A template's Sequence piece that is not {"id": "A"}: refused with the piece (it threw
+  // nlohmann's type_error, which nothing caught).
+  for (const json& sequence :
+       {json(nullptr), json("A"), json(0), json::array(), json{{"id", nullptr}}, json{{"id", 0}}}) {
+    j = tiny(nullptr, nullptr);
+    j["post_processor"] = {{"type", "TemplateProcessing"}, {"single", {{{"Sequence", sequence}}}}};
+    EXPECT_NE(err(j).find("post_processor.single holds {\"Sequence\":" + sequence.dump() + "}: only one sequence, A"),
+              std::string::npos)
+        << err(j);
+  }
   j = tiny(nullptr, nullptr);
   j["model"]["unk_token"] = "<nope>";
   EXPECT_NE(err(j).find("model.unk_token \"<nope>\" is not in model.vocab"), std::string::npos) << err(j);

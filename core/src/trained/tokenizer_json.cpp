@@ -154,7 +154,8 @@ struct Reader {
     impl.suffix.clear();
     for (const json& piece : single) {
       if (piece.contains("Sequence")) {
-        if (piece["Sequence"].value("id", "") != "A" || seen_a)
+        const json& sequence = piece["Sequence"];
+        if (!sequence.is_object() || !sequence.contains("id") || sequence["id"] != "A" || seen_a)
           fail(source, where + ".single holds " + piece.dump() + ": only one sequence, A");
         seen_a = true;
       } else if (piece.contains("SpecialToken") && piece["SpecialToken"].contains("id") &&
