@@ -7,6 +7,7 @@
 
 #include "cli.hpp"
 #include "mhaviz/gpt_interventions.hpp"
+#include "mhaviz/hf_model.hpp"
 #include "mhaviz/prompt.hpp"
 
 namespace mhaviz::cli {
@@ -142,11 +143,17 @@ std::string lens_json(const LensOptions& o) {
 
 int run_patch(const PatchOptions& o) {
   if (o.model.path.empty()) return usage_error("--model: give the model to patch (a folder or its .safetensors)");
+  if (is_hf_model_folder(o.model.path))
+    return usage_error("--model: patch needs a GPT-2-layout model (" + o.model.path +
+                       " is a Qwen, Llama or Gemma folder)");
   return write_made_output(o.output, [&] { return patch_json(o); });
 }
 
 int run_lens(const LensOptions& o) {
   if (o.model.path.empty()) return usage_error("--model: give the model to read (a folder or its .safetensors)");
+  if (is_hf_model_folder(o.model.path))
+    return usage_error("--model: lens needs a GPT-2-layout model (" + o.model.path +
+                       " is a Qwen, Llama or Gemma folder)");
   return write_made_output(o.output, [&] { return lens_json(o); });
 }
 

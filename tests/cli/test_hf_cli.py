@@ -306,6 +306,10 @@ class Render(Folders):
                              (["--view", "model", "3.0"], "--view: layer 3 is out of range [0, 2]"),
                              (["--view", "model", "0.4"], "--view: head 0.4 is out of range (heads 0 to 3)")):
             self.expect_error(["render", "--model", folder, "--text", "a", *args], needle, "never.png")
+        # The commands of those views too (they had read config.json as GPT-2's: "missing key n_layer").
+        self.expect_error(["lens", "--model", folder, "--text", "a"], "--model: lens needs a GPT-2-layout model")
+        self.expect_error(["patch", "--model", folder, "--clean", "a b", "--corrupt", "a c", "--target", "b"],
+                          "--model: patch needs a GPT-2-layout model")
 
     def test_the_apps_interventions_are_refused_on_its_command_line(self):
         # Before any window (no display needed): one line, exit 2, as render refuses them.
