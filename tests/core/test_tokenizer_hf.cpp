@@ -379,6 +379,18 @@ TEST(HfTokenizer, EmptyMatchesSplitAndReplaceBetweenCharacters) {
             (std::vector<int>{4, 7 + 0xC3, 7 + 0xA9, 6, 4}));
 }
 
+// An empty String matches nothing (tokenizers' literal patterns): a Replace normalizer leaves
+// the text and a Replace decoder the tokens as they are (the decoder's grew each token forever).
+TEST(HfTokenizer, EmptyStringReplacesNothing) {
+  json j = tiny({{"type", "Replace"}, {"pattern", {{"String", ""}}}, {"content", "x"}}, nullptr);
+  j["decoder"]["decoders"][0]["pattern"]["String"] = "";
+  const Tokenizer t = load(j);
+  EXPECT_EQ(t.encode("ab"), (std::vector<int>{5}));
+  EXPECT_EQ(t.decode({6}),
+            "\xE2\x96\x81"
+            "a");
+}
+
 // tokenizer.json may leave ids out; a model's rows may go past its tokenizer's ids.
 TEST(HfTokenizer, IdsLeftOutNameNoToken) {
   const json late = {{"id", 300},       {"content", "<late>"}, {"special", true},     {"normalized", false},

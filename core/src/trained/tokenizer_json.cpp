@@ -197,7 +197,11 @@ struct Reader {
       const json& p = j.value("pattern", json());
       if (!p.is_object() || !p.contains("String") || !p["String"].is_string())
         fail(source, where + ".pattern is " + p.dump() + ": only {\"String\": ...} is supported in a decoder");
-      d.replace.emplace_back(p["String"].get<std::string>(), text(j, "content", where));
+      // An empty string matches nothing in tokenizers (and replacing it forever grew each
+      // token until memory ran out).
+      const std::string content = text(j, "content", where);
+      if (!p["String"].get_ref<const std::string&>().empty())
+        d.replace.emplace_back(p["String"].get<std::string>(), content);
     } else {
       fail(source, where + ".type \"" + type + "\" is not supported (mhaviz reads " + kDecoders + ")");
     }
