@@ -335,6 +335,15 @@ def write_bad(out, good):
     config_case("embd_not_multiple_of_heads", "not a multiple of", json.dumps(dict(config, n_head=5)))
     config_case("more_layers_than_file", "more layers than", json.dumps(dict(config, n_layer=config["n_layer"] + 1)))
     config_case("vocab_size_not_file", "wte.weight has shape", json.dumps(dict(config, vocab_size=config["vocab_size"] + 1)))
+    # GPT2Config's switches to another computation: refused, not ignored.
+    config_case("activation_relu", 'activation_function "relu" is not supported (mhaviz computes GPT-2\'s gelu_new)',
+                json.dumps(dict(config, activation_function="relu")))
+    config_case("attention_unscaled", "scale_attn_weights false is not supported",
+                json.dumps(dict(config, scale_attn_weights=False)))
+    config_case("attention_scaled_by_layer", "scale_attn_by_inverse_layer_idx true is not supported",
+                json.dumps(dict(config, scale_attn_by_inverse_layer_idx=True)))
+    config_case("mlp_not_4x", "n_inner 100 is not supported (GPT-2's MLP is 4 × n_embd",
+                json.dumps(dict(config, n_inner=100)))
 
     f = case("vocab_missing", "vocab.json", stage="tokenizer")
     os.remove(os.path.join(f, "vocab.json"))

@@ -109,6 +109,18 @@ ConfigRead read_config(const fs::path& file) {
       c.layer_norm_eps = it->get<float>();
     }
     c.qkv_bias = true;
+    // GPT2Config's switches to other computations than GPT-2's: refused, never ignored.
+    if (const auto it = j.find("activation_function"); it != j.end() && !it->is_null())
+      if (*it != "gelu_new" && *it != "gelu_pytorch_tanh")  // the same tanh formula
+        throw LoadError(L + ": activation_function " + it->dump() +
+                        " is not supported (mhaviz computes GPT-2's gelu_new)");
+    for (const auto& [key, gpt2] : {std::pair{"scale_attn_weights", true}, {"scale_attn_by_inverse_layer_idx", false}})
+      if (const auto it = j.find(key); it != j.end() && !it->is_null() && *it != gpt2)
+        throw LoadError(L + ": " + key + " " + it->dump() + " is not supported (GPT-2's is " +
+                        (gpt2 ? "true" : "false") + ")");
+    if (const auto it = j.find("n_inner"); it != j.end() && !it->is_null() && *it != 4 * c.n_embd)
+      throw LoadError(L + ": n_inner " + it->dump() +
+                      " is not supported (GPT-2's MLP is 4 × n_embd = " + std::to_string(4 * c.n_embd) + " wide)");
   }
   if (c.n_embd % c.n_head != 0)
     throw LoadError(L + ": " + (r.book_keys ? "emb_dim " : "n_embd ") + std::to_string(c.n_embd) +
