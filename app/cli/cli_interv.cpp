@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "cli.hpp"
+#include "figure/gpt_figures.hpp"
 #include "mhaviz/gpt_interventions.hpp"
 #include "mhaviz/hf_model.hpp"
 #include "mhaviz/prompt.hpp"
@@ -40,16 +41,8 @@ namespace {
 
 using nlohmann::json;
 
-// A model's vocabulary may hold ids its tokenizer has no token for (padded rows).
-std::string token_text(const Tokenizer& tok, int id) {
-  return tok.has_token(id) ? tok.display_token(id) : "#" + std::to_string(id);
-}
-
-json tokens_json(const Tokenizer& tok, const std::vector<int>& ids) {
-  json out = json::array();
-  for (const int id : ids) out.push_back(token_text(tok, id));
-  return out;
-}
+// As the figures show them: an id the tokenizer has no token for as #id.
+json tokens_json(const Tokenizer& tok, const std::vector<int>& ids) { return figure::display_tokens(tok, ids); }
 
 json model_json(const GptModel& m) {
   return {{"path", m.weights_file.string()},
@@ -115,7 +108,7 @@ std::string lens_json(const LensOptions& o) {
       json top = json::array();
       for (int i = 0; i < lens.k; ++i) {
         const TokenProbability& e = lens.at(l, pos, i);
-        top.push_back({{"id", e.id}, {"token", token_text(in.tokenizer, e.id)}, {"p", e.p}});
+        top.push_back({{"id", e.id}, {"token", figure::display_tokens(in.tokenizer, {e.id}).front()}, {"p", e.p}});
       }
       json entry = {{"position", pos}, {"top", std::move(top)}};
       if (target >= 0) {
