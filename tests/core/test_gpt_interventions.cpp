@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpt_test_util.hpp"
+#include "interventions_test_util.hpp"
 #include "json_file.hpp"
 #include "mhaviz/gpt_interventions.hpp"
 #include "mhaviz/safetensors.hpp"
@@ -31,24 +32,8 @@ struct Case {
   TokenMetric logprob, diff;
 };
 
-std::vector<float> want(const Case& c, const std::string& name) {
-  const StTensor* t = c.expected.find(name);
-  EXPECT_NE(t, nullptr) << name;
-  return t ? c.expected.read(*t) : std::vector<float>{};
-}
-
-// Largest |got - want| relative to max(1, |want|'s largest); prints it.
-float rel_diff(const std::vector<float>& got, const std::vector<float>& ref, const std::string& label) {
-  EXPECT_EQ(got.size(), ref.size()) << label;
-  float worst = 0, scale = 1;
-  for (std::size_t i = 0; i < std::min(got.size(), ref.size()); ++i) {
-    worst = std::max(worst, std::fabs(got[i] - ref[i]));
-    scale = std::max(scale, std::fabs(ref[i]));
-  }
-  std::printf("%-44s max |mhaviz - torch| = %.3g (scale %.3g)\n", label.c_str(), static_cast<double>(worst),
-              static_cast<double>(scale));
-  return worst / scale;
-}
+std::vector<float> want(const Case& c, const std::string& name) { return test::expected_tensor(c.expected, name); }
+using test::rel_diff;
 
 std::vector<Case> load_cases() {
   const json manifest = test::read_json(kDir / "manifest.json");

@@ -46,6 +46,18 @@ CHECKPOINTS = [
 ]
 
 
+def edit_context(ctx, layer, ablate, mode, patch_heads, source):
+    """ctx (H, T, hd) of layer, in place: the ablations of that layer, then its head patches
+    from source's cache. A "mean" is of this run's own context (each head's mean reads only
+    that head, so the order of the list is moot)."""
+    for i, h in ablate or []:
+        if i == layer:
+            ctx[h] = 0 if mode == "zero" else ctx[h].mean(dim=0, keepdim=True).expand_as(ctx[h])
+    for i, h in patch_heads:
+        if i == layer:
+            ctx[h] = source["ctx"][layer][h]
+
+
 def forward(p, spec, ids, ablate=None, mode="zero", patch_heads=(), patch_resid=(), source=None):
     """ids: T ids -> a cache: weights [L] (H, T, T), ctx [L] (H, T, hd), resid [L] (T, E),
     logits (T, V), lens (L, T, V). ablate: [[l, h]]; patches read source's cache."""
@@ -63,12 +75,7 @@ def forward(p, spec, ids, ablate=None, mode="zero", patch_heads=(), patch_resid=
         q, k, v = (qkv[:, j * E:(j + 1) * E].view(T, H, hd).transpose(0, 1) for j in range(3))
         w = torch.softmax((q @ k.transpose(1, 2) / math.sqrt(hd)).masked_fill(mask, float("-inf")), dim=-1)
         ctx = w @ v  # (H, T, hd)
-        for layer, h in ablate or []:
-            if layer == i:
-                ctx[h] = 0 if mode == "zero" else ctx[h].mean(dim=0, keepdim=True).expand(T, hd)
-        for layer, h in patch_heads:
-            if layer == i:
-                ctx[h] = source["ctx"][i][h]
+        edit_context(ctx, i, ablate, mode, patch_heads, source)
         cache["weights"].append(w)
         cache["ctx"].append(ctx.clone())
         x = x + ctx.transpose(0, 1).reshape(T, E) @ p[f"{i}.proj_w"].t() + p[f"{i}.proj_b"]

@@ -17,6 +17,7 @@
 // hd = head_dim, C = n_embd, V = vocab_size.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <span>
@@ -38,19 +39,29 @@ struct ResidIndex {
 
 enum class AblationMode { Zero, Mean };
 
-struct Intervention {
+// What one run changes. Trace: the kind of run patches read (GptTrace here; a Qwen, Llama or
+// Gemma model's HfTrace in hf_interventions.hpp).
+template <class Trace>
+struct InterventionOn {
   std::vector<HeadIndex> ablate;  // heads whose context is replaced
   AblationMode mode = AblationMode::Zero;
   // Patches read this run (T tokens like the edited one): a patched head's context at every
   // position, or a residual row. A head both ablated and patched is patched.
-  const GptTrace* source = nullptr;
+  const Trace* source = nullptr;
   std::vector<HeadIndex> patch_heads;
   std::vector<ResidIndex> patch_resid;
 
   bool empty() const { return ablate.empty() && patch_heads.empty() && patch_resid.empty(); }
   // The first layer an edit touches; n_layer when there is none.
-  int first_layer(int n_layer) const;
+  int first_layer(int n_layer) const {
+    int first = n_layer;
+    for (const HeadIndex& h : ablate) first = std::min(first, h.layer);
+    for (const HeadIndex& h : patch_heads) first = std::min(first, h.layer);
+    for (const ResidIndex& r : patch_resid) first = std::min(first, r.layer);
+    return first;
+  }
 };
+using Intervention = InterventionOn<GptTrace>;
 
 // Throws std::invalid_argument naming the field and the value when a head, layer or position
 // is out of range for a run of base's T tokens, or patches lack a source of T tokens.

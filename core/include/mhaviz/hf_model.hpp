@@ -89,18 +89,24 @@ struct HfLayerTrace {
   // when it recomputes only the rows from the first changed token on.
   Tensor k, v;
   KeyPanels key_panels;  // k packed for the kernel: such a forward packs only the changed keys' panels
+  // (1, H, T, hd) each query head's context, weights · v, before the heads are merged and
+  // o_proj reads them: what ablation and head patching replace (hf_interventions.hpp).
+  Tensor context;
+  // (1, T, C) the residual stream after the block (Gemma: after its post-feedforward norm's
+  // add): the next block's input, and what the logit lens and residual patching read.
+  Tensor resid;
 };
 
 // Buffers of one forward's rows (T of each), kept in the trace so that a forward into the same
 // trace reuses their memory instead of faulting in fresh pages.
 // R = the rows a forward computes (T − recomputed_from).
 struct HfScratch {
-  std::vector<float> resid, out;  // (R, C) residual stream, a sublayer's output
-  std::vector<float> x;           // (R, C) the MLP's input norm
-  std::vector<float> q, k, v;     // (R, H·hd), (R, G·hd) ×2 projected
-  std::vector<float> qh, ctx;     // (1, H, T, hd) per head, rows from recomputed_from on
-  std::vector<float> merged;      // (R, H·hd)
-  std::vector<float> gate, up;    // (R, I)
+  std::vector<float> embedded, out;  // (R, C) the embeddings (layer 0's input), a sublayer's output
+  std::vector<float> x;              // (R, C) the MLP's input norm
+  std::vector<float> q, k, v;        // (R, H·hd), (R, G·hd) ×2 projected
+  std::vector<float> qh;             // (1, H, T, hd) per head, rows from recomputed_from on
+  std::vector<float> merged;         // (R, H·hd)
+  std::vector<float> gate, up;       // (R, I)
 };
 
 struct HfTrace {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "hf_block.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/head_split.hpp"
 #include "kernels/linear.hpp"
@@ -69,10 +70,11 @@ void add_residual(float* resid, std::vector<float>& out, std::int64_t R, int C, 
 }
 
 // The attention sublayer of block b for rows [start, T) of a T-token sequence: resid holds
-// those R = T − start rows (R, C); fills their rows of L.x, L.k, L.v and L.weights, and
-// s.out (R, C). Rows < start of L.k and L.v are the kept keys and values they attend to.
+// those R = T − start rows (R, C); fills their rows of L.x, L.k, L.v, L.weights and
+// L.context (the edits' context step runs on it, when set), and s.out (R, C). Rows < start of L.k and L.v are the
+// kept keys and values they attend to.
 void attention_sublayer(const HfModel& m, const HfBlock& b, const float* resid, int start, int T, HfLayerTrace& L,
-                        HfScratch& s, bool kernel) {
+                        HfScratch& s, bool kernel, const detail::HfEdits* edits, int layer) {
   const HfConfig& c = m.config;
   const int C = c.hidden_size, H = c.num_attention_heads, G = c.num_key_value_heads, hd = c.head_dim, R = T - start;
   // 1. Input norm and the three projections.
@@ -99,15 +101,16 @@ void attention_sublayer(const HfModel& m, const HfBlock& b, const float* resid, 
   // 4. Grouped-query attention of rows [start, T) against keys [0, T), with the layer's mask
   // and the model's scale.
   detail::AttentionJob job = detail::per_head_job(1, H, T, hd, start, s.qh.data(), L.k.ptr(), L.v.ptr(),
-                                                  L.weights.ptr(), s.ctx.data(), kernel);
+                                                  L.weights.ptr(), L.context.ptr(), kernel);
   job.kv_heads = G;
   job.mask = L.mask;
   job.scale = c.gemma_norms ? detail::ScoreScale::multiply(static_cast<float>(c.score_scale()))
                             : detail::ScoreScale::sqrt_head_dim(hd);
   job.keys_unchanged = start;  // L.k's rows before start are the kept keys L.key_panels holds
   detail::attention(job, L.key_panels);
+  if (edits && edits->context) edits->context(layer, L);
   // 5. Merge heads and project.
-  detail::merge_heads(s.ctx.data(), 1, R, H, hd, T, start, s.merged.data());
+  detail::merge_heads(L.context.ptr(), 1, R, H, hd, T, start, s.merged.data());
   detail::linear_into(b.o, s.merged.data(), R, s.out.data(), C, kernel);
 }
 
@@ -134,36 +137,92 @@ int first_changed(const HfModel& m, std::span<const int> ids, const HfTrace& tr,
   return detail::shared_prefix(ids, tr.ids);
 }
 
-// Rows [start, T) of every layer and of the final norm, into tr shaped for T.
-void compute_rows(const HfModel& m, std::span<const int> ids, int start, HfTrace& tr, bool kernel) {
+}  // namespace
+
+namespace detail {
+
+void hf_shape_trace(const HfModel& m, std::span<const int> ids, int start, HfTrace& tr) {
   const HfConfig& c = m.config;
-  const int T = static_cast<int>(ids.size()), C = c.hidden_size, R = T - start;
+  const int T = static_cast<int>(ids.size()), C = c.hidden_size, H = c.num_attention_heads, G = c.num_key_value_heads,
+            hd = c.head_dim, I = c.intermediate_size, R = T - start;
+  const auto rows = [](int n, std::int64_t cols) {
+    return static_cast<std::size_t>(n) * static_cast<std::size_t>(cols);
+  };
+  // Until the rows are written the trace names no model: a forward that throws part-way
+  // leaves nothing a later one would keep.
+  tr.model_serial = 0;
+  tr.ids.assign(ids.begin(), ids.end());
   HfScratch& s = tr.scratch;
-  // 1. Embedding of rows [start, T) (Gemma: · √C as a float).
-  std::vector<float>& resid = s.resid;
-  const float scale = static_cast<float>(c.embedding_scale);
-  for (int i = 0; i < R; ++i) {
-    float* r = resid.data() + static_cast<std::int64_t>(i) * C;
-    m.embedding_row(ids[static_cast<std::size_t>(start + i)], r);
-    if (c.embedding_scale != 1.0)
-      for (int d = 0; d < C; ++d) r[d] *= scale;
-  }
-
-  // 2. The blocks.
+  for (std::vector<float>* v : {&s.embedded, &s.x, &s.out}) v->resize(rows(R, C));
+  for (std::vector<float>* v : {&s.q, &s.merged}) v->resize(rows(R, H * hd));
+  s.qh.resize(rows(T, H * hd));
+  for (std::vector<float>* v : {&s.k, &s.v}) v->resize(rows(R, G * hd));
+  for (std::vector<float>* v : {&s.gate, &s.up}) v->resize(rows(R, I));
+  tr.layers.resize(m.blocks.size());
   for (std::size_t l = 0; l < m.blocks.size(); ++l) {
-    const HfBlock& b = m.blocks[l];
-    attention_sublayer(m, b, resid.data(), start, T, tr.layers[l], s, kernel);
-    add_residual(resid.data(), s.out, R, C, c.gemma_norms ? b.post_attn_norm : std::vector<float>{}, c);
-    mlp_sublayer(m, b, resid.data(), R, s, kernel);
-    add_residual(resid.data(), s.out, R, C, b.post_ff_norm, c);
+    HfLayerTrace& L = tr.layers[l];
+    L.mask = m.layer_mask(static_cast<int>(l));
+    detail::resize_rows(L.x, T, C);
+    detail::resize_rows(L.resid, T, C);
+    detail::resize_heads(L.k, G, T, hd, start);
+    detail::resize_heads(L.v, G, T, hd, start);
+    detail::resize_heads(L.context, H, T, hd, start);
+    detail::resize_heads(L.weights, H, T, T, start);  // every cell of rows ≥ start is written (hidden ones 0)
   }
-
-  // 3. Final norm.
-  detail::rms_norm(resid.data(), tr.final_norm.ptr() + static_cast<std::int64_t>(start) * C, R, C, m.final_norm.data(),
-                   c.rms_norm_eps, norm_form(c));
+  detail::resize_rows(tr.final_norm, T, C);
 }
 
-}  // namespace
+void hf_layer_rows(const HfModel& m, std::span<const int> ids, int from, int start, HfTrace& tr, bool kernel,
+                   const HfEdits* edits) {
+  const HfConfig& c = m.config;
+  const int T = static_cast<int>(ids.size()), C = c.hidden_size, R = T - start, L = static_cast<int>(m.blocks.size());
+  const std::int64_t first = static_cast<std::int64_t>(start) * C;
+  HfScratch& s = tr.scratch;
+  const float* in = nullptr;
+  if (from == 0) {
+    // The embedding of rows [start, T) (Gemma: · √C as a float).
+    const float scale = static_cast<float>(c.embedding_scale);
+    for (int i = 0; i < R; ++i) {
+      float* r = s.embedded.data() + static_cast<std::int64_t>(i) * C;
+      m.embedding_row(ids[static_cast<std::size_t>(start + i)], r);
+      if (c.embedding_scale != 1.0)
+        for (int d = 0; d < C; ++d) r[d] *= scale;
+    }
+    in = s.embedded.data();
+  } else {
+    in = tr.layers[static_cast<std::size_t>(from - 1)].resid.ptr() + first;
+  }
+  for (int l = from; l < L; ++l) {
+    const HfBlock& b = m.blocks[static_cast<std::size_t>(l)];
+    HfLayerTrace& lt = tr.layers[static_cast<std::size_t>(l)];
+    // The block works on its own residual rows, a copy of its input's.
+    float* resid = lt.resid.ptr() + first;
+    std::copy(in, in + static_cast<std::int64_t>(R) * C, resid);
+    attention_sublayer(m, b, resid, start, T, lt, s, kernel, edits, l);
+    add_residual(resid, s.out, R, C, c.gemma_norms ? b.post_attn_norm : std::vector<float>{}, c);
+    mlp_sublayer(m, b, resid, R, s, kernel);
+    add_residual(resid, s.out, R, C, b.post_ff_norm, c);
+    if (edits && edits->resid) edits->resid(l, lt);
+    in = resid;
+  }
+  detail::rms_norm(in, tr.final_norm.ptr() + first, R, C, m.final_norm.data(), c.rms_norm_eps, norm_form(c));
+}
+
+void hf_head_rows(const HfModel& m, const float* x, int rows, float* logits, bool kernel) {
+  const int C = m.config.hidden_size, V = m.config.vocab_size;
+  if (!m.lm_head.weight.empty() || !m.lm_head.packed.empty() || !m.lm_head.packed_bf16.empty()) {
+    // The kernel sums every element in the same order whatever the row count; OpenBLAS may not.
+    for (int r = 0; r < rows; r += kernel ? rows : 1)
+      detail::linear_into(m.lm_head, x + static_cast<std::int64_t>(r) * C, kernel ? rows : 1,
+                          logits + static_cast<std::int64_t>(r) * V, V, kernel);
+  } else {  // tied on OpenBLAS: the embedding itself
+    for (int r = 0; r < rows; ++r)
+      Eigen::Map<Eigen::VectorXf>(logits + static_cast<std::int64_t>(r) * V, V).noalias() =
+          CMap(m.embed.data(), V, C) * Eigen::Map<const Eigen::VectorXf>(x + static_cast<std::int64_t>(r) * C, C);
+  }
+}
+
+}  // namespace detail
 
 HfTrace hf_forward(const HfModel& m, std::span<const int> ids) {
   HfTrace tr;
@@ -174,8 +233,7 @@ HfTrace hf_forward(const HfModel& m, std::span<const int> ids) {
 void hf_forward(const HfModel& m, std::span<const int> ids, HfTrace& tr) {
   const HfConfig& c = m.config;
   check_ids(c, ids);
-  const int T = static_cast<int>(ids.size()), C = c.hidden_size, H = c.num_attention_heads, G = c.num_key_value_heads,
-            hd = c.head_dim, I = c.intermediate_size;
+  const int T = static_cast<int>(ids.size());
   const Backend be = backend();  // read once: one forward, one backend
   const bool kernel = be != Backend::OpenBlas;
   const int start = first_changed(m, ids, tr, be);
@@ -183,33 +241,8 @@ void hf_forward(const HfModel& m, std::span<const int> ids, HfTrace& tr) {
     tr.recomputed_from = T;
     return;
   }
-  const int R = T - start;
-  const auto rows = [](int n, std::int64_t cols) {
-    return static_cast<std::size_t>(n) * static_cast<std::size_t>(cols);
-  };
-
-  // Shapes for T, keeping rows < start. Until the rows are written the trace names no model:
-  // a forward that throws part-way leaves nothing a later one would keep.
-  tr.model_serial = 0;
-  tr.ids.assign(ids.begin(), ids.end());
-  HfScratch& s = tr.scratch;
-  for (std::vector<float>* v : {&s.resid, &s.x, &s.out}) v->resize(rows(R, C));
-  for (std::vector<float>* v : {&s.q, &s.merged}) v->resize(rows(R, H * hd));
-  for (std::vector<float>* v : {&s.qh, &s.ctx}) v->resize(rows(T, H * hd));
-  for (std::vector<float>* v : {&s.k, &s.v}) v->resize(rows(R, G * hd));
-  for (std::vector<float>* v : {&s.gate, &s.up}) v->resize(rows(R, I));
-  tr.layers.resize(m.blocks.size());
-  for (std::size_t l = 0; l < m.blocks.size(); ++l) {
-    HfLayerTrace& L = tr.layers[l];
-    L.mask = m.layer_mask(static_cast<int>(l));
-    detail::resize_rows(L.x, T, C);
-    detail::resize_heads(L.k, G, T, hd, start);
-    detail::resize_heads(L.v, G, T, hd, start);
-    detail::resize_heads(L.weights, H, T, T, start);  // every cell of rows ≥ start is written (hidden ones 0)
-  }
-  detail::resize_rows(tr.final_norm, T, C);
-
-  if (R > 0) compute_rows(m, ids, start, tr, kernel);
+  detail::hf_shape_trace(m, ids, start, tr);
+  if (start < T) detail::hf_layer_rows(m, ids, 0, start, tr, kernel, nullptr);
   tr.model_serial = m.serial;
   tr.backend = be;
   tr.recomputed_from = start;
@@ -222,14 +255,9 @@ std::vector<float> hf_logits(const HfModel& m, const HfTrace& tr, int pos) {
   if (pos < 0 || pos >= tr.tokens())
     throw std::out_of_range("hf_logits: position " + std::to_string(pos) + " is not in [0, " +
                             std::to_string(tr.tokens()) + ")");
-  const float* x = tr.final_norm.ptr() + static_cast<std::int64_t>(pos) * C;
   std::vector<float> logits(static_cast<std::size_t>(V));
-  if (!m.lm_head.weight.empty() || !m.lm_head.packed.empty() || !m.lm_head.packed_bf16.empty()) {
-    detail::linear_into(m.lm_head, x, 1, logits.data(), V, backend() != Backend::OpenBlas);
-  } else {  // tied on OpenBLAS: the embedding itself
-    Eigen::Map<Eigen::VectorXf>(logits.data(), V).noalias() =
-        CMap(m.embed.data(), V, C) * Eigen::Map<const Eigen::VectorXf>(x, C);
-  }
+  detail::hf_head_rows(m, tr.final_norm.ptr() + static_cast<std::int64_t>(pos) * C, 1, logits.data(),
+                       backend() != Backend::OpenBlas);
   return logits;
 }
 
