@@ -10,6 +10,8 @@
 #include "mhaviz/backend.hpp"
 #include "mhaviz/gpt_forward.hpp"
 #include "mhaviz/gpt_interventions.hpp"
+#include "mhaviz/gpt_worker.hpp"
+#include "mhaviz/hf_interventions.hpp"
 #include "mhaviz/hf_model.hpp"
 #include "mhaviz/kernel_tuning.hpp"
 #include "mhaviz/session.hpp"
@@ -129,17 +131,21 @@ std::vector<double> time_edits(const BenchOptions& o, Step step, std::int64_t by
   return ms;
 }
 
-// --sweep: an ablation sweep over every head (gpt_interventions.hpp) on ids, alternated with a
-// fresh forward of the same ids, so both are timed under the same load.
-int bench_sweep(const GptModel& model, const std::vector<int>& ids, const BenchOptions& o) {
-  const GptConfig& c = model.config;
+GptTrace forward_of(const GptModel& m, const std::vector<int>& ids) { return gpt_forward(m, ids); }
+HfTrace forward_of(const HfModel& m, const std::vector<int>& ids) { return hf_forward(m, ids); }
+
+// --sweep: an ablation sweep over every head (gpt_interventions.hpp, hf_interventions.hpp) on
+// ids, alternated with a fresh forward of the same ids, so both are timed under the same load.
+template <class Model>
+int bench_sweep(const Model& model, const std::vector<int>& ids, const BenchOptions& o) {
+  const ModelFacts f = model_facts(model);
   const TokenMetric metric{ids.back(), -1};
   std::vector<double> fwd, sweep;
   using clock = std::chrono::steady_clock;
   const int runs = o.repeat > 0 ? o.repeat : 5;
   for (int i = -std::min(o.warmup, 1); i < runs; ++i) {
     const auto t0 = clock::now();
-    const GptTrace clean = gpt_forward(model, ids);
+    const auto clean = forward_of(model, ids);
     const auto t1 = clock::now();
     ablation_sweep(model, clean, metric, AblationMode::Zero);
     const auto t2 = clock::now();
@@ -147,18 +153,18 @@ int bench_sweep(const GptModel& model, const std::vector<int>& ids, const BenchO
     fwd.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     sweep.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
   }
-  const int heads = c.n_layer * c.n_head;
-  std::printf("mhaviz bench: model %s (%d layers, %d heads, %d wide, vocab %d), T=%zu, products in %s\n",
-              o.model.c_str(), c.n_layer, c.n_head, c.n_embd, c.vocab_size, ids.size(),
+  const int heads = f.layers * f.heads;
+  std::printf("mhaviz bench: model %s (%s, %d layers, %d heads, %d wide, vocab %d), T=%zu, products in %s\n",
+              o.model.c_str(), f.architecture.c_str(), f.layers, f.heads, f.width, f.vocab, ids.size(),
               std::string(backend_name(backend())).c_str());
-  const double s = median_of(sweep), f = median_of(fwd);
+  const double s = median_of(sweep), fm = median_of(fwd);
   std::printf("ablation sweep over %d heads: %d runs, median %.1f ms (%.2f ms a head), min %.1f ms, max %.1f ms\n",
               heads, runs, s, s / heads, *std::min_element(sweep.begin(), sweep.end()),
               *std::max_element(sweep.begin(), sweep.end()));
-  std::printf("full forward, alternated with it: median %.2f ms; the sweep costs %.1f forwards (%d without reuse)\n", f,
-              s / f, heads);
+  std::printf("full forward, alternated with it: median %.2f ms; the sweep costs %.1f forwards (%d without reuse)\n",
+              fm, s / fm, heads);
   std::printf("%s\n", kernel_tuning_summary().c_str());
-  std::printf("sweep_median_ms=%.1f forward_median_ms=%.2f\n", s, f);
+  std::printf("sweep_median_ms=%.1f forward_median_ms=%.2f\n", s, fm);
   return 0;
 }
 
@@ -219,6 +225,7 @@ int bench_hf_model(const BenchOptions& o) {
     return usage_error("--edit-at: " + std::to_string(o.edit_at) + " is out of range [0, " + std::to_string(T - 1) +
                        "]");
   BenchIds ids(o, T, P, c.vocab_size);
+  if (o.sweep) return bench_sweep(model, ids.ids, o);
   HfTrace trace;  // reused, as the app recomputes into its trace
   hf_forward(model, ids.ids, trace);
   std::string read_once;
@@ -305,8 +312,6 @@ int run_bench(const BenchOptions& o) {
   if (o.sweep && o.edit_at >= 0) return usage_error("--sweep: not with --edit-at (a sweep times whole runs)");
   if (!o.model.empty()) {
     try {
-      if (o.sweep && is_hf_model_folder(o.model))
-        return usage_error("--sweep: only for GPT-2 and the book's GPTModel, not " + o.model);
       return is_hf_model_folder(o.model) ? bench_hf_model(o) : bench_model(o);
     } catch (const LoadError& e) {
       return usage_error(e.what());

@@ -4,6 +4,7 @@
 
 #include "cli.hpp"
 #include "mhaviz/dump.hpp"
+#include "mhaviz/hf_interventions.hpp"
 
 namespace mhaviz::cli {
 
@@ -42,9 +43,13 @@ namespace {
 std::string dump_model(const ModelOptions& o, const std::string& ablate) {
   const std::optional<Intervention> ablation = ablate.empty() ? std::nullopt : std::optional(parse_ablation(ablate));
   if (is_hf_model_folder(o.path)) {
-    if (ablation) throw std::invalid_argument("--ablate: only for GPT-2 and the book's GPTModel, not " + o.path);
     const HfModelInput in = load_hf_model_input(o);
-    return hf_dump_json(in.model, in.tokenizer, hf_forward(in.model, in.ids));
+    const HfTrace trace = hf_forward(in.model, in.ids);
+    if (!ablation) return hf_dump_json(in.model, in.tokenizer, trace);
+    HfIntervention iv;
+    iv.ablate = ablation->ablate;
+    iv.mode = ablation->mode;
+    return hf_dump_json(in.model, in.tokenizer, hf_forward_intervened(in.model, trace, iv), 5, &iv);
   }
   const ModelInput in = load_model_input(o);
   const GptTrace trace = gpt_forward(in.model, in.ids);

@@ -1,6 +1,6 @@
 // `mhaviz patch` and `mhaviz lens`: activation patching and the logit lens of a trained GPT
-// (gpt_interventions.hpp) as JSON. Every input is checked before anything is written: a bad
-// one is one line naming the option and the value, exit 2, no output file.
+// (gpt_interventions.hpp) or a Qwen, Llama or Gemma 3 folder (hf_interventions.hpp) as JSON. Every input is checked
+// before anything is written: a bad one is one line naming the option and the value, exit 2, no output file.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -8,6 +8,7 @@
 #include "cli.hpp"
 #include "figure/gpt_figures.hpp"
 #include "mhaviz/gpt_interventions.hpp"
+#include "mhaviz/hf_interventions.hpp"
 #include "mhaviz/hf_model.hpp"
 #include "mhaviz/prompt.hpp"
 
@@ -51,6 +52,40 @@ json model_json(const GptModel& m) {
           {"vocab_size", m.config.vocab_size}};
 }
 
+// A Qwen, Llama or Gemma folder: the same fields (heads: query heads) and its architecture.
+json model_json(const HfModel& m) {
+  return {{"path", m.folder.string()},
+          {"model_type", m.config.model_type},
+          {"n_layer", m.config.num_hidden_layers},
+          {"n_head", m.config.num_attention_heads},
+          {"n_kv_head", m.config.num_key_value_heads},
+          {"vocab_size", m.config.vocab_size}};
+}
+
+int vocab_of(const GptModel& m) { return m.config.vocab_size; }
+int vocab_of(const HfModel& m) { return m.config.vocab_size; }
+
+// A GPT folder (prepared for this backend) or a Qwen, Llama or Gemma one, and its tokenizer.
+template <class Model>
+struct Loaded {
+  Model model;
+  Tokenizer tok;
+};
+Loaded<GptModel> load_gpt_for(const std::string& path) {
+  GptModel m = load_gpt(path);
+  Tokenizer tok = Tokenizer::from_folder(m.folder, m.config.vocab_size);
+  prepare_gpt_forward(m);
+  return {std::move(m), std::move(tok)};
+}
+Loaded<HfModel> load_hf_for(const std::string& path) {
+  HfModel m = load_hf_model(path);
+  Tokenizer tok = Tokenizer::from_folder(m.folder, m.config.vocab_size);
+  return {std::move(m), std::move(tok)};
+}
+
+GptTrace forward_of(const GptModel& m, const std::vector<int>& ids) { return gpt_forward(m, ids); }
+HfTrace forward_of(const HfModel& m, const std::vector<int>& ids) { return hf_forward(m, ids); }
+
 json grid_json(const InterventionGrid& g) {
   json rows = json::array();
   for (int r = 0; r < g.rows; ++r) {
@@ -61,19 +96,17 @@ json grid_json(const InterventionGrid& g) {
   return rows;
 }
 
-std::string patch_json(const PatchOptions& o) {
-  if (o.per != "head" && o.per != "layer-position")
-    throw std::invalid_argument("--per: '" + o.per + "' is not head or layer-position");
-  GptModel m = load_gpt(o.model.path);
-  const Tokenizer tok = Tokenizer::from_folder(m.folder, m.config.vocab_size);
+template <class Model>
+std::string patch_json(const PatchOptions& o, const Loaded<Model>& l) {
+  const Model& m = l.model;
+  const Tokenizer& tok = l.tok;
   const std::vector<int> clean_ids = text_ids(tok, m, o.clean, "--clean"),
                          corrupt_ids = text_ids(tok, m, o.corrupt, "--corrupt");
   if (clean_ids.size() != corrupt_ids.size())
     throw std::invalid_argument("--corrupt: " + std::to_string(corrupt_ids.size()) + " tokens, the clean text has " +
                                 std::to_string(clean_ids.size()) + " (patching needs equally many)");
   const TokenMetric metric{one_token(tok, o.target, "--target"), o.vs.empty() ? -1 : one_token(tok, o.vs, "--vs")};
-  prepare_gpt_forward(m);
-  const GptTrace clean = gpt_forward(m, clean_ids), corrupt = gpt_forward(m, corrupt_ids);
+  const auto clean = forward_of(m, clean_ids), corrupt = forward_of(m, corrupt_ids);
   const PatchPer per = o.per == "head" ? PatchPer::Head : PatchPer::LayerPosition;
   const std::optional<InterventionGrid> g = patch_sweep(m, clean, corrupt, metric, per);
   json out = {{"format", "mhaviz-patch"},
@@ -93,13 +126,13 @@ std::string patch_json(const PatchOptions& o) {
   return out.dump(1) + "\n";
 }
 
-std::string lens_json(const LensOptions& o) {
-  const ModelInput in = load_model_input(o.model);
+template <class Input>
+std::string lens_json(const LensOptions& o, const Input& in) {
   const int target = o.target.empty() ? -1 : one_token(in.tokenizer, o.target, "--target");
-  if (o.top < 1 || o.top > in.model.config.vocab_size)
+  if (o.top < 1 || o.top > vocab_of(in.model))
     throw std::invalid_argument("--top: " + std::to_string(o.top) + " is not in [1, " +
-                                std::to_string(in.model.config.vocab_size) + "]");
-  const GptTrace tr = gpt_forward(in.model, in.ids);
+                                std::to_string(vocab_of(in.model)) + "]");
+  const auto tr = forward_of(in.model, in.ids);
   const LogitLens lens = logit_lens(in.model, tr, o.top, target);
   json layers = json::array();
   for (int l = 0; l < lens.layers; ++l) {
@@ -136,18 +169,20 @@ std::string lens_json(const LensOptions& o) {
 
 int run_patch(const PatchOptions& o) {
   if (o.model.path.empty()) return usage_error("--model: give the model to patch (a folder or its .safetensors)");
-  if (is_hf_model_folder(o.model.path))
-    return usage_error("--model: patch needs a GPT-2-layout model (" + o.model.path +
-                       " is a Qwen, Llama or Gemma folder)");
-  return write_made_output(o.output, [&] { return patch_json(o); });
+  return write_made_output(o.output, [&] {
+    if (o.per != "head" && o.per != "layer-position")
+      throw std::invalid_argument("--per: '" + o.per + "' is not head or layer-position");
+    return is_hf_model_folder(o.model.path) ? patch_json(o, load_hf_for(o.model.path))
+                                            : patch_json(o, load_gpt_for(o.model.path));
+  });
 }
 
 int run_lens(const LensOptions& o) {
   if (o.model.path.empty()) return usage_error("--model: give the model to read (a folder or its .safetensors)");
-  if (is_hf_model_folder(o.model.path))
-    return usage_error("--model: lens needs a GPT-2-layout model (" + o.model.path +
-                       " is a Qwen, Llama or Gemma folder)");
-  return write_made_output(o.output, [&] { return lens_json(o); });
+  return write_made_output(o.output, [&] {
+    return is_hf_model_folder(o.model.path) ? lens_json(o, load_hf_model_input(o.model))
+                                            : lens_json(o, load_model_input(o.model));
+  });
 }
 
 }  // namespace mhaviz::cli

@@ -28,6 +28,10 @@ void add_model_options(CLI::App& sub, ModelOptions& o, bool input) {
       "Leave out the special tokens tokenizer.json's template puts around the text (<|begin_of_text|>, <bos>)");
 }
 
+PromptOptions prompt_options(const ModelOptions& o) {
+  return {o.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None, !o.no_special};
+}
+
 namespace {
 
 // Exactly one of --text and --ids, checked before a model is read.
@@ -38,7 +42,7 @@ void check_input(const ModelOptions& o) {
 
 // --text or --ids -> the ids a model with these limits runs on; std::invalid_argument otherwise.
 std::vector<int> input_ids(const ModelOptions& o, const Tokenizer& tokenizer, PromptLimits limits) {
-  const PromptOptions po{o.prepend_eot ? SpecialFirst::EndOfText : SpecialFirst::None, !o.no_special};
+  const PromptOptions po = prompt_options(o);
   Prompt p =
       o.text ? encode_prompt(tokenizer, *o.text, po, limits) : prompt_from_ids(tokenizer, o.ids, po, limits, "--ids");
   if (!p.error.empty()) throw std::invalid_argument(p.error);
@@ -65,7 +69,16 @@ int one_token(const Tokenizer& tok, const std::string& text, const char* field) 
 }
 
 std::vector<int> text_ids(const Tokenizer& tok, const GptModel& m, const std::string& text, const std::string& field) {
-  Prompt p = encode_prompt(tok, text, {}, {m.config.n_ctx, m.config.vocab_size});
+  return text_ids(tok, {m.config.n_ctx, m.config.vocab_size}, {}, text, field);
+}
+
+std::vector<int> text_ids(const Tokenizer& tok, const HfModel& m, const std::string& text, const std::string& field) {
+  return text_ids(tok, hf_limits(m), {}, text, field);
+}
+
+std::vector<int> text_ids(const Tokenizer& tok, PromptLimits limits, PromptOptions po, const std::string& text,
+                          const std::string& field) {
+  Prompt p = encode_prompt(tok, text, po, limits);
   if (!p.error.empty()) {
     const std::string e = p.error.rfind("text:", 0) == 0 ? field + ":" + p.error.substr(5) : field + ": " + p.error;
     throw std::invalid_argument(e);
@@ -77,10 +90,13 @@ HfModelInput load_hf_model_input(const ModelOptions& o) {
   check_input(o);
   HfModel model = load_hf_model(o.path);
   Tokenizer tokenizer = Tokenizer::from_folder(model.folder, model.config.vocab_size);
-  const HfConfig& c = model.config;
-  std::vector<int> ids =
-      input_ids(o, tokenizer, {c.max_position_embeddings > 0 ? c.max_position_embeddings : 1 << 30, c.vocab_size});
+  std::vector<int> ids = input_ids(o, tokenizer, hf_limits(model));
   return HfModelInput{std::move(model), std::move(tokenizer), std::move(ids)};
+}
+
+PromptLimits hf_limits(const HfModel& m) {
+  const HfConfig& c = m.config;
+  return {c.max_position_embeddings > 0 ? c.max_position_embeddings : 1 << 30, c.vocab_size};
 }
 
 }  // namespace mhaviz::cli

@@ -8,6 +8,7 @@
 
 #include "mhaviz/gpt.hpp"
 #include "mhaviz/hf_model.hpp"
+#include "mhaviz/prompt.hpp"
 #include "mhaviz/tokenizer.hpp"
 
 namespace CLI {
@@ -39,8 +40,15 @@ ModelInput load_model_input(const ModelOptions& o);
 // A token given as text (" Mary") -> its id; std::invalid_argument naming `field` unless the
 // text is exactly one token of the vocabulary.
 int one_token(const Tokenizer& tok, const std::string& text, const char* field);
-// A text -> the ids m runs on (no special tokens added); std::invalid_argument naming `field`.
+// A text -> the ids m runs on (GPT: no special tokens added; Qwen, Llama, Gemma: those its
+// tokenizer.json's template adds); std::invalid_argument naming `field`.
 std::vector<int> text_ids(const Tokenizer& tok, const GptModel& m, const std::string& text, const std::string& field);
+std::vector<int> text_ids(const Tokenizer& tok, const HfModel& m, const std::string& text, const std::string& field);
+// The same with a model's limits and the special tokens po asks for (prompt_options(o): as
+// --text is encoded).
+std::vector<int> text_ids(const Tokenizer& tok, PromptLimits limits, PromptOptions po, const std::string& text,
+                          const std::string& field);
+PromptOptions prompt_options(const ModelOptions& o);
 
 // The same for a Qwen, Llama or Gemma folder (is_hf_model_folder): ids of at most
 // max_position_embeddings, the tokenizer.json beside the weights.
@@ -50,5 +58,7 @@ struct HfModelInput {
   std::vector<int> ids;
 };
 HfModelInput load_hf_model_input(const ModelOptions& o);
+// What a forward of m takes: at most max_position_embeddings ids, each below vocab_size.
+PromptLimits hf_limits(const HfModel& m);
 
 }  // namespace mhaviz::cli

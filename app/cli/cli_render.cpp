@@ -241,9 +241,6 @@ int run_render(const RenderOptions& o) {
         return usage_error("--view: '" + v +
                            "' is not one of model, layer L, head L.H, sweep, patch, lens (with --model)");
       const bool interv = v == "sweep" || v == "patch" || v == "lens";
-      if (interv && is_hf_model_folder(o.model.path))
-        return usage_error("--view: " + v + " needs a GPT-2-layout model (" + o.model.path +
-                           " is a Qwen, Llama or Gemma folder: --view model [L.H])");
       const figure::Figure f = interv ? build_interv_render(o, fo) : build_model_render(o, fo);
       write_figure(o, f, svg);
       return 0;

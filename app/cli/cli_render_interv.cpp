@@ -1,15 +1,18 @@
 // `mhaviz render --model --view sweep | patch | lens`: the interventions' figures
-// (figure/interv_figures.hpp) of a trained GPT, the same the app captures.
+// (figure/interv_figures.hpp) of a trained GPT, or of a Qwen, Llama or Gemma 3 folder, the same
+// the app captures.
 #include <stdexcept>
 
 #include "cli.hpp"
 #include "figure/gpt_figures.hpp"
 #include "figure/interv_figures.hpp"
 #include "mhaviz/gpt_interventions.hpp"
+#include "mhaviz/hf_interventions.hpp"
 
 namespace mhaviz::cli {
+namespace {
 
-figure::Figure build_interv_render(const RenderOptions& o, figure::Options fo) {
+void check_interv_options(const RenderOptions& o) {
   const std::string& kind = o.view.front();
   if (o.view.size() > 1) throw std::invalid_argument("--view: " + kind + " takes no argument, got '" + o.view[1] + "'");
   if (!o.detector.empty()) throw std::invalid_argument("--detector: only with --view model");
@@ -20,10 +23,17 @@ figure::Figure build_interv_render(const RenderOptions& o, figure::Options fo) {
     throw std::invalid_argument("--ablation: '" + o.ablation + "' is not zero or mean");
   if (kind != "lens" && o.target.empty())
     throw std::invalid_argument("--target: --view " + kind + " needs the token judged");
-  ModelInput in = load_model_input(o.model);
-  const GptModel& m = in.model;
+}
+
+// in: a loaded model, its tokenizer and the --text's ids (ModelInput or HfModelInput);
+// forward(ids) its trace; limits what the corrupted text may be.
+template <class Input, class Forward>
+figure::Figure interv_render(const RenderOptions& o, const figure::Options& fo, const Input& in, PromptLimits limits,
+                             const Forward& forward) {
+  const std::string& kind = o.view.front();
+  const auto& m = in.model;
   const std::vector<std::string> tokens = figure::display_tokens(in.tokenizer, in.ids);
-  const GptTrace clean = gpt_forward(m, in.ids);
+  const auto clean = forward(in.ids);
   if (kind == "lens") {
     const int target = o.target.empty() ? -1 : one_token(in.tokenizer, o.target, "--target");
     const int T = clean.tokens();
@@ -44,16 +54,31 @@ figure::Figure build_interv_render(const RenderOptions& o, figure::Options fo) {
     return figure::build_grid_figure(figure::sweep_view(m, *g, in.tokenizer, metric, mode, tokens, o.model.path), fo);
   }
   if (o.corrupt.empty()) throw std::invalid_argument("--corrupt: --view patch needs the corrupted text");
-  const std::vector<int> corrupt_ids = text_ids(in.tokenizer, m, o.corrupt, "--corrupt");
+  // Encoded as the clean text is (with the special tokens it has).
+  const std::vector<int> corrupt_ids = text_ids(in.tokenizer, limits, prompt_options(o.model), o.corrupt, "--corrupt");
   if (corrupt_ids.size() != in.ids.size())
     throw std::invalid_argument("--corrupt: " + std::to_string(corrupt_ids.size()) + " tokens, the clean text has " +
                                 std::to_string(in.ids.size()) + " (patching needs equally many)");
-  const GptTrace corrupt = gpt_forward(m, corrupt_ids);
+  const auto corrupt = forward(corrupt_ids);
   const PatchPer per = o.per == "head" ? PatchPer::Head : PatchPer::LayerPosition;
   const auto g = patch_sweep(m, clean, corrupt, metric, per);
   return figure::build_grid_figure(figure::patch_view(m, *g, in.tokenizer, metric, per, tokens,
                                                       figure::display_tokens(in.tokenizer, corrupt_ids), o.model.path),
                                    fo);
+}
+
+}  // namespace
+
+figure::Figure build_interv_render(const RenderOptions& o, figure::Options fo) {
+  check_interv_options(o);
+  if (is_hf_model_folder(o.model.path)) {
+    const HfModelInput in = load_hf_model_input(o.model);
+    return interv_render(o, fo, in, hf_limits(in.model),
+                         [&](const std::vector<int>& ids) { return hf_forward(in.model, ids); });
+  }
+  const ModelInput in = load_model_input(o.model);
+  return interv_render(o, fo, in, {in.model.config.n_ctx, in.model.config.vocab_size},
+                       [&](const std::vector<int>& ids) { return gpt_forward(in.model, ids); });
 }
 
 }  // namespace mhaviz::cli

@@ -18,6 +18,7 @@
 #include "mhaviz/gpt_interventions.hpp"
 #include "mhaviz/gpt_layer.hpp"
 #include "mhaviz/heads.hpp"
+#include "mhaviz/hf_interventions.hpp"
 #include "mhaviz/hf_layer.hpp"
 
 namespace mhaviz::cli {
@@ -65,19 +66,22 @@ figure::Figure model_figure(figure::ModelView mv, const ModelAsk& a, const Rende
   return figure::build_model_figure(mv, fo);
 }
 
-// A Qwen, Llama or Gemma folder's --view model [L.H] (it has no interventions).
+// A Qwen, Llama or Gemma folder's --view model [L.H] (norm-weighted with --norm-weighted).
 figure::Figure hf_model_render(const RenderOptions& o, const figure::Options& fo) {
-  if (o.norm_weighted)
-    throw std::invalid_argument("--norm-weighted: needs a GPT-2-layout model (" + o.model.path +
-                                " is a Qwen, Llama or Gemma folder)");
   const ModelAsk a = model_ask(o);
   HfModelInput in = load_hf_model_input(o.model);
   const ModelFacts f = model_facts(in.model);
   if (a.layer >= 0) check_head(f.layers, f.heads, a.layer, a.head);
   // Induction is measured where every row qualifies: on the repeated random probe.
   if (a.pattern == HeadPattern::Induction) in.ids = figure::induction_probe(f, in.tokenizer);
-  const HfTrace tr = hf_forward(in.model, in.ids);
-  return model_figure(figure::hf_model_view(in.model, tr, in.tokenizer, o.model.path, a.pattern), a, o, fo);
+  HfTrace tr = hf_forward(in.model, in.ids);
+  // Norm-weighted: the view reads each layer's weights, so they are replaced in the trace.
+  if (o.norm_weighted)
+    for (int l = 0; l < f.layers; ++l)
+      tr.layers[static_cast<std::size_t>(l)].weights = norm_weighted_attention(in.model, tr, l);
+  figure::ModelView mv = figure::hf_model_view(in.model, tr, in.tokenizer, o.model.path, a.pattern);
+  if (o.norm_weighted) figure::make_norm_weighted(mv);
+  return model_figure(std::move(mv), a, o, fo);
 }
 
 // --view layer L | head L.H: the layer and head asked for (one-line errors naming --view).

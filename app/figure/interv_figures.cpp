@@ -185,14 +185,17 @@ std::string fixed(double v) {
 
 }  // namespace
 
-GridView sweep_view(const GptModel& m, const InterventionGrid& g, const Tokenizer& tok, const TokenMetric& metric,
-                    AblationMode mode, const std::vector<std::string>& tokens, const std::string& path) {
+namespace {
+
+// The views below, captioned with the model's line.
+GridView sweep_of(const std::string& caption, const InterventionGrid& g, const Tokenizer& tok,
+                  const TokenMetric& metric, AblationMode mode, const std::vector<std::string>& tokens) {
   GridView v;
   v.title = "Ablating each head alone: change in " + metric_name(tok, metric);
   v.subtitle = std::string(mode == AblationMode::Mean ? "mean-ablated" : "zero-ablated") +
                " \xC2\xB7 next token after " + quoted(tokens) + " \xC2\xB7 clean " + fixed(g.clean) +
                " \xC2\xB7 rows: layers, columns: heads";
-  v.caption = gpt_caption(m, path, static_cast<int>(tokens.size()));
+  v.caption = caption;
   v.rows = g.rows;
   v.cols = g.cols;
   v.values = g.values;
@@ -202,16 +205,16 @@ GridView sweep_view(const GptModel& m, const InterventionGrid& g, const Tokenize
   return v;
 }
 
-GridView patch_view(const GptModel& m, const InterventionGrid& g, const Tokenizer& tok, const TokenMetric& metric,
-                    PatchPer per, const std::vector<std::string>& clean, const std::vector<std::string>& corrupt,
-                    const std::string& path) {
+GridView patch_of(const std::string& caption, const InterventionGrid& g, const Tokenizer& tok,
+                  const TokenMetric& metric, PatchPer per, const std::vector<std::string>& clean,
+                  const std::vector<std::string>& corrupt) {
   GridView v;
   v.title = std::string("Patching ") +
             (per == PatchPer::Head ? "each head's output" : "the residual after each layer") +
             " from the clean run: " + metric_name(tok, metric) + " restored";
   v.subtitle = "clean " + quoted(clean) + " (" + fixed(g.clean) + ") \xC2\xB7 corrupted " + quoted(corrupt) + " (" +
                fixed(g.corrupt) + ") \xC2\xB7 1 = fully restored, 0 = no effect";
-  v.caption = gpt_caption(m, path, static_cast<int>(clean.size()));
+  v.caption = caption;
   v.rows = g.rows;
   v.cols = g.cols;
   v.values = g.values;
@@ -225,6 +228,29 @@ GridView patch_view(const GptModel& m, const InterventionGrid& g, const Tokenize
   }
   v.bar_title = "restored";
   return v;
+}
+
+}  // namespace
+
+GridView sweep_view(const GptModel& m, const InterventionGrid& g, const Tokenizer& tok, const TokenMetric& metric,
+                    AblationMode mode, const std::vector<std::string>& tokens, const std::string& path) {
+  return sweep_of(gpt_caption(m, path, static_cast<int>(tokens.size())), g, tok, metric, mode, tokens);
+}
+GridView sweep_view(const HfModel& m, const InterventionGrid& g, const Tokenizer& tok, const TokenMetric& metric,
+                    AblationMode mode, const std::vector<std::string>& tokens, const std::string& path) {
+  return sweep_of(hf_caption(model_facts(m), path, static_cast<int>(tokens.size())), g, tok, metric, mode, tokens);
+}
+
+GridView patch_view(const GptModel& m, const InterventionGrid& g, const Tokenizer& tok, const TokenMetric& metric,
+                    PatchPer per, const std::vector<std::string>& clean, const std::vector<std::string>& corrupt,
+                    const std::string& path) {
+  return patch_of(gpt_caption(m, path, static_cast<int>(clean.size())), g, tok, metric, per, clean, corrupt);
+}
+GridView patch_view(const HfModel& m, const InterventionGrid& g, const Tokenizer& tok, const TokenMetric& metric,
+                    PatchPer per, const std::vector<std::string>& clean, const std::vector<std::string>& corrupt,
+                    const std::string& path) {
+  return patch_of(hf_caption(model_facts(m), path, static_cast<int>(clean.size())), g, tok, metric, per, clean,
+                  corrupt);
 }
 
 void make_norm_weighted(ModelView& v) {
@@ -242,13 +268,15 @@ std::string rank_text(int rank, float p) {
   return buf;
 }
 
-GridView lens_view(const GptModel& m, const LogitLens& lens, const Tokenizer& tok,
-                   const std::vector<std::string>& tokens, const std::string& path, int position) {
+namespace {
+
+GridView lens_of(const std::string& caption, const LogitLens& lens, const Tokenizer& tok,
+                 const std::vector<std::string>& tokens, int position) {
   GridView v;
   v.title = "Logit lens: what each layer would predict next";
   v.subtitle = "the final norm and the LM head on the residual after each layer \xC2\xB7 " + quoted(tokens) +
                " \xC2\xB7 cell: the most likely next token, coloured by its probability";
-  v.caption = gpt_caption(m, path, lens.tokens);
+  v.caption = caption;
   v.rows = lens.layers;
   v.cols = lens.tokens;
   v.row_names = numbered("L", lens.layers);
@@ -274,6 +302,17 @@ GridView lens_view(const GptModel& m, const LogitLens& lens, const Tokenizer& to
     v.side_text.push_back(rank_text(lens.rank[at], lens.target_p[at]));
   }
   return v;
+}
+
+}  // namespace
+
+GridView lens_view(const GptModel& m, const LogitLens& lens, const Tokenizer& tok,
+                   const std::vector<std::string>& tokens, const std::string& path, int position) {
+  return lens_of(gpt_caption(m, path, lens.tokens), lens, tok, tokens, position);
+}
+GridView lens_view(const HfModel& m, const LogitLens& lens, const Tokenizer& tok,
+                   const std::vector<std::string>& tokens, const std::string& path, int position) {
+  return lens_of(hf_caption(model_facts(m), path, lens.tokens), lens, tok, tokens, position);
 }
 
 }  // namespace mhaviz::figure

@@ -1,4 +1,4 @@
-// Figures of the interventions on a trained GPT (gpt_interventions.hpp), shared by `mhaviz
+// Figures of the interventions on a trained model (gpt_interventions.hpp, hf_interventions.hpp), shared by `mhaviz
 // render --model --view sweep | patch | lens` and the app: the ablation sweep's layers × heads
 // grid, a patching grid (layers × heads, or layers × positions), and the logit-lens table
 // (layers × positions, the top token and its probability in each cell). Each is one labelled
@@ -10,6 +10,7 @@
 
 #include "figure/figure.hpp"
 #include "mhaviz/gpt_interventions.hpp"
+#include "mhaviz/hf_model.hpp"
 #include "mhaviz/tokenizer.hpp"
 
 namespace mhaviz::figure {
@@ -40,11 +41,17 @@ struct GridView {
 Figure build_grid_figure(const GridView& g, const Options& o);
 
 // The ablation sweep of metric on tokens (the clean run's display strings).
+// m: a GPT or a Qwen, Llama or Gemma model (the caption's line).
 GridView sweep_view(const GptModel& m, const InterventionGrid& g, const Tokenizer& tok, const TokenMetric& metric,
+                    AblationMode mode, const std::vector<std::string>& tokens, const std::string& path);
+GridView sweep_view(const HfModel& m, const InterventionGrid& g, const Tokenizer& tok, const TokenMetric& metric,
                     AblationMode mode, const std::vector<std::string>& tokens, const std::string& path);
 // A patching grid: per head (L, H) or per layer × position (L, T, columns the corrupted
 // text's tokens, the positions where it differs from the clean one marked with *).
 GridView patch_view(const GptModel& m, const InterventionGrid& g, const Tokenizer& tok, const TokenMetric& metric,
+                    PatchPer per, const std::vector<std::string>& clean, const std::vector<std::string>& corrupt,
+                    const std::string& path);
+GridView patch_view(const HfModel& m, const InterventionGrid& g, const Tokenizer& tok, const TokenMetric& metric,
                     PatchPer per, const std::vector<std::string>& clean, const std::vector<std::string>& corrupt,
                     const std::string& path);
 // A model view made to show norm-weighted attention (its weights already replaced): the title
@@ -56,6 +63,8 @@ void make_norm_weighted(ModelView& v);
 // With lens.target ≥ 0 and 0 ≤ position < T: that column framed and, beside the table, the
 // target's rank (1 = the most likely) and probability there after each layer.
 GridView lens_view(const GptModel& m, const LogitLens& lens, const Tokenizer& tok,
+                   const std::vector<std::string>& tokens, const std::string& path, int position = -1);
+GridView lens_view(const HfModel& m, const LogitLens& lens, const Tokenizer& tok,
                    const std::vector<std::string>& tokens, const std::string& path, int position = -1);
 // "rank 3 · 2.1%": the side column's line for a rank from 0 and a probability.
 std::string rank_text(int rank, float p);

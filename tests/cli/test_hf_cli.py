@@ -217,8 +217,8 @@ class Bench(unittest.TestCase):
 class Render(Folders):
     """render --model --view model [L.H] of these folders: the cells drawn are dump's weights,
     the keys outside a sliding layer's window hatched as the window's; the heads grouped by
-    the K/V head they share and the sliding layers labelled (the SVG's text); what needs a
-    GPT's layers (layer, head, sweep, patch, lens, --norm-weighted) refused in one line."""
+    the K/V head they share and the sliding layers labelled (the SVG's text); bad layers,
+    heads and options of the other views refused in one line."""
     TEXT = "hello world, hello"
 
     def render(self, folder, *args, svg=False):
@@ -300,22 +300,23 @@ class Render(Folders):
         folder = self.folders["gemma3_f32"]
         for args, needle in ((["--view", "layer", "3"], "--view: layer 3 is out of range [0, 2]"),
                              (["--view", "head", "1.4"], "--view: head 1.4 is out of range (heads 0 to 3)"),
-                             (["--view", "sweep"], "--view: sweep needs a GPT-2-layout model"),
-                             (["--view", "lens"], "--view: lens needs a GPT-2-layout model"),
-                             (["--view", "model", "--norm-weighted"], "--norm-weighted: needs a GPT-2-layout model"),
+                             (["--view", "sweep"], "--target: --view sweep needs the token judged"),
+                             (["--view", "lens", "--corrupt", "b"], "--corrupt: only with --view patch"),
+                             (["--view", "head", "0.0", "--norm-weighted"], "--norm-weighted: only with --view model"),
                              (["--view", "model", "3.0"], "--view: layer 3 is out of range [0, 2]"),
                              (["--view", "model", "0.4"], "--view: head 0.4 is out of range (heads 0 to 3)")):
             self.expect_error(["render", "--model", folder, "--text", "a", *args], needle, "never.png")
-        # The commands of those views too (they had read config.json as GPT-2's: "missing key n_layer").
-        self.expect_error(["lens", "--model", folder, "--text", "a"], "--model: lens needs a GPT-2-layout model")
-        self.expect_error(["patch", "--model", folder, "--clean", "a b", "--corrupt", "a c", "--target", "b"],
-                          "--model: patch needs a GPT-2-layout model")
+        # The commands of the interventions read the folder as its architecture (they had read
+        # config.json as GPT-2's: "missing key n_layer"); their results: test_interv_cli.py.
+        self.expect_error(["lens", "--model", folder, "--text", "a", "--top", "0"], "--top: 0 is not in [1, 300]")
+        self.expect_error(["patch", "--model", folder, "--clean", "1 2", "--corrupt", "1 2", "--target", "2"],
+                          "nothing to restore")
 
     def test_the_apps_interventions_are_refused_on_its_command_line(self):
         # Before any window (no display needed): one line, exit 2, as render refuses them.
         folder = self.folders["qwen3_f32"]
-        for args, needle in ((["--model-ablate", "0.1"], "--model-ablate: needs a GPT-2-layout model"),
-                             (["--norm-weighted"], "--norm-weighted: needs a GPT-2-layout model")):
+        for args, needle in ((["--model-ablate", "0.1"], "--model-ablate: needs a GPT-2-layout model in the app"),
+                             (["--norm-weighted"], "--norm-weighted: needs a GPT-2-layout model in the app")):
             r = run("gui", "--model", folder, "--no-restore", *args)
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)

@@ -46,8 +46,9 @@ std::string gpt_only_reason(const ModelUi& m) {
   const std::optional<ModelFacts> f = shown_facts(m);
   if (!f || !f->hf) return {};
   return f->architecture +
-         ": ablation, the sweep, patching, the logit lens and norm-weighted attention work on GPT-2-layout models "
-         "only";
+         ": ablation, the sweep, patching, the logit lens and norm-weighted attention work in the app on "
+         "GPT-2-layout models only; for this model on the command line: mhaviz dump --ablate, patch, lens, render "
+         "--view sweep | patch | lens, --norm-weighted";
 }
 
 std::string layer_walk_reason(const ModelUi& m) {

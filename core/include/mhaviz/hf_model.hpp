@@ -149,7 +149,13 @@ bool is_hf_model_folder(const std::filesystem::path& path);
 //  vocab_size, sliding_window, sliding_layers, tied, parameters}, "token_ids": [T],
 //  "tokens": [T display strings], "next_token": {"position": T - 1, "top": [{"id", "token",
 //  "p"} x top_k]}, "tensors": {"layers.{L}.attn_weights": (1, H, T, T), "logits_last": (V)}}
-std::string hf_dump_json(const HfModel& model, const Tokenizer& tokenizer, const HfTrace& trace, int top_k = 5);
+// With `ablation` (trace is that ablated run, `mhaviz dump --ablate`) the header also holds
+// "ablation": {"heads": ["L.H", ...], "mode": "zero" | "mean"}, as a GPT's dump.
+template <class Trace>
+struct InterventionOn;
+using HfIntervention = InterventionOn<HfTrace>;
+std::string hf_dump_json(const HfModel& model, const Tokenizer& tokenizer, const HfTrace& trace, int top_k = 5,
+                         const HfIntervention* ablation = nullptr);
 
 // Multiply-adds × 2 of a forward computing rows [from, T) of T tokens (a sliding layer's
 // rows over the keys of their window) plus the LM head at the last row.

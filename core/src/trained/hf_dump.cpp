@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "mhaviz/gpt_forward.hpp"
+#include "mhaviz/hf_interventions.hpp"
 #include "mhaviz/hf_model.hpp"
 #include "mhaviz/tensor_json.hpp"
 
@@ -25,7 +26,8 @@ bool is_hf_model_folder(const std::filesystem::path& path) {
   return it != j.end() && it->is_string() && it->get<std::string>() != "gpt2";
 }
 
-std::string hf_dump_json(const HfModel& model, const Tokenizer& tokenizer, const HfTrace& trace, int top_k) {
+std::string hf_dump_json(const HfModel& model, const Tokenizer& tokenizer, const HfTrace& trace, int top_k,
+                         const HfIntervention* ablation) {
   const HfConfig& c = model.config;
   nlohmann::json head;
   head["format"] = "mhaviz-hf-dump";
@@ -55,6 +57,11 @@ std::string hf_dump_json(const HfModel& model, const Tokenizer& tokenizer, const
   for (const TokenProbability& t : next_token_from_logits(trace.logits_last.data, top_k).top)
     top.push_back({{"id", t.id}, {"token", shown(t.id)}, {"p", t.p}});
   head["next_token"] = {{"position", trace.tokens() - 1}, {"top", std::move(top)}};
+  if (ablation != nullptr) {
+    nlohmann::json heads = nlohmann::json::array();
+    for (const HeadIndex& h : ablation->ablate) heads.push_back(std::to_string(h.layer) + "." + std::to_string(h.head));
+    head["ablation"] = {{"heads", std::move(heads)}, {"mode", ablation->mode == AblationMode::Mean ? "mean" : "zero"}};
+  }
   TensorJson out(head);
   for (std::size_t l = 0; l < trace.layers.size(); ++l) {
     const Tensor& w = trace.layers[l].weights;
