@@ -14,6 +14,7 @@
 #include "mhaviz/hf_interventions.hpp"
 #include "mhaviz/hf_model.hpp"
 #include "mhaviz/kernel_tuning.hpp"
+#include "mhaviz/model_kinds.hpp"
 #include "mhaviz/session.hpp"
 #include "mhaviz/trace.hpp"
 
@@ -131,9 +132,6 @@ std::vector<double> time_edits(const BenchOptions& o, Step step, std::int64_t by
   return ms;
 }
 
-GptTrace forward_of(const GptModel& m, const std::vector<int>& ids) { return gpt_forward(m, ids); }
-HfTrace forward_of(const HfModel& m, const std::vector<int>& ids) { return hf_forward(m, ids); }
-
 // --sweep: an ablation sweep over every head (gpt_interventions.hpp, hf_interventions.hpp) on
 // ids, alternated with a fresh forward of the same ids, so both are timed under the same load.
 template <class Model>
@@ -145,7 +143,7 @@ int bench_sweep(const Model& model, const std::vector<int>& ids, const BenchOpti
   const int runs = o.repeat > 0 ? o.repeat : 5;
   for (int i = -std::min(o.warmup, 1); i < runs; ++i) {
     const auto t0 = clock::now();
-    const auto clean = forward_of(model, ids);
+    const auto clean = model_forward(model, ids);
     const auto t1 = clock::now();
     ablation_sweep(model, clean, metric, AblationMode::Zero);
     const auto t2 = clock::now();

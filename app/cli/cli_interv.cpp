@@ -10,6 +10,7 @@
 #include "mhaviz/gpt_interventions.hpp"
 #include "mhaviz/hf_interventions.hpp"
 #include "mhaviz/hf_model.hpp"
+#include "mhaviz/model_kinds.hpp"
 #include "mhaviz/prompt.hpp"
 
 namespace mhaviz::cli {
@@ -62,9 +63,6 @@ json model_json(const HfModel& m) {
           {"vocab_size", m.config.vocab_size}};
 }
 
-int vocab_of(const GptModel& m) { return m.config.vocab_size; }
-int vocab_of(const HfModel& m) { return m.config.vocab_size; }
-
 // A GPT folder (prepared for this backend) or a Qwen, Llama or Gemma one, and its tokenizer.
 template <class Model>
 struct Loaded {
@@ -82,9 +80,6 @@ Loaded<HfModel> load_hf_for(const std::string& path) {
   Tokenizer tok = Tokenizer::from_folder(m.folder, m.config.vocab_size);
   return {std::move(m), std::move(tok)};
 }
-
-GptTrace forward_of(const GptModel& m, const std::vector<int>& ids) { return gpt_forward(m, ids); }
-HfTrace forward_of(const HfModel& m, const std::vector<int>& ids) { return hf_forward(m, ids); }
 
 json grid_json(const InterventionGrid& g) {
   json rows = json::array();
@@ -106,7 +101,7 @@ std::string patch_json(const PatchOptions& o, const Loaded<Model>& l) {
     throw std::invalid_argument("--corrupt: " + std::to_string(corrupt_ids.size()) + " tokens, the clean text has " +
                                 std::to_string(clean_ids.size()) + " (patching needs equally many)");
   const TokenMetric metric{one_token(tok, o.target, "--target"), o.vs.empty() ? -1 : one_token(tok, o.vs, "--vs")};
-  const auto clean = forward_of(m, clean_ids), corrupt = forward_of(m, corrupt_ids);
+  const auto clean = model_forward(m, clean_ids), corrupt = model_forward(m, corrupt_ids);
   const PatchPer per = o.per == "head" ? PatchPer::Head : PatchPer::LayerPosition;
   const std::optional<InterventionGrid> g = patch_sweep(m, clean, corrupt, metric, per);
   json out = {{"format", "mhaviz-patch"},
@@ -129,10 +124,10 @@ std::string patch_json(const PatchOptions& o, const Loaded<Model>& l) {
 template <class Input>
 std::string lens_json(const LensOptions& o, const Input& in) {
   const int target = o.target.empty() ? -1 : one_token(in.tokenizer, o.target, "--target");
-  if (o.top < 1 || o.top > vocab_of(in.model))
+  if (o.top < 1 || o.top > model_vocab(in.model))
     throw std::invalid_argument("--top: " + std::to_string(o.top) + " is not in [1, " +
-                                std::to_string(vocab_of(in.model)) + "]");
-  const auto tr = forward_of(in.model, in.ids);
+                                std::to_string(model_vocab(in.model)) + "]");
+  const auto tr = model_forward(in.model, in.ids);
   const LogitLens lens = logit_lens(in.model, tr, o.top, target);
   json layers = json::array();
   for (int l = 0; l < lens.layers; ++l) {

@@ -430,16 +430,6 @@ int init_model(AppState& s) {
     std::fprintf(stderr, "mhaviz: --model: no such file or folder '%s'\n", o.model.c_str());
     return 2;
   }
-  // Interventions are for GPT-2-layout checkpoints (gpt_only_reason says so in the panel);
-  // asked for on the command line of another kind, they are bad input, not silently ignored.
-  if ((!o.model_ablate.empty() || o.norm_weighted) && is_hf_model_folder(o.model)) {
-    std::fprintf(stderr,
-                 "mhaviz: --%s: needs a GPT-2-layout model in the app ('%s' is a Qwen, Llama or Gemma folder: "
-                 "mhaviz %s)\n",
-                 o.model_ablate.empty() ? "norm-weighted" : "model-ablate", o.model.c_str(),
-                 o.model_ablate.empty() ? "render --view model --norm-weighted" : "dump --ablate");
-    return 2;
-  }
   ModelUi& m = s.gpt;
   m.text = o.text;
   m.prepend_eot = o.prepend_eot;

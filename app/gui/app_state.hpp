@@ -413,10 +413,6 @@ std::string model_name(const ModelUi& m);
 // model's: gqa, hf_layer.hpp), in the walkthrough.
 void open_layer_walkthrough(AppState& s, int layer);
 PromptOptions prompt_options(const ModelUi& m);  // the special tokens the text box asks for
-// Why the tools that need a GPT's trace (ablation, the sweep, patching, the logit lens,
-// norm-weighted attention, a layer captured through the chapter-3 module) are off for the
-// model shown, in one line; empty: they work.
-std::string gpt_only_reason(const ModelUi& m);
 // The model shown: the shown forward's, or before one has run (the first text does not
 // tokenize), the loaded one's; none while nothing is loaded.
 std::optional<ModelFacts> shown_facts(const ModelUi& m);

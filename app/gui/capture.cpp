@@ -306,7 +306,6 @@ nlohmann::json model_state_json(const AppState& s) {
                       {"shown", m.drawn_frame >= 0 && m.drawn_frame + 1 >= s.frame},
                       {"error", m.error},
                       {"facts_line", facts ? facts_line(*facts) : ""},
-                      {"gpt_only", gpt_only_reason(m)},
                       {"layer", m.layer},
                       {"head", m.head},
                       {"text_tokens", m.tokens.tokens},
@@ -325,8 +324,7 @@ nlohmann::json model_state_json(const AppState& s) {
     updates.push_back({{"ms", u.ms}, {"forward_ms", u.forward_ms}, {"from", u.from}, {"tokens", u.tokens}});
   j["updates"] = updates;
   if (m.result) {
-    // The model's facts as the view names them ("gpt_only" above: why the GPT-only tools are
-    // off, or "").
+    // The model's facts as the view names them.
     const ModelFacts& f = m.result->loaded.facts;
     j["facts"] = {{"model_type", f.model_type}, {"architecture", f.architecture}, {"layers", f.layers},
                   {"heads", f.heads},           {"kv_heads", f.kv_heads},         {"windows", f.window}};

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <set>
 #include <string>
@@ -19,6 +21,8 @@
 #include "../core/gpt_test_util.hpp"
 #include "figure/gpt_figures.hpp"
 #include "figure/text.hpp"
+#include "mhaviz/hf_interventions.hpp"
+#include "mhaviz/safetensors.hpp"
 #include "model_sweep.hpp"
 #include "model_view.hpp"
 #include "text_clear.hpp"
@@ -806,6 +810,144 @@ TEST(ModelViewDerive, TheLensRanksAChosenTokenAfterEachLayer) {
   const auto plain = derive_model_view(fw.r, key, d);
   EXPECT_TRUE(plain->lens->side_text.empty());
   EXPECT_TRUE(plain->lens_rank.empty());
+}
+
+}  // namespace
+}  // namespace mhaviz::gui
+
+// [SECTION] A Qwen3-shaped model in the view: its interventions as the core computes them
+namespace mhaviz::gui {
+namespace {
+
+// A tied Qwen3 of 2 layers, 4 query heads sharing 2 K/V heads of 8, random weights, written
+// as a Hugging Face folder (config.json, model.safetensors) and loaded as the app loads it.
+struct HfForward {
+  std::shared_ptr<const GptWorker::Result> r;
+  explicit HfForward(const std::string& text) {
+    auto tok = std::make_shared<Tokenizer>(tiny());
+    const int C = 32, H = 4, G = 2, hd = 8, I = 48, L = 2, V = tok->vocab_size();
+    const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "mhaviz-view-qwen3";
+    std::filesystem::create_directories(dir);
+    {
+      std::ofstream cfg(dir / "config.json");
+      cfg << R"({"model_type": "qwen3", "hidden_size": )" << C << R"(, "num_hidden_layers": )" << L
+          << R"(, "num_attention_heads": )" << H << R"(, "num_key_value_heads": )" << G << R"(, "head_dim": )" << hd
+          << R"(, "intermediate_size": )" << I << R"(, "vocab_size": )" << V
+          << R"(, "max_position_embeddings": 64, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+              "tie_word_embeddings": true})";
+    }
+    std::mt19937 gen(11);
+    std::normal_distribution<float> n(0.0f, 0.3f);
+    std::vector<std::vector<float>> store;
+    std::vector<StWriteTensor> ts;
+    auto add = [&](const std::string& name, std::vector<std::int64_t> shape, bool ones) {
+      std::int64_t numel = 1;
+      for (const std::int64_t d : shape) numel *= d;
+      std::vector<float> v(static_cast<std::size_t>(numel));
+      for (float& x : v) x = ones ? 1.0f + 0.1f * n(gen) : n(gen);
+      store.push_back(std::move(v));
+      ts.push_back({name, std::move(shape), nullptr});
+    };
+    add("model.embed_tokens.weight", {V, C}, false);
+    for (int l = 0; l < L; ++l) {
+      const std::string p = "model.layers." + std::to_string(l) + ".";
+      add(p + "input_layernorm.weight", {C}, true);
+      add(p + "self_attn.q_proj.weight", {H * hd, C}, false);
+      add(p + "self_attn.k_proj.weight", {G * hd, C}, false);
+      add(p + "self_attn.v_proj.weight", {G * hd, C}, false);
+      add(p + "self_attn.o_proj.weight", {C, H * hd}, false);
+      add(p + "self_attn.q_norm.weight", {hd}, true);
+      add(p + "self_attn.k_norm.weight", {hd}, true);
+      add(p + "post_attention_layernorm.weight", {C}, true);
+      add(p + "mlp.gate_proj.weight", {I, C}, false);
+      add(p + "mlp.up_proj.weight", {I, C}, false);
+      add(p + "mlp.down_proj.weight", {C, I}, false);
+    }
+    add("model.norm.weight", {C}, true);
+    for (std::size_t i = 0; i < ts.size(); ++i) ts[i].data = store[i].data();
+    write_safetensors_f32(dir / "model.safetensors", ts);
+    auto m = std::make_shared<HfModel>(load_hf_model(dir));
+    auto res = std::make_shared<GptWorker::Result>();
+    res->hf_trace = std::make_shared<HfTrace>(hf_forward(*m, tok->encode(text)));
+    res->loaded = {nullptr, m, tok, "tiny-qwen3", model_facts(*m)};
+    res->generation = 1;
+    r = res;
+  }
+};
+
+TEST(HfModelView, AnAblatedRunIsTheCoresWithTheCleanRunsNumbersBeside) {
+  const HfForward fw("ab a ba ab");
+  const HfModel& m = *fw.r->loaded.hf;
+  ModelViewKey key;
+  key.generation = 1;
+  key.fig = screen(1000.0f, 700.0f);
+  const auto clean = derive_model_view(fw.r, key, nullptr);
+  EXPECT_TRUE(std::isnan(clean->loss));
+  key.ablate = {{0, 1}, {0, 2}};
+  key.ablation_mode = AblationMode::Mean;
+  const auto d = derive_model_view(fw.r, key, clean);
+  ASSERT_NE(d->hf_ablated, nullptr);
+  EXPECT_TRUE(d->has_ablation());
+  HfIntervention iv;
+  iv.ablate = key.ablate;
+  iv.mode = AblationMode::Mean;
+  const HfTrace want = hf_forward_intervened(m, *fw.r->hf_trace, iv);
+  const std::size_t TT = static_cast<std::size_t>(d->tokens) * static_cast<std::size_t>(d->tokens);
+  const float* l1h0 = d->view.weights[4];  // layer 1, head 0: changed by the ablation below it
+  EXPECT_TRUE(std::equal(l1h0, l1h0 + TT, want.layers[1].weights.data.begin()));
+  EXPECT_FALSE(std::equal(l1h0, l1h0 + TT, fw.r->hf_trace->layers[1].weights.data.begin()));
+  const NextToken nt = next_token_from_logits(want.logits_last.data, 5),
+                  base = next_token_from_logits(fw.r->hf_trace->logits_last.data, 0);
+  ASSERT_EQ(d->next.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(d->next[i].id, nt.top[i].id);
+    EXPECT_EQ(d->next[i].p, nt.top[i].p);
+    EXPECT_EQ(d->next[i].clean_p, base.probs[static_cast<std::size_t>(nt.top[i].id)]);
+  }
+  EXPECT_DOUBLE_EQ(d->loss, text_loss(m, want));
+  EXPECT_DOUBLE_EQ(d->clean_loss, text_loss(m, *fw.r->hf_trace));
+  EXPECT_NE(d->loss, d->clean_loss);
+  int crosses = 0;
+  for (const figure::Prim& p : d->figure.prims) crosses += p.cls == "ablated";
+  EXPECT_EQ(crosses, 4);  // two lines over each of the two heads
+}
+
+TEST(HfModelView, NormWeightedTheLensAndTheSweepAreTheCores) {
+  const HfForward fw("ab a ba ab");
+  const HfModel& m = *fw.r->loaded.hf;
+  const Tokenizer& tok = *fw.r->loaded.tokenizer;
+  const HfTrace& tr = *fw.r->hf_trace;
+  ModelViewKey key;
+  key.generation = 1;
+  key.fig = screen(1000.0f, 700.0f);
+  key.norm_weighted = true;
+  key.lens = true;
+  key.lens_target = tok.encode(" a", false).front();
+  const auto d = derive_model_view(fw.r, key, nullptr);
+  const std::size_t TT = static_cast<std::size_t>(d->tokens) * static_cast<std::size_t>(d->tokens);
+  for (int l = 0; l < 2; ++l) {
+    const Tensor nw = norm_weighted_attention(m, tr, l);
+    for (int h = 0; h < 4; ++h)
+      EXPECT_TRUE(std::equal(nw.data.begin() + static_cast<std::ptrdiff_t>(h * TT),
+                             nw.data.begin() + static_cast<std::ptrdiff_t>((h + 1) * TT),
+                             d->view.weights[static_cast<std::size_t>(l * 4 + h)]))
+          << l << "." << h;
+  }
+  ASSERT_NE(d->lens, nullptr);
+  const LogitLens lens = logit_lens(m, tr, 1, key.lens_target);
+  EXPECT_EQ(
+      d->lens->values,
+      figure::lens_view(m, lens, tok, figure::display_tokens(tok, tr.ids), "tiny-qwen3", d->lens_position).values);
+  EXPECT_EQ(d->lens_position, tr.tokens() - 1);
+  const SweepTarget t = sweep_target(tok, tr.ids, "", "");
+  ASSERT_EQ(t.error, "");
+  SweepJob job(fw.r, t, AblationMode::Zero);
+  EXPECT_EQ(job.total(), 8);
+  const auto s = job.take();
+  ASSERT_NE(s, nullptr);
+  const auto want = ablation_sweep(m, hf_forward(m, t.ids), t.metric, AblationMode::Zero);
+  ASSERT_TRUE(want.has_value());
+  EXPECT_EQ(s->grid.values, want->values);
 }
 
 }  // namespace

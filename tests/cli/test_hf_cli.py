@@ -312,16 +312,16 @@ class Render(Folders):
         self.expect_error(["patch", "--model", folder, "--clean", "1 2", "--corrupt", "1 2", "--target", "2"],
                           "nothing to restore")
 
-    def test_the_apps_interventions_are_refused_on_its_command_line(self):
-        # Before any window (no display needed): one line, exit 2, as render refuses them.
+    def test_the_apps_interventions_are_checked_on_its_command_line(self):
+        # They run on these folders in the app (test_gui_hfmodel.py); a bad one is one line,
+        # exit 2, before any window (no display needed).
         folder = self.folders["qwen3_f32"]
-        for args, needle in ((["--model-ablate", "0.1"], "--model-ablate: needs a GPT-2-layout model in the app"),
-                             (["--norm-weighted"], "--norm-weighted: needs a GPT-2-layout model in the app")):
+        for args, needle in ((["--model-ablate", "0.1:avg"], "--model-ablate: mode \"avg\" is not zero or mean"),
+                             (["--model-ablate", "x"], "--model-ablate: \"x\" is not LAYER.HEAD")):
             r = run("gui", "--model", folder, "--no-restore", *args)
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
             self.assertIn(needle, r.stderr)
-
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -87,10 +87,10 @@ def run(args, timeout=600, **kw):
     return subprocess.run([MHAVIZ] + args, capture_output=True, text=True, timeout=timeout, **kw)
 
 
-def model_dump(model, text):
-    """`mhaviz dump --model MODEL --text TEXT` as JSON (token_ids, tokens, every layer's
+def model_dump(model, text, extra=()):
+    """`mhaviz dump --model MODEL --text TEXT [EXTRA]` as JSON (token_ids, tokens, every layer's
     attention weights); it must succeed."""
-    r = run(["dump", "--model", model, "--text", text])
+    r = run(["dump", "--model", model, "--text", text, *extra])
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 

@@ -8,10 +8,11 @@ copied with the small byte-level tokenizer.json of tests/models/small_tokenizer.
   the keys outside a sliding layer's window too).
 - The figure groups the query heads under "K/V 0", "K/V 1" (Qwen3: 4 query heads sharing 2)
   and labels Gemma's sliding layers "sliding W = 4" on a band (layers 0 and 1 of 3).
-- Ctrl+click on a thumbnail ablates nothing and says why in the status bar (the tools that
-  need a GPT's trace are GPT-2-layout only); the panel and the toolbar show that line where
-  their controls would be — also before any forward (a text longer than the context), where
-  the panel still names the model.
+- Ctrl+click on a thumbnail ablates that query head: the next tokens shown are those of
+  `mhaviz dump --ablate L.H` (hf_interventions.hpp), with the loss on the text beside the
+  clean run's; Ctrl+click again restores it. The interventions' controls (Sweep, Logit lens,
+  norm-weighted attention) are there as for a GPT, inside a 1280 x 800 window with a head
+  large; before any forward (a text longer than the context) the panel still names the model.
 - Errors said once: a folder without tokenizer.json gives the text's error under the text box,
   the view pointing to it (saying it itself with the panel hidden); a model that does not open
   has its long error cut to the window in the status bar.
@@ -76,7 +77,7 @@ def check_model(name, folder, layers, heads, kv_heads, windows):
     d = g.model_dump(folder, TEXT)
     p = g.start(args)
     try:
-        g.wait_for_layout(lay, ["thumb_0_1", "model_gpt_only", "model_view_gpt_only"], proc=p)
+        g.wait_for_layout(lay, ["thumb_0_1", "model_norm_weighted", "model_sweep", "model_show_lens"], proc=p)
         win = g.read_json(lay)
         ox, oy = win["window_x"], win["window_y"]
         g.focus_window()
@@ -92,7 +93,6 @@ def check_model(name, folder, layers, heads, kv_heads, windows):
                 (name, layers, heads, kv_heads, f["windows"]))
         g.check(m["ids"] == d["token_ids"] and m["ids"][0] == BOS and m["tokens"] == d["tokens"],
                 "%s: the tokens are dump's, <bos> first as the template says: %s" % (name, m["tokens"][:4]))
-        g.check("GPT-2-layout models only" in m["gpt_only"], "%s: the state says why the GPT tools are off" % name)
         g.check("model_view_hint" in st["shown"], "%s: the toolbar says what a click does" % name)
         g.check(st["title"] == "model " + os.path.basename(folder.rstrip("/")),
                 "%s: the menu bar and the window name the model shown (%r), not the lesson behind it" % (name, st["title"]))
@@ -104,15 +104,27 @@ def check_model(name, folder, layers, heads, kv_heads, windows):
         g.check(sliding == want_sliding, "%s: sliding layers labelled %s (%s)" % (name, want_sliding, sliding))
         subtitle = " ".join(texts(st, "subtitle"))
         g.check(f["model_type"] in subtitle, "%s: the subtitle names the architecture (%s)" % (name, subtitle))
-        # Ctrl+click: no ablation, the reason in the status bar.
+        # Ctrl+click: query head 0.1 ablated; the next tokens are dump --ablate 0.1's.
         x, y = g.center(g.settled_widget(lay, state, "thumb_0_1", p))
-        g.xdo("mousemove", str(ox + x), str(oy + y))
-        g.xdo("keydown", "ctrl")
-        g.xdo("click", "1")
-        g.xdo("keyup", "ctrl")
-        st = g.wait_state(state, "Ctrl+click says why it ablates nothing",
-                          lambda j: "GPT-2-layout models only" in j["status"], p)
-        g.check(st["model"]["ablated"] == [], "%s: Ctrl+click ablated nothing" % name)
+
+        def ctrl_click():
+            g.xdo("mousemove", str(ox + x), str(oy + y))
+            g.xdo("keydown", "ctrl")
+            g.xdo("click", "1")
+            g.xdo("keyup", "ctrl")
+        ctrl_click()
+        m = model("Ctrl+click ablates head 0.1", lambda m: m.get("ablated") == ["0.1"] and not m["busy"])["model"]
+        ablated = g.model_dump(folder, TEXT, ["--ablate", "0.1"])
+        want = [(t["id"], t["p"]) for t in ablated["next_token"]["top"]]
+        got = [(t["id"], t["p"]) for t in m["next"]]
+        g.check([i for i, _ in got] == [i for i, _ in want] and
+                all(abs(a - b) < 1e-6 for (_, a), (_, b) in zip(got, want)),
+                "%s: ablated, the next tokens are dump --ablate 0.1's (%s)" % (name, got[:2]))
+        g.check(m.get("loss") is not None and m.get("clean_loss") is not None and m["loss"] != m["clean_loss"],
+                "%s: ablated, the loss on the text %s beside the clean run's %s" %
+                (name, m.get("loss"), m.get("clean_loss")))
+        ctrl_click()
+        model("Ctrl+click again restores it", lambda m: m.get("ablated") == [] and not m["busy"])
         g.click_widget(lay, state, "thumb_1_1", p, (ox, oy))
         model("head 1.1 large", lambda m: m["big"] == "1.1" and not m["busy"])
         g.wait_frames(state, 2, p)
@@ -137,8 +149,7 @@ def check_model(name, folder, layers, heads, kv_heads, windows):
                "--screenshot", shot] + SIZE)
     if g.check(r.returncode == 0, "%s: gui --screenshot, exit 0, no GL error (%s)" % (name, r.stderr.strip()[-300:])):
         check_thumbnails(name, g.read_json(shot + ".json"), d, windows)
-    # A text longer than the context: no forward runs, and the panel and the toolbar still say
-    # what was opened and that the GPT tools are off (not a Sweep button that does nothing).
+    # A text longer than the context: no forward runs, and the panel still says what was opened.
     state = os.path.join(tmp, name + ".long.state.json")
     r = g.run(["gui", "--model", folder, "--text", "hello " * 200, "--exit-after-frames", "8", "--no-restore",
                "--ignore-mouse", "--config-dir", tmp + "/c-" + name, "--state-dir", tmp + "/s-" + name,
@@ -146,21 +157,18 @@ def check_model(name, folder, layers, heads, kv_heads, windows):
     st = g.read_json(state) if r.returncode == 0 else {"model": {}, "shown": []}
     m = st["model"]
     g.check("longer than the model's context" in m.get("text_error", "") and
-            ": %d layers \u00d7 %d heads sharing %d K/V" % (layers, heads, kv_heads) in m.get("facts_line", "") and
-            "GPT-2-layout models only" in m.get("gpt_only", "") and "model_view_gpt_only" in st["shown"] and
-            "model_sweep" not in st["shown"],
-            "%s: no forward yet (%s): the panel names the model (%s), the toolbar says the GPT tools are off" %
-            (name, m.get("text_error"), m.get("facts_line")))
-    # A head large on a 1280 x 800 window: the toolbar's buttons take most of the line; the note
-    # that the GPT tools are off goes to the next one rather than past the window's edge.
+            ": %d layers \u00d7 %d heads sharing %d K/V" % (layers, heads, kv_heads) in m.get("facts_line", ""),
+            "%s: no forward yet (%s): the panel names the model (%s)" % (name, m.get("text_error"), m.get("facts_line")))
+    # A head large on a 1280 x 800 window: the toolbar's buttons go to the next line rather than
+    # past the window's edge.
     state = os.path.join(tmp, name + ".large.state.json")
     r = g.run(["gui", "--model", folder, "--text", TEXT, "--model-head", "1.1", "--exit-after-frames", "8",
                "--no-restore", "--ignore-mouse", "--config-dir", tmp + "/c-" + name, "--state-dir", tmp + "/s-" + name,
                "--state-out", state, "--width", "1280", "--height", "800"])
     wd = g.read_json(state)["widgets"] if r.returncode == 0 else {}
-    g.check("model_view_gpt_only" in wd and wd["model_view_gpt_only"][2] <= 1280,
-            "%s: head 1.1 large, 1280 x 800: the GPT-only note inside the window (%s)" %
-            (name, wd.get("model_view_gpt_only")))
+    inside = [w for w in ("model_sweep", "model_show_lens") if w in wd and wd[w][2] <= 1280]
+    g.check(len(inside) == 2, "%s: head 1.1 large, 1280 x 800: Sweep and Logit lens inside the window (%s)" %
+            (name, [wd.get(w) for w in ("model_sweep", "model_show_lens")]))
 
 
 def check_errors_said_once():

@@ -3,8 +3,10 @@
 
 #include <chrono>
 #include <stdexcept>
+#include <type_traits>
 
 #include "figure/gpt_figures.hpp"
+#include "mhaviz/model_kinds.hpp"
 
 namespace mhaviz::gui {
 
@@ -47,39 +49,52 @@ SweepTarget patch_target(const Tokenizer& tok, const std::vector<int>& text_ids,
   return t;
 }
 
+namespace {
+
+// The sweep of target on r's forward of m (or of its prefix), its grid and figure; null when
+// progress says stop.
+template <class Model>
+std::shared_ptr<const SweepData> run_sweep(const Model& m, const GptWorker::Result& r, const SweepTarget& target,
+                                           AblationMode mode, const SweepProgress& progress) {
+  using Trace = std::remove_cvref_t<decltype(r.clean(m))>;
+  const Tokenizer& tok = *r.loaded.tokenizer;
+  // The text box's forward when the sweep judges its last position, else its prefix's.
+  const bool whole = target.ids == r.ids();
+  const Trace prefix = whole ? Trace{} : model_forward(m, target.ids);
+  const Trace& clean = whole ? r.clean(m) : prefix;
+  const bool patching = !target.corrupt.empty();
+  auto g = patching ? patch_sweep(m, clean, model_forward(m, target.corrupt), target.metric, target.per, progress)
+                    : ablation_sweep(m, clean, target.metric, mode, progress);
+  if (!g) return nullptr;
+  auto d = std::make_shared<SweepData>();
+  d->target = target;
+  d->text_ids = r.ids();
+  d->mode = mode;
+  d->grid = std::move(*g);
+  const std::vector<std::string> tokens = figure::display_tokens(tok, target.ids);
+  d->view = patching ? figure::patch_view(m, d->grid, tok, target.metric, target.per, tokens,
+                                          figure::display_tokens(tok, target.corrupt), r.loaded.path.string())
+                     : figure::sweep_view(m, d->grid, tok, target.metric, mode, tokens, r.loaded.path.string());
+  return d;
+}
+
+}  // namespace
+
 SweepJob::SweepJob(std::shared_ptr<const GptWorker::Result> r, SweepTarget target, AblationMode mode,
                    std::function<void(int)> after_run) {
-  const GptConfig& c = r->loaded.model->config;
-  text_ids_ = r->trace->ids;
+  const ModelFacts& c = r->loaded.facts;
+  text_ids_ = r->ids();
   per_position_ = !target.corrupt.empty() && target.per == PatchPer::LayerPosition;
-  total_ = c.n_layer * (per_position_ ? static_cast<int>(target.ids.size()) : c.n_head);
+  total_ = c.layers * (per_position_ ? static_cast<int>(target.ids.size()) : c.heads);
   future_ =
       std::async(std::launch::async, [this, r, target = std::move(target), mode, after_run = std::move(after_run)]() {
-        const GptModel& m = *r->loaded.model;
-        const Tokenizer& tok = *r->loaded.tokenizer;
-        // The text box's forward when the sweep judges its last position, else its prefix's.
-        const bool whole = target.ids == r->trace->ids;
-        const GptTrace prefix = whole ? GptTrace{} : gpt_forward(m, target.ids);
-        const GptTrace& clean = whole ? *r->trace : prefix;
         const SweepProgress progress = [&](int done, int) {
           done_ = done;
           if (after_run) after_run(done);
           return !cancel_.load();
         };
-        const bool patching = !target.corrupt.empty();
-        auto g = patching ? patch_sweep(m, clean, gpt_forward(m, target.corrupt), target.metric, target.per, progress)
-                          : ablation_sweep(m, clean, target.metric, mode, progress);
-        if (!g) return std::shared_ptr<const SweepData>();
-        auto d = std::make_shared<SweepData>();
-        d->target = target;
-        d->text_ids = r->trace->ids;
-        d->mode = mode;
-        d->grid = std::move(*g);
-        const std::vector<std::string> tokens = figure::display_tokens(tok, target.ids);
-        d->view = patching ? figure::patch_view(m, d->grid, tok, target.metric, target.per, tokens,
-                                                figure::display_tokens(tok, target.corrupt), r->loaded.path.string())
-                           : figure::sweep_view(m, d->grid, tok, target.metric, mode, tokens, r->loaded.path.string());
-        return std::shared_ptr<const SweepData>(std::move(d));
+        if (r->loaded.hf) return run_sweep(*r->loaded.hf, *r, target, mode, progress);
+        return run_sweep(*r->loaded.model, *r, target, mode, progress);
       });
 }
 

@@ -1,4 +1,4 @@
-// The ablation sweep of the app's model view (gpt_interventions.hpp's ablation_sweep over
+// The ablation sweep of the app's model view (ablation_sweep of gpt_interventions.hpp or hf_interventions.hpp over
 // every head), run on a thread of its own so the window keeps drawing: its progress, Cancel,
 // and the layers × heads grid it ends with (figure/interv_figures.hpp's sweep_view, the
 // figure `mhaviz render --view sweep` draws). No GL, GLFW or ImGui; tested in-process.

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <type_traits>
 
 #include "figure/gpt_figures.hpp"
 #include "figure/interv_figures.hpp"
+#include "mhaviz/model_kinds.hpp"
 #include "mhaviz/prompt.hpp"
 
 namespace mhaviz::gui {
@@ -54,11 +56,29 @@ std::vector<std::string> percent_texts(const std::vector<float>& p) {
 }
 
 // [SECTION] The view of a forward
-double text_loss(const GptModel& m, const GptTrace& tr) {
-  const int T = tr.tokens(), V = m.config.vocab_size;
+namespace {
+
+// Where the view keeps an ablated run of either model kind.
+std::shared_ptr<const GptTrace>& ablated_of(const GptModel&, ModelViewData& d) { return d.ablated; }
+std::shared_ptr<const HfTrace>& ablated_of(const HfModel&, ModelViewData& d) { return d.hf_ablated; }
+const std::shared_ptr<const GptTrace>& ablated_of(const GptModel&, const ModelViewData& d) { return d.ablated; }
+const std::shared_ptr<const HfTrace>& ablated_of(const HfModel&, const ModelViewData& d) { return d.hf_ablated; }
+figure::ModelView view_of(const GptModel& m, const GptTrace& tr, const Tokenizer& tok, const std::string& path,
+                          std::optional<HeadPattern> pattern) {
+  return figure::gpt_model_view(m, tr, tok, path, pattern);
+}
+figure::ModelView view_of(const HfModel& m, const HfTrace& tr, const Tokenizer& tok, const std::string& path,
+                          std::optional<HeadPattern> pattern) {
+  return figure::hf_model_view(m, tr, tok, path, pattern);
+}
+
+// Mean over positions 0 .. T-2 of −log p(ids[i + 1]): the last layer's lens is the LM head on
+// every row, bit for bit the model's logits, in one product.
+template <class Model, class Trace>
+double loss_on_text(const Model& m, const Trace& tr) {
+  const int T = tr.tokens(), V = model_vocab(m);
   if (T < 2) return std::numeric_limits<double>::quiet_NaN();
-  // The last layer's lens is the LM head on every row, bit for bit gpt_logits, in one product.
-  const std::vector<float> logits = lens_logits(m, tr, m.config.n_layer - 1);
+  const std::vector<float> logits = lens_logits(m, tr, model_layers(m) - 1);
   double sum = 0.0;
   for (int i = 0; i + 1 < T; ++i) {
     const TokenMetric next{tr.ids[static_cast<std::size_t>(i + 1)], -1};
@@ -68,24 +88,29 @@ double text_loss(const GptModel& m, const GptTrace& tr) {
   return sum / (T - 1);
 }
 
+}  // namespace
+
+double text_loss(const GptModel& m, const GptTrace& tr) { return loss_on_text(m, tr); }
+double text_loss(const HfModel& m, const HfTrace& tr) { return loss_on_text(m, tr); }
+
 namespace {
 
 // The run key shows: the clean forward, or (heads ablated) its ablated run, reused from prev.
-std::shared_ptr<const GptTrace> shown_run(const GptWorker::Result& r, const ModelViewKey& key,
-                                          const ModelViewData* same_run) {
-  if (key.ablate.empty()) return r.trace;
-  if (same_run != nullptr) return same_run->ablated;
-  Intervention iv;
+template <class Model>
+auto shown_run(const Model& m, const GptWorker::Result& r, const ModelViewKey& key, const ModelViewData* same_run) {
+  using Trace = std::remove_cvref_t<decltype(r.clean(m))>;
+  if (same_run != nullptr) return std::shared_ptr<const Trace>(ablated_of(m, *same_run));
+  InterventionOn<Trace> iv;
   iv.ablate = key.ablate;
   iv.mode = key.ablation_mode;
-  return std::make_shared<const GptTrace>(gpt_forward_intervened(*r.loaded.model, *r.trace, iv));
+  return std::make_shared<const Trace>(model_forward_intervened(m, r.clean(m), iv));
 }
 
 // The next tokens after position pos of tr, with each one's p in the clean run.
-std::vector<NextRow> next_rows(const GptModel& m, const Tokenizer& tok, const GptTrace& tr, const GptTrace& clean,
-                               int pos) {
-  const NextToken nt = next_token(m, tr, pos, 5);
-  const NextToken base = &tr == &clean ? nt : next_token(m, clean, pos, 0);
+template <class Model, class Trace>
+std::vector<NextRow> next_rows(const Model& m, const Tokenizer& tok, const Trace& tr, const Trace& clean, int pos) {
+  const NextToken nt = next_token_from_logits(model_logits(m, tr, pos), 5);
+  const NextToken base = &tr == &clean ? nt : next_token_from_logits(model_logits(m, clean, pos), 0);
   std::vector<NextRow> out;
   for (const TokenProbability& t : nt.top)
     out.push_back({t.id, figure::display_tokens(tok, {t.id}).front(), t.p, std::log(static_cast<double>(t.p)),
@@ -95,7 +120,8 @@ std::vector<NextRow> next_rows(const GptModel& m, const Tokenizer& tok, const Gp
 
 // The lens table of tr, with key.lens_target's rank after each layer at key.lens_position;
 // reused from same_run (the view shown, of the same run) when it ranked the same.
-void lens_of(ModelViewData& d, const GptModel& m, const Tokenizer& tok, const GptTrace& tr, const std::string& path,
+template <class Model, class Trace>
+void lens_of(ModelViewData& d, const Model& m, const Tokenizer& tok, const Trace& tr, const std::string& path,
              const ModelViewData* same_run) {
   const ModelViewKey& k = d.key;
   if (same_run && same_run->lens && same_run->key.lens_target == k.lens_target &&
@@ -143,64 +169,25 @@ std::vector<std::string> shown_percentages(const std::vector<NextRow>& next) {
   return percent_texts(ps);
 }
 
-// The next tokens after position pos of any forward (no ablated run to compare with).
-std::vector<NextRow> next_rows(const GptWorker::Result& r, int pos) {
-  const NextToken nt = next_token_from_logits(r.logits(pos), 5);
-  std::vector<NextRow> out;
-  for (const TokenProbability& t : nt.top)
-    out.push_back({t.id, figure::display_tokens(*r.loaded.tokenizer, {t.id}).front(), t.p,
-                   std::log(static_cast<double>(t.p)), t.p});
-  return out;
-}
-
-// A Qwen/Llama/Gemma forward: the weights, detector and next tokens (no interventions: the
-// key's ablation, norm-weighted and lens are not asked for such a model, see wanted_key).
-std::shared_ptr<const ModelViewData> derive_hf_view(std::shared_ptr<const GptWorker::Result> r, const ModelViewKey& key,
-                                                    const std::shared_ptr<const ModelViewData>& prev) {
+// The view of r (a forward of m) for key, reusing what prev computed for the same forward.
+template <class Model>
+std::shared_ptr<const ModelViewData> derive_view(const Model& m, std::shared_ptr<const GptWorker::Result> r,
+                                                 const ModelViewKey& key, std::shared_ptr<const ModelViewData> prev) {
+  const Tokenizer& tok = *r->loaded.tokenizer;
+  const auto& clean = r->clean(m);
   auto d = std::make_shared<ModelViewData>();
   d->key = key;
   d->result = r;
   d->n_layer = r->loaded.facts.layers;
   d->n_head = r->loaded.facts.heads;
-  d->tokens = r->tokens();
-  d->ids = r->ids();
-  const bool same = prev && prev->result == r;
-  if (same && prev->key.pattern == key.pattern) {
-    d->view = prev->view;
-    d->top = prev->top;
-  } else {
-    std::optional<HeadPattern> pattern;
-    if (key.pattern >= 0 && key.pattern < kHeadPatternCount) pattern = kHeadPatterns[key.pattern];
-    d->view =
-        figure::hf_model_view(*r->loaded.hf, *r->hf_trace, *r->loaded.tokenizer, r->loaded.path.string(), pattern);
-    d->top = figure::model_top_heads(d->view);
-  }
-  lay_out(*d, key, same ? prev.get() : nullptr);
-  d->next = same && prev->position == d->position ? prev->next : next_rows(*r, d->position);
-  d->next_shown = shown_percentages(d->next);
-  return d;
-}
-
-}  // namespace
-
-std::shared_ptr<const ModelViewData> derive_model_view(std::shared_ptr<const GptWorker::Result> r,
-                                                       const ModelViewKey& key,
-                                                       std::shared_ptr<const ModelViewData> prev) {
-  if (r->loaded.hf) return derive_hf_view(r, key, prev);
-  const GptModel& m = *r->loaded.model;
-  const Tokenizer& tok = *r->loaded.tokenizer;
-  auto d = std::make_shared<ModelViewData>();
-  d->key = key;
-  d->result = r;
-  d->n_layer = m.config.n_layer;
-  d->n_head = m.config.n_head;
   // What the view shown computed for this forward stays: scoring and pooling 144 heads of
   // 1024 x 1024 weights take tens of milliseconds.
   const bool same_run =
       prev && prev->result == r && prev->key.ablate == key.ablate && prev->key.ablation_mode == key.ablation_mode;
   const bool same = same_run && prev->key.norm_weighted == key.norm_weighted;
-  d->ablated = key.ablate.empty() ? nullptr : shown_run(*r, key, same_run ? prev.get() : nullptr);
-  const GptTrace& tr = d->ablated ? *d->ablated : *r->trace;
+  auto& ablated = ablated_of(m, *d);
+  if (!key.ablate.empty()) ablated = shown_run(m, *r, key, same_run ? prev.get() : nullptr);
+  const auto& tr = ablated ? *ablated : clean;
   d->tokens = tr.tokens();
   d->ids = tr.ids;
   if (same && prev->key.pattern == key.pattern) {
@@ -210,7 +197,7 @@ std::shared_ptr<const ModelViewData> derive_model_view(std::shared_ptr<const Gpt
   } else {
     std::optional<HeadPattern> pattern;
     if (key.pattern >= 0 && key.pattern < kHeadPatternCount) pattern = kHeadPatterns[key.pattern];
-    d->view = figure::gpt_model_view(m, tr, tok, r->loaded.path.string(), pattern);
+    d->view = view_of(m, tr, tok, r->loaded.path.string(), pattern);
     d->top = figure::model_top_heads(d->view);
     if (key.norm_weighted) {
       // The detector scores the weights; the thumbnails and the large head show α·‖f(x)‖.
@@ -233,15 +220,23 @@ std::shared_ptr<const ModelViewData> derive_model_view(std::shared_ptr<const Gpt
   if (same_run && prev->position == d->position)
     d->next = prev->next;
   else
-    d->next = next_rows(m, tok, tr, *r->trace, d->position);
-  if (d->ablated) {
+    d->next = next_rows(m, tok, tr, clean, d->position);
+  if (ablated) {
     d->loss = same_run ? prev->loss : text_loss(m, tr);
-    d->clean_loss =
-        prev && prev->result == r && !std::isnan(prev->clean_loss) ? prev->clean_loss : text_loss(m, *r->trace);
+    d->clean_loss = prev && prev->result == r && !std::isnan(prev->clean_loss) ? prev->clean_loss : text_loss(m, clean);
   }
   if (key.lens) lens_of(*d, m, tok, tr, r->loaded.path.string(), same_run ? prev.get() : nullptr);
   d->next_shown = shown_percentages(d->next);
   return d;
+}
+
+}  // namespace
+
+std::shared_ptr<const ModelViewData> derive_model_view(std::shared_ptr<const GptWorker::Result> r,
+                                                       const ModelViewKey& key,
+                                                       std::shared_ptr<const ModelViewData> prev) {
+  if (r->loaded.hf) return derive_view(*r->loaded.hf, r, key, std::move(prev));
+  return derive_view(*r->loaded.model, r, key, std::move(prev));
 }
 
 figure::Figure model_figure_for(const ModelViewData& d, const figure::Options& o) {

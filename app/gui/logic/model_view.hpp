@@ -83,6 +83,8 @@ struct ModelViewData {
   // With heads ablated: the run shown (the weights the view points into) and the loss on the
   // text (mean −log p of each next token, nats) of it and of the clean run; else null, NaN.
   std::shared_ptr<const GptTrace> ablated;
+  std::shared_ptr<const HfTrace> hf_ablated;  // the same for a Qwen, Llama or Gemma model
+  bool has_ablation() const { return ablated || hf_ablated; }
   double loss = std::numeric_limits<double>::quiet_NaN(), clean_loss = std::numeric_limits<double>::quiet_NaN();
   // Norm-weighted: the (1, H, T, T) tensors the view points into, one per layer.
   std::shared_ptr<const std::vector<Tensor>> norm_weights;
@@ -99,6 +101,7 @@ struct ModelViewData {
 // Mean over positions 0 .. T-2 of −log p(ids[i + 1]) from tr's logits (the LM head on every
 // row): the loss the model has on its own text, in nats. NaN for one token.
 double text_loss(const GptModel& m, const GptTrace& tr);
+double text_loss(const HfModel& m, const HfTrace& tr);
 
 // r: a published forward. The figure for key (its thumbnails pooled as it chooses for the
 // canvas); the detector's scores when key.pattern >= 0; next tokens after key.position

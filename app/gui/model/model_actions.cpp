@@ -42,15 +42,6 @@ std::optional<ModelFacts> shown_facts(const ModelUi& m) {
   return std::nullopt;
 }
 
-std::string gpt_only_reason(const ModelUi& m) {
-  const std::optional<ModelFacts> f = shown_facts(m);
-  if (!f || !f->hf) return {};
-  return f->architecture +
-         ": ablation, the sweep, patching, the logit lens and norm-weighted attention work in the app on "
-         "GPT-2-layout models only; for this model on the command line: mhaviz dump --ablate, patch, lens, render "
-         "--view sweep | patch | lens, --norm-weighted";
-}
-
 std::string layer_walk_reason(const ModelUi& m) {
   if (!m.result || !m.result->loaded.hf) return {};
   return hf_layer_refusal(*m.result->loaded.hf);
@@ -83,12 +74,8 @@ void toggle_ablation(ModelUi& m, HeadIndex head) {
 void start_sweep(AppState& s, bool patch) {
   ModelUi& m = s.gpt;
   if (!m.result || m.sweep_job) return;
-  if (const std::string why = gpt_only_reason(m); !why.empty()) {
-    notify(s, why, true);
-    return;
-  }
   const Tokenizer& tok = *m.result->loaded.tokenizer;
-  const std::vector<int>& ids = m.result->trace->ids;
+  const std::vector<int>& ids = m.result->ids();
   SweepTarget t;
   if (patch) {
     const Prompt c = encode_prompt(tok, m.corrupt_text, prompt_options(m), {m.result->loaded.facts.context, 0});
@@ -145,14 +132,12 @@ ModelViewKey wanted_key(const AppState& s, const GptWorker::Result& r) {
   k.layer = m.layer;
   k.head = m.head;
   // Heads the model shown has (a smaller model opened since keeps the others for later).
-  // A Qwen/Llama/Gemma model has no interventions (gpt_only_reason): its clean weights.
   const ModelFacts& c = r.loaded.facts;
-  const bool gpt = !c.hf;
   for (const HeadIndex& h : m.ablate)
-    if (gpt && h.layer < c.layers && h.head < c.heads) k.ablate.push_back(h);
+    if (h.layer < c.layers && h.head < c.heads) k.ablate.push_back(h);
   k.ablation_mode = m.ablation_mode;
-  k.norm_weighted = gpt && m.norm_weighted;
-  k.lens = gpt && m.show == ModelUi::Show::Lens;
+  k.norm_weighted = m.norm_weighted;
+  k.lens = m.show == ModelUi::Show::Lens;
   if (k.lens && !m.lens_token.empty()) {
     std::string error;  // said under the field (panel_model.cpp)
     k.lens_target = typed_token(*r.loaded.tokenizer, m.lens_token, "lens token", error);
@@ -251,7 +236,7 @@ void poll_model(AppState& s) {
     if (!m.path.empty()) m.layer = m.head = m.position = m.lens_position = -1;
     // Nor is the last sweep's grid of it (a sweep under way stops at its next head).
     m.sweep.reset();
-    if (m.show == ModelUi::Show::Sweep || loaded->facts.hf) m.show = ModelUi::Show::Heads;
+    if (m.show == ModelUi::Show::Sweep) m.show = ModelUi::Show::Heads;
     if (m.sweep_job) m.sweep_job->cancel();
     m.path = loaded->path.string();
     add_recent_model(s, m.path);

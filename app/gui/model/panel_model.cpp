@@ -222,13 +222,6 @@ void draw_lens_token(AppState& s) {
 
 void draw_interventions(AppState& s) {
   ModelUi& m = s.gpt;
-  if (const std::string why = gpt_only_reason(m); !why.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    ImGui::TextWrapped("%s", why.c_str());
-    ImGui::PopStyleColor();
-    record_widget(s, "model_gpt_only");
-    return;
-  }
   ImGui::Checkbox("Norm-weighted attention", &m.norm_weighted);
   record_widget(s, "model_norm_weighted");
   if (ImGui::IsItemHovered())
@@ -259,9 +252,15 @@ void draw_interventions(AppState& s) {
   ImGui::SameLine();
   if (ImGui::SmallButton("Restore all")) m.ablate.clear();
   record_widget(s, "model_restore");
-  if (m.view && m.view->ablated && std::isfinite(m.view->loss))
-    ImGui::Text("loss on the text %.4f  (clean %.4f, %+.4f)", m.view->loss, m.view->clean_loss,
-                m.view->loss - m.view->clean_loss);
+  // The clean run's on a line of its own where both do not fit (a random model's losses of
+  // tens of nats put the pair past the panel's edge at 1280 × 800).
+  if (m.view && m.view->has_ablation() && std::isfinite(m.view->loss)) {
+    char clean[64];
+    std::snprintf(clean, sizeof clean, "(clean %.4f, %+.4f)", m.view->clean_loss, m.view->loss - m.view->clean_loss);
+    ImGui::Text("loss on the text %.4f", m.view->loss);
+    same_line_or_wrap(ImGui::CalcTextSize(clean).x);
+    ImGui::TextUnformatted(clean);
+  }
 }
 
 // [SECTION] Detector, next token
@@ -323,13 +322,13 @@ void draw_next_token(AppState& s) {
       ImGui::TableNextColumn();
       // With heads ablated, the change from the clean run in percentage points beside.
       const std::string shown =
-          v.ablated ? v.next_shown[i] + "  (" + change_text(r.p - r.clean_p) + ")" : v.next_shown[i];
+          v.has_ablation() ? v.next_shown[i] + "  (" + change_text(r.p - r.clean_p) + ")" : v.next_shown[i];
       ImGui::ProgressBar(r.p, ImVec2(-1.0f, 0.0f), shown.c_str());
       record_widget(s, ("model_next_" + std::to_string(i)).c_str());
       if (ImGui::IsItemHovered())
         ImGui::SetTooltip("p = %.6g  (softmax of the logits at position %d)\nlog p = %.4f  (natural log)%s",
                           static_cast<double>(r.p), v.position, r.logp,
-                          v.ablated ? ("\nclean run: p = " + std::to_string(r.clean_p)).c_str() : "");
+                          v.has_ablation() ? ("\nclean run: p = " + std::to_string(r.clean_p)).c_str() : "");
     }
     ImGui::EndTable();
   }

@@ -53,16 +53,6 @@ void show_button(AppState& s, const char* label, ModelUi::Show what, const char*
 // and the switches to its grid and to the logit lens table (again: the heads).
 void sweep_tools(AppState& s) {
   ModelUi& m = s.gpt;
-  if (!gpt_only_reason(m).empty()) {
-    // Where the buttons would be: why they are not, on the next line where it does not fit
-    // (a head large on 1280 × 800 cut it at the window's edge).
-    const char* why = "Ablation, sweep, patching, lens: GPT-2-layout models only";
-    same_line_or_wrap(ImGui::CalcTextSize(why).x);
-    ImGui::TextDisabled("%s", why);
-    record_widget(s, "model_view_gpt_only");
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", gpt_only_reason(m).c_str());
-    return;
-  }
   next_button(m.sweep_job ? "sweep 100 / 100 heads" : "Sweep");
   if (m.sweep_job) {
     const int done = m.sweep_job->done(), total = std::max(1, m.sweep_job->total());
@@ -197,7 +187,7 @@ void waiting(const AppState& s) {
 }
 
 // [SECTION] Hover and clicks
-void thumbnail_tooltip(const ModelViewData& v, int k, bool gpt) {
+void thumbnail_tooltip(const ModelViewData& v, int k) {
   const int l = k / v.n_head, h = k % v.n_head;
   ImGui::BeginTooltip();
   ImGui::Text("Head %d.%d (layer %d, head %d)", l, h, l, h);
@@ -213,8 +203,7 @@ void thumbnail_tooltip(const ModelViewData& v, int k, bool gpt) {
     else
       ImGui::Text("%s: no score (no row qualifies)", name.c_str());
   }
-  ImGui::TextDisabled(gpt ? "click: show it large; Ctrl+click: ablate it (again: restore)"
-                          : "click: show it large (ablation: GPT-2-layout models only)");
+  ImGui::TextDisabled("click: show it large; Ctrl+click: ablate it (again: restore)");
   ImGui::EndTooltip();
 }
 
@@ -257,15 +246,11 @@ void interact(AppState& s, const ScreenFigure& f, const ModelViewData& v) {
   const figure::HeatmapInfo& h = f.fig.heatmaps[static_cast<std::size_t>(c.heatmap)];
   if (c.heatmap < thumbs) {
     m.hover_k = c.heatmap;
-    const std::string why = gpt_only_reason(m);
-    thumbnail_tooltip(v, c.heatmap, why.empty());
+    thumbnail_tooltip(v, c.heatmap);
     const HeadIndex head{c.heatmap / v.n_head, c.heatmap % v.n_head};
-    if (ImGui::IsItemClicked() && (ImGui::GetIO().KeyCtrl || ImGui::GetIO().KeyShift)) {
-      if (why.empty())
-        toggle_ablation(m, head);
-      else
-        notify(s, why, true);
-    } else if (ImGui::IsItemClicked())
+    if (ImGui::IsItemClicked() && (ImGui::GetIO().KeyCtrl || ImGui::GetIO().KeyShift))
+      toggle_ablation(m, head);
+    else if (ImGui::IsItemClicked())
       m.layer = head.layer, m.head = head.head;
     return;
   }

@@ -72,6 +72,9 @@ class GptWorker {
     double forward_ms = 0;
     int recomputed_from = 0;       // first row this forward computed (tokens(): none)
     std::uint64_t generation = 0;  // increases with every published result
+    // The trace of the model's kind, named by the model (for code written once for both).
+    const GptTrace& clean(const GptModel&) const { return *trace; }
+    const HfTrace& clean(const HfModel&) const { return *hf_trace; }
     // The same questions of either trace.
     const std::vector<int>& ids() const { return trace ? trace->ids : hf_trace->ids; }
     int tokens() const { return static_cast<int>(ids().size()); }
