@@ -8,10 +8,9 @@
 // Results are published, never changed afterwards: result() hands out a shared_ptr to an
 // immutable snapshot. The worker computes into one of two traces and publishes it; the next
 // forward goes into the other one, reusing its rows as far as its ids still agree with the
-// new ones (gpt_forward's incremental recompute), or into a fresh trace while a reader
-// still holds the old one. So an edit at the end of a long text recomputes only its last
-// rows, and no published trace is ever copied. A Qwen/Llama/Gemma forward has no
-// incremental recompute: every forward computes every row, into the older trace's memory.
+// new ones (gpt_forward's and hf_forward's incremental recompute), or into a fresh trace
+// while a reader still holds the old one. So an edit at the end of a long text recomputes
+// only its last rows, and no published trace is ever copied.
 #pragma once
 
 #include <atomic>
