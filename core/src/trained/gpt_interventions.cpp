@@ -124,7 +124,10 @@ std::optional<InterventionGrid> patch_sweep(const GptModel& m, const GptTrace& c
 
 // [SECTION] logit lens
 
-std::vector<float> lens_logits(const GptModel& m, const GptTrace& tr, int layer) {
+namespace {
+
+// lens_logits into logits (resized to (T, V); a lens of every layer reuses its pages).
+void lens_into(const GptModel& m, const GptTrace& tr, int layer, std::vector<float>& logits) {
   const GptConfig& c = m.config;
   if (layer < 0 || layer >= static_cast<int>(tr.layers.size()))
     throw std::out_of_range("lens: layer " + std::to_string(layer) + " is not in [0, " +
@@ -132,14 +135,21 @@ std::vector<float> lens_logits(const GptModel& m, const GptTrace& tr, int layer)
   const int T = tr.tokens();
   std::vector<float> normed(static_cast<std::size_t>(T) * static_cast<std::size_t>(c.n_embd));
   detail::gpt_final_norm_rows(m, tr.layers[static_cast<std::size_t>(layer)].resid.ptr(), normed.data(), T);
-  std::vector<float> logits(static_cast<std::size_t>(T) * static_cast<std::size_t>(c.vocab_size));
+  logits.resize(static_cast<std::size_t>(T) * static_cast<std::size_t>(c.vocab_size));
   detail::gpt_head_rows(m, normed.data(), T, logits.data(), tr.backend);
+}
+
+}  // namespace
+
+std::vector<float> lens_logits(const GptModel& m, const GptTrace& tr, int layer) {
+  std::vector<float> logits;
+  lens_into(m, tr, layer, logits);
   return logits;
 }
 
 LogitLens logit_lens(const GptModel& m, const GptTrace& tr, int k, int target) {
   return detail::logit_lens_on(shape_of(m.config), tr.tokens(), k, target,
-                               [&](int layer) { return lens_logits(m, tr, layer); });
+                               [&](int layer, std::vector<float>& logits) { lens_into(m, tr, layer, logits); });
 }
 
 // [SECTION] norm-weighted attention

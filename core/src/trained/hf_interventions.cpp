@@ -85,7 +85,10 @@ std::optional<InterventionGrid> patch_sweep(const HfModel& m, const HfTrace& cle
   return detail::patch_sweep_on(shape_of(m.config), clean, corrupt, metric, per, runner(m, corrupt), progress);
 }
 
-std::vector<float> lens_logits(const HfModel& m, const HfTrace& tr, int layer) {
+namespace {
+
+// lens_logits into logits (resized to (T, V); a lens of every layer reuses its pages).
+void lens_into(const HfModel& m, const HfTrace& tr, int layer, std::vector<float>& logits) {
   const HfConfig& c = m.config;
   if (layer < 0 || layer >= static_cast<int>(tr.layers.size()))
     throw std::out_of_range("lens: layer " + std::to_string(layer) + " is not in [0, " +
@@ -95,15 +98,22 @@ std::vector<float> lens_logits(const HfModel& m, const HfTrace& tr, int layer) {
   detail::rms_norm(tr.layers[static_cast<std::size_t>(layer)].resid.ptr(), normed.data(), T, c.hidden_size,
                    m.final_norm.data(), c.rms_norm_eps,
                    c.gemma_norms ? detail::RmsWeight::OnePlus : detail::RmsWeight::Plain);
-  std::vector<float> logits(static_cast<std::size_t>(T) * static_cast<std::size_t>(c.vocab_size));
+  logits.resize(static_cast<std::size_t>(T) * static_cast<std::size_t>(c.vocab_size));
   detail::hf_head_rows(m, normed.data(), T, logits.data(), tr.backend != Backend::OpenBlas);
+}
+
+}  // namespace
+
+std::vector<float> lens_logits(const HfModel& m, const HfTrace& tr, int layer) {
+  std::vector<float> logits;
+  lens_into(m, tr, layer, logits);
   return logits;
 }
 
 LogitLens logit_lens(const HfModel& m, const HfTrace& tr, int k, int target) {
   check_run(m, tr, "lens");
   return detail::logit_lens_on(shape_of(m.config), tr.tokens(), k, target,
-                               [&](int layer) { return lens_logits(m, tr, layer); });
+                               [&](int layer, std::vector<float>& logits) { lens_into(m, tr, layer, logits); });
 }
 
 Tensor norm_weighted_attention(const HfModel& m, const HfTrace& tr, int layer) {

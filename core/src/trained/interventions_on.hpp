@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/parallel.hpp"
 #include "mhaviz/gpt_interventions.hpp"
 
 namespace mhaviz::detail {
@@ -169,7 +170,8 @@ std::optional<InterventionGrid> patch_sweep_on(const InterventionShape& s, const
   return g;
 }
 
-// logit_lens (gpt_interventions.hpp) of a run of T tokens with lens(l): block l's (T, V) logits.
+// logit_lens (gpt_interventions.hpp) of a run of T tokens with lens_logits(l, out): block l's
+// (T, V) logits into out (one buffer for every layer).
 template <class LensLogits>
 LogitLens logit_lens_on(const InterventionShape& s, int T, int k, int target, const LensLogits& lens_logits) {
   if (k < 1 || k > s.vocab)
@@ -181,22 +183,37 @@ LogitLens logit_lens_on(const InterventionShape& s, int T, int k, int target, co
   lens.k = k;
   lens.target = target;
   const auto V = static_cast<std::size_t>(s.vocab);
+  const std::size_t cells = static_cast<std::size_t>(s.layers) * static_cast<std::size_t>(T);
+  lens.top.resize(cells * static_cast<std::size_t>(k));
+  if (target >= 0) {
+    lens.rank.resize(cells);
+    lens.target_p.resize(cells);
+  }
+  std::vector<float> logits;
   for (int l = 0; l < s.layers; ++l) {
-    const std::vector<float> logits = lens_logits(l);
-    for (int pos = 0; pos < T; ++pos) {
-      const std::vector<float> row(logits.begin() + static_cast<std::ptrdiff_t>(pos * V),
-                                   logits.begin() + static_cast<std::ptrdiff_t>((pos + 1) * V));
-      const NextToken next = next_token_from_logits(row, k);
-      lens.top.insert(lens.top.end(), next.top.begin(), next.top.end());
-      if (target < 0) continue;
-      // Rank as next_token orders: higher probability first, ties by lower id.
-      const float pt = next.probs[static_cast<std::size_t>(target)];
-      int rank = 0;
-      for (std::size_t i = 0; i < V; ++i)
-        rank += next.probs[i] > pt || (next.probs[i] == pt && static_cast<int>(i) < target);
-      lens.rank.push_back(rank);
-      lens.target_p.push_back(pt);
-    }
+    lens_logits(l, logits);
+    // Each position's softmax and ranking over threads (rows of a large vocabulary take as long
+    // as the LM head's product), each written to its own cell.
+    parallel_for(T, static_cast<std::int64_t>(V) * 16, [&](std::int64_t p0, std::int64_t p1) {
+      for (std::int64_t pos = p0; pos < p1; ++pos) {
+        const std::vector<float> row(
+            logits.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(pos) * V),
+            logits.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(pos + 1) * V));
+        const NextToken next = next_token_from_logits(row, k);
+        const std::size_t cell =
+            static_cast<std::size_t>(l) * static_cast<std::size_t>(T) + static_cast<std::size_t>(pos);
+        std::copy(next.top.begin(), next.top.end(),
+                  lens.top.begin() + static_cast<std::ptrdiff_t>(cell * static_cast<std::size_t>(k)));
+        if (target < 0) continue;
+        // Rank as next_token orders: higher probability first, ties by lower id.
+        const float pt = next.probs[static_cast<std::size_t>(target)];
+        int rank = 0;
+        for (std::size_t i = 0; i < V; ++i)
+          rank += next.probs[i] > pt || (next.probs[i] == pt && static_cast<int>(i) < target);
+        lens.rank[cell] = rank;
+        lens.target_p[cell] = pt;
+      }
+    });
   }
   return lens;
 }
