@@ -12,8 +12,7 @@ void add_model_options(CLI::App& sub, ModelOptions& o, bool input) {
   sub.add_option("--model", o.path,
                  "A trained model: a Hugging Face GPT-2 folder or the book's GPTModel (model.safetensors, config.json, "
                  "vocab.json + merges.txt or tokenizer.json), or its .safetensors file; or a Qwen3, Qwen2, Llama or "
-                 "Gemma 3 folder (config.json, model.safetensors or shards, tokenizer.json; dump, bench, render --view "
-                 "model, gui)");
+                 "Gemma 3 folder (config.json, model.safetensors or shards, tokenizer.json)");
   if (!input) return;
   sub.add_option("--text", o.text,
                  "Text to run the model on, tokenized by the model folder's tokenizer (with --model)");
