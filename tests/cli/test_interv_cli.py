@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`mhaviz dump --ablate`, `mhaviz patch` and `mhaviz lens` as a user runs them, on the
 checkpoints tests/models/make_interventions.py (GPT-2 layout, the book's GPTModel) or
-make_hf_interventions.py (Qwen3, Gemma 3, Qwen2) writes with a hooked torch forward:
+make_hf_interventions.py (Qwen3, Gemma 3, Qwen2, Llama) writes with a hooked torch forward:
 
     test_interv_cli.py MHAVIZ INTERVENTIONS_DIR
 
@@ -36,7 +36,7 @@ def load(path):
 
 
 MANIFEST = load(os.path.join(DIR, "manifest.json"))
-# make_hf_interventions.py's Qwen3, Gemma 3 and Qwen2 folders have no tokenizer: their texts
+# make_hf_interventions.py's Qwen3, Gemma 3, Qwen2 and Llama folders have no tokenizer: their texts
 # are ids written as numbers, one token each (the 10 ids of the manifest, the 9th changed).
 HF = all("model_type" in c for c in MANIFEST["checkpoints"])
 if HF:

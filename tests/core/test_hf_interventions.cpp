@@ -1,6 +1,7 @@
-// Interventions on Qwen3, Qwen2 and Gemma 3 checkpoints (hf_interventions.hpp) against torch:
-// tests/models/make_hf_interventions.py writes a tied Qwen3, a Gemma 3 with two sliding layers
-// and a BF16 sharded Qwen2 with q/k/v biases, and what a hooked float64 forward of the book's
+// Interventions on Qwen3, Qwen2, Gemma 3 and Llama checkpoints (hf_interventions.hpp) against
+// torch: tests/models/make_hf_interventions.py writes a tied Qwen3, a Gemma 3 with two sliding
+// layers, a BF16 sharded Qwen2 with q/k/v biases and an F16 Llama with one K/V head for four
+// and an o_proj bias, and what a hooked float64 forward of the book's
 // modules computes on them: ablated runs' weights and logits, the sweep, both patching grids,
 // every logit-lens entry and norm-weighted attention. Compared on every backend the CPU runs,
 // the largest difference printed per tensor; plus the invariants no reference is needed for.

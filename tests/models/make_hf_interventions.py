@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Interventions on small Qwen3, Qwen2 and Gemma 3 checkpoints (Hugging Face layout), computed in
+"""Interventions on small Qwen3, Qwen2, Gemma 3 and Llama checkpoints (Hugging Face layout), computed in
 float64 by a hooked forward over the modules of hf_reference.py.
 
     make_hf_interventions.py OUT
@@ -10,10 +10,12 @@ model.safetensors or model-0000K-of-0000N.safetensors shards with their index, n
   qwen3_tied      Qwen3, QK-norm, tied head, F32, one file
   gemma3_sliding  Gemma 3, a 4-token window on layers 0 and 1, layer 2 full, tied, F32, one file
   qwen2_bias      Qwen2, q/k/v biases, untied head, BF16, two shards
+  llama_mqa_bias  Llama, one K/V head for four query heads, q/k/v/o biases, linear RoPE
+                  scaling, untied, F16, one file
 
 and OUT/manifest.json listing them (name, model_type) with the cases of make_interventions.py
 (clean, corrupt, target, vs, ablations). Each folder's reference/interventions.safetensors holds,
-all F32 of float64 values computed on the values as stored (BF16-rounded for qwen2_bias):
+all F32 of float64 values computed on the values as stored (BF16- or F16-rounded):
 
   clean.lens           (L, T, V) logit lens: final norm + LM head on the residual after block l
   clean.logits         (T, V) the model's logits
@@ -68,8 +70,14 @@ CHECKPOINTS = [
     dict(name="qwen2_bias", dtype="BF16", shards=2, seed=23, sliding=[False, False, False],
          config=base("qwen2", architectures=["Qwen2ForCausalLM"], rope_theta=1000000.0, tie_word_embeddings=False,
                      torch_dtype="bfloat16")),
+    # One K/V head for four query heads (MQA), q/k/v/o biases (o_proj's is added after an
+    # ablated head's zeros), linear RoPE scaling, F16, untied.
+    dict(name="llama_mqa_bias", dtype="F16", shards=1, seed=24, sliding=[False, False, False],
+         config=base("llama", architectures=["LlamaForCausalLM"], num_key_value_heads=1, head_dim=32,
+                     attention_bias=True, rope_theta=500000.0, rope_scaling={"factor": 4.0, "rope_type": "linear"},
+                     tie_word_embeddings=False, torch_dtype="float16")),
 ]
-DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16}
+DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
 
 
 # [SECTION] the hooked forward
