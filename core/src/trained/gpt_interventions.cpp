@@ -160,30 +160,8 @@ Tensor norm_weighted_attention(const GptModel& m, const GptTrace& tr, int layer)
     throw std::out_of_range("norm-weighted: layer " + std::to_string(layer) + " is not in [0, " +
                             std::to_string(tr.layers.size()) + ")");
   const GptLayerTrace& L = tr.layers[static_cast<std::size_t>(layer)];
-  const int T = tr.tokens(), C = c.n_embd, H = c.n_head, hd = c.head_dim();
-  const std::vector<float> wo = gpt_linear_weight(m.blocks[static_cast<std::size_t>(layer)].proj);  // [C, C]
-  Tensor out = L.weights;
-  std::vector<double> norms(static_cast<std::size_t>(T));
-  for (int h = 0; h < H; ++h) {
-    const float* v = head_rows(L.v, h);
-    for (int j = 0; j < T; ++j) {
-      double sq = 0.0;
-      for (int o = 0; o < C; ++o) {
-        const float* w = wo.data() + static_cast<std::int64_t>(o) * C + static_cast<std::int64_t>(h) * hd;
-        double f = 0.0;
-        for (int d = 0; d < hd; ++d) f += static_cast<double>(w[d]) * v[static_cast<std::int64_t>(j) * hd + d];
-        sq += f * f;
-      }
-      norms[static_cast<std::size_t>(j)] = std::sqrt(sq);
-    }
-    float* a = head_rows(out, h);
-    for (int i = 0; i < T; ++i)
-      for (int j = 0; j < T; ++j) {
-        float& x = a[static_cast<std::int64_t>(i) * T + j];
-        x = static_cast<float>(x * norms[static_cast<std::size_t>(j)]);
-      }
-  }
-  return out;
+  return detail::norm_weighted_on(L.weights, L.v, gpt_linear_weight(m.blocks[static_cast<std::size_t>(layer)].proj),
+                                  c.n_embd);
 }
 
 // [SECTION] parsing

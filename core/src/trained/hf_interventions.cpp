@@ -122,31 +122,8 @@ Tensor norm_weighted_attention(const HfModel& m, const HfTrace& tr, int layer) {
     throw std::out_of_range("norm-weighted: layer " + std::to_string(layer) + " is not in [0, " +
                             std::to_string(tr.layers.size()) + ")");
   const HfLayerTrace& L = tr.layers[static_cast<std::size_t>(layer)];
-  const int T = tr.tokens(), C = c.hidden_size, H = c.num_attention_heads, G = c.num_key_value_heads, hd = c.head_dim;
-  const int Q = H * hd;
-  const std::vector<float> wo = detail::linear_weight(m.blocks[static_cast<std::size_t>(layer)].o);  // [C, H·hd]
-  Tensor out = L.weights;
-  std::vector<double> norms(static_cast<std::size_t>(T));
-  for (int h = 0; h < H; ++h) {
-    const float* v = detail::head_rows(L.v, h / (H / G));
-    for (int j = 0; j < T; ++j) {
-      double sq = 0.0;
-      for (int o = 0; o < C; ++o) {
-        const float* w = wo.data() + static_cast<std::int64_t>(o) * Q + static_cast<std::int64_t>(h) * hd;
-        double f = 0.0;
-        for (int d = 0; d < hd; ++d) f += static_cast<double>(w[d]) * v[static_cast<std::int64_t>(j) * hd + d];
-        sq += f * f;
-      }
-      norms[static_cast<std::size_t>(j)] = std::sqrt(sq);
-    }
-    float* a = detail::head_rows(out, h);
-    for (int i = 0; i < T; ++i)
-      for (int j = 0; j < T; ++j) {
-        float& x = a[static_cast<std::int64_t>(i) * T + j];
-        x = static_cast<float>(x * norms[static_cast<std::size_t>(j)]);
-      }
-  }
-  return out;
+  return detail::norm_weighted_on(L.weights, L.v, detail::linear_weight(m.blocks[static_cast<std::size_t>(layer)].o),
+                                  c.hidden_size);
 }
 
 }  // namespace mhaviz
