@@ -20,6 +20,7 @@
 #include "mhaviz/heads.hpp"
 #include "mhaviz/hf_interventions.hpp"
 #include "mhaviz/hf_layer.hpp"
+#include "mhaviz/model_kinds.hpp"
 
 namespace mhaviz::cli {
 namespace {
@@ -66,20 +67,20 @@ figure::Figure model_figure(figure::ModelView mv, const ModelAsk& a, const Rende
   return figure::build_model_figure(mv, fo);
 }
 
-// A Qwen, Llama or Gemma folder's --view model [L.H] (norm-weighted with --norm-weighted).
-figure::Figure hf_model_render(const RenderOptions& o, const figure::Options& fo) {
-  const ModelAsk a = model_ask(o);
-  HfModelInput in = load_hf_model_input(o.model);
+// --view model [L.H] of in's forward (norm-weighted with --norm-weighted), in: ModelInput or
+// HfModelInput.
+template <class Input>
+figure::Figure model_render(const RenderOptions& o, const figure::Options& fo, const ModelAsk& a, Input& in) {
   const ModelFacts f = model_facts(in.model);
   if (a.layer >= 0) check_head(f.layers, f.heads, a.layer, a.head);
   // Induction is measured where every row qualifies: on the repeated random probe.
   if (a.pattern == HeadPattern::Induction) in.ids = figure::induction_probe(f, in.tokenizer);
-  HfTrace tr = hf_forward(in.model, in.ids);
+  auto tr = model_forward(in.model, in.ids);
   // Norm-weighted: the view reads each layer's weights, so they are replaced in the trace.
   if (o.norm_weighted)
     for (int l = 0; l < f.layers; ++l)
       tr.layers[static_cast<std::size_t>(l)].weights = norm_weighted_attention(in.model, tr, l);
-  figure::ModelView mv = figure::hf_model_view(in.model, tr, in.tokenizer, o.model.path, a.pattern);
+  figure::ModelView mv = figure::model_view_of(in.model, tr, in.tokenizer, o.model.path, a.pattern);
   if (o.norm_weighted) figure::make_norm_weighted(mv);
   return model_figure(std::move(mv), a, o, fo);
 }
@@ -125,23 +126,17 @@ figure::Figure hf_layer_render(const RenderOptions& o, figure::Options fo) {
 
 figure::Figure build_model_render(const RenderOptions& o, figure::Options fo) {
   const std::string& kind = o.view.front();
-  if (is_hf_model_folder(o.model.path)) return kind == "model" ? hf_model_render(o, fo) : hf_layer_render(o, fo);
+  const bool hf = is_hf_model_folder(o.model.path);
   if (kind == "model") {
-    const ModelAsk a = model_ask(o);
+    const ModelAsk a = model_ask(o);  // checked before the files are read
+    if (hf) {
+      HfModelInput in = load_hf_model_input(o.model);
+      return model_render(o, fo, a, in);
+    }
     ModelInput in = load_model_input(o.model);
-    const GptConfig& c = in.model.config;
-    if (a.layer >= 0) check_head(c.n_layer, c.n_head, a.layer, a.head);
-    // Induction is measured where every row qualifies: on the repeated random probe.
-    if (a.pattern == HeadPattern::Induction) in.ids = figure::induction_probe(in.model, in.tokenizer);
-    GptTrace tr = gpt_forward(in.model, in.ids);
-    // Norm-weighted: the view reads each layer's weights, so they are replaced in the trace.
-    if (o.norm_weighted)
-      for (int l = 0; l < c.n_layer; ++l)
-        tr.layers[static_cast<std::size_t>(l)].weights = norm_weighted_attention(in.model, tr, l);
-    figure::ModelView mv = figure::gpt_model_view(in.model, tr, in.tokenizer, o.model.path, a.pattern);
-    if (o.norm_weighted) figure::make_norm_weighted(mv);
-    return model_figure(std::move(mv), a, o, fo);
+    return model_render(o, fo, a, in);
   }
+  if (hf) return hf_layer_render(o, fo);
   const auto [layer, head] = layer_ask(o);
   ModelInput in = load_model_input(o.model);
   check_head(in.model.config.n_layer, in.model.config.n_head, layer, head);

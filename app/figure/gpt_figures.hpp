@@ -53,6 +53,15 @@ ModelView gpt_model_view(const GptModel& m, const GptTrace& tr, const Tokenizer&
 // layers labelled and their windows hatched, the architecture named.
 ModelView hf_model_view(const HfModel& m, const HfTrace& tr, const Tokenizer& tok, const std::string& path,
                         std::optional<HeadPattern> pattern);
+// Either of the two by the model's kind (code written once for both).
+inline ModelView model_view_of(const GptModel& m, const GptTrace& tr, const Tokenizer& tok, const std::string& path,
+                               std::optional<HeadPattern> pattern) {
+  return gpt_model_view(m, tr, tok, path, pattern);
+}
+inline ModelView model_view_of(const HfModel& m, const HfTrace& tr, const Tokenizer& tok, const std::string& path,
+                               std::optional<HeadPattern> pattern) {
+  return hf_model_view(m, tr, tok, path, pattern);
+}
 
 // Layer `layer` of tr as the chapter-3 weight-split module with its LayerNorm output as X:
 // every head (grid) or head `head` alone. o.view, o.head, o.layer and o.model_caption are set

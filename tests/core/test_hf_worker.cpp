@@ -114,8 +114,8 @@ TEST(HfWorker, ResultIsHfForwardBitForBitWithTheConfigsFacts) {
     EXPECT_EQ(r->weights(l).data, direct.layers[static_cast<std::size_t>(l)].weights.data) << l;
     EXPECT_EQ(r->weights(l).shape, (std::vector<std::int64_t>{1, 4, 7, 7}));
   }
-  EXPECT_EQ(r->logits(6), direct.logits_last.data);
-  EXPECT_EQ(r->logits(2), hf_logits(m, direct, 2));
+  EXPECT_EQ(hf_logits(*r->loaded.hf, *r->hf_trace, 6), direct.logits_last.data);
+  EXPECT_EQ(hf_logits(*r->loaded.hf, *r->hf_trace, 2), hf_logits(m, direct, 2));
   // A second forward (the first still held here) and a third, which writes the first's buffers.
   const auto r2 = run(w, {5, 6});
   const std::vector<float> kept = r->weights(1).data;
@@ -144,7 +144,7 @@ TEST(HfWorker, AnEditComputesOnlyFromTheFirstChangedRow) {
   const HfTrace direct = hf_forward(m, ids);
   for (int l = 0; l < m.config.num_hidden_layers; ++l)
     EXPECT_EQ(r->weights(l).data, direct.layers[static_cast<std::size_t>(l)].weights.data) << l;
-  EXPECT_EQ(r->logits(7), direct.logits_last.data);
+  EXPECT_EQ(hf_logits(*r->loaded.hf, *r->hf_trace, 7), direct.logits_last.data);
 }
 
 TEST(HfWorker, GemmaSlidingLayersHaveTheirWindowInFactsAndMask) {

@@ -52,7 +52,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
 from export_for_mhaviz import save_safetensors  # noqa: E402
 from hf_reference import DecoderModel, apply_rope, load_hf_state, rope_tables  # noqa: E402
 import make_interventions as mi  # noqa: E402
-from make_interventions import ABLATIONS, CLEAN, CORRUPT, TARGET, VS, metric_diff, metric_logprob  # noqa: E402
+from make_interventions import ABLATIONS, CLEAN, CORRUPT, metric_diff, metric_logprob  # noqa: E402
 from make_modern_checkpoints import base, random_state, rounded, write_json, write_weights  # noqa: E402
 
 FIRST_CHANGED = next(i for i, (a, b) in enumerate(zip(CLEAN, CORRUPT)) if a != b)
@@ -218,10 +218,7 @@ def main():
     out = sys.argv[1]
     torch.set_num_threads(1)
     os.makedirs(out, exist_ok=True)
-    entries = [write(out, spec) for spec in CHECKPOINTS]
-    write_json(os.path.join(out, "manifest.json"),
-               {"checkpoints": entries, "clean": CLEAN, "corrupt": CORRUPT, "target": TARGET, "vs": VS,
-                "ablations": [{"heads": h, "mode": m} for h, m in ABLATIONS]})
+    mi.write_manifest(out, [write(out, spec) for spec in CHECKPOINTS])
     return 0
 
 

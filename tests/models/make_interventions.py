@@ -164,6 +164,13 @@ def write(out, spec):
     return {"name": spec["name"], "layout": spec["layout"], "attn_only": spec["attn_only"]}
 
 
+def write_manifest(out, entries):
+    """OUT/manifest.json: the checkpoints written and the cases every reference holds."""
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump({"checkpoints": entries, "clean": CLEAN, "corrupt": CORRUPT, "target": TARGET, "vs": VS,
+                   "ablations": [{"heads": h, "mode": m} for h, m in ABLATIONS]}, f, indent=1)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -171,10 +178,7 @@ def main():
     out = sys.argv[1]
     torch.set_num_threads(1)
     os.makedirs(out, exist_ok=True)
-    entries = [write(out, spec) for spec in CHECKPOINTS]
-    with open(os.path.join(out, "manifest.json"), "w") as f:
-        json.dump({"checkpoints": entries, "clean": CLEAN, "corrupt": CORRUPT, "target": TARGET, "vs": VS,
-                   "ablations": [{"heads": h, "mode": m} for h, m in ABLATIONS]}, f, indent=1)
+    write_manifest(out, [write(out, spec) for spec in CHECKPOINTS])
     return 0
 
 

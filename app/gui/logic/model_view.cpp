@@ -63,14 +63,6 @@ std::shared_ptr<const GptTrace>& ablated_of(const GptModel&, ModelViewData& d) {
 std::shared_ptr<const HfTrace>& ablated_of(const HfModel&, ModelViewData& d) { return d.hf_ablated; }
 const std::shared_ptr<const GptTrace>& ablated_of(const GptModel&, const ModelViewData& d) { return d.ablated; }
 const std::shared_ptr<const HfTrace>& ablated_of(const HfModel&, const ModelViewData& d) { return d.hf_ablated; }
-figure::ModelView view_of(const GptModel& m, const GptTrace& tr, const Tokenizer& tok, const std::string& path,
-                          std::optional<HeadPattern> pattern) {
-  return figure::gpt_model_view(m, tr, tok, path, pattern);
-}
-figure::ModelView view_of(const HfModel& m, const HfTrace& tr, const Tokenizer& tok, const std::string& path,
-                          std::optional<HeadPattern> pattern) {
-  return figure::hf_model_view(m, tr, tok, path, pattern);
-}
 
 // Mean over positions 0 .. T-2 of −log p(ids[i + 1]): the last layer's lens is the LM head on
 // every row, bit for bit the model's logits, in one product.
@@ -197,7 +189,7 @@ std::shared_ptr<const ModelViewData> derive_view(const Model& m, std::shared_ptr
   } else {
     std::optional<HeadPattern> pattern;
     if (key.pattern >= 0 && key.pattern < kHeadPatternCount) pattern = kHeadPatterns[key.pattern];
-    d->view = view_of(m, tr, tok, r->loaded.path.string(), pattern);
+    d->view = figure::model_view_of(m, tr, tok, r->loaded.path.string(), pattern);
     d->top = figure::model_top_heads(d->view);
     if (key.norm_weighted) {
       // The detector scores the weights; the thumbnails and the large head show α·‖f(x)‖.

@@ -3,7 +3,7 @@
 // result() only copy a few fields under a lock. The model is either kind the core reads: a
 // GPT-2-layout folder or the book's GPTModel (gpt.hpp), or a Qwen3, Qwen2, Llama or Gemma 3
 // folder (hf_model.hpp, is_hf_model_folder); a result answers the same questions for both
-// (ModelFacts, each layer's weights and mask, the logits at a position).
+// (ModelFacts, each layer's weights and mask, the ids; its trace for the rest).
 //
 // Results are published, never changed afterwards: result() hands out a shared_ptr to an
 // immutable snapshot. The worker computes into one of two traces and publishes it; the next
@@ -77,9 +77,8 @@ class GptWorker {
     // The same questions of either trace.
     const std::vector<int>& ids() const { return trace ? trace->ids : hf_trace->ids; }
     int tokens() const { return static_cast<int>(ids().size()); }
-    const Tensor& weights(int layer) const;    // (1, H, T, T) of a layer
-    AttentionMask mask(int layer) const;       // which keys that layer's queries saw
-    std::vector<float> logits(int pos) const;  // (V) the LM head at position pos (0 <= pos < T)
+    const Tensor& weights(int layer) const;  // (1, H, T, T) of a layer
+    AttentionMask mask(int layer) const;     // which keys that layer's queries saw
   };
   struct Status {
     bool loading = false;

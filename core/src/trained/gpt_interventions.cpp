@@ -129,9 +129,7 @@ namespace {
 // lens_logits into logits (resized to (T, V); a lens of every layer reuses its pages).
 void lens_into(const GptModel& m, const GptTrace& tr, int layer, std::vector<float>& logits) {
   const GptConfig& c = m.config;
-  if (layer < 0 || layer >= static_cast<int>(tr.layers.size()))
-    throw std::out_of_range("lens: layer " + std::to_string(layer) + " is not in [0, " +
-                            std::to_string(tr.layers.size()) + ")");
+  detail::check_layer(tr.layers.size(), layer, "lens");
   const int T = tr.tokens();
   std::vector<float> normed(static_cast<std::size_t>(T) * static_cast<std::size_t>(c.n_embd));
   detail::gpt_final_norm_rows(m, tr.layers[static_cast<std::size_t>(layer)].resid.ptr(), normed.data(), T);
@@ -156,9 +154,7 @@ LogitLens logit_lens(const GptModel& m, const GptTrace& tr, int k, int target) {
 
 Tensor norm_weighted_attention(const GptModel& m, const GptTrace& tr, int layer) {
   const GptConfig& c = m.config;
-  if (layer < 0 || layer >= static_cast<int>(tr.layers.size()))
-    throw std::out_of_range("norm-weighted: layer " + std::to_string(layer) + " is not in [0, " +
-                            std::to_string(tr.layers.size()) + ")");
+  detail::check_layer(tr.layers.size(), layer, "norm-weighted");
   const GptLayerTrace& L = tr.layers[static_cast<std::size_t>(layer)];
   return detail::norm_weighted_on(L.weights, L.v, gpt_linear_weight(m.blocks[static_cast<std::size_t>(layer)].proj),
                                   c.n_embd);

@@ -73,10 +73,6 @@ AttentionMask GptWorker::Result::mask(int layer) const {
   return trace ? trace->layers.at(l).mask : hf_trace->layers.at(l).mask;
 }
 
-std::vector<float> GptWorker::Result::logits(int pos) const {
-  return trace ? gpt_logits(*loaded.model, *trace, pos) : hf_logits(*loaded.hf, *hf_trace, pos);
-}
-
 GptWorker::GptWorker() : thread_([this] { run(); }) {}
 
 GptWorker::~GptWorker() {

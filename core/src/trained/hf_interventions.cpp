@@ -90,9 +90,7 @@ namespace {
 // lens_logits into logits (resized to (T, V); a lens of every layer reuses its pages).
 void lens_into(const HfModel& m, const HfTrace& tr, int layer, std::vector<float>& logits) {
   const HfConfig& c = m.config;
-  if (layer < 0 || layer >= static_cast<int>(tr.layers.size()))
-    throw std::out_of_range("lens: layer " + std::to_string(layer) + " is not in [0, " +
-                            std::to_string(tr.layers.size()) + ")");
+  detail::check_layer(tr.layers.size(), layer, "lens");
   const int T = tr.tokens();
   std::vector<float> normed(static_cast<std::size_t>(T) * static_cast<std::size_t>(c.hidden_size));
   detail::rms_norm(tr.layers[static_cast<std::size_t>(layer)].resid.ptr(), normed.data(), T, c.hidden_size,
@@ -118,9 +116,7 @@ LogitLens logit_lens(const HfModel& m, const HfTrace& tr, int k, int target) {
 
 Tensor norm_weighted_attention(const HfModel& m, const HfTrace& tr, int layer) {
   const HfConfig& c = m.config;
-  if (layer < 0 || layer >= static_cast<int>(tr.layers.size()))
-    throw std::out_of_range("norm-weighted: layer " + std::to_string(layer) + " is not in [0, " +
-                            std::to_string(tr.layers.size()) + ")");
+  detail::check_layer(tr.layers.size(), layer, "norm-weighted");
   const HfLayerTrace& L = tr.layers[static_cast<std::size_t>(layer)];
   return detail::norm_weighted_on(L.weights, L.v, detail::linear_weight(m.blocks[static_cast<std::size_t>(layer)].o),
                                   c.hidden_size);

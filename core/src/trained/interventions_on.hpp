@@ -57,6 +57,13 @@ void check_intervention_on(const InterventionShape& s, const Trace& base, const 
                                 " tokens, the patched one " + std::to_string(base.tokens()));
 }
 
+// Throws std::out_of_range "WHAT: layer L is not in [0, N)" unless 0 <= layer < layers.
+inline void check_layer(std::size_t layers, int layer, const char* what) {
+  if (layer < 0 || static_cast<std::size_t>(layer) >= layers)
+    throw std::out_of_range(std::string(what) + ": layer " + std::to_string(layer) + " is not in [0, " +
+                            std::to_string(layers) + ")");
+}
+
 // One head's context rows (T, hd) in a layer's (1, H, T, hd) tensor.
 inline float* head_rows(Tensor& t, int h) { return t.ptr() + static_cast<std::int64_t>(h) * t.shape[2] * t.shape[3]; }
 inline const float* head_rows(const Tensor& t, int h) {
