@@ -67,7 +67,9 @@ set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "${MHAVIZ_HOMEPAGE}")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # mhaviz_VERSION_amd64.deb
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)   # Depends: from dpkg-shlibdeps on the binary
 # The window needs an OpenGL 3.3 driver, which no library links: Mesa's (llvmpipe at least).
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libgl1-mesa-dri")
+# A font with Chinese, Japanese and Korean characters, which DejaVu has not (tokens of Qwen's
+# vocabulary, a text typed in those scripts); any installed font fontconfig offers serves.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libgl1-mesa-dri, fonts-noto-cjk | fonts-droid-fallback")
 set(CPACK_STRIP_FILES ON)
 # Files root-owned and world-readable whatever the builder's umask.
 set(CPACK_INSTALL_DEFAULT_DIRECTORY_PERMISSIONS

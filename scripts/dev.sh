@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   g++ cmake make pkg-config git python3 clang libclang-rt-14-dev
   libeigen3-dev nlohmann-json3-dev libcli11-dev libopenblas-dev libpcre2-dev libutf8proc-dev libgtest-dev
-  libimgui-dev libglfw3-dev libgl-dev libegl-dev libstb-dev fonts-dejavu-core
+  libimgui-dev libglfw3-dev libgl-dev libegl-dev libstb-dev libfontconfig-dev fonts-dejavu-core fonts-droid-fallback
   xvfb xauth xdotool x11-utils
 )
 

@@ -1,9 +1,12 @@
 // Text metrics and glyphs of the embedded DejaVu fonts (stb_truetype), shared by the
-// figure layout and the rasteriser so that what is measured is what is drawn.
+// figure layout and the rasteriser so that what is measured is what is drawn. A character
+// DejaVu has no glyph for (Chinese, Japanese, Thai, ...) is drawn from an installed font that
+// has one, as fontconfig finds it; the app's font atlas merges the same fonts.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +15,19 @@ namespace mhaviz::figure {
 
 // Next code point of UTF-8 text at i (advances i); U+FFFD for a broken sequence.
 std::uint32_t next_codepoint(std::string_view s, std::size_t& i);
+
+// A font file's bytes (alive as long as the process) and its face's number in a collection.
+struct FontFile {
+  std::string_view bytes;
+  int number = 0;
+  std::string path;
+};
+
+// Whether the embedded DejaVu (sans or mono) has a glyph for code point cp.
+bool embedded_has(std::uint32_t cp, bool mono);
+// The installed font the figures draw cp from where DejaVu has no glyph for it; nullopt where
+// DejaVu has one or no installed font does (DejaVu's missing-glyph box is drawn). Thread-safe.
+std::optional<FontFile> fallback_font(std::uint32_t cp, bool mono = false);
 
 float text_width(std::string_view s, float size, bool mono = false);
 float text_ascent(float size, bool mono = false);  // baseline below the top of the line

@@ -33,13 +33,6 @@ namespace {
 volatile std::sig_atomic_t g_terminate = 0;
 extern "C" void on_terminate_signal(int) { g_terminate = 1; }
 
-// Latin-1 plus the symbols the UI and the stage titles use (dashes, quotes, ‖ (a norm), ellipsis,
-// arrows, √, ∞, ᵀ, −, ≠ (the variants' comparison), and ␣: GPT-2's leading space made visible
-// in tokens).
-const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0391, 0x03C9, 0x1D40, 0x1D40, 0x2013, 0x201D, 0x2026,
-                                0x2026, 0x2190, 0x2193, 0x2212, 0x2212, 0x221A, 0x221A, 0x221E, 0x221E,
-                                0x2260, 0x2260, 0x2264, 0x2265, 0x2423, 0x2423, 0};
-
 constexpr int kWarmupFrames = 10;
 
 // [SECTION] Compute threads
@@ -59,16 +52,23 @@ void limit_compute_threads() {
 void build_fonts(AppState& s, bool recreate_texture) {
   ImGuiIO& io = ImGui::GetIO();
   io.Fonts->Clear();
-  ImFontConfig cfg;
-  cfg.FontDataOwnedByAtlas = false;  // the TTF lives in the binary's read-only data
-  cfg.OversampleH = 2;
   const float px = std::round(s.settings.font_size * s.settings.ui_scale);
-  const std::string_view sans = embedded_font("DejaVuSans.ttf");
-  const std::string_view mono = embedded_font("DejaVuSansMono.ttf");
-  void* sans_p = const_cast<char*>(sans.data());
-  void* mono_p = const_cast<char*>(mono.data());
-  s.ui.window.font_ui = io.Fonts->AddFontFromMemoryTTF(sans_p, static_cast<int>(sans.size()), px, &cfg, kGlyphRanges);
-  s.ui.window.font_mono = io.Fonts->AddFontFromMemoryTTF(mono_p, static_cast<int>(mono.size()), px, &cfg, kGlyphRanges);
+  // The ranges are read when the atlas is built: they live in the state until the next build.
+  WindowUi& w = s.ui.window;
+  w.glyph_plan = w.glyphs.plan();
+  const auto add = [&](std::string_view bytes, int number, const GlyphRanges& ranges, bool merge) {
+    ImFontConfig cfg;
+    cfg.FontDataOwnedByAtlas = false;  // embedded in the binary, or kept by figure::fallback_font
+    cfg.OversampleH = 2;
+    cfg.FontNo = number;
+    cfg.MergeMode = merge;
+    return io.Fonts->AddFontFromMemoryTTF(const_cast<char*>(bytes.data()), static_cast<int>(bytes.size()), px, &cfg,
+                                          ranges.data());
+  };
+  w.font_ui = add(embedded_font("DejaVuSans.ttf"), 0, w.glyph_plan.sans, false);
+  for (const GlyphPlan::Merged& m : w.glyph_plan.sans_fallbacks) add(m.file.bytes, m.file.number, m.ranges, true);
+  w.font_mono = add(embedded_font("DejaVuSansMono.ttf"), 0, w.glyph_plan.mono, false);
+  for (const GlyphPlan::Merged& m : w.glyph_plan.mono_fallbacks) add(m.file.bytes, m.file.number, m.ranges, true);
   io.Fonts->Build();
   if (recreate_texture) {
     ImGui_ImplOpenGL3_DestroyFontsTexture();
@@ -152,7 +152,11 @@ void on_key(GLFWwindow* w, int key, int, int action, int) {
   // Repeats change nothing: ImGui repeats a held key itself.
   if (action != GLFW_REPEAT) noted(w).key(key, action == GLFW_PRESS, glfwGetTime());
 }
-void on_char(GLFWwindow* w, unsigned int c) { noted(w).character(c, glfwGetTime()); }
+// A character beyond U+FFFF as its alias, which ImGui's 16-bit fields keep (wide_chars.hpp).
+void on_char(GLFWwindow* w, unsigned int c) {
+  InputQueue& q = noted(w);
+  q.character(static_cast<Loop*>(glfwGetWindowUserPointer(w))->s->ui.window.wide.alias(c), glfwGetTime());
+}
 void on_scroll(GLFWwindow* w, double dx, double dy) {
   noted(w).scroll(static_cast<float>(dx), static_cast<float>(dy), glfwGetTime());
 }
@@ -534,6 +538,18 @@ int init_window(AppState& s, Loop& L) {
   io.IniFilename = nullptr;  // no imgui.ini in the working directory; settings.json holds ours
   io.LogFilename = nullptr;
   ImGui_ImplGlfw_InitForOpenGL(s.window, false);
+  // Pasted text with its characters beyond U+FFFF as aliases, copied text with them again.
+  io.ClipboardUserData = &s;
+  io.GetClipboardTextFn = [](void* user) -> const char* {
+    auto& st = *static_cast<AppState*>(user);
+    const char* text = glfwGetClipboardString(st.window);
+    st.ui.window.clipboard = st.ui.window.wide.to_field(text != nullptr ? text : "");
+    return st.ui.window.clipboard.c_str();
+  };
+  io.SetClipboardTextFn = [](void* user, const char* text) {
+    auto& st = *static_cast<AppState*>(user);
+    glfwSetClipboardString(st.window, st.ui.window.wide.from_field(text).c_str());
+  };
   ImGui_ImplOpenGL3_Init("#version 330 core");
   build_fonts(s, false);
   apply_style(s);
@@ -568,12 +584,34 @@ double wall_clock() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// What a frame may draw that the user or a model made: the typed texts, the tokens, the
+// next-token rows, paths, the status line (figures note their own text as they draw it,
+// canvas.cpp). A character new to the atlas builds it again before the frame.
+void note_frame_glyphs(AppState& s) {
+  for (const std::string& t : s.doc.session.tokens) want_glyphs(s, t);
+  const ModelUi& m = s.gpt;
+  for (const std::string* t : std::initializer_list<const std::string*>{
+           &s.ui.edit.token_text, &s.doc.path, &m.text, &m.path, &m.corrupt_text, &m.sweep_target, &m.sweep_vs,
+           &m.lens_token, &m.open_edit, &m.error, &m.tokens.error, &s.ui.dialog.path, &s.ui.dialog.error,
+           &s.ui.dialog.browse_dir, &s.ui.status.text, &s.ui.capture.dir_edit, &s.train.text_path,
+           &s.train.tokenizer_dir})
+    want_glyphs(s, *t);
+  for (const FileRow& r : s.ui.dialog.browse_rows) want_glyphs(s, r.label);
+  for (const std::string& t : m.tokens.tokens) want_glyphs(s, t);
+  if (m.view) {
+    for (const std::string& t : m.view->token_strings) want_glyphs(s, t);
+    for (const NextRow& r : m.view->next) want_glyphs(s, r.token);
+  }
+}
+
 // Events: poll while busy or measuring, otherwise sleep until input. False: leave the loop.
 bool handle_events(AppState& s, Loop& L) {
   const double now = glfwGetTime();
+  note_frame_glyphs(s);  // what the last frame received (a model's view) is drawn with its glyphs
+  // fonts_dirty: a character the frame drew without a glyph is drawn again once it has one.
   const bool busy = L.measuring || s.opts.exit_after_frames > 0 || now - s.last_event_time < 1.0 ||
-                    s.compute.model_dirty || s.compute.input_dirty || s.frame < 5 || model_busy(s) || train_busy(s) ||
-                    L.input.pending() > 0;
+                    s.ui.window.fonts_dirty || s.compute.model_dirty || s.compute.input_dirty || s.frame < 5 ||
+                    model_busy(s) || train_busy(s) || L.input.pending() > 0;
   if (busy) {
     s.hooks.live.polled_at = wall_clock();
     glfwPollEvents();
@@ -616,6 +654,7 @@ void present_and_refresh(AppState& s, Loop& L) {
   }
   L.swap_pending = false;
   refresh(s);
+  note_frame_glyphs(s);
   if (s.ui.window.fonts_dirty) build_fonts(s, true);
   if (s.ui.window.style_dirty) apply_style(s);
   // The model view names its model; the lesson and the walkthrough, the document.

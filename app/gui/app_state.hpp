@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "canvas.hpp"
@@ -14,6 +15,7 @@
 #include "figure/sidecar.hpp"
 #include "figure/walk_figure.hpp"
 #include "file_list.hpp"
+#include "glyph_set.hpp"
 #include "gui.hpp"
 #include "history.hpp"
 #include "kv_state.hpp"
@@ -23,6 +25,7 @@
 #include "model_state.hpp"
 #include "train_state.hpp"
 #include "walkthrough.hpp"
+#include "wide_chars.hpp"
 
 struct GLFWwindow;
 struct ImFont;
@@ -218,6 +221,10 @@ struct WindowUi {
   bool style_dirty = true;
   ImFont* font_ui = nullptr;
   ImFont* font_mono = nullptr;
+  GlyphSet glyphs;        // what the atlas holds and what it must hold next (want_glyphs)
+  GlyphPlan glyph_plan;   // the last build's ranges, which ImGui reads while the fonts live
+  WideChars wide;         // aliases of characters beyond U+FFFF in text fields (text_fields.hpp)
+  std::string clipboard;  // the clipboard's text as a field takes it (aliased)
 };
 
 struct CaptureUi {
@@ -357,6 +364,11 @@ std::string short_token(const std::string& t);             // at most 24 bytes a
 std::vector<int> valid_head_counts(const ModelConfig& c);  // num_heads choices for the variant
 int nearest_valid_heads(const ModelConfig& c, int wanted);
 void notify(AppState& s, std::string message, bool error = false);
+// Before drawing a text the user or a model made: its characters the font atlas lacks are
+// built into it before the next frame (GlyphSet).
+inline void want_glyphs(AppState& s, std::string_view text) {
+  if (s.ui.window.glyphs.note(text)) s.ui.window.fonts_dirty = true;
+}
 
 // [SECTION] Panels (one file each)
 void draw_menu_bar(AppState& s);  // panel_menu.cpp

@@ -19,6 +19,7 @@ ImU32 col(figure::Color c) { return IM_COL32(c.r, c.g, c.b, c.a); }
 // Text with its baseline start at the anchor, as the CPU figures place it: the top of the
 // line is the baseline minus the font's ascent at that size (the same DejaVu metrics).
 void draw_text(AppState& s, ImDrawList* dl, const figure::Prim& p, ImVec2 o) {
+  want_glyphs(s, p.text);
   ImFont* font = p.mono && s.ui.window.font_mono ? s.ui.window.font_mono : ImGui::GetFont();
   const float w = figure::text_width(p.text, p.size, p.mono);
   const float shift = p.align == 1 ? w * 0.5f : p.align == 2 ? w : 0.0f;

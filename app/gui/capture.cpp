@@ -6,6 +6,7 @@
 #include <imgui.h>
 #include <stb_image_write.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -14,6 +15,7 @@
 #include "app_state.hpp"
 #include "figure/figure.hpp"
 #include "figure/sidecar.hpp"
+#include "figure/text.hpp"
 
 namespace mhaviz::gui {
 namespace {
@@ -419,6 +421,28 @@ const std::string& session_json(AppState& s) {
 }
 
 // Everything a test waits on or checks, but the session: the test hooks and the app's state.
+// Code points of the session's tokens, the model's text and its next tokens that the atlas's faces have no glyph
+// for (drawn as '?'), beyond ImGui's 16 bits aside; and the installed fonts merged into them.
+nlohmann::json glyphs_json(const AppState& s) {
+  std::vector<std::uint32_t> lacking;
+  const auto check = [&](const std::string& text) {
+    for (std::size_t i = 0; i < text.size();) {
+      const std::uint32_t cp = figure::next_codepoint(text, i);
+      for (const ImFont* f : {s.ui.window.font_ui, s.ui.window.font_mono})
+        if (f != nullptr && cp >= 0x20 && cp <= 0xFFFF && f->FindGlyphNoFallback(static_cast<ImWchar>(cp)) == nullptr &&
+            std::find(lacking.begin(), lacking.end(), cp) == lacking.end())
+          lacking.push_back(cp);
+    }
+  };
+  for (const std::string& t : s.doc.session.tokens) check(t);
+  check(s.gpt.text);
+  if (s.gpt.view)
+    for (const NextRow& r : s.gpt.view->next) check(r.token);
+  nlohmann::json fonts = nlohmann::json::array();
+  for (const GlyphPlan::Merged& m : s.ui.window.glyph_plan.sans_fallbacks) fonts.push_back(m.file.path);
+  return {{"lacking", lacking}, {"merged_fonts", fonts}, {"noted", s.ui.window.glyphs.noted().size()}};
+}
+
 nlohmann::json state_json(AppState& s) {
   const Trace& t = s.compute.trace;
   const Introspection::Live& live = s.hooks.live;
@@ -458,6 +482,7 @@ nlohmann::json state_json(AppState& s) {
       {"forwards", s.compute.generation},
       {"texture_uploads", s.renderer.uploads_total},
       {"status", s.ui.status.text},
+      {"glyphs", glyphs_json(s)},
       {"dialog", static_cast<int>(s.ui.dialog.kind)},
       {"title", shown_title(s)},              // the menu bar's right side and the window's title
       {"menu_title", s.ui.drawn.menu_title},  // as the last frame drew it

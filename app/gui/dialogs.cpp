@@ -10,6 +10,7 @@
 
 #include "app_state.hpp"
 #include "file_list.hpp"
+#include "text_fields.hpp"
 
 namespace mhaviz::gui {
 namespace {
@@ -76,7 +77,9 @@ std::string resolve_path(const AppState& s, const std::string& typed, bool open)
 
 void start_browsing(AppState& s) {
   std::error_code ec;
-  const std::string from = !s.doc.path.empty() ? s.doc.path : !s.settings.recent.empty() ? s.settings.recent.front() : "";
+  const std::string from = !s.doc.path.empty()          ? s.doc.path
+                           : !s.settings.recent.empty() ? s.settings.recent.front()
+                                                        : "";
   const fs::path dir = from.empty() ? fs::current_path(ec) : fs::absolute(from, ec).parent_path();
   s.ui.dialog.browse_dir = dir.string();
   s.ui.dialog.browse_listed.clear();
@@ -90,9 +93,9 @@ void path_dialog(AppState& s, bool open) {
   ImGui::SetNextItemWidth(fh * 34.0f);
   if (ui.dialog.just_opened || ui.dialog.refocus) ImGui::SetKeyboardFocusHere();
   ui.dialog.refocus = false;
-  const bool enter = ImGui::InputText("##path", &ui.dialog.path,
-                                      ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CallbackHistory,
-                                      browse_keys, &s);
+  const bool enter =
+      input_text(s, "##path", ui.dialog.path,
+                 ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CallbackHistory, browse_keys, &s);
   record_widget(s, "dialog_path");
   if (!ui.dialog.error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, kErrorText);
@@ -109,7 +112,9 @@ void path_dialog(AppState& s, bool open) {
   const std::size_t recent = open ? s.settings.recent.size() : 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (i == 0 && recent > 0) ImGui::TextDisabled("Recent");
-    if (i == recent) ImGui::TextDisabled("In this folder%s", ui.dialog.browse_error.empty() ? "" : (": " + ui.dialog.browse_error).c_str());
+    if (i == recent)
+      ImGui::TextDisabled("In this folder%s",
+                          ui.dialog.browse_error.empty() ? "" : (": " + ui.dialog.browse_error).c_str());
     const bool selected = static_cast<int>(i) == ui.dialog.browse_sel;
     if (selected && ui.dialog.browse_scroll) ImGui::SetScrollHereY();
     ImGui::PushID(static_cast<int>(i));
@@ -121,7 +126,8 @@ void path_dialog(AppState& s, bool open) {
     ImGui::PopID();
     s.hooks.browse_rows.push_back(rows[i].label);
   }
-  ui.dialog.browse_scroll = ImGui::IsKeyDown(ImGui::GetKeyIndex(ImGuiKey_UpArrow)) || ImGui::IsKeyDown(ImGui::GetKeyIndex(ImGuiKey_DownArrow));
+  ui.dialog.browse_scroll = ImGui::IsKeyDown(ImGui::GetKeyIndex(ImGuiKey_UpArrow)) ||
+                            ImGui::IsKeyDown(ImGui::GetKeyIndex(ImGuiKey_DownArrow));
   ImGui::EndChild();
   const bool ok = ImGui::Button(open ? "Open" : "Save") || enter || !chosen.empty();
   record_widget(s, "dialog_ok");
@@ -204,12 +210,8 @@ void draw_dialogs(AppState& s) {
   }
   const Dialog d = s.ui.dialog.kind;
   switch (d) {
-    case Dialog::Open:
-      path_dialog(s, true);
-      break;
-    case Dialog::SaveAs:
-      path_dialog(s, false);
-      break;
+    case Dialog::Open: path_dialog(s, true); break;
+    case Dialog::SaveAs: path_dialog(s, false); break;
     case Dialog::ConfirmQuit: {
       ImGui::TextUnformatted("The session has changes that are not saved to a file.");
       ImGui::TextDisabled("(It is autosaved and restored next time either way.)");
@@ -249,11 +251,8 @@ void draw_dialogs(AppState& s) {
       if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) close_dialog(s);
       break;
     }
-    case Dialog::Recover:
-      recover_dialog(s);
-      break;
-    case Dialog::None:
-      break;
+    case Dialog::Recover: recover_dialog(s); break;
+    case Dialog::None: break;
   }
   if (s.ui.dialog.kind == d) s.ui.dialog.just_opened = false;
   ImGui::EndPopup();

@@ -4,6 +4,7 @@ imgui.ini in the working directory, and quitting with unsaved changes asks.
 
 usage (under xvfb-run): test_gui_sessions.py PATH/TO/mhaviz TESTS_DATA_DIR
 """
+import json
 import os
 import shutil
 import sys
@@ -202,5 +203,37 @@ try:
     g.check(proc.poll() == 0, "[quit] without changes Ctrl+Q quits at once")
 finally:
     g.stop(proc)
+
+# [9] Tokens in other scripts: Russian, Polish, Chinese, an emoji. The screen drew every
+# character outside Latin-1 as '?' (the atlas held Latin-1 and a few symbols); now the atlas
+# gets each character as it is about to be drawn, from DejaVu or from the installed font the
+# captures draw it with. ImGui's fields hold 16-bit characters: editing the tokens field turned
+# the emoji token into U+FFFD and left a NUL at the end of the text ("ab\0"); the fields now hold
+# such characters as aliases, so typing keeps the emoji (typed and pasted ones take the same
+# aliases: app_tests WideChars.*; xdotool cannot type them here, its spare key's new symbol
+# reaches the app after the key).
+intl = os.path.join(tmp, "intl.json")
+doc = g.read_json(ref)
+emoji = "\U0001F600"
+doc["tokens"] = ["\u041f\u0440\u0438\u0432\u0435\u0442", "\u0141\u00f3d\u017a", "\u65e5\u672c\u8a9e", emoji,
+                 "\u00fcn\u00efc\u00f6d\u00e9", "step"][:len(doc["tokens"])]
+with open(intl, "w", encoding="utf-8") as f:
+    json.dump(doc, f, ensure_ascii=False)
+layout, state = os.path.join(tmp, "l10.json"), os.path.join(tmp, "s10.json")
+proc = g.start(["gui", intl, "--no-restore"] + common(layout, state))
+try:
+    g.wait_for_layout(layout, ["tokens"], proc=proc)
+    j = g.wait_state(state, "the session's characters in the atlas", lambda j: j["glyphs"]["lacking"] == [], proc)
+    g.check(j["glyphs"]["merged_fonts"] != [], "[scripts] a font for the Chinese characters merged into the atlas: %s" %
+            j["glyphs"])
+    g.focus_window()
+    type_tokens(layout, " ab")
+    j = g.wait_state(state, "the typed token", lambda j: j["session"]["tokens"][-1:] == ["ab"], proc)
+    g.check(j["session"]["tokens"] == doc["tokens"] + ["ab"],
+            "[scripts] typing into the field keeps every token, the emoji too, and adds no NUL: %s" %
+            j["session"]["tokens"])
+finally:
+    rc, out, err = g.stop(proc)
+g.check(rc == 0, "[scripts] app exits 0 (%s)" % err.strip()[-300:])
 
 g.finish()

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "app_state.hpp"
+#include "text_fields.hpp"
 
 namespace mhaviz::gui {
 
@@ -56,7 +57,7 @@ int take_typed_text(ImGuiInputTextCallbackData* data) {
   s.ui.keys.focus_tokens = false;
   return 0;
 }
-}
+}  // namespace
 
 void draw_tokens(AppState& s) {
   Session& ses = s.doc.session;
@@ -65,8 +66,8 @@ void draw_tokens(AppState& s) {
   ImGui::TextDisabled("Tokens, separated by spaces (T = %d)", ses.num_tokens());
   ImGui::SetNextItemWidth(-1.0f);
   if (s.ui.keys.focus_tokens && !ImGui::IsAnyItemActive()) ImGui::SetKeyboardFocusHere();
-  if (ImGui::InputTextMultiline("##tokens", &s.ui.edit.token_text, ImVec2(-1.0f, ImGui::GetTextLineHeight() * 3.2f),
-                                ImGuiInputTextFlags_CallbackAlways, take_typed_text, &s)) {
+  if (input_text_multiline(s, "##tokens", s.ui.edit.token_text, ImVec2(-1.0f, ImGui::GetTextLineHeight() * 3.2f),
+                           ImGuiInputTextFlags_CallbackAlways, take_typed_text, &s)) {
     apply_token_text(s, s.ui.edit.token_text);
   }
   record_widget(s, "tokens");
@@ -107,7 +108,8 @@ void draw_tokens(AppState& s) {
   if (d_in > window) {
     ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 7.0f);
     const std::string fmt = "x" + std::to_string(first) + " to x" + std::to_string(first + window - 1);
-    ImGui::SliderInt("columns shown", &s.ui.edit.first_column, 0, d_in - window, fmt.c_str(), ImGuiSliderFlags_AlwaysClamp);
+    ImGui::SliderInt("columns shown", &s.ui.edit.first_column, 0, d_in - window, fmt.c_str(),
+                     ImGuiSliderFlags_AlwaysClamp);
   }
   draw_refusal(s, "table");
   const ImGuiTableFlags flags = ImGuiTableFlags_ScrollX | ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
@@ -139,9 +141,15 @@ void draw_tokens(AppState& s) {
       ImGui::TableSetColumnIndex(1);
       token_cell(s, ses.tokens[static_cast<std::size_t>(i)], token_w, i);
       ImGui::TableSetColumnIndex(2);
-      if (ImGui::ArrowButton("up", ImGuiDir_Up)) { move_from = i; move_to = i - 1; }
+      if (ImGui::ArrowButton("up", ImGuiDir_Up)) {
+        move_from = i;
+        move_to = i - 1;
+      }
       ImGui::SameLine(0, 2);
-      if (ImGui::ArrowButton("down", ImGuiDir_Down)) { move_from = i; move_to = i + 1; }
+      if (ImGui::ArrowButton("down", ImGuiDir_Down)) {
+        move_from = i;
+        move_to = i + 1;
+      }
       if (i == 0) record_widget(s, "token0_down");
       ImGui::SameLine(0, 2);
       if (ImGui::SmallButton("x")) remove = i;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "app_state.hpp"
+#include "text_fields.hpp"
 
 namespace mhaviz::gui {
 
@@ -87,7 +88,7 @@ void draw_text(AppState& s, const GptWorker::Status& st) {
   ModelUi& m = s.gpt;
   ImGui::TextDisabled("Text (tokenized as you type)");
   ImGui::SetNextItemWidth(-1.0f);
-  if (ImGui::InputTextMultiline("##model_text", &m.text, ImVec2(-1.0f, ImGui::GetTextLineHeight() * 3.2f)))
+  if (input_text_multiline(s, "##model_text", m.text, ImVec2(-1.0f, ImGui::GetTextLineHeight() * 3.2f)))
     set_model_text(s, m.text);
   record_widget(s, "model_text");
   const auto loaded = m.worker ? m.worker->loaded() : std::nullopt;
@@ -164,7 +165,7 @@ std::string change_text(float dp) {
 void text_field(AppState& s, std::string& value, float width, const char* hint, const char* widget,
                 const char* tooltip) {
   ImGui::SetNextItemWidth(width);
-  ImGui::InputTextWithHint((std::string("##") + widget).c_str(), hint, &value);
+  input_text_with_hint(s, (std::string("##") + widget).c_str(), hint, value);
   record_widget(s, widget);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tooltip);
 }
@@ -391,7 +392,7 @@ void draw_model_open_dialog(AppState& s) {
   ImGui::TextUnformatted("A model folder, or its .safetensors file:");
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 30.0f);
   if (m.open_dialog_just_opened) ImGui::SetKeyboardFocusHere();
-  const bool enter = ImGui::InputText("##model_path", &m.open_edit, ImGuiInputTextFlags_EnterReturnsTrue);
+  const bool enter = input_text(s, "##model_path", m.open_edit, ImGuiInputTextFlags_EnterReturnsTrue);
   record_widget(s, "model_path");
   bool open_now = false;
   if (!s.settings.recent_models.empty()) {

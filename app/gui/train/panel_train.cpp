@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "app_state.hpp"
+#include "text_fields.hpp"
 
 namespace mhaviz::gui {
 namespace fs = std::filesystem;
@@ -172,7 +173,7 @@ namespace {
 void text_controls(AppState& s) {
   TrainUi& t = s.train;
   ImGui::SetNextItemWidth(-1.0f);
-  ImGui::InputTextWithHint("##train_text", "a text file (path)", &t.text_path);
+  input_text_with_hint(s, "##train_text", "a text file (path)", t.text_path);
   record_widget(s, "train_text");
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("A UTF-8 text, e.g. a short story: the model learns to continue it (mhaviz train --task text)");
@@ -197,7 +198,7 @@ void text_controls(AppState& s) {
     ImGui::SetTooltip("%s", have ? "GPT-2's tokenizer from the folder below (a vocabulary of 50,257: a larger model)"
                                  : "Needs a folder with GPT-2's vocab.json and merges.txt (or tokenizer.json) below");
   ImGui::SetNextItemWidth(-1.0f);
-  ImGui::InputTextWithHint("##train_tokenizer", "GPT-2 tokenizer folder", &t.tokenizer_dir);
+  input_text_with_hint(s, "##train_tokenizer", "GPT-2 tokenizer folder", t.tokenizer_dir);
   record_widget(s, "train_tokenizer");
   // Checked again only when what it depends on changed (it reads and tokenizes the file).
   const std::string key =

@@ -27,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+#include "mhaviz/utf8.hpp"
+
 namespace mhaviz::tok {
 
 // Throws LoadError "source: problem" on one line (at most 400 characters).
@@ -35,7 +37,7 @@ namespace mhaviz::tok {
 // [SECTION] UTF-8 and GPT-2's byte map
 // Decodes one UTF-8 character at s[i]; returns its length (0: not a valid character there).
 int utf8_char(std::string_view s, std::size_t i, std::uint32_t& cp);
-void append_utf8(std::string& out, std::uint32_t cp);
+using mhaviz::append_utf8;
 // GPT-2's bytes_to_unicode: byte -> its printable code point as UTF-8 ("Ġ" for the space).
 const std::array<std::string, 256>& byte_chars();
 // A byte-level token ("Ġworld") back to its raw bytes; nullopt when a character is not one
