@@ -221,10 +221,11 @@ struct WindowUi {
   bool style_dirty = true;
   ImFont* font_ui = nullptr;
   ImFont* font_mono = nullptr;
-  GlyphSet glyphs;        // what the atlas holds and what it must hold next (want_glyphs)
-  GlyphPlan glyph_plan;   // the last build's ranges, which ImGui reads while the fonts live
-  WideChars wide;         // aliases of characters beyond U+FFFF in text fields (text_fields.hpp)
-  std::string clipboard;  // the clipboard's text as a field takes it (aliased)
+  GlyphSet glyphs;                // what the atlas holds and what it must hold next (want_glyphs)
+  GlyphPlan glyph_plan;           // the last build's ranges, which ImGui reads while the fonts live
+  WideChars wide;                 // aliases of characters beyond U+FFFF in text fields (text_fields.hpp)
+  std::size_t aliases_built = 0;  // how many of them the atlas draws
+  std::string clipboard;          // the clipboard's text as a field takes it (aliased)
 };
 
 struct CaptureUi {

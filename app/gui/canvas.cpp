@@ -20,19 +20,21 @@ ImU32 col(figure::Color c) { return IM_COL32(c.r, c.g, c.b, c.a); }
 // line is the baseline minus the font's ascent at that size (the same DejaVu metrics).
 void draw_text(AppState& s, ImDrawList* dl, const figure::Prim& p, ImVec2 o) {
   want_glyphs(s, p.text);
+  // Characters beyond U+FFFF as the atlas's glyphs of their aliases (wide_chars.hpp).
+  const std::string shown = s.ui.window.wide.to_field(p.text);
   ImFont* font = p.mono && s.ui.window.font_mono ? s.ui.window.font_mono : ImGui::GetFont();
   const float w = figure::text_width(p.text, p.size, p.mono);
   const float shift = p.align == 1 ? w * 0.5f : p.align == 2 ? w : 0.0f;
   const float asc = figure::text_ascent(p.size, p.mono);
   const ImVec2 anchor(o.x + p.x0, o.y + p.y0);
   if (!p.vertical) {
-    dl->AddText(font, p.size, ImVec2(anchor.x - shift, anchor.y - asc), col(p.color), p.text.c_str());
+    dl->AddText(font, p.size, ImVec2(anchor.x - shift, anchor.y - asc), col(p.color), shown.c_str());
     return;
   }
   // Reading bottom to top: laid out horizontally from the anchor, then turned -90 degrees
   // about it, (dx, dy) -> (dy, -dx).
   const int start = dl->VtxBuffer.Size;
-  dl->AddText(font, p.size, ImVec2(anchor.x - shift, anchor.y - asc), col(p.color), p.text.c_str());
+  dl->AddText(font, p.size, ImVec2(anchor.x - shift, anchor.y - asc), col(p.color), shown.c_str());
   for (int i = start; i < dl->VtxBuffer.Size; ++i) {
     ImDrawVert& v = dl->VtxBuffer[i];
     const float dx = v.pos.x - anchor.x, dy = v.pos.y - anchor.y;

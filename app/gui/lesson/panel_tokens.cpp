@@ -32,13 +32,14 @@ std::string elide(const std::string& text, float width) {
 // A token in at most `width` pixels: cut at a whole UTF-8 character with an ellipsis, the
 // full text in a tooltip.
 void token_cell(AppState& s, const std::string& t, float width, int row) {
-  const std::string shown = elide(t, width);
+  WideChars& wide = s.ui.window.wide;  // an emoji as the atlas draws it (wide_chars.hpp)
+  const std::string full = wide.to_field(t), shown = elide(full, width);
   ImGui::TextUnformatted(shown.c_str());
-  if (row < 8) s.hooks.token_cells.push_back(shown);
-  if (shown != t && ImGui::IsItemHovered()) {
+  if (row < 8) s.hooks.token_cells.push_back(wide.from_field(shown));
+  if (shown != full && ImGui::IsItemHovered()) {
     ImGui::BeginTooltip();
     ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30.0f);
-    ImGui::TextUnformatted(t.c_str());
+    ImGui::TextUnformatted(full.c_str());
     ImGui::PopTextWrapPos();
     ImGui::EndTooltip();
   }

@@ -5,6 +5,8 @@
 // noncharacters U+FDD0..U+FDEF (never assigned, meant for a program's internal use), and the
 // text read back from the field has the character again. Typed and pasted characters take the
 // same aliases (the app's key and clipboard callbacks), so an emoji can be typed into a token.
+// The font atlas draws each alias as the character it stands for (rasterised as the figures draw
+// it), so the fields, the token lists and the figures on screen show it as a capture does.
 // Past 32 distinct such characters a field shows U+FFFD, as before.
 #pragma once
 
@@ -26,6 +28,8 @@ class WideChars {
   std::string to_field(std::string_view text);
   // A field's text back: aliases as the characters they stand for, and no NULs.
   std::string from_field(std::string_view field) const;
+  // The characters aliased so far: chars()[i] is U+FDD0 + i (the atlas draws them there).
+  const std::vector<std::uint32_t>& chars() const { return wide_; }
 
  private:
   std::vector<std::uint32_t> wide_;  // wide_[i]'s alias is U+FDD0 + i

@@ -135,7 +135,9 @@ void draw_text(AppState& s, const GptWorker::Status& st) {
                 (loaded->facts.context < (1 << 30) ? " (" + context_text(loaded->facts).substr(2) + ")" : "").c_str());
     // Chips: each token in a frame, the leading space shown as a visible mark.
     const std::size_t shown = std::min<std::size_t>(m.tokens.tokens.size(), 200);
-    flow_chips({m.tokens.tokens.begin(), m.tokens.tokens.begin() + static_cast<std::ptrdiff_t>(shown)});
+    std::vector<std::string> chips;  // an emoji as the atlas draws it (wide_chars.hpp)
+    for (std::size_t i = 0; i < shown; ++i) chips.push_back(s.ui.window.wide.to_field(m.tokens.tokens[i]));
+    flow_chips(chips);
     if (shown < m.tokens.tokens.size()) ImGui::TextDisabled("... %zu more", m.tokens.tokens.size() - shown);
   }
   error_line(m.tokens.error.empty() ? m.error : m.tokens.error);
@@ -311,7 +313,7 @@ void draw_next_token(AppState& s) {
   record_widget(s, "model_position");
   ImGui::SameLine();
   ImGui::TextDisabled("after \xE2\x80\x9C%s\xE2\x80\x9D",
-                      v.token_strings[static_cast<std::size_t>(v.position)].c_str());
+                      s.ui.window.wide.to_field(v.token_strings[static_cast<std::size_t>(v.position)]).c_str());
   if (ImGui::BeginTable("next", 2)) {
     ImGui::TableSetupColumn("token", ImGuiTableColumnFlags_WidthFixed, ImGui::GetFontSize() * 6.0f);
     ImGui::TableSetupColumn("p", ImGuiTableColumnFlags_WidthStretch);
@@ -319,7 +321,7 @@ void draw_next_token(AppState& s) {
       const NextRow& r = v.next[i];
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(r.token.c_str());
+      ImGui::TextUnformatted(s.ui.window.wide.to_field(r.token).c_str());
       ImGui::TableNextColumn();
       // With heads ablated, the change from the clean run in percentage points beside.
       const std::string shown =
