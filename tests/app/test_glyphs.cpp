@@ -140,6 +140,9 @@ TEST(WideChars, AFieldHoldsCharactersBeyondU_FFFFAsAliasesAndGivesThemBack) {
   EXPECT_EQ(w.from_field(plain), plain);
   // An alias no character has yet is left as it is.
   EXPECT_EQ(w.from_field("\xEF\xB7\xAF"), "\xEF\xB7\xAF");
+  // shown() uses the aliases there are and takes no new one (a tooltip's text).
+  EXPECT_EQ(w.shown("\xF0\x9F\x98\x80 \xF0\x9F\x8C\x8D"), "\xEF\xB7\x90 \xF0\x9F\x8C\x8D");  // 😀 🌍
+  EXPECT_EQ(w.chars().size(), 3u);
 }
 
 TEST(WideChars, PastThirtyTwoDistinctCharactersAFieldShowsTheReplacementCharacter) {

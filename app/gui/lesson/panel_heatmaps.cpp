@@ -25,8 +25,9 @@ void cell_tooltip(const AppState& s, int head, int i, int j) {
   const bool masked = tr.masked(i, j);
   ImGui::BeginTooltip();
   ImGui::Text("Head %d, batch %d", head, b);
-  ImGui::Text("Query (row %d): %s", i, tokens[static_cast<std::size_t>(i)].c_str());
-  ImGui::Text("Key (column %d): %s", j, tokens[static_cast<std::size_t>(j)].c_str());
+  const WideChars& wide = s.ui.window.wide;  // an emoji as the atlas draws it
+  ImGui::Text("Query (row %d): %s", i, wide.shown(tokens[static_cast<std::size_t>(i)]).c_str());
+  ImGui::Text("Key (column %d): %s", j, wide.shown(tokens[static_cast<std::size_t>(j)]).c_str());
   ImGui::Separator();
   ImGui::Text("Raw score q\xC2\xB7k:    %.4f", static_cast<double>(tr.stage_value(Stage::Scores, b, head, i, j)));
   if (masked && tr.hidden_by(i, j) == MaskRule::Window) {
@@ -55,8 +56,10 @@ void cell_tooltip(const AppState& s, int head, int i, int j) {
     sum += static_cast<double>(tr.stage_value(Stage::Weights, b, head, i, k));
     sum_d += static_cast<double>(tr.stage_value(Stage::Dropped, b, head, i, k));
   }
-  if (tr.dropout_applied()) ImGui::Text("Row sum: %.4f  (after dropout %.4f)", sum, sum_d);
-  else ImGui::Text("Row sum: %.4f", sum);
+  if (tr.dropout_applied())
+    ImGui::Text("Row sum: %.4f  (after dropout %.4f)", sum, sum_d);
+  else
+    ImGui::Text("Row sum: %.4f", sum);
   ImGui::EndTooltip();
 }
 
@@ -95,13 +98,15 @@ void draw_toolbar(AppState& s) {
   ImGui::SameLine();
   ImGui::TextUnformatted(head_text);
   ImGui::SameLine();
-  if (ImGui::ArrowButton("nexthead", ImGuiDir_Right)) s.view.head = std::min(std::max(0, tr.heads - 1), s.view.head + 1);
+  if (ImGui::ArrowButton("nexthead", ImGuiDir_Right))
+    s.view.head = std::min(std::max(0, tr.heads - 1), s.view.head + 1);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Next head  (])");
   ImGui::EndGroup();
   const char* enlarge = s.view.enlarged ? "All heads" : "Enlarge";
   flow(button_w(enlarge));
   if (ImGui::Button(enlarge)) s.view.enlarged = !s.view.enlarged;
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Show the selected head large / all heads  (E, or double-click a head)");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Show the selected head large / all heads  (E, or double-click a head)");
   if (tr.batch > 1) {
     const float w = fh * 5.5f;
     flow(w + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize("batch item").x);
@@ -133,8 +138,9 @@ void draw_toolbar(AppState& s) {
   ImGui::SetNextItemWidth(fh * 6);
   // The preview names the map the heatmaps use: signed scores show in the diverging map
   // whichever one is picked for the weights, unless that is turned off below.
-  const Colormap shown =
-      color_scale(0.0f, 1.0f, 0.0f, signed_stage(s.view.stage), s.settings.colormap, s.settings.diverging_for_signed, false).cmap;
+  const Colormap shown = color_scale(0.0f, 1.0f, 0.0f, signed_stage(s.view.stage), s.settings.colormap,
+                                     s.settings.diverging_for_signed, false)
+                             .cmap;
   const std::string preview(colormap_name(shown));
   if (ImGui::BeginCombo("##colormap", preview.c_str())) {
     for (int i = 0; i < kColormapCount; ++i) {
@@ -174,9 +180,8 @@ void draw_heatmaps(AppState& s) {
   const figure::Options o = figure_options(s, s.view.enlarged ? figure::View::Head : figure::View::Grid, avail);
   try {
     AppState* sp = &s;
-    f.ensure(o, s.compute.generation, [sp](const figure::Options& x) {
-      return figure::build_figure(sp->compute.trace, sp->compute.tokens, x);
-    });
+    f.ensure(o, s.compute.generation,
+             [sp](const figure::Options& x) { return figure::build_figure(sp->compute.trace, sp->compute.tokens, x); });
     f.stem = (o.view == figure::View::Head ? "head" + std::to_string(o.head) : std::string("heads")) + "-" +
              std::string(stage_name(o.stage));
   } catch (const std::exception& e) {
@@ -186,14 +191,24 @@ void draw_heatmaps(AppState& s) {
   s.renderer.centre = &f;
   draw_figure(s, f, origin);
   for (const figure::HeatmapInfo& h : f.fig.heatmaps)
-    s.ui.drawn.cell_layout.push_back({h.head, origin.x + h.x0, origin.y + h.y0, origin.x + h.x0 + h.cell * static_cast<float>(h.cols),
-                                origin.y + h.y0 + h.cell * static_cast<float>(h.rows), h.rows, h.cols, h.scale.vmin,
-                                h.scale.vmax, h.scale.cmap, h.scale.log});
+    s.ui.drawn.cell_layout.push_back({h.head, origin.x + h.x0, origin.y + h.y0,
+                                      origin.x + h.x0 + h.cell * static_cast<float>(h.cols),
+                                      origin.y + h.y0 + h.cell * static_cast<float>(h.rows), h.rows, h.cols,
+                                      h.scale.vmin, h.scale.vmax, h.scale.cmap, h.scale.log});
   if (const figure::Hit* bar = f.fig.hit("colorbar")) {
     const figure::HeatmapInfo* any = f.fig.heatmaps.empty() ? nullptr : &f.fig.heatmaps.front();
     const ColorScale sc = any ? any->scale : ColorScale{};
-    s.ui.drawn.colorbar_layout = {-1, origin.x + bar->x0, origin.y + bar->y0, origin.x + bar->x1, origin.y + bar->y1, 256, 1,
-                            sc.vmin, sc.vmax, sc.cmap, sc.log};
+    s.ui.drawn.colorbar_layout = {-1,
+                                  origin.x + bar->x0,
+                                  origin.y + bar->y0,
+                                  origin.x + bar->x1,
+                                  origin.y + bar->y1,
+                                  256,
+                                  1,
+                                  sc.vmin,
+                                  sc.vmax,
+                                  sc.cmap,
+                                  sc.log};
   }
   // Interaction: the figure is one invisible button; what is under the pointer says the rest.
   ImGui::SetCursorScreenPos(origin);
@@ -212,7 +227,8 @@ void draw_heatmaps(AppState& s) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 c0 = to_screen(f, h.x0 + static_cast<float>(c.col) * h.cell, h.y0 + static_cast<float>(c.row) * h.cell);
   dl->AddRect(c0, ImVec2(c0.x + h.cell, c0.y + h.cell), IM_COL32(255, 255, 255, 255), 0, 0, 2.0f);
-  dl->AddRect(ImVec2(c0.x - 1, c0.y - 1), ImVec2(c0.x + h.cell + 1, c0.y + h.cell + 1), IM_COL32(0, 0, 0, 255), 0, 0, 1.0f);
+  dl->AddRect(ImVec2(c0.x - 1, c0.y - 1), ImVec2(c0.x + h.cell + 1, c0.y + h.cell + 1), IM_COL32(0, 0, 0, 255), 0, 0,
+              1.0f);
   cell_tooltip(s, h.head, c.row, c.col);
 }
 

@@ -18,6 +18,21 @@ std::uint32_t WideChars::alias(std::uint32_t cp) {
   return kFirstAlias + static_cast<std::uint32_t>(wide_.size() - 1);
 }
 
+std::string WideChars::shown(std::string_view text) const {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t start = i;
+    const std::uint32_t cp = figure::next_codepoint(text, i);
+    const auto it = cp > 0xFFFF ? std::find(wide_.begin(), wide_.end(), cp) : wide_.end();
+    if (it != wide_.end())
+      append_utf8(out, kFirstAlias + static_cast<std::uint32_t>(it - wide_.begin()));
+    else
+      out.append(text.substr(start, i - start));
+  }
+  return out;
+}
+
 std::string WideChars::to_field(std::string_view text) {
   std::string out;
   out.reserve(text.size());

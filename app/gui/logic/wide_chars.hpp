@@ -26,6 +26,9 @@ class WideChars {
   std::uint32_t alias(std::uint32_t cp);
   // Text for a field: every character beyond U+FFFF as its alias.
   std::string to_field(std::string_view text);
+  // Text as the atlas draws it, without taking new aliases: a character beyond U+FFFF that has
+  // none yet stays as it is (ImGui draws it as '?').
+  std::string shown(std::string_view text) const;
   // A field's text back: aliases as the characters they stand for, and no NULs.
   std::string from_field(std::string_view field) const;
   // The characters aliased so far: chars()[i] is U+FDD0 + i (the atlas draws them there).

@@ -207,7 +207,8 @@ void thumbnail_tooltip(const ModelViewData& v, int k) {
   ImGui::EndTooltip();
 }
 
-void big_tooltip(const ModelViewData& v, const figure::HeatmapInfo& h, int i, int j, ModelUi& m) {
+void big_tooltip(const ModelViewData& v, const figure::HeatmapInfo& h, int i, int j, ModelUi& m,
+                 const WideChars& wide) {
   const std::string& q = v.token_strings[static_cast<std::size_t>(i)];
   const std::string& k = v.token_strings[static_cast<std::size_t>(j)];
   char line[160];
@@ -216,7 +217,7 @@ void big_tooltip(const ModelViewData& v, const figure::HeatmapInfo& h, int i, in
   m.hover_big = line;
   ImGui::BeginTooltip();
   ImGui::Text("Head %d.%d", m.layer, m.head);
-  ImGui::TextUnformatted(line);
+  ImGui::TextUnformatted(wide.shown(line).c_str());  // an emoji as the atlas draws it
   const std::size_t at = static_cast<std::size_t>(i) * static_cast<std::size_t>(h.cols) + static_cast<std::size_t>(j);
   if (h.windowed(at))
     ImGui::TextDisabled("masked: the key is outside the sliding window (%d or more tokens back)",
@@ -262,7 +263,7 @@ void interact(AppState& s, const ScreenFigure& f, const ModelViewData& v) {
     dl->AddRect(ImVec2(c0.x - 1, c0.y - 1), ImVec2(c0.x + h.cell + 1, c0.y + h.cell + 1), IM_COL32(0, 0, 0, 255), 0, 0,
                 1.0f);
   }
-  big_tooltip(v, h, c.row, c.col, m);
+  big_tooltip(v, h, c.row, c.col, m, s.ui.window.wide);
   if (ImGui::IsItemClicked()) m.layer = m.head = -1;
 }
 
