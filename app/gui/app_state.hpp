@@ -371,6 +371,12 @@ inline void want_glyphs(AppState& s, std::string_view text) {
   if (s.ui.window.glyphs.note(text)) s.ui.window.fonts_dirty = true;
 }
 
+// [SECTION] Fonts and style (fonts.cpp)
+void build_fonts(AppState& s, bool recreate_texture);  // the atlas as the settings and the texts shown need it
+void apply_style(AppState& s);
+// The texts a frame may draw that the user or a model made, noted for the atlas (want_glyphs).
+void note_frame_glyphs(AppState& s);
+
 // [SECTION] Panels (one file each)
 void draw_menu_bar(AppState& s);  // panel_menu.cpp
 void draw_controls(AppState& s);  // panel_controls.cpp

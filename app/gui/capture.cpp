@@ -427,15 +427,13 @@ const std::string& session_json(AppState& s) {
 nlohmann::json glyphs_json(const AppState& s) {
   std::vector<std::uint32_t> lacking;
   const auto check = [&](const std::string& text) {
-    for (std::size_t i = 0; i < text.size();) {
-      const std::uint32_t cp = figure::next_codepoint(text, i);
-      // Beyond U+FFFF the atlas holds the character's alias (wide_chars.hpp), if it has one.
-      const auto& wide = s.ui.window.wide.chars();
-      const auto alias = std::find(wide.begin(), wide.end(), cp);
-      const std::uint32_t drawn = cp <= 0xFFFF ? cp : alias == wide.end() ? 0 : 0xFDD0 + (alias - wide.begin());
+    // As the atlas draws it: beyond U+FFFF the alias, where the character has one.
+    const std::string shown = s.ui.window.wide.shown(text);
+    for (std::size_t i = 0; i < shown.size();) {
+      const std::uint32_t cp = figure::next_codepoint(shown, i);
       for (const ImFont* f : {s.ui.window.font_ui, s.ui.window.font_mono})
         if (f != nullptr && cp >= 0x20 &&
-            (drawn == 0 || f->FindGlyphNoFallback(static_cast<ImWchar>(drawn)) == nullptr) &&
+            (cp > 0xFFFF || f->FindGlyphNoFallback(static_cast<ImWchar>(cp)) == nullptr) &&
             std::find(lacking.begin(), lacking.end(), cp) == lacking.end())
           lacking.push_back(cp);
     }
