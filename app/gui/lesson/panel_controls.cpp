@@ -54,7 +54,8 @@ bool step_slider(AppState& s, const char* label, int& value, const std::vector<i
       value = ui.edit.typing_value;
       return true;
     }
-    if (ImGui::IsItemDeactivated() || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) ui.edit.typing_slider.clear();
+    if (ImGui::IsItemDeactivated() || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false))
+      ui.edit.typing_slider.clear();
     return false;
   }
   const bool ctrl_click = ImGui::GetIO().KeyCtrl && ImGui::IsMouseClicked(0);
@@ -62,7 +63,8 @@ bool step_slider(AppState& s, const char* label, int& value, const std::vector<i
   const std::string shown = std::to_string(value);
   const bool moved = ImGui::SliderInt(label, &idx, 0, static_cast<int>(steps.size()) - 1, shown.c_str(),
                                       ImGuiSliderFlags_AlwaysClamp | ImGuiSliderFlags_NoInput);
-  if (ImGui::IsItemHovered() && !ImGui::IsItemActive()) ImGui::SetTooltip("Drag for the next size; Ctrl+click to type one");
+  if (ImGui::IsItemHovered() && !ImGui::IsItemActive())
+    ImGui::SetTooltip("Drag for the next size; Ctrl+click to type one");
   if (ctrl_click && ImGui::IsItemHovered()) {
     ui.edit.typing_slider = label;
     ui.edit.typing_value = value;
@@ -107,7 +109,9 @@ void draw_variant_options(AppState& s, ModelConfig& c) {
     draw_refusal(s, "kv_heads");
     const int per = c.num_kv_groups > 0 ? c.num_heads / c.num_kv_groups : 0;
     ImGui::TextDisabled("query heads per K/V head = %d%s", per,
-                        c.num_kv_groups == 1 ? " (multi-query)" : per == 1 ? " (as multi-head)" : "");
+                        c.num_kv_groups == 1 ? " (multi-query)"
+                        : per == 1           ? " (as multi-head)"
+                                             : "");
   }
   if (c.variant == Variant::Mla) {
     int latent = c.latent_dim;
@@ -136,7 +140,8 @@ void draw_variant_options(AppState& s, ModelConfig& c) {
   int window = c.sliding_window;
   ImGui::BeginDisabled(!c.causal);
   const std::string shown = window == 0 ? "off" : std::to_string(window);
-  if (ImGui::SliderInt("sliding window", &window, 0, std::max(T, window), shown.c_str(), ImGuiSliderFlags_AlwaysClamp) &&
+  if (ImGui::SliderInt("sliding window", &window, 0, std::max(T, window), shown.c_str(),
+                       ImGuiSliderFlags_AlwaysClamp) &&
       window != c.sliding_window) {
     c.sliding_window = window;
     mark_model_dirty(s, window == 0 ? "turn the sliding window off" : "change the sliding window", "window");
@@ -149,11 +154,13 @@ void draw_variant_options(AppState& s, ModelConfig& c) {
                                : "The window looks back from each query: turn the causal mask on first.");
   draw_refusal(s, "window");
 
-  if (ImGui::Checkbox("QK-norm", &c.qk_norm)) mark_model_dirty(s, c.qk_norm ? "turn QK-norm on" : "turn QK-norm off", "qk_norm");
+  if (ImGui::Checkbox("QK-norm", &c.qk_norm))
+    mark_model_dirty(s, c.qk_norm ? "turn QK-norm on" : "turn QK-norm off", "qk_norm");
   record_widget(s, "qk_norm");
   if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("RMSNorm over head_dim (eps 1e-6, scale starting at ones) on each head's queries and keys, "
-                      "before RoPE, as Qwen3's q_norm and k_norm: scores stay in a range whatever the inputs' size.");
+    ImGui::SetTooltip(
+        "RMSNorm over head_dim (eps 1e-6, scale starting at ones) on each head's queries and keys, "
+        "before RoPE, as Qwen3's q_norm and k_norm: scores stay in a range whatever the inputs' size.");
   const int hd = c.num_heads > 0 ? c.d_out / c.num_heads : 0;
   const bool rope_fits = c.variant != Variant::Mla && hd % 2 == 0;
   bool rope = c.rope_base != 0.0;
@@ -167,12 +174,13 @@ void draw_variant_options(AppState& s, ModelConfig& c) {
   ImGui::EndDisabled();
   record_widget(s, "rope");
   if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-    ImGui::SetTooltip("%s", c.variant == Variant::Mla
-                                ? "mla here has no RoPE: real MLA models rotate a separate, decoupled part of each key, "
-                                  "which this lesson does not model."
-                            : !rope_fits ? "RoPE rotates pairs of values: it needs an even head_dim."
-                                         : "Rotary position embedding: each pair (i, i + head_dim/2) of q and k turned by "
-                                           "position x 1/base^(2i/head_dim), so q.k depends on how far apart they are.");
+    ImGui::SetTooltip("%s",
+                      c.variant == Variant::Mla
+                          ? "mla here has no RoPE: real MLA models rotate a separate, decoupled part of each key, "
+                            "which this lesson does not model."
+                      : !rope_fits ? "RoPE rotates pairs of values: it needs an even head_dim."
+                                   : "Rotary position embedding: each pair (i, i + head_dim/2) of q and k turned by "
+                                     "position x 1/base^(2i/head_dim), so q.k depends on how far apart they are.");
   if (rope) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6.0f);
@@ -213,7 +221,8 @@ void draw_controls(AppState& s) {
     ImGui::TextDisabled("switching keeps");
     if (ImGui::RadioButton("num_heads and head_dim (the same heads)", !s.settings.variant_keeps_d_out))
       s.settings.variant_keeps_d_out = false;
-    if (ImGui::RadioButton("d_out, as the book compares them", s.settings.variant_keeps_d_out)) s.settings.variant_keeps_d_out = true;
+    if (ImGui::RadioButton("d_out, as the book compares them", s.settings.variant_keeps_d_out))
+      s.settings.variant_keeps_d_out = true;
     record_widget(s, "keep_d_out");
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip(
@@ -228,10 +237,10 @@ void draw_controls(AppState& s) {
       "d_out / num_heads, then out_proj.\nfused_qkv: one Linear producing q, k, v together, chunked per head "
       "(the Transformer tutorial's qkv_layer).\ngqa: grouped-query attention (the book's ch04/04_gqa): fewer heads "
       "of keys and values, each shared by a group of query heads.\nmla: multi-head latent attention (ch04/05_mla): "
-      "keys and values up-projected from one small latent per token.\n" + std::string(kVariantSwitchNote);
+      "keys and values up-projected from one small latent per token.\n" +
+      std::string(kVariantSwitchNote);
   help_marker(variant_help.c_str());
   draw_refusal(s, "variant");
-
 
   // [SECTION] Sizes
   int d_in = s.doc.session.d_in();
@@ -298,7 +307,8 @@ void draw_controls(AppState& s) {
   }
   record_widget(s, "causal");
   ImGui::SameLine();
-  if (ImGui::Checkbox("qkv_bias", &c.qkv_bias)) mark_model_dirty(s, c.qkv_bias ? "turn qkv_bias on" : "turn qkv_bias off", "mode");
+  if (ImGui::Checkbox("qkv_bias", &c.qkv_bias))
+    mark_model_dirty(s, c.qkv_bias ? "turn qkv_bias on" : "turn qkv_bias off", "mode");
   draw_refusal(s, "mode");
 
   // [SECTION] Context, seed, batch
