@@ -209,7 +209,13 @@ void draw_frame(AppState& s) {
   const float fh = ImGui::GetFontSize();
   const float status_h = ImGui::GetFrameHeightWithSpacing();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float wanted = s.settings.left_width > 0.0f ? s.settings.left_width : fh * 22.5f;
+  // The panel from the font size, unless the user dragged its edge, leaving the centre 26 font
+  // sizes at least: on a 1024 × 768 window with a 24-pixel font (a projector's, the text made
+  // larger for the back row) 22.5 of them left every figure a canvas 444 px wide, too narrow
+  // for its labels at that size (the KV cache's tensor labels over each other, the lesson's
+  // subtitle past the edge); 384 px of panel leave it about 600.
+  const float wanted =
+      s.settings.left_width > 0.0f ? s.settings.left_width : std::min(fh * 22.5f, avail.x - fh * 26.0f);
   const float left_w = std::clamp(wanted, std::min(240.0f, avail.x * 0.3f), std::max(240.0f, avail.x * 0.75f));
   const Centre centre = centre_view(s);
   const CentreInfo& shown = centre_info(centre);

@@ -108,10 +108,12 @@ void draw_variant_options(AppState& s, ModelConfig& c) {
         "ordinary multi-head attention.");
     draw_refusal(s, "kv_heads");
     const int per = c.num_kv_groups > 0 ? c.num_heads / c.num_kv_groups : 0;
+    ImGui::PushTextWrapPos(0.0f);
     ImGui::TextDisabled("query heads per K/V head = %d%s", per,
                         c.num_kv_groups == 1 ? " (multi-query)"
                         : per == 1           ? " (as multi-head)"
                                              : "");
+    ImGui::PopTextWrapPos();
   }
   if (c.variant == Variant::Mla) {
     int latent = c.latent_dim;
@@ -271,16 +273,14 @@ void draw_controls(AppState& s) {
   }
   record_frame(s, "num_heads");
   draw_refusal(s, "num_heads");
+  ImGui::PushTextWrapPos(0.0f);
   if (c.variant == Variant::Wrapper) {
-    ImGui::PushTextWrapPos(0.0f);
     ImGui::TextDisabled("wrapper: every head has its own d_out = %d columns", c.d_out);
-    ImGui::PopTextWrapPos();
   } else {
     ImGui::TextDisabled("head_dim = d_out / num_heads = %d", c.num_heads > 0 ? c.d_out / c.num_heads : 0);
-    ImGui::PushTextWrapPos(0.0f);
     ImGui::TextDisabled("Only divisors of d_out = %d split evenly into heads: %s", c.d_out, join(choices, 9).c_str());
-    ImGui::PopTextWrapPos();
   }
+  ImGui::PopTextWrapPos();
   draw_variant_options(s, c);
 
   // [SECTION] Dropout and mask
@@ -295,7 +295,14 @@ void draw_controls(AppState& s) {
   ImGui::TextUnformatted("mode");
   ImGui::SameLine(ImGui::GetFontSize() * 4.0f);
   if (ImGui::RadioButton("train", mode == 0)) mode = 0;
-  ImGui::SameLine();
+  // Beside "train" where it fits, else under it (a narrow panel with a large font cut it).
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float eval_w = ImGui::GetFrameHeight() + style.ItemInnerSpacing.x + ImGui::CalcTextSize("eval (no dropout)").x;
+  if (ImGui::GetItemRectMax().x + style.ItemSpacing.x + eval_w <=
+      ImGui::GetWindowContentRegionMax().x + ImGui::GetWindowPos().x)
+    ImGui::SameLine();
+  else
+    ImGui::SetCursorPosX(ImGui::GetFontSize() * 4.0f);
   if (ImGui::RadioButton("eval (no dropout)", mode == 1)) mode = 1;
   if ((mode == 0) != c.training) {
     c.training = mode == 0;

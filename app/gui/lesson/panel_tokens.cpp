@@ -64,7 +64,10 @@ void draw_tokens(AppState& s) {
   Session& ses = s.doc.session;
   s.hooks.token_cells.clear();
   if (s.ui.edit.token_text_stale && !ImGui::IsAnyItemActive()) sync_token_text(s);
+  // Wrapped: a narrow panel with a large font cut "(T = 6)", the count, off.
+  ImGui::PushTextWrapPos(0.0f);
   ImGui::TextDisabled("Tokens, separated by spaces (T = %d)", ses.num_tokens());
+  ImGui::PopTextWrapPos();
   ImGui::SetNextItemWidth(-1.0f);
   if (s.ui.keys.focus_tokens && !ImGui::IsAnyItemActive()) ImGui::SetKeyboardFocusHere();
   if (input_text_multiline(s, "##tokens", s.ui.edit.token_text, ImVec2(-1.0f, ImGui::GetTextLineHeight() * 3.2f),

@@ -221,6 +221,9 @@ void text_controls(AppState& s) {
 void settings_controls(AppState& s) {
   TrainUi& t = s.train;
   const bool fixed = t.worker != nullptr;
+  // Fields leave their labels' room: at ImGui's default (two thirds of the panel) "weight decay"
+  // was cut to "weight dec" on a narrow panel with a large font.
+  ImGui::PushItemWidth(-(ImGui::CalcTextSize("weight decay").x + ImGui::GetStyle().ItemInnerSpacing.x));
   ImGui::BeginDisabled(fixed);
   const char* tips[] = {
       ("Random tokens with a segment that repeats once later (lengths 5, 9, 13 never trained, only probed): the "
@@ -255,6 +258,7 @@ void settings_controls(AppState& s) {
   if (ImGui::InputInt("seed", &t.seed)) t.seed = std::clamp(t.seed, 0, 1 << 30);
   record_widget(s, "train_seed");
   ImGui::EndDisabled();
+  ImGui::PopItemWidth();
   if (fixed) ImGui::TextDisabled("Reset to change the settings.");
   if (!t.error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, kErrorText);
@@ -325,6 +329,7 @@ void replay(AppState& s) {
   char fmt[48];
   std::snprintf(fmt, sizeof fmt, "step %lld",
                 static_cast<long long>(t.snap->probes[static_cast<std::size_t>(shown)]->step));
+  ImGui::PushItemWidth(-(ImGui::CalcTextSize("scores shown").x + ImGui::GetStyle().ItemInnerSpacing.x));
   if (ImGui::SliderInt("snapshot", &shown, 0, last, fmt)) t.scrub = shown == last ? -1 : shown, ++t.data;
   record_widget(s, "train_scrub");
   bool live = t.scrub < 0;
@@ -334,6 +339,7 @@ void replay(AppState& s) {
   for (int k = 0; k < kHeadPatternCount; ++k) names[k] = head_pattern_name(kHeadPatterns[k]).data();
   if (ImGui::Combo("scores shown", &t.pattern, names, kHeadPatternCount)) ++t.data;
   record_widget(s, "train_pattern");
+  ImGui::PopItemWidth();
 }
 
 // The selected head's output removed on the probe: how much the copy's loss rises.
