@@ -68,24 +68,37 @@ struct BlockTitle {
   std::string what, by;
 };
 
+// The smallest cell the figure draws: a row as tall as a line of the labels' size, so that each
+// tensor's name beside its rows ("keys" beside one row where head_dim is 1) and each query head's
+// name beside its row of weights are readable and apart. A canvas too short for that (a 1024 ×
+// 768 window with a 24-pixel font: four K/V heads' blocks in 280 px, 1-pixel cells under names
+// drawn over each other) gets a taller figure, which the app scrolls.
+float min_cell(const Typography& ty) { return line_h(ty.label); }
+
 // title_w: the widest title in one line; title_w2: its widest line in two. Blocks side by side
 // only where their titles fit side by side too, in one line where they can (a 1024 × 768
 // window takes two); one column's title is in two lines where one is wider than the canvas.
+// The largest cells that fit W × H; where none reach min_cell, min_cell in the layout that fits
+// W with the least height.
 Plan plan(const DecodeTrace& d, int blocks, const std::vector<std::string>& names, float W, float H, float left,
           float title_w, float title_w2, float gaps, const Typography& ty) {
   const int rows = block_rows(d, {0, 0, d.trace.heads / blocks}), cols = static_cast<int>(names.size());
-  Plan best;
-  best.cell = -1;
+  const float smallest = min_cell(ty);
+  Plan best, shortest;
+  best.cell = shortest.cell = -1;
+  float shortest_h = 0;
   for (int nc = 1; nc <= blocks; ++nc)
     for (const bool two : {false, true}) {
       const float tw = two ? title_w2 : title_w;
       if (static_cast<float>(nc) * tw + static_cast<float>(nc - 1) * 24.0f > W && (nc > 1 || !two)) continue;
       const float title_h = (two ? 2.0f : 1.0f) * line_h(ty.tile) + 4.0f;
       const int nr = (blocks + nc - 1) / nc;
+      const float block_w =
+          (W - static_cast<float>(nc) * left - static_cast<float>(nc - 1) * 24.0f) / static_cast<float>(nc);
       auto cell_for = [&](const LabelPlan& lp) {
         const float top = lp.show ? lp.top : 0.0f;
         return fit_cell(
-            (W - static_cast<float>(nc) * left - static_cast<float>(nc - 1) * 24.0f) / static_cast<float>(nc),
+            block_w,
             (H - static_cast<float>(nr) * (title_h + top + gaps) - static_cast<float>(nr - 1) * kBlockRowGap) /
                 static_cast<float>(nr),
             rows, cols);
@@ -94,8 +107,17 @@ Plan plan(const DecodeTrace& d, int blocks, const std::vector<std::string>& name
       const float cell = cell_for(lp);
       lp = plan_labels(names, cell, ty.label);
       if (cell > best.cell) best = {nc, cell, lp, two};
+      // The same blocks at the smallest cell, where their columns fit the width.
+      if (block_w < smallest * static_cast<float>(cols) && nc > 1) continue;
+      const LabelPlan small = plan_labels(names, smallest, ty.label);
+      const float h = static_cast<float>(nr) * (title_h + (small.show ? small.top : 0.0f) + gaps +
+                                                smallest * static_cast<float>(rows) + kBlockRowGap);
+      if (shortest.cell < 0 || h < shortest_h) {
+        shortest = {nc, smallest, small, two};
+        shortest_h = h;
+      }
     }
-  return best;
+  return best.cell >= smallest || shortest.cell < 0 ? best : shortest;
 }
 
 std::string header_title(const DecodeTrace& d, const CacheStep& st, const std::vector<std::string>& tokens, int step) {
@@ -286,8 +308,10 @@ Figure build_kv_step_figure(const DecodeTrace& d, const std::vector<std::string>
       spec.numbers = o.values;
       draw_heatmap(B, spec, hx, hy, cell, pl.lp, false, i == 0);
       const std::string label = ct.name == "k" ? "keys" : ct.name == "v" ? "values" : "latent";
-      B.text(hx - 8.0f, hy + cell * static_cast<float>(ct.width) * 0.5f + text_ascent(B.ty.tile) * 0.5f, label,
-             B.ty.tile, B.th.text, 2, "tensor-label");
+      // At the tiles' size where the rows are as tall as its line, else the labels' (min_cell).
+      const float size = cell * static_cast<float>(ct.width) >= line_h(B.ty.tile) ? B.ty.tile : B.ty.label;
+      B.text(hx - 8.0f, hy + cell * static_cast<float>(ct.width) * 0.5f + text_ascent(size) * 0.5f, label, size,
+             B.th.text, 2, "tensor-label");
       // The rows this step added, framed.
       const float nx = hx + cell * static_cast<float>(std::max(st.queries.begin, cols.first) - cols.first);
       B.frame(nx, hy, hx + cell * static_cast<float>(cols.count()), hy + cell * static_cast<float>(ct.width),

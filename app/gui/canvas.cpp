@@ -134,6 +134,18 @@ void draw_figure(AppState& s, ScreenFigure& f, ImVec2 origin) {
     s.hooks.widgets[h.id] = {origin.x + h.x0, origin.y + h.y0, origin.x + h.x1, origin.y + h.y1};
 }
 
+bool begin_figure_scroll(const ScreenFigure& f, const char* id, ImVec2 size) {
+  if (static_cast<float>(f.fig.height) <= size.y + 0.5f) return false;
+  ImGui::BeginChild(id, size, false);
+  return true;
+}
+
+void end_figure_scroll(const ScreenFigure& f) {
+  ImGui::SetCursorScreenPos(f.origin);
+  ImGui::Dummy(ImVec2(static_cast<float>(f.fig.width), static_cast<float>(f.fig.height)));
+  ImGui::EndChild();
+}
+
 CellUnder cell_under(const ScreenFigure& f, ImVec2 p) {
   CellUnder out;
   const float x = p.x - f.origin.x, y = p.y - f.origin.y;

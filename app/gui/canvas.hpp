@@ -29,13 +29,13 @@ struct HeadTexture {
 // heatmaps (deleted by renderer_shutdown with the Renderer that holds the ScreenFigure).
 struct ScreenFigure {
   figure::Figure fig;
-  figure::Options opts;                  // what it was built with (a capture reuses them)
-  std::uint64_t source = ~std::uint64_t{0};  // generation of the data it was built from
-  std::uint64_t generation = 0;          // bumped by set()
+  figure::Options opts;                        // what it was built with (a capture reuses them)
+  std::uint64_t source = ~std::uint64_t{0};    // generation of the data it was built from
+  std::uint64_t generation = 0;                // bumped by set()
   std::uint64_t uploaded = ~std::uint64_t{0};  // generation the textures hold
-  std::vector<HeadTexture> textures;     // one per heatmap
-  ImVec2 origin{0, 0};                   // where it was drawn last (screen pixels)
-  bool drawn = false;                    // drawn this frame
+  std::vector<HeadTexture> textures;           // one per heatmap
+  ImVec2 origin{0, 0};                         // where it was drawn last (screen pixels)
+  bool drawn = false;                          // drawn this frame
   // The same figure for other options (a capture's theme and caption) and the name a capture
   // of it gets ("heads-weights", "step5"); set by the panel that shows it.
   std::function<figure::Figure(const figure::Options&)> rebuild;
@@ -48,7 +48,8 @@ struct ScreenFigure {
   // per frame otherwise); true when it did.
   // build must stay valid after the call (it is kept as rebuild): capture the app's state,
   // not the caller's locals.
-  bool ensure(const figure::Options& o, std::uint64_t data, std::function<figure::Figure(const figure::Options&)> build) {
+  bool ensure(const figure::Options& o, std::uint64_t data,
+              std::function<figure::Figure(const figure::Options&)> build) {
     rebuild = std::move(build);
     if (data == source && o == opts && generation > 0) return false;
     figure::Figure f = rebuild(o);
@@ -66,6 +67,13 @@ figure::Typography screen_type();
 // primitive, the heatmaps' textures (uploaded when the figure changed, only those whose
 // values differ). Records every hit as a widget (tests find "head_1", "thumb_2_1" ...).
 void draw_figure(AppState& s, ScreenFigure& f, ImVec2 origin);
+
+// A figure that keeps readable sizes on a short canvas can be taller than it (the KV cache's
+// step, the Train view): where f is, this begins a child window of `size` that scrolls it and
+// returns true (the caller draws the figure at the cursor, then calls end_figure_scroll).
+bool begin_figure_scroll(const ScreenFigure& f, const char* id, ImVec2 size);
+// Reserves the figure's size in the child (its scroll range) and ends it.
+void end_figure_scroll(const ScreenFigure& f);
 
 // The heatmap cell under a screen point: heatmap index, row and column (-1 when none).
 struct CellUnder {

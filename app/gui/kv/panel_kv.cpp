@@ -181,7 +181,11 @@ void draw_kv_view(AppState& s) {
       return figure::build_kv_step_figure(*s.kv.decode, s.compute.tokens, s.kv.step, opts);
     });
   }
-  draw_figure(s, f, origin);
+  // Taller than the canvas where the canvas is too short for readable cells (kv_figure.cpp's
+  // min_cell): it scrolls, the toolbar above it stays.
+  const bool scroll = begin_figure_scroll(f, "kv_scroll", avail);
+  draw_figure(s, f, scroll ? ImGui::GetCursorScreenPos() : origin);
+  if (scroll) end_figure_scroll(f);
   s.renderer.centre = &f;
 }
 
