@@ -167,10 +167,14 @@ void token_labels(Builder& B, const HeatmapSpec& h, const HeatmapInfo& info, con
   // labels running into each other.
   const float pitch = cell * static_cast<float>(lp.step);
   const float row_size = std::min(size, size * pitch / label_room(size));
+  // Rows of cells shorter than a label: the first row's label would reach above the heatmap,
+  // into the corner where the first column's label ends (4-pixel cells of a large head on a
+  // 1024 × 768 window with a 24-pixel font: "0" on "0"); it starts below that label instead.
+  const float lowest = col_labels && h.col_names ? info.y0 - 5.5f + text_ascent(row_size) : -1e30f;
   if (row_labels && h.row_names)
     for (int i = 0; i < h.rows; i += lp.step) {
       const float cy = info.y0 + (static_cast<float>(i) + 0.5f) * cell;
-      B.text(info.x0 - 5.0f, cy + text_ascent(row_size) * 0.5f - 1.0f,
+      B.text(info.x0 - 5.0f, std::max(lowest, cy + text_ascent(row_size) * 0.5f - 1.0f),
              fit_text((*h.row_names)[static_cast<std::size_t>(i)], row_size, maxw), row_size, B.th.text, 2);
     }
   if (col_labels && h.col_names)

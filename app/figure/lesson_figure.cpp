@@ -76,8 +76,13 @@ float header(Builder& B, const Trace& tr, const Options& o, bool one) {
   const std::string note = unchanged_stage_note(o.stage, tr.config);
   if (!note.empty()) {
     y += line_h(B.ty.small) + 2;
-    const float w = B.text(kMargin, y, note, B.ty.small, B.th.warn, 0, "note");
-    B.hit("stage_note", kMargin, y - B.ty.small, kMargin + w, y + 4.0f);
+    // In as many lines as the canvas needs (a 1024 × 768 window with a 24-pixel font ran it past
+    // the edge).
+    const float max_w = o.canvas.width - 2.0f * kMargin, top = y - B.ty.small;
+    float w = 0;
+    for (const std::string& line : wrap(note, B.ty.small, max_w)) w = std::max(w, text_width(line, B.ty.small));
+    y = paragraph(B, kMargin, y, max_w, note, B.ty.small, B.th.warn, "note");
+    B.hit("stage_note", kMargin, top, kMargin + w, y + 4.0f);
   }
   return y + 12.0f;
 }
