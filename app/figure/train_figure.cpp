@@ -249,6 +249,15 @@ std::vector<std::string> title_lines(const std::string& t, float size, float w) 
   return {fit_text(t, size, w)};
 }
 
+// The widest detector's name at `size`: two plots side by side need twice it (detector_plots
+// draws their titles smaller, then from the plots' edges, but never cut).
+float widest_detector(float size) {
+  float w = 0;
+  for (int k = 0; k < kHeadPatternCount; ++k)
+    w = std::max(w, text_width(std::string(head_pattern_name(kPlotOrder[k])), size));
+  return w;
+}
+
 // The least height of one detector plot: its title, an axis with its "0" and "1" apart, the x
 // ticks' numbers.
 float detector_row_need(const Typography& ty) { return line_h(ty.tile) + 4.0f + 2.0f * line_h(ty.small) + 12.0f; }
@@ -292,6 +301,7 @@ void detector_plots(Builder& B, const TrainCurves& c, float x0, float y0, float 
 // across the whole width, so that a head shown large keeps cells of several pixels.
 struct TrainLayout {
   float loss[4], detectors[4], probe[4];  // x0, y0, x1, y1
+  bool stacked = false;                   // one under the other, the probe as tall as its heads need
 };
 constexpr float kWideFrom = 1200.0f;
 
@@ -299,31 +309,51 @@ constexpr float kWideFrom = 1200.0f;
 // large font makes it more than the usual share). `probe_need`: the least height of the probe's
 // part below the plots (its header, legend and two rows of readable heads); where the narrower
 // arrangement leaves it less (a 24-pixel font on 1280 × 800: the heads were 10 px), the wide
-// arrangement is used if its left column holds the detectors.
-TrainLayout train_layout(float W, float top, float bottom, bool probe, float plots_need, float probe_need) {
+// arrangement is used if its left column holds the detectors. `beside_w`: the least width of
+// the detectors' column beside the loss (their titles whole, two plots across).
+// Where neither holds the plots and the heads readable (a 1024 × 768 window with a 24-pixel
+// font: 600 × 522, the heads 10 px under plots titled "duplicate-tok…"), everything goes one
+// under the other across the whole width, each with the height it needs: taller than the canvas,
+// which the app scrolls. The layout's bottom is then past `bottom`.
+TrainLayout train_layout(float W, float top, float bottom, bool probe, float plots_need, float probe_need,
+                         float beside_w) {
   TrainLayout L{};
   const float x0 = kMargin, x1 = W - kMargin, gap = 16.0f, h = bottom - top;
   auto set = [](float* r, float a, float b, float c, float d) { r[0] = a, r[1] = b, r[2] = c, r[3] = d; };
   // The narrower arrangement's plots: their need, within 45% to 75% of the height.
   const float mid = top + std::floor(std::max(h * 0.45f, std::min(h * 0.75f, plots_need)));
-  if (!probe && h * 0.5f - 10.0f < plots_need) {
+  // The loss's share of the width where the detectors go beside it.
+  const float split = x0 + std::floor((x1 - x0) * 0.55f), beside = x1 - split - gap;
+  const bool wide_holds = W >= kWideFrom || (bottom - mid - 10.0f < probe_need && h * 0.65f - 10.0f >= plots_need);
+  const bool narrow_holds = bottom - mid - 10.0f >= probe_need && beside >= beside_w;
+  if (probe && !wide_holds && !narrow_holds) {
+    const float loss_end = top + std::floor(std::max(h * 0.45f, plots_need * 0.8f));
+    const float plots_end = loss_end + 10.0f + plots_need;
+    set(L.loss, x0, top, x1, loss_end);
+    set(L.detectors, x0, loss_end + 10.0f, x1, plots_end);
+    set(L.probe, x0, plots_end + 10.0f, x1, std::max(bottom, plots_end + 10.0f + probe_need));
+    L.stacked = true;
+    return L;
+  }
+  if (!probe && h * 0.5f - 10.0f < plots_need && beside >= beside_w) {
     // Short (a large font): the loss and the detectors side by side, each the whole height.
-    const float split = x0 + std::floor((x1 - x0) * 0.55f);
     set(L.loss, x0, top, split, bottom);
     set(L.detectors, split + gap, top, x1, bottom);
   } else if (!probe) {
+    // The detectors below the loss: half the height, or what they need (past `bottom` where the
+    // canvas is both short and narrow).
     const float half = top + std::floor(h * 0.5f);
     set(L.loss, x0, top, x1, half);
-    set(L.detectors, x0, half + 10.0f, x1, bottom);
-  } else if (W >= kWideFrom || (bottom - mid - 10.0f < probe_need && h * 0.65f - 10.0f >= plots_need)) {
+    set(L.detectors, x0, half + 10.0f, x1, std::max(bottom, half + 10.0f + plots_need));
+    L.stacked = bottom < half + 10.0f + plots_need;
+  } else if (wide_holds) {
     // The detectors below the loss: half the height, or what they need up to 65%.
-    const float split = x0 + std::floor((x1 - x0) * 0.5f);
+    const float middle = x0 + std::floor((x1 - x0) * 0.5f);
     const float half = top + std::floor(h - std::min(h * 0.65f, std::max(h * 0.5f, plots_need + 10.0f)));
-    set(L.loss, x0, top, split, half);
-    set(L.detectors, x0, half + 10.0f, split, bottom);
-    set(L.probe, split + gap, top, x1, bottom);
+    set(L.loss, x0, top, middle, half);
+    set(L.detectors, x0, half + 10.0f, middle, bottom);
+    set(L.probe, middle + gap, top, x1, bottom);
   } else {
-    const float split = x0 + std::floor((x1 - x0) * 0.55f);
     set(L.loss, x0, top, split, mid);
     set(L.detectors, split + gap, top, x1, mid);
     set(L.probe, x0, mid + 10.0f, x1, bottom);
@@ -344,9 +374,9 @@ Figure train_figure(const TrainCurves& c, const ModelView* probe, const Options&
   y += 14.0f;
   // A capture's caption goes below what the screen lays out: the same picture, taller.
   const float bottom = H - kMargin;
-  const TrainLayout L =
-      train_layout(W, y, bottom, probe != nullptr, 2.0f * detector_row_need(B.ty) + 4.0f * line_h(B.ty.small),
-                   line_h(B.ty.title) + 5.0f * line_h(B.ty.small) + 2.0f * 40.0f);
+  const TrainLayout L = train_layout(
+      W, y, bottom, probe != nullptr, 2.0f * detector_row_need(B.ty) + 4.0f * line_h(B.ty.small),
+      line_h(B.ty.title) + 5.0f * line_h(B.ty.small) + 2.0f * 40.0f, 2.0f * widest_detector(B.ty.small) + 16.0f);
   loss_plot(B, c, L.loss[0], L.loss[1], L.loss[2], L.loss[3]);
   detector_plots(B, c, L.detectors[0], L.detectors[1], L.detectors[2], L.detectors[3]);
   if (probe) {
@@ -356,11 +386,23 @@ Figure train_figure(const TrainCurves& c, const ModelView* probe, const Options&
     // margin around it.
     po.canvas = {L.probe[2] - L.probe[0] + 2 * kMargin, L.probe[3] - L.probe[1] + 2 * kMargin};
     Figure g = build_model_figure(*probe, po);
+    // One under the other, the probe takes the height its heads need to be read: 40-pixel
+    // thumbnails (or what its width allows), in steps of 20 px.
+    if (L.stacked && !g.heatmaps.empty()) {
+      const auto side = [](const Figure& x) { return x.heatmaps[0].cell * static_cast<float>(x.heatmaps[0].cols); };
+      Options tall = po;
+      tall.canvas.height = 1e4f;
+      const float want = std::min(40.0f, side(build_model_figure(*probe, tall)));
+      for (int k = 0; k < 60 && side(g) < want; ++k) {
+        po.canvas.height += 20.0f;
+        g = build_model_figure(*probe, po);
+      }
+    }
     const float dx = L.probe[0] - kMargin, dy = L.probe[1] - kMargin;
     B.grow(dx + static_cast<float>(g.width) - kMargin, dy + static_cast<float>(g.height) - kMargin);
     append(B.f, std::move(g), dx, dy);
   }
-  B.grow(L.loss[2], bottom);
+  B.grow(L.loss[2], std::max({bottom, L.probe[3], L.detectors[3]}));
   std::vector<std::string> lines;
   if (!c.caption.empty()) lines.push_back(c.caption);
   lines.push_back(

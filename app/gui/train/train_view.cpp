@@ -35,6 +35,33 @@ std::string settings_line(const train::TrainSettings& st) {
   return buf;
 }
 
+// A click on a thumbnail selects that head; on the selected one (or the large head), closes it.
+void pick_head(AppState& s, ScreenFigure& f) {
+  TrainUi& t = s.train;
+  ImGui::SetCursorScreenPos(f.origin);
+  ImGui::InvisibleButton("train_canvas", ImVec2(std::max(1.0f, static_cast<float>(f.fig.width)),
+                                                std::max(1.0f, static_cast<float>(f.fig.height))));
+  if (!ImGui::IsItemHovered() || s.opts.ignore_mouse) return;
+  const CellUnder c = cell_under(f, ImGui::GetIO().MousePos);
+  const int heads = t.snap->curves.n_layer * t.snap->curves.n_head;
+  if (c.heatmap < 0) return;
+  if (c.heatmap < heads) {
+    t.hover_k = c.heatmap;
+    const int l = c.heatmap / t.snap->curves.n_head, h = c.heatmap % t.snap->curves.n_head;
+    ImGui::SetTooltip("Head %d.%d: click to %s", l, h, l == t.layer && h == t.head ? "close it" : "show it large");
+    if (ImGui::IsItemClicked()) {
+      if (l == t.layer && h == t.head)
+        t.layer = t.head = -1;
+      else
+        t.layer = l, t.head = h;
+      ++t.data;
+    }
+  } else if (ImGui::IsItemClicked()) {
+    t.layer = t.head = -1;
+    ++t.data;
+  }
+}
+
 }  // namespace
 
 // The figure of the run as the view shows it, for any options (the screen's, a capture's).
@@ -107,31 +134,12 @@ void draw_train_view(AppState& s) {
   ScreenFigure& f = s.renderer.train;
   f.stem = "train";
   f.ensure(o, t.data, [&s](const figure::Options& opts) { return train_view_figure(s, opts); });
-  draw_figure(s, f, origin);
+  // Taller than the canvas on a short and narrow one (train_figure.cpp's stacked layout): scrolled.
+  const bool scroll = begin_figure_scroll(f, "train_scroll", avail);
+  draw_figure(s, f, scroll ? ImGui::GetCursorScreenPos() : origin);
   s.renderer.centre = &f;
-  // A click on a thumbnail selects that head; on the selected one (or the large head), closes it.
-  ImGui::SetCursorScreenPos(f.origin);
-  ImGui::InvisibleButton("train_canvas", ImVec2(std::max(1.0f, static_cast<float>(f.fig.width)),
-                                                std::max(1.0f, static_cast<float>(f.fig.height))));
-  if (!ImGui::IsItemHovered() || s.opts.ignore_mouse) return;
-  const CellUnder c = cell_under(f, ImGui::GetIO().MousePos);
-  const int heads = t.snap->curves.n_layer * t.snap->curves.n_head;
-  if (c.heatmap < 0) return;
-  if (c.heatmap < heads) {
-    t.hover_k = c.heatmap;
-    const int l = c.heatmap / t.snap->curves.n_head, h = c.heatmap % t.snap->curves.n_head;
-    ImGui::SetTooltip("Head %d.%d: click to %s", l, h, l == t.layer && h == t.head ? "close it" : "show it large");
-    if (ImGui::IsItemClicked()) {
-      if (l == t.layer && h == t.head)
-        t.layer = t.head = -1;
-      else
-        t.layer = l, t.head = h;
-      ++t.data;
-    }
-  } else if (ImGui::IsItemClicked()) {
-    t.layer = t.head = -1;
-    ++t.data;
-  }
+  pick_head(s, f);
+  if (scroll) end_figure_scroll(f);
 }
 
 void draw_train_strip(AppState& s) {
