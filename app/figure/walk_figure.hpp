@@ -62,6 +62,7 @@ struct WalkPlan {
   std::vector<char> weights;                      // Wᵀ drawn beside a step's projection (it fits)
   std::vector<int> title_lines;                   // lines a pane title may take in each step
   std::vector<char> strip;                        // the chain strip beside a step (its cells stay readable)
+  std::vector<float> text;                        // the scene's text size in each step (Frame::set_text)
   int builds = 0;                                 // times built (tests: cached, not per frame)
 };
 WalkPlan::Key walk_plan_key(const WalkInput& in, const Options& o);

@@ -63,6 +63,10 @@ struct Scene {
 // being drawn, and where primitives go (B: null while planning, when only sizes matter).
 struct Frame {
   Frame(const WalkInput& input, const Options& options);
+  // The scene's text size (labels, numbers, titles of grids) and what follows from it: the
+  // operators', the gaps, the token labels' widths. The typography's label size, or smaller for
+  // a step whose scene does not fit its canvas otherwise (plan_steps); the header keeps its own.
+  void set_text(float size);
   const WalkInput& in;
   const Options& o;
   const Trace& tr;

@@ -133,12 +133,17 @@ std::vector<LegendItem> legend_items(const Frame& f, lay::Step st, float vmax) {
   return out;
 }
 
+// The header's text size: the typography's, whatever size a step's scene is drawn at (a scene
+// too wide for its canvas at the cells' least size takes smaller text: plan_steps).
+float hs(const Frame& f) { return f.o.type.label; }
+float head_w(const Frame& f, const std::string& s) { return text_width(s, hs(f)); }
+
 // Items [a, b) of a legend (all of it by default).
 float legend_width(const Frame& f, const std::vector<LegendItem>& items, std::size_t a = 0,
                    std::size_t b = std::size_t(-1)) {
   float w = 0;
   for (std::size_t i = a; i < std::min(b, items.size()); ++i)
-    w += (items[i].kind == LegendItem::Kind::Text ? 0.0f : f.sfh + 6.0f) + text_w(f, items[i].text) + 12.0f;
+    w += (items[i].kind == LegendItem::Kind::Text ? 0.0f : hs(f) + 6.0f) + head_w(f, items[i].text) + 12.0f;
   return w;
 }
 
@@ -183,19 +188,19 @@ Header header_of(const Frame& f, lay::Step st, float vmax, bool compact) {
     if (h.extra == generic_extra(f)) h.extra.clear();
   }
   h.legend = legend_items(f, st, vmax);
-  const float W = f.o.canvas.width - 2.0f * detail::kMargin, gap = f.sfh * 2.0f;
+  const float W = f.o.canvas.width - 2.0f * detail::kMargin, gap = hs(f) * 2.0f;
   // A title wider than the canvas breaks between words (the bonus variants' long titles at 24 px
   // on 700 px: "Step 7 of 15:  Expand K, V to the query heads: each K/V head serves 3 query
   // heads" ran 200 px past the edge).
   h.titles = word_lines(h.title, W, [&f](const std::string& t) { return text_width(t, f.o.type.title); });
   if (h.titles.empty()) h.titles.push_back(h.title);
-  h.shape_1 = h.titles.size() == 1 && text_width(h.title, f.o.type.title) + gap + text_w(f, h.shape) <= W;
-  float x2 = text_width(h.code, f.sfh, true);
-  h.extra_2 = x2 + gap + text_w(f, h.extra) <= W;
-  if (h.extra_2) x2 += gap + text_w(f, h.extra);
+  h.shape_1 = h.titles.size() == 1 && text_width(h.title, f.o.type.title) + gap + head_w(f, h.shape) <= W;
+  float x2 = text_width(h.code, hs(f), true);
+  h.extra_2 = x2 + gap + head_w(f, h.extra) <= W;
+  if (h.extra_2) x2 += gap + head_w(f, h.extra);
   h.legend_2 = x2 + gap + legend_width(f, h.legend) <= W;
   // The PyTorch line cut with an ellipsis only where the canvas is narrower than it.
-  if (text_width(h.code, f.sfh, true) > W) h.code = fit_text(h.code, f.sfh, W, true);
+  if (text_width(h.code, hs(f), true) > W) h.code = fit_text(h.code, hs(f), W, true);
   if (!h.shape_1 && !h.shape.empty()) h.later.push_back({h.shape});
   if (!h.extra_2 && !h.extra.empty()) h.later.push_back({h.extra});
   // The legend's runs: its text and swatches (the score scale, the heads' colours) and each
@@ -220,7 +225,7 @@ Header header_of(const Frame& f, lay::Step st, float vmax, bool compact) {
   }
   float x = 0;
   for (Header::Piece& p : h.later) {
-    const float w = p.b > p.a ? legend_width(f, h.legend, p.a, p.b) : text_w(f, p.text);
+    const float w = p.b > p.a ? legend_width(f, h.legend, p.a, p.b) : head_w(f, p.text);
     // Legend items follow each other at their own spacing, other pieces a gap apart.
     const bool item = p.b > p.a && &p != &h.later.front() && (&p - 1)->b > (&p - 1)->a;
     if (item) x -= gap;
@@ -231,7 +236,7 @@ Header header_of(const Frame& f, lay::Step st, float vmax, bool compact) {
   return h;
 }
 
-float line_height(const Frame& f) { return std::ceil(f.sfh * 1.5f); }
+float line_height(const Frame& f) { return std::ceil(hs(f) * 1.5f); }
 
 // The height a header takes: its lines of small text and its title's extra lines.
 float header_px(const Frame& f, const Header& h) {
@@ -270,7 +275,7 @@ Canvas scene_canvas(const Frame& f, int k) {
 float draw_legend(Frame& f, const std::vector<LegendItem>& items, float x, float baseline, std::size_t a = 0,
                   std::size_t b = std::size_t(-1)) {
   Builder& B = *f.B;
-  const float sz = f.sfh, top = baseline - text_ascent(sz);
+  const float sz = hs(f), top = baseline - text_ascent(sz);
   for (std::size_t i = a; i < std::min(b, items.size()); ++i) {
     const LegendItem& it = items[i];
     if (it.kind == LegendItem::Kind::Swatch) {
@@ -291,17 +296,17 @@ void header(Frame& f, int shown, float vmax) {
   Builder& B = *f.B;
   const lay::Step st = f.steps[static_cast<std::size_t>(shown)];
   const Header h = header_of(f, st, vmax, compact_header(f, st));
-  const float gap = f.sfh * 2.0f, x0 = detail::kMargin;
+  const float gap = hs(f) * 2.0f, x0 = detail::kMargin;
   float y = kTop + text_ascent(f.o.type.title), x = x0;
   for (std::size_t k = 0; k < h.titles.size(); ++k) {
     if (k > 0) y += title_step(f);
     x = x0 + B.text(x0, y, h.titles[k], f.o.type.title, B.th.text, 0, "title");
   }
-  if (h.shape_1 && !h.shape.empty()) B.text(x + gap, y, h.shape, f.sfh, B.th.dim, 0, "shape");
+  if (h.shape_1 && !h.shape.empty()) B.text(x + gap, y, h.shape, hs(f), B.th.dim, 0, "shape");
   y += line_height(f);
   const Color code = f.o.dark ? Color{140, 204, 255, 255} : Color{13, 77, 153, 255};
-  x = x0 + B.text(x0, y, h.code, f.sfh, code, 0, "code", false, true);
-  if (h.extra_2 && !h.extra.empty()) x += gap + B.text(x + gap, y, h.extra, f.sfh, B.th.dim, 0, "shape");
+  x = x0 + B.text(x0, y, h.code, hs(f), code, 0, "code", false, true);
+  if (h.extra_2 && !h.extra.empty()) x += gap + B.text(x + gap, y, h.extra, hs(f), B.th.dim, 0, "shape");
   if (h.legend_2) draw_legend(f, h.legend, x + gap, y);
   bool after_item = false;  // x is just past legend items (which end with their own spacing)
   for (const Header::Piece& p : h.later) {
@@ -310,7 +315,7 @@ void header(Frame& f, int shown, float vmax) {
       y += line_height(f), x = x0;
     else if (!(item && after_item))
       x += gap;
-    x = item ? draw_legend(f, h.legend, x, y, p.a, p.b) : x + B.text(x, y, p.text, f.sfh, B.th.dim, 0, "shape");
+    x = item ? draw_legend(f, h.legend, x, y, p.a, p.b) : x + B.text(x, y, p.text, hs(f), B.th.dim, 0, "shape");
     after_item = item;
   }
 }

@@ -13,11 +13,16 @@ Frame::Frame(const WalkInput& input, const Options& options)
   src = {&tr, b, in.mistaken, in.mistake};
   dims = src.dims();
   steps = walk_steps(in);
-  sfh = o.type.label;
-  op_size = o.type.title;
+  set_text(o.type.label);
+}
+
+void Frame::set_text(float size) {
+  sfh = size;
+  op_size = size == o.type.label ? o.type.title : std::round(o.type.title * size / o.type.label);
   gap_px = std::ceil(sfh + 6.0f);
   pane_px = std::ceil(sfh * 1.5f);
   const float cap = text_width("abcdefgh", sfh);
+  token_w = key_w = 0.0f;
   for (const auto& t : *in.tokens) {
     token_w = std::max(token_w, std::min(cap, text_width(t, sfh)));
     key_w = std::max(key_w, text_width(t, sfh));
@@ -703,7 +708,8 @@ void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canv
     title_choices(k, [&](int, int, Fit v) { best = std::max(best, v.worth); });
     plan.weights[static_cast<std::size_t>(k)] = best >= want ? 1 : 0;
   }
-  for (int k = 0; k < n; ++k) {
+  // Step k's cells, blocks, title lines, window and strip at the frame's text size.
+  const auto choose = [&](int k) {
     const std::size_t i = static_cast<std::size_t>(k);
     f.weights_fit = plan.weights[i] != 0;
     float chosen = -1.0f;  // the worth of the choice taken
@@ -744,6 +750,41 @@ void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canv
       // and bring the panes closer still.
       if (plan.cs[i] >= want) break;
     }
+  };
+  // Whether step k as planned fits its canvas with its pane titles apart.
+  const auto clean = [&](int k) {
+    use_step(f, plan, k);
+    f.title_notes = true;
+    const Scene sc = build_scene(f, k);
+    const Point e = scene_size(f, sc);
+    const Canvas c = canvas_of(k);
+    const bool ok = e.x <= c.width + 0.5f && e.y <= c.height + 0.5f && !pane_titles_collide(f, sc);
+    f.title_notes = false;
+    return ok;
+  };
+  const float text = f.sfh;
+  plan.text.assign(static_cast<std::size_t>(n), text);
+  for (int k = 0; k < n; ++k) {
+    choose(k);
+    // A scene wider than its canvas at the cells' least size, or with pane titles over each
+    // other, takes smaller text, down to 10 px: on a 1024 × 768 window with a 24-pixel font
+    // (600 × 277) grouped-query attention's expansion drew "keys.repeat_interleave" over
+    // "values.repeat_interleave", and its scores with and without RoPE ran 60 px past the edge.
+    const std::size_t i = static_cast<std::size_t>(k);
+    for (const float scale : {0.88f, 0.77f, 0.68f}) {
+      if (clean(k)) break;
+      const float size = std::round(text * scale);
+      if (size < 10.0f) break;
+      f.set_text(size);
+      plan.text[i] = size;
+      choose(k);
+    }
+    if (!clean(k)) {  // none did: the typography's size, as planned with it
+      f.set_text(text);
+      plan.text[i] = text;
+      choose(k);
+    }
+    f.set_text(text);
   }
   f.block_cols = f.title_lines = 1;
   f.strip_fit = true;
@@ -753,6 +794,7 @@ void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canv
 // Cell size, block columns and window of step k.
 void use_step(Frame& f, const WalkPlan& p, int k) {
   const std::size_t i = static_cast<std::size_t>(k);
+  if (i < p.text.size() && p.text[i] != f.sfh) f.set_text(p.text[i]);
   f.cs = p.cs[i];
   f.block_cols = p.bcols[i];
   f.title_lines = p.title_lines[i];
