@@ -74,16 +74,17 @@ figure::Options screen(figure::Canvas c, float font = 18.0f) {
 }
 
 // The canvases of a 1024 × 768 window, a 1280 × 800 one, a projector's, and the 1280 × 800
-// window with its font at 24 px (a teacher enlarging it for the back row), each with its font.
+// window with its font at 24 px (a teacher enlarging it for the back row), each with its font;
+// last, the 1024 × 768 window with a 24-pixel font, the KV cache's canvas and the lesson's.
 struct Screen {
   figure::Canvas c;
   float font;
 };
-constexpr Screen kScreens[] = {
-    {{595, 560}, 18}, {{835, 590}, 18}, {{1475, 870}, 18}, {{700, 421}, 24}, {{835, 590}, 24}};
-// What the walkthrough's controls leave of a 1024 × 768 window, and of a 1280 × 800 one with a
-// 24-pixel font.
-constexpr Screen kWalkScreens[] = {{{579, 267}, 18}, {{700, 288}, 24}};
+constexpr Screen kScreens[] = {{{595, 560}, 18}, {{835, 590}, 18}, {{1475, 870}, 18}, {{700, 421}, 24},
+                               {{835, 590}, 24}, {{600, 393}, 24}, {{600, 314}, 24}};
+// What the walkthrough's controls leave of a 1024 × 768 window, and of a 1280 × 800 one and a
+// 1024 × 768 one with a 24-pixel font.
+constexpr Screen kWalkScreens[] = {{{579, 267}, 18}, {{700, 288}, 24}, {{600, 277}, 24}};
 
 // Titles on one line of a walkthrough picture (panes Q, K and V side by side, grids beside each
 // other) keep a text size apart: they hold a double space between name and shape, and one
@@ -429,13 +430,15 @@ TEST(Figures, TrainViewTextNeitherOverlapsNorLeavesTheCanvas) {
   TrainRun r = train_run();
   r.c.title += " \xC2\xB7 step 600 of 1000";
   // 700 × 421 and 700 × 545: a 1280 × 800 window with a 24-pixel font (the strip at 22% and 12%).
-  for (const figure::Canvas& c : {figure::Canvas{1475, 870}, figure::Canvas{1000, 620}, figure::Canvas{835, 590},
-                                  figure::Canvas{595, 560}, figure::Canvas{700, 421}, figure::Canvas{700, 545}})
+  // 600 × 522: a 1024 × 768 window with a 24-pixel font.
+  for (const figure::Canvas& c :
+       {figure::Canvas{1475, 870}, figure::Canvas{1000, 620}, figure::Canvas{835, 590}, figure::Canvas{595, 560},
+        figure::Canvas{700, 421}, figure::Canvas{700, 545}, figure::Canvas{600, 522}})
     for (const bool probe : {true, false}) {
       const std::string what =
           "train view on " + std::to_string(c.width) + " x " + std::to_string(c.height) + (probe ? "" : ", no probe");
-      const figure::Figure f =
-          figure::build_train_figure(r.c, probe ? &r.probe : nullptr, screen(c, c.width == 700 ? 24.0f : 18.0f));
+      const figure::Figure f = figure::build_train_figure(r.c, probe ? &r.probe : nullptr,
+                                                          screen(c, c.width == 700 || c.width == 600 ? 24.0f : 18.0f));
       expect_text_clear(f, c.width, what);
       // The plots' titles whole: a 1024 × 768 window's detectors read "previous-to…", "duplicate-to…".
       for (const figure::Prim& p : f.prims) {
@@ -475,38 +478,49 @@ TEST(Figures, PathLinesBreakAfterASlashOnly) {
   EXPECT_TRUE(figure::path_lines("", 6.0f, chars).empty());
 }
 
+// A 1024 × 768 window leaves it 600 × 522: the heads were 12-pixel thumbnails there.
 TEST(Figures, TrainViewWithALargeFontKeepsTheHeadsReadable) {
   TrainRun r = train_run();
   r.c.title += " \xC2\xB7 step 300 of 1000";  // as the app names it: two lines at 24 px
-  const figure::Canvas c{700, 545};
-  const figure::Figure f = figure::build_train_figure(r.c, &r.probe, screen(c, 24.0f));
-  int heads = 0;
-  std::set<float> title_sizes;  // the detectors' titles: whole, and all of one size
-  for (const figure::Prim& p : f.prims) {
-    if (p.cls == "plot-title" && p.text != "Loss by training step") {
-      EXPECT_EQ(p.text.find("\xE2\x80\xA6"), std::string::npos) << "cut: " << p.text;
-      title_sizes.insert(p.size);
+  for (const figure::Canvas& c : {figure::Canvas{700, 545}, figure::Canvas{600, 522}}) {
+    SCOPED_TRACE(std::to_string(c.width) + " x " + std::to_string(c.height));
+    const figure::Figure f = figure::build_train_figure(r.c, &r.probe, screen(c, 24.0f));
+    int heads = 0;
+    std::set<float> title_sizes;  // the detectors' titles: whole, and all of one size
+    for (const figure::Prim& p : f.prims) {
+      if (p.cls == "plot-title" && p.text != "Loss by training step") {
+        EXPECT_EQ(p.text.find("\xE2\x80\xA6"), std::string::npos) << "cut: " << p.text;
+        title_sizes.insert(p.size);
+      }
+      if (p.heatmap >= 0) {
+        ++heads;
+        EXPECT_GE(p.x1 - p.x0, 30.0f) << "a head's thumbnail";
+        EXPECT_LE(p.y1, f.height) << "a head's thumbnail";
+      }
+      if (p.cls == "colorbar" || p.cls == "tick") {
+        EXPECT_LE(std::max(p.y0, p.y1), f.height) << p.cls << " " << p.text;
+      }
     }
-    if (p.heatmap >= 0) {
-      ++heads;
-      EXPECT_GE(p.x1 - p.x0, 30.0f) << "a head's thumbnail";
-      EXPECT_LE(p.y1, c.height) << "a head's thumbnail";
+    EXPECT_EQ(heads, 8);
+    EXPECT_EQ(title_sizes.size(), 1u);
+    // 700 × 545 holds it; 600 × 522 is too short and narrow for the plots beside the loss and the
+    // heads under them: one under the other, taller than the canvas (the app scrolls it).
+    if (c.width == 700) {
+      EXPECT_LE(f.height, c.height + 1);
+    } else {
+      EXPECT_GT(f.height, c.height);
     }
-    if (p.cls == "colorbar" || p.cls == "tick") {
-      EXPECT_LE(std::max(p.y0, p.y1), c.height) << p.cls << " " << p.text;
-    }
-  }
-  EXPECT_EQ(heads, 8);
-  EXPECT_EQ(title_sizes.size(), 1u);
-  // The legends under the plots keep to the plots' column: the loss's "predicting the segment's
-  // first occurrence" ran past it, up to the probe's text beside it.
-  const figure::Hit* loss = f.hit("loss_plot");
-  ASSERT_NE(loss, nullptr);
-  // The loss's axis keeps some height: under three rows of legend it had 33 px (now 58).
-  EXPECT_GE(loss->y1 - loss->y0, 50.0f);
-  for (const figure_checks::TextBox& b : figure_checks::text_boxes(f)) {
-    if (b.p->cls == "legend" && b.x0 < loss->x1) {
-      EXPECT_LE(b.x1, loss->x1 + 12.0f) << b.p->text;
+    EXPECT_LE(f.width, c.width + 1);
+    // The legends under the plots keep to the plots' column: the loss's "predicting the segment's
+    // first occurrence" ran past it, up to the probe's text beside it.
+    const figure::Hit* loss = f.hit("loss_plot");
+    ASSERT_NE(loss, nullptr);
+    // The loss's axis keeps some height: under three rows of legend it had 33 px (now 58).
+    EXPECT_GE(loss->y1 - loss->y0, 50.0f);
+    for (const figure_checks::TextBox& b : figure_checks::text_boxes(f)) {
+      if (b.p->cls == "legend" && b.x0 < loss->x1) {
+        EXPECT_LE(b.x1, loss->x1 + 12.0f) << b.p->text;
+      }
     }
   }
 }
@@ -525,10 +539,17 @@ TEST(Figures, KvStepTextNeitherOverlapsNorLeavesTheCanvas) {
     const Model m = build_model(s.model, s.d_in());
     const DecodeTrace d = decode_with_cache(m, s.input_tensor(), 1);
     for (const auto& [c, font] : kScreens)
-      for (int step : {0, static_cast<int>(d.steps.size()) - 1})
-        expect_text_clear(
-            figure::build_kv_step_figure(d, s.tokens, step, screen(c, font)), c.width,
-            std::string(variant_name(v)) + " step " + std::to_string(step) + " on " + std::to_string(c.width));
+      for (int step : {0, static_cast<int>(d.steps.size()) - 1}) {
+        const std::string what =
+            std::string(variant_name(v)) + " step " + std::to_string(step) + " on " + std::to_string(c.width);
+        const figure::Options o = screen(c, font);
+        const figure::Figure f = figure::build_kv_step_figure(d, s.tokens, step, o);
+        expect_text_clear(f, c.width, what);
+        // Rows a line of labels tall at least: a canvas too short for that (four K/V heads on
+        // 600 × 393 with a 24-pixel font had 1-pixel cells) gets a taller figure, never a wider one.
+        for (const figure::HeatmapInfo& h : f.heatmaps) EXPECT_GE(h.cell, std::ceil(o.type.label * 1.35f)) << what;
+        EXPECT_LE(f.width, c.width + 1) << what;
+      }
   }
 }
 
