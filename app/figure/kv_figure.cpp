@@ -157,20 +157,29 @@ float kv_header(Builder& B, const DecodeTrace& d, const CacheStep& st, const Col
   y += line_h(B.ty.small) + 2.0f;
   y = paragraph(B, kMargin, y, width, size_line(d, st), B.ty.small, B.th.text, "kv-size");
   y += 6.0f;
+  // The legend's items in a row, the next on a new line where it would run past the canvas (a
+  // window's two notes at 24 px ran 350 px past a 600-px canvas).
   float lx = kMargin;
+  const auto room_for = [&](float w) {
+    if (lx > kMargin && lx + w > kMargin + width) {
+      y += line_h(B.ty.small) + 4.0f;
+      lx = kMargin;
+    }
+  };
+  const auto hatched = [&](const std::string& text) {
+    room_for(22.0f + text_width(text, B.ty.small));
+    lx = mask_legend(B, lx, y, text, true);
+  };
   if (!st.evicted.empty())
-    lx = mask_legend(B, lx, y,
-                     (st.evicted.size() == 1 ? "row " : "rows ") + range_text(st.evicted.begin, st.evicted.end) +
-                         (st.evicted.size() == 1 ? " leaves" : " leave") +
-                         " the cache: the window (W = " + std::to_string(d.layout.window) + ") has moved past " +
-                         (st.evicted.size() == 1 ? "it" : "them"),
-                     true);
+    hatched((st.evicted.size() == 1 ? "row " : "rows ") + range_text(st.evicted.begin, st.evicted.end) +
+            (st.evicted.size() == 1 ? " leaves" : " leave") + " the cache: the window (W = " +
+            std::to_string(d.layout.window) + ") has moved past " + (st.evicted.size() == 1 ? "it" : "them"));
   if (cols.first > 0)
-    lx = mask_legend(B, lx, y,
-                     (cols.first == 1 ? "row " : "rows ") + range_text(0, cols.first) + " left at earlier steps", true);
+    hatched((cols.first == 1 ? "row " : "rows ") + range_text(0, cols.first) + " left at earlier steps");
+  const std::string added = step == 0 ? "rows of the prefill" : "the row added at this step";
+  room_for(20.0f + text_width(added, B.ty.small));
   B.frame(lx, y + 1.0f, lx + 14.0f, y + B.ty.small, B.th.accent, 2.0f, "legend-new");
-  B.text(lx + 20.0f, y + B.ty.small - 1.0f, step == 0 ? "rows of the prefill" : "the row added at this step",
-         B.ty.small, B.th.text);
+  B.text(lx + 20.0f, y + B.ty.small - 1.0f, added, B.ty.small, B.th.text);
   return y + line_h(B.ty.small) + 10.0f;
 }
 

@@ -141,4 +141,39 @@ r = g.run(["gui", path, "--no-restore", "--config-dir", os.path.join(tmp, "cfg3"
 wd = g.read_json(state3)["widgets"] if r.returncode == 0 else {}
 out = [n for n in ("kv_first", "kv_back", "kv_next", "kv_last") if n not in wd or wd[n][2] > 1024]
 g.check(not out, "1024 x 768 at 20 px: every step button inside the window (%s not)" % out)
+
+# At 24 px the canvas is too short for four K/V heads' blocks at readable cells (their rows were
+# 1 px, "keys" over "values"): the figure is drawn taller, and the wheel over it scrolls it up
+# under the toolbar, which stays.
+four = dict(session, model=dict(session["model"], num_heads=4, d_out=8, num_kv_groups=4))
+path4 = os.path.join(tmp, "four-kv-heads.json")
+with open(path4, "w") as f:
+    json.dump(four, f)
+lay4, state4 = os.path.join(tmp, "tall-layout.json"), os.path.join(tmp, "tall-state.json")
+p = g.start(["gui", path4, "--no-restore", "--config-dir", os.path.join(tmp, "cfg4"), "--state-dir",
+             os.path.join(tmp, "st4"), "--width", "1024", "--height", "768", "--font-size", "24", "--kv-step", "3,2",
+             "--layout-out", lay4, "--state-out", state4])
+try:
+    g.wait_for_layout(lay4, ["kv_last", "kv_block_3"], proc=p)
+    win = g.read_json(lay4)
+    st = g.wait_state(state4, "the KV figure drawn", lambda j: j["figure"] and j["figure"]["name"] == "kv", p)
+    fig, wd = st["figure"], st["widgets"]
+    size = [fig["display_list"]["width"], fig["display_list"]["height"]]
+    g.check(size[1] > fig["canvas"][1] and size[0] <= fig["canvas"][0] + 1,
+            "1024 x 768 at 24 px: the figure taller than its canvas, never wider (%s in %s)" % (size, fig["canvas"]))
+    cells = [(h["y1"] - h["y0"]) / h["rows"] for h in fig["display_list"]["heatmaps"]]
+    g.check(cells and min(cells) >= 24, "rows a line of labels tall at least (%s px)" % cells)
+    top, last = wd["kv_block_0"][1], wd["kv_block_3"]
+    bar = wd["kv_last"]
+    g.focus_window()
+    x = win["window_x"] + int((last[0] + last[2]) / 2)
+    y = win["window_y"] + int((wd["kv_block_0"][1] + wd["kv_block_0"][3]) / 2)
+    g.xdo("mousemove", x, y, "click", "--repeat", 8, "--delay", 30, 5)
+    st = g.wait_state(state4, "the figure scrolled by the wheel",
+                      lambda j: j["widgets"].get("kv_block_0", [0, top])[1] < top - 40, p)
+    g.check(st["widgets"]["kv_last"] == bar, "the step buttons stay where they were (%s, %s)"
+            % (st["widgets"]["kv_last"], bar))
+finally:
+    status, _, err = g.stop(p)
+g.check(status == 0, "the tall figure's app quit with status 0 (%s)" % err.strip()[-300:])
 g.finish()
