@@ -149,4 +149,23 @@ try:
 finally:
     if p.poll() is None:
         g.stop(p)
+
+# A 1024 x 768 window with a 24-pixel font leaves the view 600 x 522: too short and narrow for
+# the plots beside the loss and the heads under them (10-pixel heads, "duplicate-tok…"). The loss,
+# the detectors and the heads go one under the other, in a figure taller than the canvas (it
+# scrolls), never wider; the heads 30 px at least, every detector's title whole.
+small = os.path.join(tmp, "small.state.json")
+r = g.run(["gui", "--no-restore", "--config-dir", os.path.join(tmp, "cfg-small"), "--state-dir",
+           os.path.join(tmp, "st-small"), "--width", "1024", "--height", "768", "--font-size", "24", "--train-until",
+           "25", "--exit-after-frames", "20", "--state-out", small])
+fig = g.read_json(small)["figure"] if r.returncode == 0 else None
+if g.check(fig is not None and fig["name"] == "train", "the small window's Train view ran (%s)" % r.stderr.strip()[-200:]):
+    dl = fig["display_list"]
+    g.check(dl["height"] > fig["canvas"][1] and dl["width"] <= fig["canvas"][0] + 1,
+            "1024 x 768 at 24 px: the figure taller than its canvas, never wider (%d x %d in %s)"
+            % (dl["width"], dl["height"], fig["canvas"]))
+    sides = [h["x1"] - h["x0"] for h in dl["hits"] if h["id"].startswith("thumb_")]
+    g.check(len(sides) == 8 and min(sides) >= 30, "the 8 heads 30 px at least (%s)" % sides)
+    titles = [x["text"] for x in dl["prims"] if x.get("class") == "plot-title"]
+    g.check(len(titles) == 5 and not any("\u2026" in t for t in titles), "every plot's title whole (%s)" % titles)
 g.finish()
