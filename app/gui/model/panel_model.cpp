@@ -270,7 +270,10 @@ void draw_interventions(AppState& s) {
 void draw_detector(AppState& s) {
   ModelUi& m = s.gpt;
   const char* current = m.pattern < 0 ? "none" : head_pattern_name(kHeadPatterns[m.pattern]).data();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 11.0f);
+  // Its label kept whole on a narrow panel (a 1024 × 768 window at 24 px cut it to "Head det").
+  ImGui::SetNextItemWidth(std::min(ImGui::GetFontSize() * 11.0f, ImGui::GetContentRegionAvail().x -
+                                                                     ImGui::CalcTextSize("Head detector").x -
+                                                                     ImGui::GetStyle().ItemInnerSpacing.x));
   if (ImGui::BeginCombo("Head detector", current)) {
     if (ImGui::Selectable("none", m.pattern < 0)) m.pattern = -1;
     for (int i = 0; i < kHeadPatternCount; ++i) {
