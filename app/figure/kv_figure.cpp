@@ -75,6 +75,15 @@ struct BlockTitle {
 // drawn over each other) gets a taller figure, which the app scrolls.
 float min_cell(const Typography& ty) { return line_h(ty.label); }
 
+// The size of a name beside `rows_h` pixels of rows ("keys", "weights"): the tiles' where the rows
+// are as tall as its line, else the labels', else (cells made narrow by many tokens) as small as
+// keeps it within its rows, 7 px at the least.
+float side_label_size(const Typography& ty, float rows_h) {
+  if (rows_h >= line_h(ty.tile)) return ty.tile;
+  if (rows_h >= line_h(ty.label)) return ty.label;
+  return std::max(7.0f, std::floor(rows_h / 1.35f));
+}
+
 // title_w: the widest title in one line; title_w2: its widest line in two. Blocks side by side
 // only where their titles fit side by side too, in one line where they can (a 1024 × 768
 // window takes two); one column's title is in two lines where one is wider than the canvas.
@@ -107,17 +116,18 @@ Plan plan(const DecodeTrace& d, int blocks, const std::vector<std::string>& name
       const float cell = cell_for(lp);
       lp = plan_labels(names, cell, ty.label);
       if (cell > best.cell) best = {nc, cell, lp, two};
-      // The same blocks at the smallest cell, where their columns fit the width.
-      if (block_w < smallest * static_cast<float>(cols) && nc > 1) continue;
-      const LabelPlan small = plan_labels(names, smallest, ty.label);
-      const float h = static_cast<float>(nr) * (title_h + (small.show ? small.top : 0.0f) + gaps +
-                                                smallest * static_cast<float>(rows) + kBlockRowGap);
-      if (shortest.cell < 0 || h < shortest_h) {
-        shortest = {nc, smallest, small, two};
+      // The same blocks as tall as the smallest cell makes them, as wide as the width allows
+      // (many tokens: a wider figure would be cut, never scrolled sideways).
+      const float c = std::min(smallest, fit_cell(block_w, 1e9f, rows, cols));
+      const LabelPlan small = plan_labels(names, c, ty.label);
+      const float h = static_cast<float>(nr) *
+                      (title_h + (small.show ? small.top : 0.0f) + gaps + c * static_cast<float>(rows) + kBlockRowGap);
+      if (c > shortest.cell || (c == shortest.cell && h < shortest_h)) {
+        shortest = {nc, c, small, two};
         shortest_h = h;
       }
     }
-  return best.cell >= smallest || shortest.cell < 0 ? best : shortest;
+  return best.cell >= smallest || shortest.cell <= best.cell ? best : shortest;
 }
 
 std::string header_title(const DecodeTrace& d, const CacheStep& st, const std::vector<std::string>& tokens, int step) {
@@ -317,8 +327,7 @@ Figure build_kv_step_figure(const DecodeTrace& d, const std::vector<std::string>
       spec.numbers = o.values;
       draw_heatmap(B, spec, hx, hy, cell, pl.lp, false, i == 0);
       const std::string label = ct.name == "k" ? "keys" : ct.name == "v" ? "values" : "latent";
-      // At the tiles' size where the rows are as tall as its line, else the labels' (min_cell).
-      const float size = cell * static_cast<float>(ct.width) >= line_h(B.ty.tile) ? B.ty.tile : B.ty.label;
+      const float size = side_label_size(B.ty, cell * static_cast<float>(ct.width));
       B.text(hx - 8.0f, hy + cell * static_cast<float>(ct.width) * 0.5f + text_ascent(size) * 0.5f, label, size,
              B.th.text, 2, "tensor-label");
       // The rows this step added, framed.
@@ -342,8 +351,9 @@ Figure build_kv_step_figure(const DecodeTrace& d, const std::vector<std::string>
         B.text(hx - 8.0f, hy + cell * (static_cast<float>(i) + 0.5f) + text_ascent(B.ty.label) * 0.5f - 1.0f,
                "head " + std::to_string(blk.head0 + i), B.ty.label, B.th.text, 2);
     } else {
-      B.text(hx - 8.0f, hy + cell * static_cast<float>(blk.heads) * 0.5f + text_ascent(B.ty.tile) * 0.5f, "weights",
-             B.ty.tile, B.th.text, 2, "tensor-label");
+      const float size = side_label_size(B.ty, cell * static_cast<float>(blk.heads));
+      B.text(hx - 8.0f, hy + cell * static_cast<float>(blk.heads) * 0.5f + text_ascent(size) * 0.5f, "weights", size,
+             B.th.text, 2, "tensor-label");
     }
     B.hit("kv_block_" + std::to_string(b), bx, by, bx + block_w, hy + cell * static_cast<float>(blk.heads));
     right = std::max(right, bx + block_w);

@@ -557,6 +557,30 @@ TEST(Figures, KvStepTextNeitherOverlapsNorLeavesTheCanvas) {
   }
 }
 
+// Many tokens: the columns make the cells narrower than a line of labels; the figure stays as
+// wide as its canvas (it scrolls only up and down) and its side labels shrink to their rows.
+TEST(Figures, KvStepWithManyTokensKeepsToTheCanvasWidth) {
+  Session s = lesson("seed003-weight-split-6d");
+  const Session base = s;
+  s.tokens.clear(), s.embeddings.clear();
+  for (int k = 0; k < 48; ++k) {
+    s.tokens.push_back(base.tokens[static_cast<std::size_t>(k) % base.tokens.size()] + std::to_string(k));
+    s.embeddings.push_back(base.embeddings[static_cast<std::size_t>(k) % base.embeddings.size()]);
+    s.embeddings.back()[0] += 0.01f * static_cast<float>(k);
+  }
+  s.model.context_length = 48;
+  s.model.num_heads = 4, s.model.d_out = 8;
+  validate_session(s);
+  const DecodeTrace d = decode_with_cache(build_model(s.model, s.d_in()), s.input_tensor(), 40);
+  for (const auto& [c, font] : kScreens) {
+    const std::string what = "48 tokens on " + std::to_string(c.width) + " x " + std::to_string(c.height);
+    const figure::Figure f =
+        figure::build_kv_step_figure(d, s.tokens, static_cast<int>(d.steps.size()) - 1, screen(c, font));
+    expect_text_clear(f, c.width, what);
+    EXPECT_LE(f.width, c.width + 1) << what;
+  }
+}
+
 // The sweep's and the lens's subtitle whole on two lines where one is too narrow (the lens's
 // "cell: the most likely next token…" was cut at "cell: t…" on the app's 835-px canvas).
 TEST(Figures, GridSubtitleTakesTwoLinesBeforeItIsCut) {
