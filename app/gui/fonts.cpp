@@ -142,6 +142,9 @@ void note_frame_glyphs(AppState& s) {
   for (const auto* list : {&s.settings.recent, &s.settings.recent_models})
     for (const std::string& p : *list) want_glyphs(s, p);
   want_glyphs(s, s.settings.capture_dir);
+  // The capture folder's default, the settings' hint while they are open: a localised pictures
+  // folder (~/Изображения/mhaviz).
+  if (s.ui.capture.settings_open) want_glyphs(s, capture_folder(s));
   want_glyphs(s, s.doc.origin);
   want_glyphs(s, s.ui.capture.last);
   for (const std::string& t : m.tokens.tokens) want_glyphs(s, t);

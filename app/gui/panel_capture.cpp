@@ -20,8 +20,9 @@
 #include "figure/gpt_figures.hpp"
 #include "figure/interv_figures.hpp"
 #include "figure/walk_figure.hpp"
-#include "walk_frame.hpp"
 #include "mhaviz/export.hpp"
+#include "text_fields.hpp"
+#include "walk_frame.hpp"
 
 namespace mhaviz::gui {
 namespace fs = std::filesystem;
@@ -172,8 +173,10 @@ void capture_model(AppState& s, CaptureKind kind, bool svg) {
                    : "-head" + std::to_string(model_layer(s)) + "." + std::to_string(model_head(s));
     }
     const int scale = std::clamp(s.settings.capture_scale, 1, 4);
-    if (svg) save(s, stem, ".svg", figure::to_svg(f), &f);
-    else save(s, stem, ".png", figure::encode_png(figure::rasterize(f, scale), f.width * scale, f.height * scale), &f);
+    if (svg)
+      save(s, stem, ".svg", figure::to_svg(f), &f);
+    else
+      save(s, stem, ".png", figure::encode_png(figure::rasterize(f, scale), f.width * scale, f.height * scale), &f);
   } catch (const std::exception& e) {
     notify(s, std::string("Capture failed: ") + e.what(), true);
   }
@@ -227,8 +230,10 @@ void capture(AppState& s, CaptureKind kind, bool svg) {
       const figure::Figure f = shown->rebuild(for_capture(s, shown->opts));
       const int scale = std::clamp(s.settings.capture_scale, 1, 4);
       const std::string stem = (shown == &s.renderer.train ? train_run_name(s) : doc_stem(s)) + "-" + shown->stem;
-      if (svg) save(s, stem, ".svg", figure::to_svg(f), &f);
-      else save(s, stem, ".png", figure::encode_png(figure::rasterize(f, scale), f.width * scale, f.height * scale), &f);
+      if (svg)
+        save(s, stem, ".svg", figure::to_svg(f), &f);
+      else
+        save(s, stem, ".png", figure::encode_png(figure::rasterize(f, scale), f.width * scale, f.height * scale), &f);
     } catch (const std::exception& e) {
       notify(s, std::string("Capture failed: ") + e.what(), true);
     }
@@ -237,11 +242,14 @@ void capture(AppState& s, CaptureKind kind, bool svg) {
   if (kind == CaptureKind::Shown) {
     kind = walkthrough_active(s) ? CaptureKind::Step : s.view.enlarged ? CaptureKind::Head : CaptureKind::Grid;
   }
-  const figure::View view = kind == CaptureKind::Head ? figure::View::Head : kind == CaptureKind::Step ? figure::View::Step : figure::View::Grid;
+  const figure::View view = kind == CaptureKind::Head   ? figure::View::Head
+                            : kind == CaptureKind::Step ? figure::View::Step
+                                                        : figure::View::Grid;
   try {
     // What the screen shows, as the screen laid it out (a view not on screen: the canvas it had).
     const ScreenFigure& last = view == figure::View::Step ? s.renderer.walk : s.renderer.lesson;
-    const ImVec2 canvas = last.generation > 0 ? ImVec2(last.opts.canvas.width, last.opts.canvas.height) : ImVec2(1280, 720);
+    const ImVec2 canvas =
+        last.generation > 0 ? ImVec2(last.opts.canvas.width, last.opts.canvas.height) : ImVec2(1280, 720);
     const figure::Options o = for_capture(s, figure_options(s, view, canvas));
     figure::Figure f;
     if (view == figure::View::Step) {
@@ -257,11 +265,16 @@ void capture(AppState& s, CaptureKind kind, bool svg) {
     }
     const int scale = std::clamp(s.settings.capture_scale, 1, 4);
     std::string stem = doc_stem(s) + "-";
-    if (view == figure::View::Grid) stem += "heads-" + std::string(stage_name(o.stage));
-    else if (view == figure::View::Head) stem += "head" + std::to_string(o.head) + "-" + std::string(stage_name(o.stage));
-    else stem += "step" + std::to_string(o.step + 1);
-    if (svg) save(s, stem, ".svg", figure::to_svg(f), &f);
-    else save(s, stem, ".png", figure::encode_png(figure::rasterize(f, scale), f.width * scale, f.height * scale), &f);
+    if (view == figure::View::Grid)
+      stem += "heads-" + std::string(stage_name(o.stage));
+    else if (view == figure::View::Head)
+      stem += "head" + std::to_string(o.head) + "-" + std::string(stage_name(o.stage));
+    else
+      stem += "step" + std::to_string(o.step + 1);
+    if (svg)
+      save(s, stem, ".svg", figure::to_svg(f), &f);
+    else
+      save(s, stem, ".png", figure::encode_png(figure::rasterize(f, scale), f.width * scale, f.height * scale), &f);
   } catch (const std::exception& e) {
     notify(s, std::string("Capture failed: ") + e.what(), true);
   }
@@ -272,7 +285,7 @@ void capture_window_now(AppState& s) {
   int w = 0, h = 0;
   std::vector<std::uint8_t> rgba = read_framebuffer(s, w, h);
   try {
-    const std::string stem = model_view_active(s)                ? model_name(s.gpt)
+    const std::string stem = model_view_active(s)              ? model_name(s.gpt)
                              : centre_view(s) == Centre::Train ? train_run_name(s)
                                                                : doc_stem(s);
     save(s, stem + "-window", ".png", figure::encode_png(rgba, w, h));
@@ -290,8 +303,8 @@ void export_matrix(AppState& s, const std::string& format, bool clipboard) {
     const std::string text = format == "latex" ? to_latex(m.ptr(), T, T, 4) : to_csv(m.ptr(), T, T);
     if (clipboard) {
       ImGui::SetClipboardText(text.c_str());
-      notify(s, std::string("Copied head ") + std::to_string(s.view.head) + " (" + std::string(stage_name(s.view.stage)) + ") as " +
-                    (format == "latex" ? "LaTeX" : "CSV"));
+      notify(s, std::string("Copied head ") + std::to_string(s.view.head) + " (" +
+                    std::string(stage_name(s.view.stage)) + ") as " + (format == "latex" ? "LaTeX" : "CSV"));
       return;
     }
     save(s, matrix_stem(s), format == "latex" ? ".tex" : ".csv", text);
@@ -343,8 +356,8 @@ void capture_button(AppState& s) {
   if (ImGui::Button("Capture")) capture(s, CaptureKind::Shown);
   record_widget(s, "capture_button");
   if (ImGui::IsItemHovered()) {
-    ImGui::SetTooltip("Save a PNG of what is shown at %dx (F12; Shift+F12: the window)\nto %s", s.settings.capture_scale,
-                      capture_folder(s).c_str());
+    ImGui::SetTooltip("Save a PNG of what is shown at %dx (F12; Shift+F12: the window)\nto %s",
+                      s.settings.capture_scale, capture_folder(s).c_str());
   }
 }
 
@@ -358,15 +371,13 @@ void draw_capture_settings(AppState& s) {
     ImGui::Checkbox("transparent background", &st.capture_transparent);
     ImGui::Checkbox("light theme (for print)", &st.capture_light);
     ImGui::TextUnformatted("Folder");
-    // Edited in a buffer: an empty field means the default (pictures folder / mhaviz).
+    // An empty field means the default (pictures folder / mhaviz). Through text_fields.hpp, as
+    // every field: a folder named with an emoji showed '?' in a fixed buffer of chars.
     if (s.ui.capture.dir_edit.empty() && !st.capture_dir.empty()) s.ui.capture.dir_edit = st.capture_dir;
-    char buf[1024];
-    std::snprintf(buf, sizeof buf, "%s", s.ui.capture.dir_edit.c_str());
     ImGui::SetNextItemWidth(-1);
-    if (ImGui::InputTextWithHint("##capdir", capture_folder(s).c_str(), buf, sizeof buf)) {
-      s.ui.capture.dir_edit = buf;
-      st.capture_dir = buf;
-    }
+    const std::string hint = s.ui.window.wide.to_field(capture_folder(s));
+    if (input_text_with_hint(s, "##capdir", hint.c_str(), s.ui.capture.dir_edit))
+      st.capture_dir = s.ui.capture.dir_edit;
     ImGui::TextDisabled("Files are never overwritten: name-2.png, name-3.png ...");
     if (!s.ui.capture.last.empty()) ImGui::TextDisabled("Last: %s", s.ui.capture.last.c_str());
   }
@@ -374,7 +385,8 @@ void draw_capture_settings(AppState& s) {
 }
 
 void handle_capture_shortcuts(AppState& s) {
-  if (ImGui::IsKeyPressed(GLFW_KEY_F12, false)) capture(s, ImGui::GetIO().KeyShift ? CaptureKind::Window : CaptureKind::Shown);
+  if (ImGui::IsKeyPressed(GLFW_KEY_F12, false))
+    capture(s, ImGui::GetIO().KeyShift ? CaptureKind::Window : CaptureKind::Shown);
 }
 
 }  // namespace mhaviz::gui
