@@ -72,13 +72,14 @@ float header(Builder& B, const Trace& tr, const Options& o, bool one) {
       sub, sizeof sub,
       "batch item %d \xC2\xB7 %d tokens \xC2\xB7 %d heads of head_dim %d \xC2\xB7 rows: queries, columns: keys",
       o.batch, tr.tokens, tr.heads, tr.head_dim);
-  B.text(kMargin, y, sub, B.ty.small, B.th.dim, 0, "subtitle");
+  // The subtitle and the note in as many lines as the canvas needs (an 800 × 600 window cut
+  // "columns: keys"; a 1024 × 768 one with a 24-pixel font ran the note past the edge).
+  const float max_w = o.canvas.width - 2.0f * kMargin;
+  y = paragraph(B, kMargin, y, max_w, sub, B.ty.small, B.th.dim, "subtitle");
   const std::string note = unchanged_stage_note(o.stage, tr.config);
   if (!note.empty()) {
     y += line_h(B.ty.small) + 2;
-    // In as many lines as the canvas needs (a 1024 × 768 window with a 24-pixel font ran it past
-    // the edge).
-    const float max_w = o.canvas.width - 2.0f * kMargin, top = y - B.ty.small;
+    const float top = y - B.ty.small;
     float w = 0;
     for (const std::string& line : wrap(note, B.ty.small, max_w)) w = std::max(w, text_width(line, B.ty.small));
     y = paragraph(B, kMargin, y, max_w, note, B.ty.small, B.th.warn, "note");

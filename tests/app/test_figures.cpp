@@ -581,6 +581,21 @@ TEST(Figures, KvStepWithManyTokensKeepsToTheCanvasWidth) {
   }
 }
 
+// An 800 × 600 window leaves the lesson's figure about 440 × 230: its subtitle and its note
+// of an unchanged stage wrap ("columns: keys" was cut at the edge).
+TEST(Figures, LessonHeaderWrapsOnAnEightHundredPixelWindow) {
+  for (const char* name : {"seed003-wrapper", "seed002-fused-qkv-encoder", "seed003-weight-split-6d"}) {
+    const FigureRun r = run(name);
+    for (int st = 0; st < kStageCount; ++st)
+      for (const figure::View v : {figure::View::Grid, figure::View::Head}) {
+        figure::Options o = screen({440, 230});
+        o.view = v, o.stage = static_cast<Stage>(st);
+        expect_text_clear(figure::build_figure(r.trace, r.s.tokens, o), 440,
+                          std::string(name) + " stage " + std::to_string(st));
+      }
+  }
+}
+
 // The sweep's and the lens's subtitle whole on two lines where one is too narrow (the lens's
 // "cell: the most likely next token…" was cut at "cell: t…" on the app's 835-px canvas).
 TEST(Figures, GridSubtitleTakesTwoLinesBeforeItIsCut) {
