@@ -158,8 +158,12 @@ bool weight_grid(const Frame& f, Grid& g, bool out_proj);
 Scene build_scene(const Frame& f, int k);
 Point grid_size(const Frame& f, const Grid& g);
 Point scene_size(const Frame& f, const Scene& sc);
+// Whether a pane's title runs into the next one's, in a grid of panes side by side (Q, K and V
+// at once), at the frame's cell size.
+bool pane_titles_collide(const Frame& f, const Scene& sc);
 void place_scene(const Frame& f, Scene& sc, Point at);
 Point to_px(const Frame& f, const Grid& g, lay::Point p);
+// walk_plan.cpp
 // Fills plan's per-step sizes; canvas_of(k): the space step k's scene gets (with the chain
 // strip beside it or not, as f.strip_fit says).
 void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canvas_of);

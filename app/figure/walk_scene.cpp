@@ -1,5 +1,5 @@
-// The walkthrough's scenes: what each step draws (grids, operands, titles) and where, and
-// the plan of cell sizes and windows for a canvas.
+// The walkthrough's scenes: what each step draws (grids, operands, titles) and where (the plan
+// of cell sizes and windows for a canvas: walk_plan.cpp).
 #include <cstdio>
 
 #include "figure/text.hpp"
@@ -576,8 +576,9 @@ float grid_width(const Frame& f, const Grid& g) {
   return w;
 }
 
-// Whether a pane's title runs into the next one's, in a grid of panes side by side (Q, K and V
-// at once): a title is as wide at every cell size, and shrinking the cells only brings the
+}  // namespace
+
+// (walk_frame.hpp) A title is as wide at every cell size, and shrinking the cells only brings the
 // panes closer. At 24 px on an 835-px canvas "queries  (2, 3, 6)" ran into "keys". The titles
 // hold a double space between name and shape, so they keep more than that between them: with
 // a space, "Q_i  2 x (2, 6, 2) K_i  2 x (2, 6, 2)" read as "2, 6, 2) K_i".
@@ -594,8 +595,6 @@ bool pane_titles_collide(const Frame& f, const Scene& sc) {
   }
   return false;
 }
-
-}  // namespace
 
 // Width and height of a scene at the frame's cell size.
 Point scene_size(const Frame& f, const Scene& sc) {
@@ -630,179 +629,6 @@ void place_scene(const Frame& f, Scene& sc, Point at) {
 // Top-left of a point (cell units) of a grid.
 Point to_px(const Frame& f, const Grid& g, lay::Point p) {
   return {g.ox + (p.x - pane_shift(g)) * f.cs, g.oy + p.y * f.cs};
-}
-
-// [SECTION] The plan
-// Cell size of every step (the largest that fits the canvas), and one window of blocks,
-// rows and columns for all steps when a step would get cells too small to read.
-void plan_steps(Frame& f, WalkPlan& plan, const std::function<Canvas(int)>& canvas_of) {
-  const int n = step_count(f);
-  float aw = f.o.canvas.width, ah = f.o.canvas.height;
-  // Large enough for the back of a room; cells grow to fill a 1920 x 1080 screen.
-  const float max_cs = std::floor(f.sfh * 7.0f);
-  // A step's cell size at the frame's choices, and its worth: the size, or next to nothing
-  // where pane titles run into each other, so that any choice keeping them clear (titles on
-  // two lines, blocks arranged otherwise) is taken before one that does not.
-  struct Fit {
-    float cs, worth;
-  };
-  auto fit_one = [&](int k) -> Fit {
-    // A scene's size is linear in the cell size: measure it at two.
-    f.cs = 10.0f;
-    const Point a = scene_size(f, build_scene(f, k));
-    f.cs = 20.0f;
-    const Point b = scene_size(f, build_scene(f, k));
-    const float cw = (b.x - a.x) / 10.0f, ch = (b.y - a.y) / 10.0f;
-    const float fw = a.x - cw * 10.0f, fhh = a.y - ch * 10.0f;
-    float best = max_cs;
-    if (cw > 0) best = std::min(best, (aw - fw) / cw);
-    if (ch > 0) best = std::min(best, (ah - fhh) / ch);
-    best = std::floor(best);
-    // Titles wider than their cells make the size not quite linear: shrink until it fits. The
-    // note of numbered key columns is measured here, at the size the step gets, not at the two
-    // sizes above: at 10 px every token column is numbered, and the note would have been counted
-    // in steps whose cells end up wide enough for the tokens. Left out, a scene came out wider
-    // than planned (the context step of a 6-d lesson on a 1024 × 768 window: its chain strip
-    // dropped when drawn, its cells kept at the 10 px planned beside it).
-    f.title_notes = true;
-    for (int it = 0; it < 24 && best > 4.0f; ++it) {
-      f.cs = best;
-      const Point e = scene_size(f, build_scene(f, k));
-      if (e.x <= aw && e.y <= ah) break;
-      best = std::max(4.0f, std::min(best - 1.0f, std::floor(best * std::min(aw / e.x, ah / e.y))));
-    }
-    f.cs = best;
-    const bool collide = pane_titles_collide(f, build_scene(f, k));
-    f.title_notes = false;
-    return {best, collide ? best * 0.01f : best};
-  };
-  const float want = std::max(10.0f, f.sfh * 0.75f);  // below this, cells are too small to point at
-  // Large sizes: a window of blocks, rows and columns with ellipses (per step: small steps
-  // keep every cell; a transition fades out what the next window hides).
-  const std::int64_t windows[4][3] = {{0, 0, 0}, {4, 10, 12}, {3, 8, 8}, {2, 6, 6}};
-  plan.cs.assign(static_cast<std::size_t>(n), 4.0f);
-  plan.bcols.assign(static_cast<std::size_t>(n), 1);
-  plan.lims.assign(static_cast<std::size_t>(n), {0, 0, 0});
-  // Wᵀ beside a projection only when the step still fits without a window.
-  plan.weights.assign(static_cast<std::size_t>(n), 0);
-  plan.title_lines.assign(static_cast<std::size_t>(n), 1);
-  plan.strip.assign(static_cast<std::size_t>(n), 1);
-  // Pane titles take a second line only where that gives cells 15% larger: with a large font
-  // the titles over narrow grids ("context_vec  (2, 2, 6, 2)" over two columns) were wider
-  // than the cells and left the step 4-pixel cells.
-  auto title_choices = [&](int k, auto&& each) {
-    for (int c = 1; c <= 4; ++c)
-      for (int lines = 1; lines <= 2; ++lines) {
-        f.block_cols = c;
-        f.title_lines = lines;
-        each(c, lines, fit_one(k));
-      }
-  };
-  for (int k = 0; k < n && f.in.weights; ++k) {
-    const lay::Step st = f.steps[static_cast<std::size_t>(k)];
-    if (st != lay::Step::Project && st != lay::Step::OutProj) continue;
-    f.strip_fit = true;
-    aw = canvas_of(k).width, ah = canvas_of(k).height;
-    f.weights_fit = true;
-    float best = -1.0f;
-    title_choices(k, [&](int, int, Fit v) { best = std::max(best, v.worth); });
-    plan.weights[static_cast<std::size_t>(k)] = best >= want ? 1 : 0;
-  }
-  // Step k's cells, blocks, title lines, window and strip at the frame's text size.
-  const auto choose = [&](int k) {
-    const std::size_t i = static_cast<std::size_t>(k);
-    f.weights_fit = plan.weights[i] != 0;
-    float chosen = -1.0f;  // the worth of the choice taken
-    // The chain strip goes before the scene's cells: a window hides cells, the strip only
-    // repeats them. With a 24-pixel font the centre of a 1280 × 800 window is 700 px wide, and
-    // beside the strip's 210 the context step's three grids kept 4-pixel cells.
-    const int tries = chain_of(f, k).size() >= 2 ? 2 : 1;
-    for (const auto& win : windows) {
-      f.lim_blocks = win[0];
-      f.lim_rows = win[1];
-      f.lim_cols = win[2];
-      for (int t = 0; t < tries; ++t) {
-        f.strip_fit = t == 0;
-        aw = canvas_of(k).width, ah = canvas_of(k).height;
-        // Blocks side by side when that gives larger cells (wide canvas, many short blocks).
-        float best = -1.0f, best_cs = 4.0f;
-        int best_c = 1, best_lines = 1;
-        title_choices(k, [&](int c, int lines, Fit v) {
-          if (v.worth > (lines > best_lines ? best * 1.15f : best + 0.5f)) {
-            best = v.worth;
-            best_cs = v.cs;
-            best_c = c;
-            best_lines = lines;
-          }
-        });
-        // Taken only where larger than what an earlier try gave: without the strip, a window
-        // hiding cells, at no gain, are not taken.
-        if (best <= chosen) continue;
-        plan.cs[i] = std::clamp(best_cs, 4.0f, max_cs);
-        plan.bcols[i] = best_c;
-        plan.title_lines[i] = best_lines;
-        plan.lims[i] = {win[0], win[1], win[2]};
-        plan.strip[i] = f.strip_fit ? 1 : 0;
-        chosen = best;
-        if (best >= want) break;
-      }
-      // Cells large enough, even beside titles that run together: a window would hide cells
-      // and bring the panes closer still.
-      if (plan.cs[i] >= want) break;
-    }
-  };
-  // Whether step k as planned fits its canvas with its pane titles apart.
-  const auto clean = [&](int k) {
-    use_step(f, plan, k);
-    f.title_notes = true;
-    const Scene sc = build_scene(f, k);
-    const Point e = scene_size(f, sc);
-    const Canvas c = canvas_of(k);
-    const bool ok = e.x <= c.width + 0.5f && e.y <= c.height + 0.5f && !pane_titles_collide(f, sc);
-    f.title_notes = false;
-    return ok;
-  };
-  const float text = f.sfh;
-  plan.text.assign(static_cast<std::size_t>(n), text);
-  for (int k = 0; k < n; ++k) {
-    choose(k);
-    // A scene wider than its canvas at the cells' least size, or with pane titles over each
-    // other, takes smaller text, down to 10 px: on a 1024 × 768 window with a 24-pixel font
-    // (600 × 277) grouped-query attention's expansion drew "keys.repeat_interleave" over
-    // "values.repeat_interleave", and its scores with and without RoPE ran 60 px past the edge.
-    const std::size_t i = static_cast<std::size_t>(k);
-    for (const float scale : {0.88f, 0.77f, 0.68f}) {
-      if (clean(k)) break;
-      const float size = std::round(text * scale);
-      if (size < 10.0f) break;
-      f.set_text(size);
-      plan.text[i] = size;
-      choose(k);
-    }
-    if (!clean(k)) {  // none did: the typography's size, as planned with it
-      f.set_text(text);
-      plan.text[i] = text;
-      choose(k);
-    }
-    f.set_text(text);
-  }
-  f.block_cols = f.title_lines = 1;
-  f.strip_fit = true;
-  f.lim_blocks = f.lim_rows = f.lim_cols = 0;
-}
-
-// Cell size, block columns and window of step k.
-void use_step(Frame& f, const WalkPlan& p, int k) {
-  const std::size_t i = static_cast<std::size_t>(k);
-  if (i < p.text.size() && p.text[i] != f.sfh) f.set_text(p.text[i]);
-  f.cs = p.cs[i];
-  f.block_cols = p.bcols[i];
-  f.title_lines = p.title_lines[i];
-  f.lim_blocks = p.lims[i][0];
-  f.lim_rows = p.lims[i][1];
-  f.lim_cols = p.lims[i][2];
-  f.weights_fit = p.weights[i] != 0;
-  f.strip_fit = p.strip[i] != 0;
 }
 
 }  // namespace mhaviz::figure::walk
