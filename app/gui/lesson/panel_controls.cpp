@@ -201,14 +201,8 @@ void draw_variant_options(AppState& s, ModelConfig& c) {
   draw_refusal(s, "rope");
 }
 
-}  // namespace
-
-void draw_controls(AppState& s) {
-  ModelConfig& c = s.doc.session.model;
-  const float label_w = ImGui::GetFontSize() * 8.5f;
-  ImGui::PushItemWidth(-label_w);
-
-  // [SECTION] Variant
+// [SECTION] Variant: the combo, what a switch keeps, the help.
+void variant_combo(AppState& s, ModelConfig& c) {
   if (ImGui::BeginCombo("variant", std::string(variant_name(c.variant)).c_str())) {
     for (Variant v : kAllVariants) {
       if (ImGui::Selectable(std::string(variant_name(v)).c_str(), v == c.variant) && v != c.variant) {
@@ -243,8 +237,10 @@ void draw_controls(AppState& s) {
       std::string(kVariantSwitchNote);
   help_marker(variant_help.c_str());
   draw_refusal(s, "variant");
+}
 
-  // [SECTION] Sizes
+// [SECTION] Sizes: d_in, d_out, num_heads and what they give, the variant's options.
+void size_sliders(AppState& s, ModelConfig& c) {
   int d_in = s.doc.session.d_in();
   if (step_slider(s, "d_in", d_in, size_steps(d_in, Limits::kMaxDim))) set_d_in(s, d_in);
   if (!ImGui::IsItemActive()) s.ui.edit.d_in_stash.clear();
@@ -282,8 +278,10 @@ void draw_controls(AppState& s) {
   }
   ImGui::PopTextWrapPos();
   draw_variant_options(s, c);
+}
 
-  // [SECTION] Dropout and mask
+// [SECTION] Dropout, train or eval mode, the causal mask and qkv_bias.
+void dropout_and_mask(AppState& s, ModelConfig& c) {
   float p = static_cast<float>(c.dropout);
   if (ImGui::SliderFloat("dropout", &p, 0.0f, 0.9f, "%.2f", ImGuiSliderFlags_AlwaysClamp)) {
     c.dropout = static_cast<double>(p);
@@ -296,13 +294,8 @@ void draw_controls(AppState& s) {
   ImGui::SameLine(ImGui::GetFontSize() * 4.0f);
   if (ImGui::RadioButton("train", mode == 0)) mode = 0;
   // Beside "train" where it fits, else under it (a narrow panel with a large font cut it).
-  const ImGuiStyle& style = ImGui::GetStyle();
-  const float eval_w = ImGui::GetFrameHeight() + style.ItemInnerSpacing.x + ImGui::CalcTextSize("eval (no dropout)").x;
-  if (ImGui::GetItemRectMax().x + style.ItemSpacing.x + eval_w <=
-      ImGui::GetWindowContentRegionMax().x + ImGui::GetWindowPos().x)
-    ImGui::SameLine();
-  else
-    ImGui::SetCursorPosX(ImGui::GetFontSize() * 4.0f);
+  same_line_or_wrap(labelled_width(ImGui::GetFrameHeight(), "eval (no dropout)"));
+  ImGui::SetCursorPosX(std::max(ImGui::GetCursorPosX(), ImGui::GetFontSize() * 4.0f));
   if (ImGui::RadioButton("eval (no dropout)", mode == 1)) mode = 1;
   if ((mode == 0) != c.training) {
     c.training = mode == 0;
@@ -317,8 +310,10 @@ void draw_controls(AppState& s) {
   if (ImGui::Checkbox("qkv_bias", &c.qkv_bias))
     mark_model_dirty(s, c.qkv_bias ? "turn qkv_bias on" : "turn qkv_bias off", "mode");
   draw_refusal(s, "mode");
+}
 
-  // [SECTION] Context, seed, batch
+// [SECTION] Context, seed, batch.
+void context_seed_batch(AppState& s, ModelConfig& c) {
   int ctx = c.context_length;
   if (ImGui::InputInt("context_length", &ctx, 1, 16)) {
     ctx = std::clamp(ctx, 1, Limits::kMaxContext);
@@ -342,22 +337,36 @@ void draw_controls(AppState& s) {
     mark_input_dirty(s, "change batch", "batch");
   }
   draw_refusal(s, "batch");
-  ImGui::PopItemWidth();
+}
 
-  if (!s.compute.error.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, kErrorText);
-    ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextUnformatted(s.compute.error.c_str());
-    ImGui::PopTextWrapPos();
-    ImGui::PopStyleColor();
-    const int T = s.doc.session.num_tokens();
-    if (T > c.context_length) {
-      if (ImGui::Button("Set context_length to the token count")) {
-        c.context_length = T;
-        mark_model_dirty(s, "change context_length", "context_length");
-      }
+// The forward's error, with the fix for a text longer than context_length.
+void compute_error(AppState& s, ModelConfig& c) {
+  if (s.compute.error.empty()) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, kErrorText);
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextUnformatted(s.compute.error.c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::PopStyleColor();
+  const int T = s.doc.session.num_tokens();
+  if (T > c.context_length) {
+    if (ImGui::Button("Set context_length to the token count")) {
+      c.context_length = T;
+      mark_model_dirty(s, "change context_length", "context_length");
     }
   }
+}
+
+}  // namespace
+
+void draw_controls(AppState& s) {
+  ModelConfig& c = s.doc.session.model;
+  ImGui::PushItemWidth(-ImGui::GetFontSize() * 8.5f);  // the labels' column
+  variant_combo(s, c);
+  size_sliders(s, c);
+  dropout_and_mask(s, c);
+  context_seed_batch(s, c);
+  ImGui::PopItemWidth();
+  compute_error(s, c);
 }
 
 }  // namespace mhaviz::gui

@@ -271,9 +271,8 @@ void draw_detector(AppState& s) {
   ModelUi& m = s.gpt;
   const char* current = m.pattern < 0 ? "none" : head_pattern_name(kHeadPatterns[m.pattern]).data();
   // Its label kept whole on a narrow panel (a 1024 × 768 window at 24 px cut it to "Head det").
-  ImGui::SetNextItemWidth(std::min(ImGui::GetFontSize() * 11.0f, ImGui::GetContentRegionAvail().x -
-                                                                     ImGui::CalcTextSize("Head detector").x -
-                                                                     ImGui::GetStyle().ItemInnerSpacing.x));
+  ImGui::SetNextItemWidth(
+      std::min(ImGui::GetFontSize() * 11.0f, ImGui::GetContentRegionAvail().x - labelled_width(0.0f, "Head detector")));
   if (ImGui::BeginCombo("Head detector", current)) {
     if (ImGui::Selectable("none", m.pattern < 0)) m.pattern = -1;
     for (int i = 0; i < kHeadPatternCount; ++i) {

@@ -223,7 +223,7 @@ void settings_controls(AppState& s) {
   const bool fixed = t.worker != nullptr;
   // Fields leave their labels' room: at ImGui's default (two thirds of the panel) "weight decay"
   // was cut to "weight dec" on a narrow panel with a large font.
-  ImGui::PushItemWidth(-(ImGui::CalcTextSize("weight decay").x + ImGui::GetStyle().ItemInnerSpacing.x));
+  ImGui::PushItemWidth(-labelled_width(0.0f, "weight decay"));
   ImGui::BeginDisabled(fixed);
   const char* tips[] = {
       ("Random tokens with a segment that repeats once later (lengths 5, 9, 13 never trained, only probed): the "
@@ -329,7 +329,7 @@ void replay(AppState& s) {
   char fmt[48];
   std::snprintf(fmt, sizeof fmt, "step %lld",
                 static_cast<long long>(t.snap->probes[static_cast<std::size_t>(shown)]->step));
-  ImGui::PushItemWidth(-(ImGui::CalcTextSize("scores shown").x + ImGui::GetStyle().ItemInnerSpacing.x));
+  ImGui::PushItemWidth(-labelled_width(0.0f, "scores shown"));
   if (ImGui::SliderInt("snapshot", &shown, 0, last, fmt)) t.scrub = shown == last ? -1 : shown, ++t.data;
   record_widget(s, "train_scrub");
   bool live = t.scrub < 0;
